@@ -1,0 +1,133 @@
+"""Command line: aot compile | run | info."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import AotError
+
+
+def _cmd_compile(a):
+    from .compiler import Options, compile_model
+    from .frontend.onnx_import import parse_input_shapes
+    log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
+    progress = None
+    if not a.verbose and sys.stderr.isatty():
+        def progress(m):
+            if m.startswith("lower: "):
+                print("\r\033[K" + m[:100], end="", file=sys.stderr, flush=True)
+    opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=a.target)
+    if a.const_section:
+        opts.const_section = a.const_section
+    if a.workspace_section:
+        opts.workspace_section = a.workspace_section
+    res = compile_model(a.model, opts, log=log, progress=progress)
+    if progress:
+        print("\r\033[K", end="", file=sys.stderr)
+    for n in res.notes:
+        print("note: " + n, file=sys.stderr)
+    res.save(a.output)
+    p = res.plan
+    print(f"wrote {a.output}: {len(p.calls)} kernels, workspace {p.workspace_size} bytes, "
+          f"constants {p.constants_size} bytes")
+    return 0
+
+
+def _cmd_run(a):
+    import numpy as np
+    from .host import run_host
+    if a.board != "host":
+        raise AotError(f"board '{a.board}' is not supported yet (supported: host)")
+    try:
+        with np.load(a.inputs) as z:
+            inputs = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise AotError(f"cannot read inputs '{a.inputs}': {e}")
+    outs = run_host(a.model, inputs, sanitize=a.sanitize)
+    if a.outputs:
+        from .compiler import write_atomic
+        import io
+        buf = io.BytesIO()
+        np.savez(buf, **outs)
+        write_atomic(a.outputs, buf.getvalue())
+    for k, v in outs.items():
+        print(f"{k}: {v.dtype}{list(v.shape)}" + (f" min {v.min():.6g} max {v.max():.6g}" if v.size else ""))
+    return 0
+
+
+def info_summary(m) -> dict:
+    mem = m.main_memory
+    return {
+        "module": m.module_name,
+        "target": m.module.get("target"),
+        "export_datetime": m.module.get("export_datetime"),
+        "inputs": m.aot.get("inputs") or [{"name": k, **v} for k, v in mem["inputs"].items()],
+        "outputs": m.aot.get("outputs") or [{"name": k, **v} for k, v in mem["outputs"].items()],
+        "workspace_size_bytes": mem["workspace_size_bytes"],
+        "workspace_lower_bound_bytes": m.aot.get("workspace_lower_bound_bytes"),
+        "constants_size_bytes": mem["constants_size_bytes"],
+        "io_size_bytes": mem["io_size_bytes"],
+        "kernels": [f["function_name"] for f in m.module["memory"]["functions"]["operator_functions"]],
+    }
+
+
+def _cmd_info(a):
+    from mlf import read_mlf, validate
+    m = read_mlf(a.model)
+    problems = validate(m)
+    s = info_summary(m) if not problems else None
+    if a.json:
+        print(json.dumps({"valid": not problems, "problems": problems, "summary": s}, indent=2))
+    else:
+        if problems:
+            for p in problems:
+                print("invalid: " + p)
+        else:
+            print(f"module {s['module']} (target {', '.join(s['target'])}), MLF version 7, valid")
+            for kind in ("inputs", "outputs"):
+                for t in s[kind]:
+                    shape = t.get("shape", "?")
+                    print(f"  {kind[:-1]:6s} {t['name']}: {t['dtype']}{shape} -> C member '{t.get('c_name', t['name'])}'")
+            print(f"  workspace {s['workspace_size_bytes']} bytes (lower bound {s['workspace_lower_bound_bytes']}), "
+                  f"constants {s['constants_size_bytes']} bytes, io {s['io_size_bytes']} bytes")
+            print(f"  {len(s['kernels'])} kernels: " + ", ".join(s["kernels"]))
+    return 2 if problems else 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="aot", description="Ahead-of-time compiler: ONNX -> C99 + MLF for microcontrollers")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("compile", help="compile a model to a Model Library Format tarball")
+    c.add_argument("model")
+    c.add_argument("-o", "--output", required=True)
+    c.add_argument("--model-name", default="default")
+    c.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...", help="static shape for an input")
+    c.add_argument("--target", default="c")
+    c.add_argument("--const-section", help="linker section of the constants (default .rodata.tvm)")
+    c.add_argument("--workspace-section", help="linker section of the workspace (default .bss.noinit.tvm)")
+    c.add_argument("-v", "--verbose", action="store_true", help="explain what each pass did")
+    c.set_defaults(fn=_cmd_compile)
+    r = sub.add_parser("run", help="build an MLF for a board, run it, write its outputs")
+    r.add_argument("model")
+    r.add_argument("--inputs", required=True, help=".npz keyed by the model's input names")
+    r.add_argument("--outputs", help=".npz to write, keyed by the model's output names")
+    r.add_argument("--board", default="host")
+    r.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan")
+    r.set_defaults(fn=_cmd_run)
+    i = sub.add_parser("info", help="summarise and validate an MLF tarball")
+    i.add_argument("model")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(fn=_cmd_info)
+    a = p.parse_args(argv)
+    try:
+        return a.fn(a)
+    except AotError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""The pipeline, stage by stage:
+
+  import (ONNX -> graph IR) -> graph passes -> FuseOps -> lower each group to loop IR
+  -> schedule -> render C -> AOT executor plan (static memory) -> MLF tarball
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+
+from .errors import AotError
+from .executor import build_plan
+from .frontend.onnx_import import check_supported, import_onnx
+from .ir.graph import print_graph
+from .names import model_c_name, unique_c_names
+from .passes.fold_constants import fold_constants
+from .passes.fuse import fuse_ops, group_name
+from .passes.simplify import eliminate_dead_code, fold_batchnorm, materialize_outputs, remove_identities
+
+RUNTIME_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime_c")
+SECTION_RE = re.compile(r"^[.A-Za-z0-9_]+$")
+
+
+@dataclass
+class Options:
+    model_name: str = "default"
+    input_shapes: dict = field(default_factory=dict)
+    target: str = "c"
+    const_section: str = ".rodata.tvm"
+    workspace_section: str = ".bss.noinit.tvm"
+    align: int = 16
+
+
+@dataclass
+class CompileResult:
+    tar: bytes
+    plan: object
+    graph: object
+    notes: list
+
+    def save(self, path):
+        write_atomic(path, self.tar)
+
+
+def parse_target(target: str) -> str:
+    """TVM-style target strings. Only plain C for now; everything else is refused by name."""
+    parts = target.split()
+    if not parts:
+        raise AotError("empty --target")
+    kind, opts = parts[0], parts[1:]
+    if kind != "c":
+        raise AotError(f"target '{target}' is not supported yet (supported: 'c')")
+    for o in opts:
+        if o not in ("-keys=cpu",):
+            raise AotError(f"target option '{o}' is not supported yet for target 'c'")
+    return "c"
+
+
+def run_passes(graph, log):
+    """Graph passes, in order; each is Graph -> (Graph, count)."""
+    passes = [
+        ("remove_identities", remove_identities, "Identity/Dropout nodes removed"),
+        ("fold_batchnorm", fold_batchnorm, "BatchNormalization nodes folded"),
+        ("fold_constants", fold_constants, "nodes folded to constants"),
+        ("eliminate_dead_code", eliminate_dead_code, "dead nodes removed"),
+        ("materialize_outputs", materialize_outputs, "output copies inserted"),
+    ]
+    for name, fn, what in passes:
+        graph, n = fn(graph)
+        log(f"pass {name}: {n} {what}; {len(graph.nodes)} nodes remain")
+    return graph
+
+
+def _runtime_files():
+    out = {}
+    for root, _, files in os.walk(RUNTIME_DIR):
+        for f in sorted(files):
+            full = os.path.join(root, f)
+            rel = os.path.relpath(full, RUNTIME_DIR).replace(os.sep, "/")
+            with open(full, "rb") as fh:
+                out["runtime/" + rel] = fh.read()
+    return out
+
+
+def compile_model(model, options: Options | None = None, log=None, progress=None) -> CompileResult:
+    from codegen_c.emit import emit_c, render_template
+    from mlf.writer import empty_param_dict, make_metadata, metadata_json, source_date_epoch, write_tar
+
+    options = options or Options()
+    log = log or (lambda msg: None)
+    target = parse_target(options.target)
+    mod = model_c_name(options.model_name)
+    if not mod or mod == "_":
+        raise AotError(f"--model-name '{options.model_name}' gives no usable C identifier")
+    for what, sec in (("constant", options.const_section), ("workspace", options.workspace_section)):
+        if not SECTION_RE.match(sec):
+            raise AotError(f"{what} section name '{sec}' may only contain letters, digits, '.' and '_'")
+
+    graph = import_onnx(model, options.input_shapes, name=mod, log=log)
+    if not graph.inputs:
+        raise AotError("the model has no runtime inputs (every input is a constant)")
+    graph = run_passes(graph, log)
+    check_supported(graph)
+    groups = fuse_ops(graph)
+    kernels = [g for g in groups if not g.alias]
+    log(f"pass fuse_ops: {len(graph.nodes)} nodes -> {len(kernels)} kernels "
+        f"({len(groups) - len(kernels)} reshape-like aliases need no kernel)")
+    for g in kernels:
+        log(f"  {group_name(g)}: {', '.join(n.name for n in g.nodes)}")
+
+    in_c, notes1 = unique_c_names([v.name for v in graph.inputs], reserved=("WORKSPACE",))
+    out_c, notes2 = unique_c_names(graph.output_names, reserved=["WORKSPACE"] + in_c)
+    notes = notes1 + notes2
+    for n in notes:
+        log("note: " + n)
+    plan = build_plan(graph, groups, mod, in_c, out_c, options.align, log=log if progress is None else progress)
+    sources = emit_c(plan, target, options.const_section, options.workspace_section)
+    src_list = sorted(s for s in sources if s.endswith(".c"))
+    extra = {
+        "inputs": [{"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype} for c, n, t in plan.inputs],
+        "outputs": [{"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype} for c, n, t in plan.outputs],
+        "workspace_lower_bound_bytes": plan.workspace_lower_bound,
+        "workspace_tensors": plan.tensors,
+        "kernels": [c.func.name for c in plan.calls],
+        "name_notes": notes,
+        "sources": src_list,
+    }
+    epoch = source_date_epoch()
+    files = dict(sources)
+    files["metadata.json"] = metadata_json(make_metadata(plan, target, epoch, extra))
+    files[f"parameters/{mod}.params"] = empty_param_dict()
+    files[f"src/{mod}.relay"] = print_graph(graph)
+    files.update(_runtime_files())
+    files["mlf.mk"] = render_template("mlf.mk.j2", mod=mod, MOD=mod.upper(), sources=src_list)
+    files["mlf.cmake"] = render_template("mlf.cmake.j2", mod=mod, MOD=mod.upper(), sources=src_list)
+    tar = write_tar(files, epoch)
+    log(f"mlf: {len(files)} members, {len(tar)} bytes")
+    return CompileResult(tar, plan, graph, notes)
+
+
+def write_atomic(path, data: bytes):
+    """Write via a temporary file in the same directory: no partial output on failure."""
+    d = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(d, f".{os.path.basename(path)}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise AotError(f"cannot write '{path}': {e.strerror}")
+
+
+def stderr_log(msg):
+    print(msg, file=sys.stderr)

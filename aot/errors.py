@@ -1,0 +1,23 @@
+"""User-facing errors: raised for bad models or options, printed without a traceback."""
+
+
+class AotError(Exception):
+    """An error caused by the user's input (model, options); the CLI prints it and exits 2."""
+
+
+class UnsupportedError(AotError):
+    """One or more model elements cannot be compiled; `problems` lists every one of them."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{len(self.problems)} unsupported element(s) in the model:\n{lines}")
+
+
+class OpError(AotError):
+    """A problem with one node: carries its name and op type so the message names it."""
+
+    def __init__(self, node, message):
+        self.node_name = getattr(node, "name", "?")
+        self.op_type = getattr(node, "op", "?")
+        super().__init__(f"node '{self.node_name}' ({self.op_type}): {message}")

@@ -1,0 +1,122 @@
+"""The AOT executor: fused groups -> kernels called in order, with a static memory plan.
+
+Graph inputs and outputs are the caller's buffers (never copied); constants are linked
+arrays; every other tensor lives at a planned offset in one static workspace. Reshape-like
+ops are aliases: their output is their input's storage.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .lower import const_param_array, is_scalar_const, lower_group
+from .memory_plan import Buf, lower_bound, plan, verify
+from .names import sanitize
+from .ops import get_op
+from .passes.fuse import group_name
+from .tir.legalize import legalize
+
+
+@dataclass
+class Arg:
+    kind: str        # 'input' | 'output' | 'const' | 'workspace'
+    index: int       # input/output/const index, or workspace byte offset
+    dtype: str
+
+
+@dataclass
+class Call:
+    func: object     # PrimFunc
+    args: list       # Arg per parameter
+
+
+@dataclass
+class ExecutorPlan:
+    model_name: str
+    inputs: list                 # (c_name, original name, TensorType)
+    outputs: list
+    constants: list              # (c_name, numpy array)
+    calls: list
+    workspace_size: int
+    workspace_lower_bound: int
+    tensors: list = field(default_factory=list)   # memory report rows
+    notes: list = field(default_factory=list)
+
+    @property
+    def funcs(self):
+        seen, out = set(), []
+        for c in self.calls:
+            if id(c.func) not in seen:
+                seen.add(id(c.func))
+                out.append(c.func)
+        return out
+
+    @property
+    def constants_size(self):
+        return sum(a.nbytes for _, a in self.constants)
+
+
+def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None) -> ExecutorPlan:
+    in_index = {id(v): k for k, v in enumerate(graph.inputs)}
+    out_index = {id(v): k for k, v in enumerate(graph.outputs)}
+
+    def root(v):
+        while v.producer is not None and get_op(v.producer.op).alias:
+            v = v.producer.inputs[0]
+        return v
+
+    # graph outputs claim their root's storage (aliases of an output write into it)
+    out_root = {id(root(v)): k for k, v in enumerate(graph.outputs)}
+    kernels = [g for g in groups if not g.alias]
+
+    const_ids, constants = {}, []
+    intervals = {}
+    funcs, calls, used_names = [], [], {}
+    for step, g in enumerate(kernels):
+        base = f"tvmgen_{mod}_{group_name(g)}"
+        k = used_names.get(base, 0)
+        used_names[base] = k + 1
+        fname = base if k == 0 else f"{base}_{k}"
+        func, in_values = lower_group(g, fname)
+        func = legalize(func)
+        if log:
+            log(f"lower: {fname}: {' + '.join(g.op_names)}")
+        args = []
+        for v in list(in_values) + list(g.outputs):
+            r = root(v)
+            if id(r) in in_index:
+                args.append(Arg("input", in_index[id(r)], v.type.dtype))
+            elif id(r) in out_root:
+                args.append(Arg("output", out_root[id(r)], v.type.dtype))
+            elif r.is_const:
+                if id(r) not in const_ids:
+                    const_ids[id(r)] = len(constants)
+                    constants.append((f"tvmgen_{mod}_const_{len(constants)}_{sanitize(r.name)}"[:80], const_param_array(r)))
+                args.append(Arg("const", const_ids[id(r)], v.type.dtype))
+            else:
+                iv = intervals.setdefault(id(r), [step, step, r])
+                iv[0], iv[1] = min(iv[0], step), max(iv[1], step)
+                args.append(Arg("workspace", id(r), v.type.dtype))
+        calls.append(Call(func, args))
+
+    bufs = [Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items()]
+    total = plan(bufs, align)
+    verify(bufs)
+    offset = {b.key: b.offset for b in bufs}
+    for c in calls:
+        for a in c.args:
+            if a.kind == "workspace":
+                a.index = offset[a.index]
+    rows = sorted(({"name": intervals[b.key][2].name, "bytes": b.size, "first": b.start, "last": b.end,
+                    "offset": b.offset} for b in bufs), key=lambda r: (r["offset"], r["first"]))
+    bound = lower_bound(bufs, align)
+    if log:
+        log(f"memory plan: {len(bufs)} intermediates, workspace {total} bytes (lower bound {bound}), "
+            f"{len(constants)} constant arrays ({sum(a.nbytes for _, a in constants)} bytes)")
+    ins = [(c, v.name, v.type) for c, v in zip(in_names, graph.inputs)]
+    outs = [(c, n, v.type) for c, n, v in zip(out_names, graph.output_names, graph.outputs)]
+    return ExecutorPlan(mod, ins, outs, constants, calls, total, bound, rows)
+
+
+__all__ = ["build_plan", "ExecutorPlan", "np", "is_scalar_const"]

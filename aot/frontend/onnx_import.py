@@ -1,0 +1,238 @@
+"""ONNX -> graph IR, with full static shape inference and folding of compile-time subgraphs."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import AotError, OpError, UnsupportedError
+from ..ir.graph import Graph, Node, TensorType, Value
+from ..ops import REGISTRY, ImportCtx, get_op
+from ..ops.registry import ONNX_DTYPES
+from ..passes.fold_constants import compact, fold_node
+
+MIN_OPSET = 7
+
+
+def _load(model):
+    import onnx
+    if isinstance(model, onnx.ModelProto):
+        return model
+    try:
+        if isinstance(model, (bytes, bytearray)):
+            return onnx.load_model_from_string(bytes(model))
+        with open(model, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise AotError(f"cannot read model '{model}': {e.strerror}")
+    try:
+        m = onnx.load_model_from_string(data)
+    except Exception as e:  # protobuf raises DecodeError and friends
+        raise AotError(f"'{model}' is not a valid ONNX model (protobuf parse failed: {type(e).__name__})")
+    if not m.graph.node and not m.graph.output:
+        raise AotError(f"'{model}' is not a valid ONNX model (no graph)")
+    return m
+
+
+def parse_input_shapes(specs):
+    """['x=1,3,224,224', ...] -> {'x': (1, 3, 224, 224)}"""
+    out = {}
+    for s in specs or []:
+        name, sep, dims = s.rpartition("=")
+        if not sep or not name:
+            raise AotError(f"--input-shape '{s}' must look like NAME=D0,D1,...")
+        try:
+            out[name] = tuple(int(d) for d in dims.split(",") if d.strip() != "")
+        except ValueError:
+            raise AotError(f"--input-shape '{s}': dimensions must be integers")
+        if any(d <= 0 for d in out[name]):
+            raise AotError(f"--input-shape '{s}': dimensions must be positive")
+    return out
+
+
+def _elem_dtype(t, what):
+    dt = ONNX_DTYPES.get(t)
+    if dt is None or dt == "float16":
+        raise AotError(f"{what}: element type {t} is not supported")
+    return dt
+
+
+def _opset(m):
+    for imp in m.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return imp.version
+    return 1
+
+
+def _attrs(node):
+    from onnx import TensorProto, helper, numpy_helper
+    out = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        if isinstance(v, TensorProto):
+            v = numpy_helper.to_array(v)
+        elif isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif isinstance(v, (list, tuple)):
+            v = [x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in v]
+        out[a.name] = v
+    return out
+
+
+def _constant_node_value(node, attrs):
+    from onnx import numpy_helper
+    for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if key in attrs:
+            v = attrs[key]
+            if key == "value":
+                return np.asarray(v)
+            if key.startswith("value_float"):
+                return np.array(v, np.float32)
+            return np.array(v, np.int64)
+    raise OpError(_Named(node), "Constant value kind is not supported (sparse or string)")
+
+
+class _Named:
+    def __init__(self, node):
+        self.name, self.op = node.name or node.output[0], node.op_type
+
+
+def _toposort(nodes, known):
+    """ONNX requires topological order, but exporters do not always comply."""
+    avail = set(known)
+    pending, out = list(nodes), []
+    while pending:
+        progressed, rest = False, []
+        for n in pending:
+            if all(i == "" or i in avail for i in n.input):
+                out.append(n)
+                avail.update(o for o in n.output if o)
+                progressed = True
+            else:
+                rest.append(n)
+        if not progressed:
+            n = rest[0]
+            missing = [i for i in n.input if i and i not in avail]
+            raise OpError(_Named(n), f"input '{missing[0]}' is not produced by any node, initializer or graph input")
+        pending = rest
+    return out
+
+
+def import_onnx(model, input_shapes=None, name="default", log=None) -> Graph:
+    import onnx
+    from onnx import numpy_helper
+    m = _load(model)
+    opset = _opset(m)
+    newest = onnx.defs.onnx_opset_version()
+    if opset < MIN_OPSET or opset > newest:
+        raise AotError(f"opset {opset} is not supported (supported: {MIN_OPSET} to {newest})")
+    g = m.graph
+    input_shapes = dict(input_shapes or {})
+
+    # every op problem at once, before any inference
+    problems = []
+    for k, n in enumerate(g.node):
+        label = f"node '{n.name or n.output[0] if n.output else k}' ({n.op_type})"
+        if n.domain not in ("", "ai.onnx"):
+            problems.append(f"{label}: operator domain '{n.domain}' is not supported")
+        elif n.op_type != "Constant" and n.op_type not in REGISTRY:
+            problems.append(f"{label}: operator {n.op_type} is not supported")
+    if problems:
+        raise UnsupportedError(problems)
+
+    values: dict = {}
+    for init in g.initializer:
+        try:
+            arr = numpy_helper.to_array(init)
+        except Exception as e:
+            raise AotError(f"initializer '{init.name}' cannot be read: {e}")
+        if arr.dtype == np.float16 or arr.dtype.kind not in "fiub":
+            raise AotError(f"initializer '{init.name}': element type {arr.dtype} is not supported")
+        values[init.name] = Value(init.name, TensorType(arr.shape, str(arr.dtype)), compact(arr))
+
+    inputs = []
+    for vi in g.input:
+        if vi.name in values:
+            continue        # an initializer listed as input (IR < 4): a constant
+        tt = vi.type.tensor_type
+        if not vi.type.HasField("tensor_type"):
+            raise AotError(f"input '{vi.name}' is not a tensor")
+        dtype = _elem_dtype(tt.elem_type, f"input '{vi.name}'")
+        if vi.name in input_shapes:
+            shape = input_shapes.pop(vi.name)
+            if tt.HasField("shape") and len(tt.shape.dim) != len(shape):
+                raise AotError(f"--input-shape for '{vi.name}' has rank {len(shape)}, the model says {len(tt.shape.dim)}")
+            for d, (dim, given) in enumerate(zip(tt.shape.dim, shape)):
+                if dim.HasField("dim_value") and dim.dim_value != given:
+                    raise AotError(f"--input-shape for '{vi.name}': dimension {d} is {dim.dim_value} in the model, not {given}")
+        else:
+            if not tt.HasField("shape"):
+                raise AotError(f"input '{vi.name}' has an unknown rank; give it with --input-shape {vi.name}=D0,D1,...")
+            shape = []
+            for d, dim in enumerate(tt.shape.dim):
+                if dim.HasField("dim_value") and dim.dim_value > 0:
+                    shape.append(dim.dim_value)
+                else:
+                    sym = dim.dim_param or "?"
+                    raise AotError(f"input '{vi.name}' dimension {d} ('{sym}') is not static; "
+                                   f"give it with --input-shape {vi.name}=D0,D1,...")
+        v = Value(vi.name, TensorType(tuple(shape), dtype))
+        values[vi.name] = v
+        inputs.append(v)
+    if input_shapes:
+        raise AotError(f"--input-shape names unknown input(s): {', '.join(sorted(input_shapes))}")
+
+    nodes, used_names, folded = [], set(), 0
+    for k, pn in enumerate(_toposort(g.node, values.keys())):
+        nname = pn.name or f"{pn.op_type}_{k}"
+        while nname in used_names:
+            nname += "_"
+        used_names.add(nname)
+        attrs = _attrs(pn)
+        if pn.op_type == "Constant":
+            arr = _constant_node_value(pn, attrs)
+            values[pn.output[0]] = Value(pn.output[0], TensorType(arr.shape, str(arr.dtype)), compact(arr))
+            continue
+        ins = [values[i] if i else None for i in pn.input]
+        while ins and ins[-1] is None:
+            ins.pop()
+        op = get_op(pn.op_type)
+        ctx = ImportCtx(nname, pn.op_type, attrs, ins, opset, len([o for o in pn.output]))
+        if len([v for v in ins if v is not None]) < op.min_inputs:
+            ctx.error(f"needs at least {op.min_inputs} input(s)")
+        op.canon(ctx)
+        outs = [Value(o or f"{nname}_unused{j}", TensorType((), "float32")) for j, o in enumerate(pn.output)]
+        node = Node(pn.op_type, nname, ctx.inputs, outs, ctx.attrs)
+        types = op.infer(node)
+        for o, t in zip(outs, types):
+            o.type = t
+        vals = fold_node(node)
+        if vals is not None:
+            for o, val in zip(outs, vals):
+                o.const, o.producer = val, None
+            folded += 1
+        else:
+            nodes.append(node)
+        for o in outs:
+            values[o.name] = o
+
+    outputs = []
+    for vo in g.output:
+        if vo.name not in values:
+            raise AotError(f"graph output '{vo.name}' is not produced by any node")
+        outputs.append(values[vo.name])
+    graph = Graph(name, inputs, outputs, nodes, opset)
+    if log:
+        log(f"import: opset {opset}, {len(g.node)} ONNX nodes -> {len(nodes)} graph nodes "
+            f"({folded} folded to constants while inferring shapes)")
+    return graph
+
+
+def check_supported(graph):
+    """Every remaining node must be compilable; list all that are not at once."""
+    problems = []
+    for n in graph.nodes:
+        try:
+            get_op(n.op).check(n)
+        except OpError as e:
+            problems.append(str(e))
+    if problems:
+        raise UnsupportedError(problems)

@@ -1,0 +1,120 @@
+"""Build an MLF with the host compiler and a generated harness, run it, return outputs."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+
+import numpy as np
+
+from .errors import AotError
+
+HARNESS_VERSION = "1"
+
+
+def cache_dir():
+    d = os.environ.get("AOT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "aot")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _tar_bytes(tar):
+    if isinstance(tar, (bytes, bytearray)):
+        return bytes(tar)
+    try:
+        with open(tar, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise AotError(f"cannot read '{tar}': {e.strerror}")
+
+
+def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True):
+    """Path of an executable built from the MLF (cached by content and flags)."""
+    from boards import load_board
+    from codegen_c.emit import render_template
+    from mlf import read_mlf, validate
+
+    board = load_board("host")
+    data = _tar_bytes(tar)
+    cc = cc or os.environ.get("CC") or board["cc"]
+    flags = list(board["cflags"]) + (board["sanitize_cflags"] if sanitize else []) + list(extra_cflags)
+    if werror:
+        flags += ["-Wall", "-Wextra", "-Werror", "-pedantic"]
+    key = hashlib.sha256(data + "\0".join([cc, HARNESS_VERSION] + flags).encode()).hexdigest()[:24]
+    out_dir = os.path.join(cache_dir(), "host", key)
+    exe = os.path.join(out_dir, "model")
+    if os.path.exists(exe):
+        return exe
+    mlf = read_mlf(data)
+    problems = validate(mlf)
+    if problems:
+        raise AotError("invalid MLF: " + "; ".join(problems))
+    tmp = tempfile.mkdtemp(prefix="build-", dir=cache_dir())
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            t.extractall(tmp, filter="data")
+        mod = mlf.module_name
+        aot_info = mlf.aot
+        main = render_template("host_main.c.j2", mod=mod, MOD=mod.upper(),
+                               inputs=[{"c": t["c_name"]} for t in aot_info["inputs"]],
+                               outputs=[{"c": t["c_name"]} for t in aot_info["outputs"]])
+        with open(os.path.join(tmp, "main.c"), "w") as f:
+            f.write(main)
+        srcs = [os.path.join(tmp, s) for s in aot_info["sources"]] + [os.path.join(tmp, "main.c")]
+        defines = []
+        if sanitize:
+            # custom sections keep ASan from guarding the workspace; keep alignment only
+            defines = [f"-DTVMGEN_{mod.upper()}_WORKSPACE_ATTRIBUTE=__attribute__((aligned(16)))"]
+        cmd = [cc, *flags, *defines, "-I", os.path.join(tmp, "codegen/host/include"),
+               "-I", os.path.join(tmp, "runtime/include"), *srcs, "-o", os.path.join(tmp, "model"), "-lm"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AotError(f"host build failed ({cc}):\n{r.stderr[-4000:]}")
+        os.makedirs(os.path.dirname(out_dir), exist_ok=True)
+        if not os.path.exists(out_dir):
+            os.replace(tmp, out_dir)
+            tmp = None
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return exe
+
+
+def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600):
+    """Outputs {name: array} of the MLF run on the host with `inputs` {name: array}."""
+    from mlf import read_mlf
+    data = _tar_bytes(tar)
+    info = read_mlf(data).aot
+    exe = build_host(data, sanitize=sanitize)
+    with tempfile.TemporaryDirectory() as d:
+        args = []
+        for k, t in enumerate(info["inputs"]):
+            if t["name"] not in inputs:
+                raise AotError(f"no value given for input '{t['name']}'")
+            a = np.asarray(inputs[t["name"]])
+            if list(a.shape) != t["shape"]:
+                raise AotError(f"input '{t['name']}' has shape {list(a.shape)}, the model expects {t['shape']}")
+            if str(a.dtype) != t["dtype"]:
+                raise AotError(f"input '{t['name']}' has dtype {a.dtype}, the model expects {t['dtype']}")
+            p = os.path.join(d, f"in{k}.bin")
+            np.ascontiguousarray(a).tofile(p)
+            args.append(p)
+        outs = [os.path.join(d, f"out{k}.bin") for k in range(len(info["outputs"]))]
+        cmd = [exe, *args, *outs] + ([str(repeat)] if repeat > 1 else [])
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0:
+            raise AotError(f"model run failed (exit {r.returncode}):\n{r.stderr[-4000:]}")
+        result = {}
+        for t, p in zip(info["outputs"], outs):
+            result[t["name"]] = np.fromfile(p, dtype=t["dtype"]).reshape(t["shape"])
+        latency = None
+        for line in r.stdout.splitlines():
+            if line.startswith("latency_us "):
+                latency = float(line.split()[1])
+        if repeat > 1:
+            return result, latency
+        return result

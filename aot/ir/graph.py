@@ -1,0 +1,134 @@
+"""Typed SSA graph IR: the representation that graph passes transform.
+
+A Graph owns Values (typed tensors, optionally with a constant numpy value) and Nodes
+(an op from the registry with attributes). Nodes are kept in a valid topological order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+DTYPES = ("float32", "float64", "float16", "int8", "uint8", "int16", "uint16", "int32",
+          "uint32", "int64", "uint64", "bool")
+
+
+@dataclass(frozen=True)
+class TensorType:
+    shape: tuple
+    dtype: str
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(self.dtype).itemsize
+
+    def __str__(self):
+        return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+
+
+class Value:
+    """One SSA tensor. `const` holds its value when known at compile time."""
+
+    __slots__ = ("name", "type", "const", "producer")
+
+    def __init__(self, name: str, type: TensorType, const: Optional[np.ndarray] = None):
+        self.name = name
+        self.type = type
+        self.const = const
+        self.producer: Optional[Node] = None
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not None
+
+    def __repr__(self):
+        return f"%{self.name}: {self.type}"
+
+
+class Node:
+    __slots__ = ("op", "name", "inputs", "outputs", "attrs")
+
+    def __init__(self, op: str, name: str, inputs, outputs, attrs=None):
+        self.op = op
+        self.name = name
+        self.inputs = list(inputs)      # Value or None (omitted optional input)
+        self.outputs = list(outputs)
+        self.attrs = dict(attrs or {})
+        for o in self.outputs:
+            o.producer = self
+
+    def __repr__(self):
+        return f"Node({self.op}, {self.name!r})"
+
+
+@dataclass
+class Graph:
+    name: str
+    inputs: list
+    outputs: list
+    nodes: list = field(default_factory=list)
+    opset: int = 0
+    output_names: list = None   # the model's names for its outputs (kept when values are rewired)
+
+    def __post_init__(self):
+        if self.output_names is None:
+            self.output_names = [v.name for v in self.outputs]
+
+    def with_nodes(self, nodes, outputs=None) -> "Graph":
+        """A new graph sharing this one's values, with a different node list."""
+        return Graph(self.name, list(self.inputs), list(outputs if outputs is not None else self.outputs),
+                     list(nodes), self.opset, list(self.output_names))
+
+    def consumers(self) -> dict:
+        """Value -> list of nodes reading it (graph outputs are not nodes; see is_output)."""
+        uses: dict = {}
+        for n in self.nodes:
+            for v in n.inputs:
+                if v is not None:
+                    uses.setdefault(id(v), []).append(n)
+        return uses
+
+    def constants(self) -> list:
+        seen, out = set(), []
+        for n in self.nodes:
+            for v in n.inputs:
+                if v is not None and v.is_const and id(v) not in seen:
+                    seen.add(id(v))
+                    out.append(v)
+        return out
+
+
+def _fmt_attr(v):
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_fmt_attr(x) for x in v) + "]"
+    if isinstance(v, np.ndarray):
+        return f"array{list(v.shape)}"
+    return repr(v)
+
+
+def print_graph(g: Graph) -> str:
+    """Readable text form (stored in the MLF as src/<mod>.relay)."""
+    lines = [f"graph {g.name} (opset {g.opset}) {{"]
+    for v in g.inputs:
+        lines.append(f"  input %{v.name}: {v.type}")
+    for c in g.constants():
+        lines.append(f"  const %{c.name}: {c.type}")
+    for n in g.nodes:
+        outs = ", ".join(f"%{o.name}: {o.type}" for o in n.outputs)
+        ins = ", ".join("_" if v is None else f"%{v.name}" for v in n.inputs)
+        attrs = ", ".join(f"{k}={_fmt_attr(v)}" for k, v in sorted(n.attrs.items()))
+        lines.append(f"  {outs} = {n.op}({ins}{'; ' + attrs if attrs else ''})  # {n.name}")
+    lines.append("  return " + ", ".join(f"%{v.name}" if v.name == n else f"{n}=%{v.name}"
+                                         for v, n in zip(g.outputs, g.output_names)))
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,3 @@
+"""Importing this package registers every op."""
+from . import compile_time, elementwise, nn, reduce, transform  # noqa: F401
+from .registry import REGISTRY, ImportCtx, Op, Pattern, get_op  # noqa: F401

@@ -1,0 +1,119 @@
+"""The op registry: everything about one op lives in one class.
+
+An op class gives
+  - pattern:   its fusion pattern kind (TVM's OpPatternKind values),
+  - canon():   ONNX attributes/inputs of any supported opset -> one canonical attribute set,
+  - infer():   output TensorTypes from input types and attributes,
+  - reference(): numpy semantics (used by constant folding, written independently of compute),
+  - compute(): the tensor-expression definition lowered to loop IR (None: compile-time only).
+"""
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from ..errors import OpError
+from ..ir.graph import TensorType
+
+
+class Pattern(enum.IntEnum):
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_ELEMWISE_FUSABLE = 4
+    OPAQUE = 8
+
+
+REGISTRY: dict = {}
+
+
+def register(cls):
+    inst = cls()
+    for name in (cls.names if getattr(cls, "names", None) else (cls.name,)):
+        REGISTRY[name] = inst
+    return cls
+
+
+def get_op(name):
+    return REGISTRY.get(name)
+
+
+FLOATS = ("float32",)
+NUMERIC = ("float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+ALL = NUMERIC + ("bool",)
+
+
+class ImportCtx:
+    """What canon() sees of one ONNX node: mutable attrs and inputs."""
+
+    def __init__(self, node_name, op_type, attrs, inputs, opset, n_outputs):
+        self.name, self.op, self.attrs, self.inputs = node_name, op_type, attrs, list(inputs)
+        self.opset, self.n_outputs = opset, n_outputs
+
+    def error(self, msg):
+        raise OpError(self, msg)
+
+    def input(self, i):
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def const_input(self, i, what):
+        """The compile-time value of optional input i (None when omitted)."""
+        v = self.input(i)
+        if v is None:
+            return None
+        if not v.is_const:
+            self.error(f"input '{what}' ({v.name}) must be a compile-time constant")
+        return np.asarray(v.const)
+
+    def drop_inputs_from(self, i):
+        self.inputs = self.inputs[:i]
+
+
+class Op:
+    name = ""
+    names: tuple = ()
+    pattern = Pattern.OPAQUE
+    alias = False            # output aliases input 0's memory (reshape-like)
+    fold_from_types = False  # output known from input types alone (Shape, Size)
+    dtypes = ALL             # dtypes accepted for input 0 at run time
+    min_inputs = 1
+
+    def canon(self, ctx: ImportCtx):
+        pass
+
+    def infer(self, node) -> list:
+        raise NotImplementedError
+
+    def reference(self, node, *xs) -> list:
+        raise NotImplementedError
+
+    compute = None           # def compute(self, node, *tensors) -> list[te.Tensor]
+
+    def check(self, node):
+        """Raise OpError if this node cannot be compiled to C (after shapes are known)."""
+        x = node.inputs[0] if node.inputs else None
+        if x is not None and x.type.dtype not in self.dtypes:
+            raise OpError(node, f"input dtype {x.type.dtype} is not supported (supported: {', '.join(self.dtypes)})")
+
+
+def broadcast_shapes(node, *shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise OpError(node, f"shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast")
+
+
+def same_as_input(node, i=0):
+    return [TensorType(node.inputs[i].type.shape, node.inputs[i].type.dtype)]
+
+
+def norm_axis(node, axis, rank):
+    if not -rank <= axis < max(rank, 1):
+        raise OpError(node, f"axis {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+               9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}

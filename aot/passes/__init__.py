@@ -1,0 +1,1 @@
+"""Graph passes: each is a function Graph -> Graph."""

@@ -1,0 +1,3 @@
+"""Loop IR: typed buffers, loops, stores and expressions; printers live elsewhere."""
+from .expr import *  # noqa: F401,F403
+from .stmt import *  # noqa: F401,F403

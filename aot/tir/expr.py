@@ -1,0 +1,257 @@
+"""Loop-IR expressions (also used by the tensor-expression layer in aot/te.py).
+
+Expressions are immutable trees. Arithmetic operators build nodes; comparisons use
+functions (lt, le, ...) so that == keeps its Python meaning for structural keys.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+INDEX = "int32"          # dtype of loop variables and flat indices
+FLOAT_TYPES = ("float32", "float64", "float16")
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOAT_TYPES
+
+
+class Expr:
+    __slots__ = ("dtype", "_key")
+
+    def key(self):
+        """Structural identity (hashable)."""
+        k = getattr(self, "_key", None)
+        if k is None:
+            k = self._make_key()
+            self._key = k
+        return k
+
+    # arithmetic -----------------------------------------------------------
+    def __add__(self, o): return Bin("+", self, wrap(o, self.dtype))
+    def __radd__(self, o): return Bin("+", wrap(o, self.dtype), self)
+    def __sub__(self, o): return Bin("-", self, wrap(o, self.dtype))
+    def __rsub__(self, o): return Bin("-", wrap(o, self.dtype), self)
+    def __mul__(self, o): return Bin("*", self, wrap(o, self.dtype))
+    def __rmul__(self, o): return Bin("*", wrap(o, self.dtype), self)
+    def __truediv__(self, o): return Bin("/", self, wrap(o, self.dtype))
+    def __rtruediv__(self, o): return Bin("/", wrap(o, self.dtype), self)
+    def __floordiv__(self, o): return Bin("floordiv", self, wrap(o, self.dtype))
+    def __mod__(self, o): return Bin("floormod", self, wrap(o, self.dtype))
+    def __neg__(self): return Unary("neg", self)
+
+
+def wrap(x, dtype=INDEX) -> Expr:
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        return Const(bool(x), "bool")
+    if isinstance(x, (int, np.integer)) and not is_float(dtype):
+        return Const(int(x), dtype)
+    return Const(x, dtype)
+
+
+class Var(Expr):
+    __slots__ = ("name",)
+
+    def __init__(self, name: str, dtype: str = INDEX):
+        self.name, self.dtype, self._key = name, dtype, None
+
+    def _make_key(self):
+        return ("var", id(self))
+
+    def __repr__(self):
+        return self.name
+
+
+class Const(Expr):
+    __slots__ = ("value",)
+
+    def __init__(self, value, dtype: str):
+        if dtype == "bool":
+            value = bool(value)
+        elif is_float(dtype):
+            value = float(np.dtype(dtype).type(value))
+        else:
+            value = int(value)
+        self.value, self.dtype, self._key = value, dtype, None
+
+    def _make_key(self):
+        v = self.value
+        # distinguish -0.0 and NaN reliably
+        if isinstance(v, float):
+            v = np.float64(v).tobytes()
+        return ("const", v, self.dtype)
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+BIN_OPS = ("+", "-", "*", "/", "%", "floordiv", "floormod", "min", "max", "&&", "||",
+           "<", "<=", ">", ">=", "==", "!=")
+CMP_OPS = ("<", "<=", ">", ">=", "==", "!=", "&&", "||")
+
+
+class Bin(Expr):
+    __slots__ = ("op", "a", "b")
+
+    def __init__(self, op: str, a: Expr, b: Expr):
+        assert op in BIN_OPS, op
+        a, b = wrap(a, getattr(b, "dtype", INDEX)), wrap(b, getattr(a, "dtype", INDEX))
+        if op not in ("&&", "||") and a.dtype != b.dtype:
+            raise TypeError(f"dtype mismatch in {op}: {a.dtype} vs {b.dtype}")
+        self.op, self.a, self.b, self._key = op, a, b, None
+        self.dtype = "bool" if op in CMP_OPS else a.dtype
+
+    def _make_key(self):
+        return ("bin", self.op, self.a.key(), self.b.key())
+
+    def __repr__(self):
+        return f"({self.a!r} {self.op} {self.b!r})"
+
+
+class Unary(Expr):
+    __slots__ = ("op", "a")
+
+    def __init__(self, op: str, a: Expr):
+        assert op in ("neg", "not")
+        self.op, self.a, self._key = op, a, None
+        self.dtype = "bool" if op == "not" else a.dtype
+
+    def _make_key(self):
+        return ("un", self.op, self.a.key())
+
+
+class Select(Expr):
+    __slots__ = ("cond", "t", "f")
+
+    def __init__(self, cond: Expr, t, f):
+        t = wrap(t, getattr(f, "dtype", INDEX))
+        f = wrap(f, t.dtype)
+        if t.dtype != f.dtype:
+            raise TypeError(f"select branches differ: {t.dtype} vs {f.dtype}")
+        self.cond, self.t, self.f, self.dtype, self._key = cond, t, f, t.dtype, None
+
+    def _make_key(self):
+        return ("sel", self.cond.key(), self.t.key(), self.f.key())
+
+
+MATH_FUNCS = ("exp", "log", "sqrt", "tanh", "erf", "fabs", "pow", "floor", "ceil", "round",
+              "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+              "atanh", "fmod", "isnan", "isinf", "nearbyint", "log1p", "expm1")
+
+
+class Call(Expr):
+    """A pure math intrinsic; renderers map the name to their own function."""
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn: str, args, dtype: str | None = None):
+        assert fn in MATH_FUNCS, fn
+        self.fn, self.args = fn, tuple(args)
+        self.dtype = dtype or self.args[0].dtype
+        self._key = None
+
+    def _make_key(self):
+        return ("call", self.fn, self.dtype, tuple(a.key() for a in self.args))
+
+
+class Cast(Expr):
+    __slots__ = ("a",)
+
+    def __init__(self, dtype: str, a: Expr):
+        self.dtype, self.a, self._key = dtype, a, None
+
+    def _make_key(self):
+        return ("cast", self.dtype, self.a.key())
+
+
+class Load(Expr):
+    """Read buffer[index] with a flat element index."""
+    __slots__ = ("buffer", "index")
+
+    def __init__(self, buffer, index: Expr):
+        self.buffer, self.index, self.dtype, self._key = buffer, wrap(index), buffer.dtype, None
+
+    def _make_key(self):
+        return ("load", id(self.buffer), self.index.key())
+
+
+# helpers -------------------------------------------------------------------
+def lt(a, b): return Bin("<", a, b)
+def le(a, b): return Bin("<=", a, b)
+def gt(a, b): return Bin(">", a, b)
+def ge(a, b): return Bin(">=", a, b)
+def eq(a, b): return Bin("==", a, b)
+def ne(a, b): return Bin("!=", a, b)
+def and_(a, b): return Bin("&&", a, b)
+def or_(a, b): return Bin("||", a, b)
+def not_(a): return Unary("not", a)
+def min_(a, b): return Bin("min", a, b)
+def max_(a, b): return Bin("max", a, b)
+def select(c, t, f): return Select(c, t, f)
+def cast(dtype, a): return a if a.dtype == dtype else Cast(dtype, a)
+def call(fn, *args, dtype=None): return Call(fn, [wrap(a, args[0].dtype) for a in args], dtype)
+def const(v, dtype): return Const(v, dtype)
+
+
+def all_of(conds):
+    out = None
+    for c in conds:
+        out = c if out is None else and_(out, c)
+    return out if out is not None else Const(True, "bool")
+
+
+def children(e: Expr):
+    if isinstance(e, Bin):
+        return (e.a, e.b)
+    if isinstance(e, (Unary, Cast)):
+        return (e.a,)
+    if isinstance(e, Select):
+        return (e.cond, e.t, e.f)
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, Load):
+        return (e.index,)
+    ext = getattr(e, "_children", None)     # nodes defined by the TE layer
+    return ext() if ext is not None else ()
+
+
+def rebuild(e: Expr, kids):
+    """The same node with new children (returns e itself if nothing changed)."""
+    old = children(e)
+    if len(old) == len(kids) and all(a is b for a, b in zip(old, kids)):
+        return e
+    if isinstance(e, Bin):
+        return Bin(e.op, *kids)
+    if isinstance(e, Unary):
+        return Unary(e.op, kids[0])
+    if isinstance(e, Cast):
+        return Cast(e.dtype, kids[0])
+    if isinstance(e, Select):
+        return Select(*kids)
+    if isinstance(e, Call):
+        return Call(e.fn, kids, e.dtype)
+    if isinstance(e, Load):
+        return Load(e.buffer, kids[0])
+    return e._rebuild(kids)
+
+
+def transform(e: Expr, fn):
+    """Post-order rewrite: fn(node_with_new_children) -> replacement or None to keep."""
+    kids = children(e)
+    if kids:
+        e = rebuild(e, [transform(k, fn) for k in kids])
+    r = fn(e)
+    return e if r is None else r
+
+
+def substitute(e: Expr, mapping: dict) -> Expr:
+    """Replace Vars (keyed by id) with expressions."""
+    if not mapping:
+        return e
+    return transform(e, lambda x: mapping.get(id(x)) if isinstance(x, Var) else None)
+
+
+def walk(e: Expr):
+    yield e
+    for k in children(e):
+        yield from walk(k)

@@ -1,0 +1,301 @@
+"""Index and arithmetic simplification for loop IR.
+
+Integer expressions built from +, -, and * by constants are brought to a canonical linear
+form (sum of coeff*atom + const), which collapses the nested index arithmetic that
+flattening multi-dimensional accesses produces. Interval bounds of loop variables let
+min/max/floordiv/floormod/comparisons fold where their result is known.
+"""
+from __future__ import annotations
+
+import math
+
+from .expr import (Bin, Call, Cast, Const, Expr, Load, Select, Unary, Var, children, is_float,
+                   rebuild, wrap)
+from .stmt import Allocate, For, IfThenElse, Seq, Stmt, Store
+
+Ranges = dict  # id(Var) -> (lo, hi) inclusive integer bounds
+
+
+def const_value(e):
+    return e.value if isinstance(e, Const) else None
+
+
+def bounds(e: Expr, ranges: Ranges):
+    """Inclusive integer interval of e, or None when unknown."""
+    if isinstance(e, Const) and not is_float(e.dtype):
+        return (int(e.value), int(e.value))
+    if isinstance(e, Var):
+        return ranges.get(id(e))
+    if isinstance(e, Bin) and not is_float(e.dtype):
+        a, b = bounds(e.a, ranges), bounds(e.b, ranges)
+        if a is None or b is None:
+            return None
+        if e.op == "+":
+            return (a[0] + b[0], a[1] + b[1])
+        if e.op == "-":
+            return (a[0] - b[1], a[1] - b[0])
+        if e.op == "*":
+            c = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
+            return (min(c), max(c))
+        if e.op == "min":
+            return (min(a[0], b[0]), min(a[1], b[1]))
+        if e.op == "max":
+            return (max(a[0], b[0]), max(a[1], b[1]))
+        if e.op == "floordiv" and b[0] == b[1] and b[0] > 0:
+            return (a[0] // b[0], a[1] // b[0])
+        if e.op == "floormod" and b[0] == b[1] and b[0] > 0:
+            if a[0] >= 0 and a[1] < b[0]:
+                return a
+            return (0, b[0] - 1)
+    if isinstance(e, Select):
+        t, f = bounds(e.t, ranges), bounds(e.f, ranges)
+        if t is None or f is None:
+            return None
+        return (min(t[0], f[0]), max(t[1], f[1]))
+    return None
+
+
+# linear form -----------------------------------------------------------------
+def _linear(e: Expr):
+    """{atom_key: (atom, coeff)} and constant, or None if e is not linear over ints."""
+    if is_float(e.dtype) or e.dtype == "bool":
+        return None
+    if isinstance(e, Const):
+        return {}, int(e.value)
+    if isinstance(e, Bin) and e.op in ("+", "-"):
+        la, lb = _linear(e.a), _linear(e.b)
+        if la is None or lb is None:
+            return None
+        terms = dict(la[0])
+        s = 1 if e.op == "+" else -1
+        for k, (atom, c) in lb[0].items():
+            old = terms.get(k, (atom, 0))[1]
+            terms[k] = (atom, old + s * c)
+        return terms, la[1] + s * lb[1]
+    if isinstance(e, Bin) and e.op == "*":
+        la, lb = _linear(e.a), _linear(e.b)
+        if la is not None and lb is not None:
+            if not la[0]:
+                la, lb = lb, la
+            if not lb[0]:
+                c = lb[1]
+                return {k: (a, v * c) for k, (a, v) in la[0].items()}, la[1] * c
+    if isinstance(e, Unary) and e.op == "neg":
+        la = _linear(e.a)
+        if la is not None:
+            return {k: (a, -v) for k, (a, v) in la[0].items()}, -la[1]
+    return {e.key(): (e, 1)}, 0
+
+
+def _from_linear(terms, c, dtype):
+    """Rebuild sum(coeff*atom) + c with positive terms first: (i*8 + j - 9), (1 - i)."""
+    def term(atom, k):
+        return atom if k == 1 else Bin("*", atom, Const(k, dtype))
+    pos = [(a, k) for a, k in terms.values() if k > 0]
+    neg = [(a, -k) for a, k in terms.values() if k < 0]
+    out = None
+    for a, k in pos:
+        out = term(a, k) if out is None else Bin("+", out, term(a, k))
+    if out is None:
+        out = Const(c, dtype)
+        c = 0
+    elif c > 0:
+        out = Bin("+", out, Const(c, dtype))
+    for a, k in neg:
+        out = Bin("-", out, term(a, k))
+    if c < 0:
+        out = Bin("-", out, Const(-c, dtype))
+    return out
+
+
+def _fold_const_bin(op, a, b, dtype):
+    fl = is_float(dtype)
+    try:
+        if op == "+": return a + b
+        if op == "-": return a - b
+        if op == "*": return a * b
+        if op == "/":
+            if fl:
+                return a / b if b != 0 else None
+            return int(a / b) if b != 0 else None   # C truncating division
+        if op == "floordiv": return a // b if b != 0 and not fl else None
+        if op == "floormod": return a % b if b != 0 and not fl else None
+        if op == "min": return min(a, b)
+        if op == "max": return max(a, b)
+        if op == "<": return a < b
+        if op == "<=": return a <= b
+        if op == ">": return a > b
+        if op == ">=": return a >= b
+        if op == "==": return a == b
+        if op == "!=": return a != b
+        if op == "&&": return bool(a) and bool(b)
+        if op == "||": return bool(a) or bool(b)
+    except (OverflowError, ZeroDivisionError):
+        return None
+    return None
+
+
+def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
+    if isinstance(e, Bin):
+        a, b = e.a, e.b
+        ca, cb = const_value(a), const_value(b)
+        if ca is not None and cb is not None:
+            v = _fold_const_bin(e.op, ca, cb, a.dtype)
+            if v is not None and not (isinstance(v, float) and math.isnan(v) and not is_float(e.dtype)):
+                return Const(v, e.dtype)
+        fl = is_float(e.dtype) or is_float(a.dtype)
+        op = e.op
+        # float x + 0.0 is not x when x is -0.0, so only the exact identities fold
+        if not fl and op in ("+", "-") and cb == 0:
+            return a
+        if fl and op == "-" and cb == 0.0 and str(cb) == "0.0":
+            return a
+        if op == "+" and ca == 0 and not fl:
+            return b
+        if op == "*" and not fl:
+            if cb == 1: return a
+            if ca == 1: return b
+            if cb == 0 or ca == 0: return Const(0, e.dtype)
+        if op == "*" and fl and cb == 1.0:
+            return a
+        if op == "/" and cb == 1:
+            return a
+        if not fl and e.dtype != "bool" and op in ("+", "-", "*"):
+            lin = _linear(e)
+            if lin is not None:
+                return _from_linear(lin[0], lin[1], e.dtype)
+        if not fl and op in ("floordiv", "floormod") and cb is not None and cb > 0:
+            if cb == 1:
+                return a if op == "floordiv" else Const(0, e.dtype)
+            ba = bounds(a, ranges)
+            if ba is not None and 0 <= ba[0] and ba[1] < cb:
+                return Const(0, e.dtype) if op == "floordiv" else a
+            lin = _linear(a)
+            if lin is not None and all(c % cb == 0 for _, c in lin[0].values()):
+                # (k*cb*x + c) // cb == k*x + c // cb  (exact for floor semantics)
+                q = {k: (at, c // cb) for k, (at, c) in lin[0].items()}
+                if op == "floordiv":
+                    return _from_linear(q, lin[1] // cb, e.dtype)
+                return Const(lin[1] % cb, e.dtype)
+        if op in ("min", "max", "<", "<=", ">", ">=", "==", "!=") and not fl:
+            ba, bb = bounds(a, ranges), bounds(b, ranges)
+            if ba is not None and bb is not None:
+                if op == "min":
+                    if ba[1] <= bb[0]: return a
+                    if bb[1] <= ba[0]: return b
+                elif op == "max":
+                    if ba[0] >= bb[1]: return a
+                    if bb[0] >= ba[1]: return b
+                else:
+                    lo = _fold_const_bin(op, ba[0], bb[1], a.dtype), _fold_const_bin(op, ba[1], bb[0], a.dtype)
+                    hi = _fold_const_bin(op, ba[1], bb[0], a.dtype), _fold_const_bin(op, ba[0], bb[1], a.dtype)
+                    outcomes = set(lo) | set(hi)
+                    if op in ("<", "<=", ">", ">=") and len(outcomes) == 1:
+                        return Const(outcomes.pop(), "bool")
+                    if op == "==" and (ba[1] < bb[0] or bb[1] < ba[0]):
+                        return Const(False, "bool")
+        if op == "&&":
+            if ca is True: return b
+            if cb is True: return a
+            if ca is False or cb is False: return Const(False, "bool")
+        if op == "||":
+            if ca is False: return b
+            if cb is False: return a
+            if ca is True or cb is True: return Const(True, "bool")
+        return e
+    if isinstance(e, Select):
+        c = const_value(e.cond)
+        if c is not None:
+            return e.t if c else e.f
+        if e.t.key() == e.f.key():
+            return e.t
+        return e
+    if isinstance(e, Unary):
+        c = const_value(e.a)
+        if c is not None:
+            return Const((not c) if e.op == "not" else -c, e.dtype)
+        if e.op == "neg" and isinstance(e.a, Unary) and e.a.op == "neg":
+            return e.a.a
+        return e
+    if isinstance(e, Cast):
+        c = const_value(e.a)
+        if c is not None and not is_float(e.dtype) and not is_float(e.a.dtype) and e.dtype != "bool":
+            return Const(c, e.dtype)
+        if c is not None and is_float(e.dtype) and not isinstance(c, bool):
+            return Const(float(c), e.dtype)
+        if e.a.dtype == e.dtype:
+            return e.a
+        return e
+    return e
+
+
+def simplify(e: Expr, ranges: Ranges | None = None) -> Expr:
+    ranges = ranges or {}
+    kids = children(e)
+    if kids:
+        e = rebuild(e, [simplify(k, ranges) for k in kids])
+    prev = None
+    # a couple of rounds let rewrites that expose new constants settle
+    for _ in range(3):
+        prev, e = e, _simplify_node(e, ranges)
+        if e is prev:
+            break
+        kids = children(e)
+        if kids:
+            e = rebuild(e, [simplify(k, ranges) for k in kids])
+    return e
+
+
+def simplify_stmt(s: Stmt, ranges: Ranges | None = None) -> Stmt | None:
+    """Simplify every expression with the ranges of the enclosing loops; drop empty loops."""
+    ranges = dict(ranges or {})
+    if isinstance(s, For):
+        mn, ext = simplify(s.min, ranges), simplify(s.extent, ranges)
+        ce = const_value(ext)
+        if ce is not None and ce <= 0:
+            return None
+        lo_b, ext_b = bounds(mn, ranges), bounds(ext, ranges)
+        if lo_b is not None and ext_b is not None:
+            ranges[id(s.var)] = (lo_b[0], lo_b[1] + max(ext_b[1], 1) - 1)
+        if ce == 1:
+            # a single-iteration loop is just its body with var = min
+            from .stmt import map_stmt
+            from .expr import substitute
+            body = map_stmt(s.body, fexpr=lambda e: substitute(e, {id(s.var): mn}))
+            return simplify_stmt(body, ranges)
+        body = simplify_stmt(s.body, ranges)
+        if body is None:
+            return None
+        return For(s.var, mn, ext, body, s.kind)
+    if isinstance(s, Store):
+        return Store(s.buffer, simplify(s.index, ranges), simplify(s.value, ranges))
+    if isinstance(s, Seq):
+        parts = [simplify_stmt(x, ranges) for x in s.stmts]
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else Seq(parts)
+    if isinstance(s, Allocate):
+        body = simplify_stmt(s.body, ranges)
+        return None if body is None else Allocate(s.buffer, body)
+    if isinstance(s, IfThenElse):
+        c = simplify(s.cond, ranges)
+        cv = const_value(c)
+        if cv is True:
+            return simplify_stmt(s.then, ranges)
+        if cv is False:
+            return simplify_stmt(s.else_, ranges) if s.else_ is not None else None
+        then = simplify_stmt(s.then, ranges)
+        els = simplify_stmt(s.else_, ranges) if s.else_ is not None else None
+        if then is None and els is None:
+            return None
+        return IfThenElse(c, then if then is not None else Seq([]), els)
+    raise TypeError(type(s))
+
+
+def nonneg(e: Expr, ranges: Ranges) -> bool:
+    b = bounds(e, ranges)
+    return b is not None and b[0] >= 0
+
+
+__all__ = ["simplify", "simplify_stmt", "bounds", "nonneg", "wrap", "Load", "Call"]

@@ -1,0 +1,204 @@
+"""Loop IR -> C99 text. Renderers only print: every decision was made in the IRs above.
+
+CRenderer is written as a base whose hooks (types, literals, math names, function
+qualifiers) a CUDA renderer overrides, so the loop-nest printing exists once.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
+from aot.tir.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store, stmt_exprs
+
+C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
+if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
+void volatile while _Bool _Complex _Imaginary main""".split())
+
+C_TYPES = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
+           "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",
+           "uint64": "uint64_t", "bool": "uint8_t"}
+
+_TYPE_TAG = {"float32": "f32", "float64": "f64", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
+             "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "b"}
+
+
+class CRenderer:
+    types = C_TYPES
+    kernel_qualifier = ""
+    use_restrict = True
+
+    def __init__(self):
+        self.helpers = {}     # name -> C definition, collected while rendering
+
+    # -- literals and names -----------------------------------------------------
+    def float_literal(self, v: float, dtype: str) -> str:
+        if math.isnan(v):
+            return "NAN" if dtype == "float32" else "((double)NAN)"
+        if math.isinf(v):
+            return ("-" if v < 0 else "") + ("INFINITY" if dtype == "float32" else "((double)INFINITY)")
+        s = f"{v:.9g}" if dtype == "float32" else f"{v:.17g}"
+        if not re.search(r"[.eE]", s):
+            s += ".0"
+        return s + ("f" if dtype == "float32" else "")
+
+    def int_literal(self, v: int, dtype: str) -> str:
+        if dtype in ("int64", "uint64"):
+            if v == -(1 << 63):
+                return "(-INT64_C(9223372036854775807) - 1)"
+            return f"INT64_C({v})" if dtype == "int64" else f"UINT64_C({v})"
+        if dtype in ("int32",) and v == -(1 << 31):
+            return "(-2147483647 - 1)"
+        if dtype in ("uint32",):
+            return f"{v}u"
+        return str(v)
+
+    def literal(self, c: Const) -> str:
+        if c.dtype == "bool":
+            return "1" if c.value else "0"
+        if isinstance(c.value, float):
+            return self.float_literal(c.value, c.dtype)
+        return self.int_literal(c.value, c.dtype)
+
+    def math_fn(self, fn: str, dtype: str) -> str:
+        if fn == "isnan" or fn == "isinf":
+            return fn
+        return fn + ("f" if dtype == "float32" else "")
+
+    # -- helpers ---------------------------------------------------------------
+    def _helper(self, kind: str, dtype: str) -> str:
+        t = self.types[dtype]
+        name = f"aot_{kind}_{_TYPE_TAG[dtype]}"
+        if name not in self.helpers:
+            body = {
+                "max": f"return a > b ? a : b;",
+                "min": f"return a < b ? a : b;",
+                "floordiv": f"{t} q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;",
+                "floormod": f"{t} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;",
+            }[kind]
+            self.helpers[name] = f"static inline {t} {name}({t} a, {t} b) {{ {body} }}"
+        return name
+
+    # -- expressions -------------------------------------------------------------
+    def expr(self, e) -> str:
+        if isinstance(e, Const):
+            return self.literal(e)
+        if isinstance(e, Var):
+            return self.names[id(e)]
+        if isinstance(e, Load):
+            if id(e.buffer) in self.scalars:
+                return self.names[id(e.buffer)]
+            return f"{self.names[id(e.buffer)]}[{self.expr(e.index)}]"
+        if isinstance(e, Bin):
+            if e.op in ("min", "max", "floordiv", "floormod"):
+                return f"{self._helper(e.op, e.a.dtype)}({self.expr(e.a)}, {self.expr(e.b)})"
+            return f"({self.expr(e.a)} {e.op} {self.expr(e.b)})"
+        if isinstance(e, Unary):
+            return f"({'-' if e.op == 'neg' else '!'}{self.expr(e.a)})"
+        if isinstance(e, Select):
+            return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
+        if isinstance(e, Call):
+            if e.fn in ("isnan", "isinf"):
+                return f"((uint8_t){e.fn}({self.expr(e.args[0])}))"
+            return f"{self.math_fn(e.fn, e.dtype)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
+        if isinstance(e, Cast):
+            return f"(({self.types[e.dtype]}){self.expr(e.a)})"
+        raise TypeError(f"cannot render {type(e).__name__}")
+
+    # -- statements ------------------------------------------------------------
+    def stmt(self, s, indent: int):
+        pad = "  " * indent
+        if isinstance(s, For):
+            v = self.names[id(s.var)]
+            from aot.tir.simplify import simplify
+            end = simplify(s.min + s.extent)
+            yield f"{pad}for (int32_t {v} = {self.expr(s.min)}; {v} < {self.expr(end)}; ++{v}) {{"
+            yield from self.stmt(s.body, indent + 1)
+            yield f"{pad}}}"
+        elif isinstance(s, Store):
+            if id(s.buffer) in self.scalars:
+                yield f"{pad}{self.names[id(s.buffer)]} = {self.expr(s.value)};"
+            else:
+                yield f"{pad}{self.names[id(s.buffer)]}[{self.expr(s.index)}] = {self.expr(s.value)};"
+        elif isinstance(s, Seq):
+            for x in s.stmts:
+                yield from self.stmt(x, indent)
+        elif isinstance(s, Allocate):
+            b = s.buffer
+            if id(b) in self.scalars:
+                yield f"{pad}{self.types[b.dtype]} {self.names[id(b)]};"
+            else:
+                yield f"{pad}{self.types[b.dtype]} {self.names[id(b)]}[{b.size}];"
+            yield from self.stmt(s.body, indent)
+        elif isinstance(s, IfThenElse):
+            yield f"{pad}if ({self.expr(s.cond)}) {{"
+            yield from self.stmt(s.then, indent + 1)
+            if s.else_ is not None:
+                yield f"{pad}}} else {{"
+                yield from self.stmt(s.else_, indent + 1)
+            yield f"{pad}}}"
+        else:
+            raise TypeError(type(s))
+
+    # -- functions -------------------------------------------------------------
+    def _assign_names(self, func: PrimFunc):
+        self.names, self.scalars, taken = {}, set(), set()
+
+        def name(obj, base):
+            base = re.sub(r"[^0-9A-Za-z_]", "_", base) or "v"
+            if base[0].isdigit() or base in C_KEYWORDS:
+                base = "v_" + base
+            cand, k = base, 1
+            while cand in taken:
+                cand, k = f"{base}_{k}", k + 1
+            taken.add(cand)
+            self.names[id(obj)] = cand
+
+        for b in func.params:
+            name(b, b.name)
+
+        def visit(s):
+            if isinstance(s, For):
+                name(s.var, s.var.name)
+                visit(s.body)
+            elif isinstance(s, Seq):
+                for x in s.stmts:
+                    visit(x)
+            elif isinstance(s, Allocate):
+                name(s.buffer, s.buffer.name)
+                if s.buffer.size == 1:
+                    self.scalars.add(id(s.buffer))
+                visit(s.body)
+            elif isinstance(s, IfThenElse):
+                visit(s.then)
+                if s.else_ is not None:
+                    visit(s.else_)
+        visit(func.body)
+
+    def signature(self, func: PrimFunc) -> str:
+        params = []
+        for k, b in enumerate(func.params):
+            const = "const " if k < func.num_inputs else ""
+            restrict = " restrict" if self.use_restrict else ""
+            params.append(f"{const}{self.types[b.dtype]}*{restrict} {self.names[id(b)]}")
+        q = f"{self.kernel_qualifier} " if self.kernel_qualifier else ""
+        return f"{q}int32_t {func.name}({', '.join(params) or 'void'})"
+
+    def function(self, func: PrimFunc) -> str:
+        self._assign_names(func)
+        used = set()
+        for e in stmt_exprs(func.body):
+            for x in walk(e):
+                if isinstance(x, Load):
+                    used.add(id(x.buffer))
+        lines = [self.signature(func) + " {"]
+        for b in func.params[:func.num_inputs]:
+            if id(b) not in used:
+                lines.append(f"  (void){self.names[id(b)]};")
+        lines.extend(self.stmt(func.body, 1))
+        lines.append("  return 0;")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    def helper_definitions(self) -> str:
+        return "\n".join(self.helpers[k] for k in sorted(self.helpers))

@@ -1,0 +1,100 @@
+"""ExecutorPlan -> the C sources of an MLF (header, lib0.c, lib1.c) through the templates."""
+from __future__ import annotations
+
+import math
+import os
+
+import jinja2
+import numpy as np
+
+from aot.names import comment_safe
+
+from .c_renderer import C_TYPES, CRenderer
+
+_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
+                          keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+
+
+def render_template(name, **kw):
+    return _ENV.get_template(name).render(**kw)
+
+
+def _format_values(a: np.ndarray, per_line=8):
+    flat = a.reshape(-1)
+    if a.dtype.kind == "f":
+        dig = "%.9g" if a.dtype == np.float32 else "%.17g"
+        vals = []
+        for x in flat.tolist():
+            if math.isnan(x):
+                vals.append("NAN")
+            elif math.isinf(x):
+                vals.append("INFINITY" if x > 0 else "-INFINITY")
+            else:
+                vals.append(dig % x)
+    elif a.dtype == np.bool_:
+        vals = ["1" if x else "0" for x in flat.tolist()]
+    elif a.dtype == np.int64:
+        vals = [f"INT64_C({x})" if not -(1 << 31) < x < (1 << 31) else str(x) for x in flat.tolist()]
+    elif a.dtype == np.uint64:
+        vals = [f"UINT64_C({x})" for x in flat.tolist()]
+    else:
+        vals = [str(x) for x in flat.tolist()]
+    return "\n".join("  " + ", ".join(vals[i:i + per_line]) + ("," if i + per_line < len(vals) else "")
+                     for i in range(0, len(vals), per_line))
+
+
+def _main_prototype(plan):
+    mod = plan.model_name
+    params = [f"{C_TYPES[t.dtype]}* {c}_buffer_var" for c, _, t in plan.inputs]
+    params += [f"{C_TYPES[t.dtype]}* {c}_buffer_var" for c, _, t in plan.outputs]
+    params += ["const void* const* constants", "uint8_t* workspace"]
+    return f"int32_t tvmgen_{mod}___tvm_main__({', '.join(params)})"
+
+
+def _arg_text(plan, a, is_input):
+    ctype = C_TYPES[a.dtype]
+    const = "const " if is_input else ""
+    if a.kind == "input":
+        return f"{plan.inputs[a.index][0]}_buffer_var"
+    if a.kind == "output":
+        return f"{plan.outputs[a.index][0]}_buffer_var"
+    if a.kind == "const":
+        return f"(const {ctype}*)constants[{a.index}]"
+    return f"({const}{ctype}*)(workspace + {a.index})"
+
+
+def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm"):
+    """{relative path: text} for the codegen/host tree."""
+    mod, MOD = plan.model_name, plan.model_name.upper()
+    renderer = CRenderer()
+    functions = [{"comment": comment_safe(f.name), "text": renderer.function(f)} for f in plan.funcs]
+    calls, used = [], set()
+    for c in plan.calls:
+        n_in = c.func.num_inputs
+        args = [_arg_text(plan, a, k < n_in) for k, a in enumerate(c.args)]
+        used.update((a.kind, a.index if a.kind in ("input", "output") else 0) for a in c.args)
+        calls.append(f"{c.func.name}({', '.join(args)})")
+    unused = [f"{cn}_buffer_var" for k, (cn, _, _) in enumerate(plan.inputs) if ("input", k) not in used]
+    unused += [f"{cn}_buffer_var" for k, (cn, _, _) in enumerate(plan.outputs) if ("output", k) not in used]
+    if ("const", 0) not in used:
+        unused.append("constants")
+    if ("workspace", 0) not in used:
+        unused.append("workspace")
+    proto = _main_prototype(plan)
+    io = lambda lst: [{"c": c, "nbytes": t.nbytes} for c, _, t in lst]  # noqa: E731
+    constants = [{"name": name, "ctype": C_TYPES[str(a.dtype)], "size": max(a.size, 1),
+                  "comment": comment_safe(f"{list(a.shape)} {a.dtype}"),
+                  "body": _format_values(a) if a.size else "  0"} for name, a in plan.constants]
+    common = dict(mod=mod, MOD=MOD, target=comment_safe(target))
+    header = render_template("model.h.j2", inputs=io(plan.inputs), outputs=io(plan.outputs),
+                             workspace_size=plan.workspace_size, **common)
+    lib0 = render_template("lib0.c.j2", inputs=io(plan.inputs), outputs=io(plan.outputs), constants=constants,
+                           workspace_size=plan.workspace_size, main_prototype=proto,
+                           const_section=const_section, workspace_section=workspace_section, **common)
+    lib1 = render_template("lib1.c.j2", functions=functions, helpers=renderer.helper_definitions(),
+                           main_prototype=proto, main_unused=unused, calls=calls, **common)
+    return {
+        f"codegen/host/include/tvmgen_{mod}.h": header,
+        f"codegen/host/src/{mod}_lib0.c": lib0,
+        f"codegen/host/src/{mod}_lib1.c": lib1,
+    }

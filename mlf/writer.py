@@ -1,0 +1,98 @@
+"""Deterministic MLF tarball writer.
+
+Members are prefixed './', directories come before their files in sorted order, and every
+header field that could vary (mtime, uid/gid, names, modes) is fixed, so the same inputs give
+byte-identical tarballs. The timestamp is SOURCE_DATE_EPOCH when set, else 0.
+"""
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import os
+import struct
+import tarfile
+
+TVM_NDARRAY_LIST_MAGIC = 0xF7E58D4F05049CB7
+MLF_VERSION = 7
+
+
+def source_date_epoch() -> int:
+    try:
+        return int(os.environ.get("SOURCE_DATE_EPOCH", "0"))
+    except ValueError:
+        return 0
+
+
+def empty_param_dict() -> bytes:
+    """TVM's binary param-dict with no entries: magic, reserved, 0 names, 0 arrays."""
+    return struct.pack("<QQQQ", TVM_NDARRAY_LIST_MAGIC, 0, 0, 0)
+
+
+def make_metadata(plan, target: str, epoch: int, extra: dict) -> dict:
+    mod = plan.model_name
+
+    def io_entries(lst):
+        return {name: {"dtype": t.dtype, "size": t.nbytes} for _, name, t in lst}
+
+    io_bytes = sum(t.nbytes for _, _, t in plan.inputs) + sum(t.nbytes for _, _, t in plan.outputs)
+    when = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return {
+        "version": MLF_VERSION,
+        "modules": {
+            mod: {
+                "model_name": mod,
+                "executors": ["aot"],
+                "style": "full-model",
+                "target": [target],
+                "export_datetime": when,
+                "external_dependencies": [],
+                "memory": {
+                    "functions": {
+                        "main": [{
+                            "device": 1,
+                            "workspace_size_bytes": plan.workspace_size,
+                            "constants_size_bytes": plan.constants_size,
+                            "io_size_bytes": io_bytes,
+                            "inputs": io_entries(plan.inputs),
+                            "outputs": io_entries(plan.outputs),
+                        }],
+                        "operator_functions": [
+                            {"function_name": f.name, "workspace": [{"device": 1, "workspace_size_bytes": 0}]}
+                            for f in plan.funcs
+                        ],
+                    }
+                },
+                # aot's own details (TVM readers ignore unknown keys)
+                "aot": extra,
+            }
+        },
+    }
+
+
+def write_tar(files: dict, epoch: int | None = None) -> bytes:
+    """files: {relative path: str | bytes} -> tar bytes."""
+    epoch = source_date_epoch() if epoch is None else epoch
+    dirs = set()
+    for p in files:
+        parts = p.split("/")[:-1]
+        for k in range(1, len(parts) + 1):
+            dirs.add("/".join(parts[:k]))
+    entries = sorted([(d, None) for d in dirs] + list(files.items()), key=lambda e: e[0])
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for path, data in [(".", None)] + entries:
+            info = tarfile.TarInfo("./" + path if path != "." else ".")
+            info.mtime, info.uid, info.gid, info.uname, info.gname = epoch, 0, 0, "root", "root"
+            if data is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            else:
+                raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+                info.size, info.mode = len(raw), 0o644
+                tar.addfile(info, io.BytesIO(raw))
+    return buf.getvalue()
+
+
+def metadata_json(meta: dict) -> str:
+    return json.dumps(meta, indent=2, sort_keys=True) + "\n"
