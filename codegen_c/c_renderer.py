@@ -124,12 +124,15 @@ class CRenderer:
             for x in s.stmts:
                 yield from self.stmt(x, indent)
         elif isinstance(s, Allocate):
+            # a block of its own: unrolled copies of a body may allocate the same buffer
             b = s.buffer
+            yield f"{pad}{{"
             if id(b) in self.scalars:
-                yield f"{pad}{self.types[b.dtype]} {self.names[id(b)]};"
+                yield f"{pad}  {self.types[b.dtype]} {self.names[id(b)]};"
             else:
-                yield f"{pad}{self.types[b.dtype]} {self.names[id(b)]}[{b.size}];"
-            yield from self.stmt(s.body, indent)
+                yield f"{pad}  {self.types[b.dtype]} {self.names[id(b)]}[{b.size}];"
+            yield from self.stmt(s.body, indent + 1)
+            yield f"{pad}}}"
         elif isinstance(s, IfThenElse):
             yield f"{pad}if ({self.expr(s.cond)}) {{"
             yield from self.stmt(s.then, indent + 1)

@@ -148,6 +148,11 @@ def import_onnx(model, input_shapes=None, name="default", log=None) -> Graph:
             raise AotError(f"initializer '{init.name}': element type {arr.dtype} is not supported")
         values[init.name] = Value(init.name, TensorType(arr.shape, str(arr.dtype)), compact(arr))
 
+    runtime_inputs = [vi.name for vi in g.input if vi.name not in values]
+    unknown = sorted(set(input_shapes) - set(runtime_inputs))
+    if unknown:
+        raise AotError(f"--input-shape names unknown input(s): {', '.join(unknown)} "
+                       f"(the model's inputs: {', '.join(runtime_inputs)})")
     inputs = []
     for vi in g.input:
         if vi.name in values:
@@ -177,8 +182,6 @@ def import_onnx(model, input_shapes=None, name="default", log=None) -> Graph:
         v = Value(vi.name, TensorType(tuple(shape), dtype))
         values[vi.name] = v
         inputs.append(v)
-    if input_shapes:
-        raise AotError(f"--input-shape names unknown input(s): {', '.join(sorted(input_shapes))}")
 
     nodes, used_names, folded = [], set(), 0
     for k, pn in enumerate(_toposort(g.node, values.keys())):

@@ -1,0 +1,115 @@
+"""Bad input: one clear message naming the culprit, exit code 2, no traceback, no output file."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper
+
+from conftest import ROOT, init, make_model, vi
+
+
+def run_cli(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "aot", *args], capture_output=True, text=True, env=env)
+
+
+def assert_user_error(r, out_path, *needles):
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    assert r.stderr.startswith("error: ")
+    for n in needles:
+        assert n in r.stderr, (n, r.stderr)
+    assert not os.path.exists(out_path)
+    assert not [f for f in os.listdir(os.path.dirname(out_path)) if ".tmp" in f]
+
+
+def test_unsupported_ops_listed_at_once(tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok"),
+             helper.make_node("NonMaxSuppression", ["a"], ["b"], name="nms_1"),
+             helper.make_node("Relu", ["b"], ["c"]),
+             helper.make_node("FancyOp", ["c"], ["y"], name="fancy", domain="com.vendor")]
+    m = make_model(nodes, [vi("x", [2, 3])], [vi("y", None)])
+    p = tmp_path / "m.onnx"
+    p.write_bytes(m.SerializeToString())
+    out = str(tmp_path / "m.tar")
+    r = run_cli("compile", str(p), "-o", out)
+    assert_user_error(r, out, "nms_1", "NonMaxSuppression", "fancy", "com.vendor", "2 unsupported")
+
+
+def test_truncated_model(tmp_path):
+    from test_c_client import small_cnn
+    data = small_cnn().SerializeToString()
+    p = tmp_path / "t.onnx"
+    p.write_bytes(data[: len(data) // 2])
+    out = str(tmp_path / "t.tar")
+    assert_user_error(run_cli("compile", str(p), "-o", out), out, "t.onnx")
+
+
+def test_not_onnx(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("this is not a model\n" * 20)
+    out = str(tmp_path / "n.tar")
+    assert_user_error(run_cli("compile", str(p), "-o", out), out, "not a valid ONNX model")
+    out2 = str(tmp_path / "missing.tar")
+    assert_user_error(run_cli("compile", str(tmp_path / "nope.onnx"), "-o", out2), out2, "nope.onnx")
+
+
+def symbolic_model():
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    return make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])], [vi("y", None)])
+
+
+def test_missing_input_shape_then_given(tmp_path):
+    p = tmp_path / "s.onnx"
+    p.write_bytes(symbolic_model().SerializeToString())
+    out = str(tmp_path / "s.tar")
+    assert_user_error(run_cli("compile", str(p), "-o", out), out, "input 'x'", "'N'", "--input-shape")
+    r = run_cli("compile", str(p), "-o", out, "--input-shape", "x=3,4")
+    assert r.returncode == 0, r.stderr
+    assert os.path.exists(out)
+    bad = str(tmp_path / "s2.tar")
+    assert_user_error(run_cli("compile", str(p), "-o", bad, "--input-shape", "x=3,5"), bad, "dimension 1 is 4")
+    assert_user_error(run_cli("compile", str(p), "-o", bad, "--input-shape", "z=3,4"), bad, "unknown input")
+
+
+def test_bad_target_and_shape_error(tmp_path):
+    from test_c_client import small_cnn
+    p = tmp_path / "m.onnx"
+    p.write_bytes(small_cnn().SerializeToString())
+    out = str(tmp_path / "m.tar")
+    assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "llvm"), out, "target 'llvm'")
+    assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "c -mcpu=cortex-m4"), out, "-mcpu=cortex-m4")
+    # a node whose shapes do not fit names the node and op
+    nodes = [helper.make_node("Add", ["x", "b"], ["y"], name="bad_add")]
+    m = make_model(nodes, [vi("x", [2, 3])], [vi("y", None)], [init("b", np.zeros(4, np.float32))])
+    p2 = tmp_path / "b.onnx"
+    p2.write_bytes(m.SerializeToString())
+    assert_user_error(run_cli("compile", str(p2), "-o", out), out, "bad_add", "Add", "broadcast")
+
+
+def test_failed_compile_keeps_existing_output(tmp_path):
+    out = tmp_path / "m.tar"
+    out.write_bytes(b"previous")
+    p = tmp_path / "bad.onnx"
+    p.write_bytes(b"\x00\x01garbage")
+    r = run_cli("compile", str(p), "-o", str(out))
+    assert r.returncode == 2 and out.read_bytes() == b"previous"
+
+
+def test_run_cli_roundtrip(tmp_path):
+    from test_c_client import small_cnn
+    p = tmp_path / "m.onnx"
+    p.write_bytes(small_cnn().SerializeToString())
+    tar = tmp_path / "m.tar"
+    assert run_cli("compile", str(p), "-o", str(tar)).returncode == 0
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    r = run_cli("run", str(tar), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz"))
+    assert r.returncode == 0, r.stderr
+    from conftest import ort_run
+    with np.load(tmp_path / "out.npz") as z:
+        np.testing.assert_allclose(z["y"], ort_run(small_cnn(), {"x": x})["y"], rtol=1e-5, atol=1e-6)
+    np.savez(tmp_path / "bad.npz", x=x[:, :2])
+    r = run_cli("run", str(tar), "--inputs", str(tmp_path / "bad.npz"))
+    assert r.returncode == 2 and "shape" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,116 @@
+"""MLF layout, metadata, determinism and the `aot info` report."""
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from conftest import ROOT
+from test_c_client import small_cnn
+
+
+def compile_bytes(**kw):
+    import aot
+    return aot.compile(small_cnn().SerializeToString(), **kw).tar
+
+
+def members(tar_bytes):
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as t:
+        return t.getmembers()
+
+
+def test_layout_and_metadata():
+    from mlf import read_mlf, validate
+    tb = compile_bytes()
+    names = [m.name for m in members(tb)]
+    assert all(n == "." or n.startswith("./") for n in names)
+    for need in ("./metadata.json", "./codegen/host/include/tvmgen_default.h", "./codegen/host/src/default_lib0.c",
+                 "./codegen/host/src/default_lib1.c", "./parameters/default.params", "./src/default.relay",
+                 "./runtime/include/tvm/runtime/c_runtime_api.h", "./runtime/include/tvm/runtime/c_backend_api.h",
+                 "./runtime/include/tvm/runtime/crt/error_codes.h", "./runtime/include/tvm/runtime/crt/stack_allocator.h",
+                 "./runtime/src/stack_allocator.c", "./mlf.mk", "./mlf.cmake"):
+        assert need in names, need
+    assert all(m.uid == 0 and m.gid == 0 for m in members(tb))
+    m = read_mlf(tb)
+    assert validate(m) == []
+    meta = m.metadata
+    assert meta["version"] == 7 and list(meta["modules"]) == ["default"]
+    mod = meta["modules"]["default"]
+    assert mod["executors"] == ["aot"] and mod["style"] == "full-model" and mod["target"] == ["c"]
+    assert mod["external_dependencies"] == []
+    main = mod["memory"]["functions"]["main"][0]
+    assert main["device"] == 1
+    assert main["inputs"] == {"x": {"dtype": "float32", "size": 3 * 16 * 16 * 4}}
+    assert main["outputs"] == {"y": {"dtype": "float32", "size": 40}}
+    assert main["io_size_bytes"] == 3 * 16 * 16 * 4 + 40
+    assert main["constants_size_bytes"] == (8 * 27 + 8 + 8 * 18 + 80 + 10) * 4
+    lib0 = m.files["codegen/host/src/default_lib0.c"].decode()
+    assert f"global_workspace[{main['workspace_size_bytes']}]" in lib0
+    assert ".rodata.tvm" in lib0 and ".bss.noinit.tvm" in lib0
+    fnames = [f["function_name"] for f in mod["memory"]["functions"]["operator_functions"]]
+    lib1 = m.files["codegen/host/src/default_lib1.c"].decode()
+    assert fnames and all(f"int32_t {f}(" in lib1 for f in fnames)
+    params = m.files["parameters/default.params"]
+    assert struct.unpack("<QQQQ", params) == (0xF7E58D4F05049CB7, 0, 0, 0)
+
+
+def test_deterministic_and_source_date_epoch(monkeypatch):
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    a, b = compile_bytes(), compile_bytes()
+    assert a == b
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    c, d = compile_bytes(), compile_bytes()
+    assert c == d and c != a
+    from mlf import read_mlf
+    assert read_mlf(c).module["export_datetime"] == "2023-11-14 22:13:20Z"
+    assert {m.mtime for m in members(c)} == {1700000000}
+
+
+def test_sections_overridable():
+    from mlf import read_mlf
+    import aot
+    from aot.compiler import Options, compile_model
+    res = compile_model(small_cnn().SerializeToString(), Options(const_section=".model_rodata", workspace_section=".sram2"))
+    lib0 = read_mlf(res.tar).files["codegen/host/src/default_lib0.c"].decode()
+    assert 'section(".model_rodata")' in lib0 and 'section(".sram2")' in lib0
+    with pytest.raises(aot.AotError):
+        compile_model(small_cnn().SerializeToString(), Options(workspace_section='x") int evil; ("'))
+
+
+def test_info_cli(tmp_path):
+    tb = compile_bytes()
+    p = tmp_path / "m.tar"
+    p.write_bytes(tb)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-m", "aot", "info", str(p), "--json"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["valid"] and info["summary"]["module"] == "default"
+    assert info["summary"]["inputs"][0]["shape"] == [1, 3, 16, 16]
+    r = subprocess.run([sys.executable, "-m", "aot", "info", str(p)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "valid" in r.stdout and "workspace" in r.stdout
+    # a tarball without its kernels is reported invalid
+    with tarfile.open(fileobj=io.BytesIO(tb)) as t, tarfile.open(tmp_path / "bad.tar", "w") as out:
+        for m in t.getmembers():
+            if not m.name.endswith("lib1.c"):
+                out.addfile(m, t.extractfile(m) if m.isfile() else None)
+    r = subprocess.run([sys.executable, "-m", "aot", "info", str(tmp_path / "bad.tar")], capture_output=True, text=True, env=env)
+    assert r.returncode != 0 and "lib1.c" in r.stdout
+
+
+def test_make_fragment_builds(tmp_path):
+    """The Make fragment in the MLF is enough for a firmware Makefile."""
+    from test_c_client import extract, write_client
+    import numpy as np
+    extract(compile_bytes(), tmp_path / "mlf")
+    write_client(str(tmp_path), "default", np.zeros((1, 3, 16, 16), np.float32))
+    (tmp_path / "Makefile").write_text(
+        "include mlf/mlf.mk\n"
+        "app: client.c $(TVMGEN_DEFAULT_SRCS)\n"
+        "\tgcc -std=c99 -Wall -Wextra -Werror -pedantic -I. $(TVMGEN_DEFAULT_INCLUDES) $^ -o $@ $(TVMGEN_DEFAULT_LIBS)\n")
+    subprocess.run(["make", "-s", "app"], cwd=tmp_path, check=True)
+    assert subprocess.run([str(tmp_path / "app")], capture_output=True).returncode == 0
