@@ -19,7 +19,6 @@ from .passes.fold_constants import fold_constants
 from .passes.fuse import fuse_ops, group_name
 from .passes.simplify import eliminate_dead_code, fold_batchnorm, materialize_outputs, remove_identities
 
-RUNTIME_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "runtime_c")
 SECTION_RE = re.compile(r"^[.A-Za-z0-9_]+$")
 
 
@@ -74,9 +73,13 @@ def run_passes(graph, log):
 
 
 def _runtime_files():
+    from runtime_c import RUNTIME_DIR
     out = {}
-    for root, _, files in os.walk(RUNTIME_DIR):
+    for root, dirs, files in os.walk(RUNTIME_DIR):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for f in sorted(files):
+            if f.endswith((".py", ".pyc")):
+                continue
             full = os.path.join(root, f)
             rel = os.path.relpath(full, RUNTIME_DIR).replace(os.sep, "/")
             with open(full, "rb") as fh:
