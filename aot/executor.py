@@ -78,22 +78,24 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None) -> E
         k = used_names.get(base, 0)
         used_names[base] = k + 1
         fname = base if k == 0 else f"{base}_{k}"
-        func, in_values = lower_group(g, fname)
+        func, params = lower_group(g, fname)
         func = legalize(func)
         if log:
             log(f"lower: {fname}: {' + '.join(g.op_names)}")
         args = []
-        for v in list(in_values) + list(g.outputs):
+        for v, stored in params + [(o, None) for o in g.outputs]:
             r = root(v)
             if id(r) in in_index:
                 args.append(Arg("input", in_index[id(r)], v.type.dtype))
             elif id(r) in out_root:
                 args.append(Arg("output", out_root[id(r)], v.type.dtype))
             elif r.is_const:
-                if id(r) not in const_ids:
-                    const_ids[id(r)] = len(constants)
-                    constants.append((f"tvmgen_{mod}_const_{len(constants)}_{sanitize(r.name)}"[:80], const_param_array(r)))
-                args.append(Arg("const", const_ids[id(r)], v.type.dtype))
+                arr = const_param_array(r) if stored is None else stored
+                key = (id(r), arr.shape)      # a packed layout is a constant of its own
+                if key not in const_ids:
+                    const_ids[key] = len(constants)
+                    constants.append((f"tvmgen_{mod}_const_{len(constants)}_{sanitize(r.name)}"[:80], arr))
+                args.append(Arg("const", const_ids[key], v.type.dtype))
             else:
                 iv = intervals.setdefault(id(r), [step, step, r])
                 iv[0], iv[1] = min(iv[0], step), max(iv[1], step)

@@ -40,7 +40,10 @@ class _Lowering:
     def __init__(self, group, name):
         self.group, self.name = group, name
         self.params = {}         # tensor uid -> (Buffer, stored shape) | ("scalar", Const)
-        self.param_bufs = []
+        self.param_bufs = []     # (Value, Buffer, stored array or None)
+        self.const_uids = {}     # tensor uid -> index in param_bufs, for constant params
+        self.packed = {}         # tensor uid -> dim whose tile lanes are stored innermost
+        self.tile = None         # (axis var, outer var, lane var, tile) while lowering a tiled nest
         self.counter = itertools.count()
 
     # -- building stages ------------------------------------------------------
@@ -55,7 +58,9 @@ class _Lowering:
                 stored = const_param_array(v).shape if v.is_const else v.type.shape
                 buf = Buffer(f"p{k}", v.type.dtype, stored)
                 self.params[t.uid] = (buf, stored)
-                self.param_bufs.append((v, buf))
+                if v.is_const:
+                    self.const_uids[t.uid] = len(self.param_bufs)
+                self.param_bufs.append([v, buf, None])
         for n in self.group.nodes:
             op = get_op(n.op)
             ins = [vt[id(v)] if v is not None else None for v in n.inputs]
@@ -72,6 +77,11 @@ class _Lowering:
         buf, stored = entry
         full = ref.tensor.shape
         idx = list(ref.indices)
+        if ref.tensor.uid in self.packed and self.tile is not None:
+            d = self.packed[ref.tensor.uid]
+            _, outer, lane, tile = self.tile
+            idx = idx[:d] + [outer] + idx[d + 1:] + [lane]
+            stored = tuple(stored[:d]) + (stored[d] // tile,) + tuple(stored[d + 1:]) + (tile,)
         if ref.flat:
             if tuple(stored) == tuple(full):
                 return Load(buf, idx[0])
@@ -95,7 +105,7 @@ class _Lowering:
             if t.uid in self.params:
                 return self.load_param(e)
             if t.uid in scalars:
-                return Load(scalars[t.uid], Const(0, "int32"))
+                return scalars[t.uid]
             body = t.op.body
             if isinstance(body, te.Reduce):
                 return None     # left in place; attach() decides where it is computed
@@ -149,8 +159,12 @@ class _Lowering:
         outer = [a for k, a in enumerate(axes) if k in used]
         inner = [a for k, a in enumerate(axes) if k not in used]
 
-        scalars = {r.tensor.uid: Buffer(f"{r.tensor.name}_acc{next(self.counter)}", r.dtype, (1,), "local")
-                   for r in order}
+        tiled = self.tile_plan(t, axes, order)
+        if tiled is not None:
+            return self.lower_tiled(t, axes, order[0], value, out_buf, *tiled)
+        accs = {r.tensor.uid: Buffer(f"{r.tensor.name}_acc{next(self.counter)}", r.dtype, (1,), "local")
+                for r in order}
+        scalars = {uid: Load(b, Const(0, "int32")) for uid, b in accs.items()}
         flat = Const(0, "int32")
         for a, s in zip(axes, t.shape):
             flat = flat * s + a
@@ -159,15 +173,130 @@ class _Lowering:
             body = For(a, 0, t.shape[axes.index(a)], body)
         # each reduction is computed before (outside) everything that reads it
         for r in reversed(order):
-            body = self.reduction_at(r, scalars, body)
+            body = self.reduction_at(r, accs[r.tensor.uid], scalars, body)
         for a in reversed(outer):
             body = For(a, 0, t.shape[axes.index(a)], body)
         return body
 
-    def reduction_at(self, ref, scalars, rest):
+    # -- register tiling --------------------------------------------------------------
+    MAX_TILE = 8
+
+    def tile_plan(self, t, axes, order):
+        """(axis index, tile) when one full-depth reduction can keep `tile` accumulators along an
+        output axis its reduce bounds do not depend on (conv: output channels; dense: columns)."""
+        if len(order) != 1 or not axes:
+            return None
+        r = order[0]
+        if len(r.indices) != len(axes) or any(i is not a for i, a in zip(r.indices, axes)):
+            return None
+        red = r.tensor.op.body
+        mapping = {id(a): i for a, i in zip(r.tensor.op.axes, r.indices)}
+        bound_vars = set()
+        for ax in red.axes:
+            for e in (substitute(ax.min, mapping), substitute(ax.extent, mapping)):
+                bound_vars.update(id(x) for x in walk(e) if isinstance(x, Var))
+        # prefer the channel axis of NC... layouts, then the innermost free axis
+        candidates = [k for k in range(len(axes)) if id(axes[k]) not in bound_vars and t.shape[k] > 1]
+        if not candidates:
+            return None
+        k = 1 if 1 in candidates and len(axes) >= 3 else candidates[-1]
+        ext = t.shape[k]
+        for tile in range(self.MAX_TILE, 1, -1):
+            if ext % tile == 0:
+                return k, tile
+        return None
+
+    def pack_constants(self, exprs, axis, tile):
+        """Store constants read with the tiled axis as a plain index of one non-innermost dim
+        with that dim's tile lanes innermost, so the lanes read consecutive elements."""
+        uses = {}
+        for e in exprs:
+            for x in walk(self.expand_injective(e)):
+                if isinstance(x, te.TensorRef) and x.tensor.uid in self.const_uids:
+                    uses.setdefault(x.tensor.uid, []).append(x)
+        for uid, refs in uses.items():
+            dims = set()
+            ok = not any(r.flat for r in refs)
+            for r in refs:
+                hit = [d for d, i in enumerate(r.indices) if i is axis]
+                other = any(any(y is axis for y in walk(i)) for d, i in enumerate(r.indices) if d not in hit)
+                if len(hit) != 1 or other:
+                    ok = False
+                dims.update(hit)
+            if not ok or len(dims) != 1:
+                continue
+            d = dims.pop()
+            entry = self.param_bufs[self.const_uids[uid]]
+            v, buf = entry[0], entry[1]
+            arr = const_param_array(v)
+            if d == arr.ndim - 1 or arr.shape[d] != v.type.shape[d] or arr.shape[d] % tile:
+                continue        # already contiguous, broadcast along it, or not a whole number of tiles
+            packed = np.moveaxis(arr.reshape(arr.shape[:d] + (arr.shape[d] // tile, tile) + arr.shape[d + 1:]), d + 1, -1)
+            entry[2] = np.ascontiguousarray(packed)
+            entry[1] = Buffer(buf.name, buf.dtype, packed.shape)
+            self.params[uid] = (entry[1], arr.shape)
+            self.packed[uid] = d
+
+    def expand_injective(self, expr):
+        """expr with injective stages inlined (constants still as TensorRefs)."""
+        def f(e):
+            if isinstance(e, te.TensorRef) and not e.tensor.is_placeholder and not isinstance(e.tensor.op.body, te.Reduce) \
+                    and not e.flat:
+                return self.expand_injective(substitute(e.tensor.op.body, {id(a): i for a, i in zip(e.tensor.op.axes, e.indices)}))
+            return None
+        return transform(expr, f)
+
+    def lanes_vectorize(self, red, mapping, t, k, before_pack):
+        """Keep the lane loops as loops (C compilers vectorize them) when the lanes read
+        consecutive weights and the reduction is one channel axis (pointwise conv, dense); else
+        unroll them into independent scalar accumulators, which C compilers keep in registers."""
+        from .tir.simplify import const_value, simplify
+        contiguous = len(self.packed) > before_pack or k == len(t.shape) - 1
+        rest = [simplify(substitute(ax.extent, mapping)) for ax in red.axes[1:]]
+        return contiguous and all(const_value(e) == 1 for e in rest)
+
+    def lower_tiled(self, t, axes, ref, value, out_buf, k, tile):
+        from .tir.schedule import unroll
+        red = ref.tensor.op.body
+        acc = Buffer(f"{ref.tensor.name}_acc{next(self.counter)}", red.dtype, (tile,), "local")
+        outer_v, lane = Var(axes[k].name + "_o"), Var(axes[k].name + "_t")
+        pos = outer_v * tile + lane
+
+        def at_lane(e):
+            return substitute(e, {id(axes[k]): pos})
+        zero_lane = Load(acc, lane)
+        scalars = {ref.tensor.uid: zero_lane}
+        mapping = {id(a): i for a, i in zip(ref.tensor.op.axes, ref.indices)}
+        raw_src = substitute(red.source, mapping)
+        before_pack = len(self.packed)
+        self.pack_constants([raw_src, value], axes[k], tile)
+        self.tile = (axes[k], outer_v, lane, tile)
+        src = at_lane(self.expand(raw_src, scalars))
+        comb = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b,
+                "max": max_, "min": min_}[red.combiner](Load(acc, lane), src)
+        lanes = lambda body: For(lane, 0, tile, body, "vectorize")  # noqa: E731
+        loop = lanes(Store(acc, lane, comb))
+        for ax in reversed(red.axes):
+            v = Var(ax.var.name)
+            loop = For(v, substitute(ax.min, mapping), substitute(ax.extent, mapping), _rename(loop, ax.var, v))
+        flat = Const(0, "int32")
+        for a, s in zip(axes, t.shape):
+            flat = flat * s + a
+        epi = lanes(Store(out_buf, at_lane(flat), at_lane(self.expand(value, scalars))))
+        self.tile = None
+        body = Allocate(acc, Seq([lanes(Store(acc, lane, red.init)), loop, epi]))
+        if not self.lanes_vectorize(red, mapping, t, k, before_pack):
+            body = unroll(body, lane)
+        for j in reversed(range(len(axes))):
+            if j == k:
+                body = For(outer_v, 0, t.shape[k] // tile, body)
+            else:
+                body = For(axes[j], 0, t.shape[j], body)
+        return body
+
+    def reduction_at(self, ref, acc, scalars, rest):
         red = ref.tensor.op.body
         mapping = {id(a): i for a, i in zip(ref.tensor.op.axes, ref.indices)}
-        acc = scalars[ref.tensor.uid]
         zero = Const(0, "int32")
         src = self.expand(substitute(red.source, mapping), scalars)
         cur = Load(acc, zero)
@@ -187,7 +316,9 @@ def _rename(stmt, old, new):
 
 
 def lower_group(group, name) -> tuple:
-    """(PrimFunc, [input Values in parameter order]) for one fused group."""
+    """(PrimFunc, [(input Value, stored array or None)] in parameter order) for one fused group.
+
+    A stored array is given for constants the kernel reads in a packed layout."""
     lw = _Lowering(group, name)
     out_tensors = lw.build()
     out_bufs = [Buffer(f"T_{t.name}" if len(out_tensors) == 1 else f"T_{t.name}_{k}", t.dtype, t.shape)
@@ -198,9 +329,9 @@ def lower_group(group, name) -> tuple:
             raise LowerError(f"{name}: output is an unmodified input")
         nests.append(lw.lower_output(t, b))
     body = simplify_stmt(Seq(nests)) or Seq([])
-    in_values = [v for v, _ in lw.param_bufs]
-    func = PrimFunc(name, [b for _, b in lw.param_bufs] + out_bufs, body, len(lw.param_bufs))
-    return default_schedule(func), in_values
+    params = [(v, arr) for v, _, arr in lw.param_bufs]
+    func = PrimFunc(name, [b for _, b, _ in lw.param_bufs] + out_bufs, body, len(lw.param_bufs))
+    return default_schedule(func), params
 
 
 def default_schedule(func: PrimFunc) -> PrimFunc:
@@ -214,7 +345,8 @@ def default_schedule(func: PrimFunc) -> PrimFunc:
     def visit(s):
         if isinstance(s, _For):
             if not any(isinstance(x, _For) for x in _iter_stmts(s.body)):
-                if const_value(s.extent) is not None and const_value(s.min) is not None and const_value(s.extent) <= 4:
+                if (s.kind == "serial" and const_value(s.extent) is not None and const_value(s.min) is not None
+                        and const_value(s.extent) <= 4 and all(v is not s.var for v in targets)):
                     targets.append(s.var)
             else:
                 visit(s.body)
@@ -222,6 +354,8 @@ def default_schedule(func: PrimFunc) -> PrimFunc:
             for c in _children_stmts(s):
                 visit(c)
     visit(func.body)
+    if not targets:
+        return func
     body = func.body
     for v in targets:
         body = unroll(body, v)

@@ -94,6 +94,7 @@ def _kernel_and_check(transform):
     class G:  # a minimal group: two inputs, one output
         inputs, nodes, outputs = [], [], []
     lw = _Lowering(G(), "k")
+    lw.MAX_TILE = 1   # the plain nest: these tests apply their own schedules
     ba, bb = Buffer("A", "float32", (6, 10)), Buffer("B", "float32", (10, 7))
     lw.params = {a.uid: (ba, (6, 10)), b.uid: (bb, (10, 7))}
     out = Buffer("C", "float32", (6, 7))

@@ -234,15 +234,11 @@ def simplify(e: Expr, ranges: Ranges | None = None) -> Expr:
     kids = children(e)
     if kids:
         e = rebuild(e, [simplify(k, ranges) for k in kids])
-    prev = None
-    # a couple of rounds let rewrites that expose new constants settle
+    # children are already simple, so a rewrite only needs the new top node revisited
     for _ in range(3):
         prev, e = e, _simplify_node(e, ranges)
         if e is prev:
             break
-        kids = children(e)
-        if kids:
-            e = rebuild(e, [simplify(k, ranges) for k in kids])
     return e
 
 

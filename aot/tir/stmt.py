@@ -27,7 +27,8 @@ class Stmt:
 
 
 class For(Stmt):
-    """for var in [min, min+extent); kind is 'serial' or 'unroll' (a hint for renderers)."""
+    """for var in [min, min+extent); kind is 'serial', 'unroll' or 'vectorize' (hints for renderers
+    and later schedules: a 'vectorize' loop is kept as a loop for the C compiler to vectorize)."""
 
     def __init__(self, var: Var, min, extent, body: Stmt, kind: str = "serial"):
         self.var, self.min, self.extent, self.body, self.kind = var, wrap(min), wrap(extent), body, kind
