@@ -187,7 +187,9 @@ class _Lowering:
         if len(order) != 1 or not axes:
             return None
         r = order[0]
-        if len(r.indices) != len(axes) or any(i is not a for i, a in zip(r.indices, axes)):
+        if len(r.indices) != len(axes) or not all(
+                i is a or (isinstance(i, Const) and i.value == 0 and n == 1)
+                for i, a, n in zip(r.indices, axes, t.shape)):
             return None
         red = r.tensor.op.body
         mapping = {id(a): i for a, i in zip(r.tensor.op.axes, r.indices)}

@@ -114,3 +114,19 @@ def test_make_fragment_builds(tmp_path):
         "\tgcc -std=c99 -Wall -Wextra -Werror -pedantic -I. $(TVMGEN_DEFAULT_INCLUDES) $^ -o $@ $(TVMGEN_DEFAULT_LIBS)\n")
     subprocess.run(["make", "-s", "app"], cwd=tmp_path, check=True)
     assert subprocess.run([str(tmp_path / "app")], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(subprocess.run(["which", "cmake"], capture_output=True).returncode != 0, reason="cmake not installed")
+def test_cmake_fragment_builds(tmp_path):
+    from test_c_client import extract, write_client
+    import numpy as np
+    extract(compile_bytes(), tmp_path / "mlf")
+    write_client(str(tmp_path), "default", np.zeros((1, 3, 16, 16), np.float32))
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(fw C)\nset(CMAKE_C_STANDARD 99)\n"
+        "include(mlf/mlf.cmake)\nadd_executable(app client.c)\n"
+        "target_include_directories(app PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})\n"
+        "target_link_libraries(app PRIVATE tvmgen_default)\n")
+    subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b")], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(tmp_path / "b")], check=True, capture_output=True)
+    assert subprocess.run([str(tmp_path / "b" / "app")], capture_output=True).returncode == 0
