@@ -56,8 +56,7 @@ class ConstantOfShape(_CompileTime):
     def canon(self, ctx):
         v = ctx.attrs.get("value")
         ctx.attrs["value"] = np.zeros(1, np.float32) if v is None else np.asarray(v).reshape(-1)[:1]
-        shape = ctx.const_input(0, "input")
-        ctx.attrs["shape"] = [int(s) for s in shape.reshape(-1)]
+        ctx.attrs["shape"] = ctx.ints_input(0, "input", required=True)
 
     def infer(self, node):
         return [TensorType(tuple(node.attrs["shape"]), str(node.attrs["value"].dtype))]

@@ -34,8 +34,7 @@ class Reduce(Op):
         axes_from_input = ctx.opset >= 18 or (ctx.op == "ReduceSum" and ctx.opset >= 13)
         axes = ctx.attrs.get("axes")
         if axes_from_input:
-            a = ctx.const_input(1, "axes")
-            axes = None if a is None or a.size == 0 else [int(v) for v in a.reshape(-1)]
+            axes = ctx.ints_input(1, "axes") or None     # an empty list means "not given"
             ctx.drop_inputs_from(1)
         noop = int(ctx.attrs.get("noop_with_empty_axes", 0))
         if axes is None:

@@ -67,6 +67,15 @@ class ImportCtx:
             self.error(f"input '{what}' ({v.name}) must be a compile-time constant")
         return np.asarray(v.const)
 
+    def ints_input(self, i, what, required=False):
+        """A constant integer-list input as a Python list (None when omitted and optional)."""
+        v = self.const_input(i, what)
+        if v is None:
+            if required:
+                self.error(f"the {what} input is required")
+            return None
+        return [int(x) for x in v.reshape(-1)]
+
     def drop_inputs_from(self, i):
         self.inputs = self.inputs[:i]
 

@@ -42,10 +42,7 @@ class Reshape(_ReshapeLike):
 
     def canon(self, ctx):
         if ctx.opset >= 5:
-            shape = ctx.const_input(1, "shape")
-            if shape is None:
-                ctx.error("the shape input is required")
-            ctx.attrs["shape"] = [int(s) for s in shape.reshape(-1)]
+            ctx.attrs["shape"] = ctx.ints_input(1, "shape", required=True)
             ctx.drop_inputs_from(1)
 
     def out_shape(self, node, in_shape):
@@ -82,9 +79,9 @@ class Squeeze(_ReshapeLike):
 
     def canon(self, ctx):
         if ctx.opset >= 13:
-            axes = ctx.const_input(1, "axes")
+            axes = ctx.ints_input(1, "axes")
             if axes is not None:
-                ctx.attrs["axes"] = [int(a) for a in axes.reshape(-1)]
+                ctx.attrs["axes"] = axes
             ctx.drop_inputs_from(1)
 
     def out_shape(self, node, in_shape):
@@ -105,10 +102,7 @@ class Unsqueeze(_ReshapeLike):
 
     def canon(self, ctx):
         if ctx.opset >= 13:
-            axes = ctx.const_input(1, "axes")
-            if axes is None:
-                ctx.error("the axes input is required")
-            ctx.attrs["axes"] = [int(a) for a in axes.reshape(-1)]
+            ctx.attrs["axes"] = ctx.ints_input(1, "axes", required=True)
             ctx.drop_inputs_from(1)
 
     def out_shape(self, node, in_shape):
@@ -207,8 +201,7 @@ class Split(Op):
         size = ctx.inputs[0].type.shape[axis]
         split = ctx.attrs.get("split")
         if ctx.opset >= 13:
-            s = ctx.const_input(1, "split")
-            split = None if s is None else [int(v) for v in s.reshape(-1)]
+            split = ctx.ints_input(1, "split")
             ctx.drop_inputs_from(1)
         if split is None:
             n = int(ctx.attrs.get("num_outputs", ctx.n_outputs))
@@ -386,8 +379,7 @@ class Expand(Op):
     pattern = Pattern.BROADCAST
 
     def canon(self, ctx):
-        shape = ctx.const_input(1, "shape")
-        ctx.attrs["shape"] = [int(s) for s in shape.reshape(-1)]
+        ctx.attrs["shape"] = ctx.ints_input(1, "shape", required=True)
         ctx.drop_inputs_from(1)
 
     def infer(self, node):
