@@ -17,7 +17,18 @@ def _cmd_compile(a):
         def progress(m):
             if m.startswith("lower: "):
                 print("\r\033[K" + m[:100], end="", file=sys.stderr, flush=True)
-    opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=a.target)
+    binds = {}
+    for spec in a.bind_input or []:
+        name, sep, path = spec.rpartition("=")
+        if not sep or not name:
+            raise AotError(f"--bind-input '{spec}' must look like NAME=FILE.npy")
+        try:
+            import numpy as np
+            binds[name] = np.load(path)
+        except (OSError, ValueError) as e:
+            raise AotError(f"--bind-input '{spec}': cannot read {path}: {e}")
+    opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=a.target,
+                   bind_inputs=binds)
     if a.const_section:
         opts.const_section = a.const_section
     if a.workspace_section:
@@ -103,6 +114,8 @@ def main(argv=None):
     c.add_argument("-o", "--output", required=True)
     c.add_argument("--model-name", default="default")
     c.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...", help="static shape for an input")
+    c.add_argument("--bind-input", action="append", metavar="NAME=FILE.npy",
+                   help="fix an input's value at compile time (e.g. a shape or axes tensor)")
     c.add_argument("--target", default="c")
     c.add_argument("--const-section", help="linker section of the constants (default .rodata.tvm)")
     c.add_argument("--workspace-section", help="linker section of the workspace (default .bss.noinit.tvm)")
@@ -125,6 +138,12 @@ def main(argv=None):
     except AotError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:   # a bug in aot, not in the user's input: say so, keep the details
+        from .errors import BuildError
+        if isinstance(e, BuildError):
+            print(f"internal error (please report): {e}", file=sys.stderr)
+            return 1
+        raise
     except KeyboardInterrupt:
         return 130
 

@@ -26,6 +26,7 @@ SECTION_RE = re.compile(r"^[.A-Za-z0-9_]+$")
 class Options:
     model_name: str = "default"
     input_shapes: dict = field(default_factory=dict)
+    bind_inputs: dict = field(default_factory=dict)   # input name -> value fixed at compile time
     target: str = "c"
     const_section: str = ".rodata.tvm"
     workspace_section: str = ".bss.noinit.tvm"
@@ -101,9 +102,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         if not SECTION_RE.match(sec):
             raise AotError(f"{what} section name '{sec}' may only contain letters, digits, '.' and '_'")
 
-    graph = import_onnx(model, options.input_shapes, name=mod, log=log)
-    if not graph.inputs:
-        raise AotError("the model has no runtime inputs (every input is a constant)")
+    graph = import_onnx(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
     check_supported(graph)
     groups = fuse_ops(graph)

@@ -21,3 +21,17 @@ class OpError(AotError):
         self.node_name = getattr(node, "name", "?")
         self.op_type = getattr(node, "op", "?")
         super().__init__(f"node '{self.node_name}' ({self.op_type}): {message}")
+
+
+class NeedsConstantError(OpError):
+    """An input that parameterises shapes (shape, axes, pads, ...) is not known at compile time.
+
+    `value_name` names the tensor; binding it (Options.bind_inputs, --bind-input) resolves it."""
+
+    def __init__(self, node, message, value_name):
+        self.value_name = value_name
+        super().__init__(node, message)
+
+
+class BuildError(Exception):
+    """Generated code failed to build or run: a compiler bug, never a user error."""

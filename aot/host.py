@@ -11,9 +11,9 @@ import tempfile
 
 import numpy as np
 
-from .errors import AotError
+from .errors import AotError, BuildError
 
-HARNESS_VERSION = "1"
+HARNESS_VERSION = "2"
 
 
 def cache_dir():
@@ -32,7 +32,7 @@ def _tar_bytes(tar):
         raise AotError(f"cannot read '{tar}': {e.strerror}")
 
 
-def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True):
+def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=None):
     """Path of an executable built from the MLF (cached by content and flags)."""
     from boards import load_board
     from codegen_c.emit import render_template
@@ -42,6 +42,8 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True):
     data = _tar_bytes(tar)
     cc = cc or os.environ.get("CC") or board["cc"]
     flags = list(board["cflags"]) + (board["sanitize_cflags"] if sanitize else []) + list(extra_cflags)
+    if opt:
+        flags = [f for f in flags if not f.startswith("-O")] + [opt]
     if werror:
         flags += ["-Wall", "-Wextra", "-Werror", "-pedantic"]
     key = hashlib.sha256(data + "\0".join([cc, HARNESS_VERSION] + flags).encode()).hexdigest()[:24]
@@ -73,23 +75,26 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True):
                "-I", os.path.join(tmp, "runtime/include"), *srcs, "-o", os.path.join(tmp, "model"), "-lm"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
-            raise AotError(f"host build failed ({cc}):\n{r.stderr[-4000:]}")
+            raise BuildError(f"host build of generated code failed ({cc}):\n{r.stderr[-4000:]}")
         os.makedirs(os.path.dirname(out_dir), exist_ok=True)
-        if not os.path.exists(out_dir):
+        try:
             os.replace(tmp, out_dir)
             tmp = None
+        except OSError:
+            if not os.path.exists(exe):   # another process finished the same build first
+                raise
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     return exe
 
 
-def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600):
+def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None):
     """Outputs {name: array} of the MLF run on the host with `inputs` {name: array}."""
     from mlf import read_mlf
     data = _tar_bytes(tar)
     info = read_mlf(data).aot
-    exe = build_host(data, sanitize=sanitize)
+    exe = build_host(data, sanitize=sanitize, opt=opt)
     with tempfile.TemporaryDirectory() as d:
         args = []
         for k, t in enumerate(info["inputs"]):
@@ -107,7 +112,7 @@ def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600):
         cmd = [exe, *args, *outs] + ([str(repeat)] if repeat > 1 else [])
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
-            raise AotError(f"model run failed (exit {r.returncode}):\n{r.stderr[-4000:]}")
+            raise BuildError(f"generated code failed at run time (exit {r.returncode}):\n{r.stderr[-4000:]}")
         result = {}
         for t, p in zip(info["outputs"], outs):
             result[t["name"]] = np.fromfile(p, dtype=t["dtype"]).reshape(t["shape"])

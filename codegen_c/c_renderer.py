@@ -70,7 +70,11 @@ class CRenderer:
         t = self.types[dtype]
         name = f"aot_{kind}_{_TYPE_TAG[dtype]}"
         if name not in self.helpers:
+            if dtype.startswith("uint") and kind in ("floordiv", "floormod"):
+                kind = kind.replace("floor", "trunc")     # identical for unsigned values
             body = {
+                "truncdiv": "return a / b;",
+                "truncmod": "return a % b;",
                 "max": f"return a > b ? a : b;",
                 "min": f"return a < b ? a : b;",
                 "floordiv": f"{t} q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;",
@@ -94,7 +98,7 @@ class CRenderer:
                 return f"{self._helper(e.op, e.a.dtype)}({self.expr(e.a)}, {self.expr(e.b)})"
             return f"({self.expr(e.a)} {e.op} {self.expr(e.b)})"
         if isinstance(e, Unary):
-            return f"({'-' if e.op == 'neg' else '!'}{self.expr(e.a)})"
+            return f"({ {'neg': '-', 'not': '!', 'bnot': '~'}[e.op] }{self.expr(e.a)})"
         if isinstance(e, Select):
             return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
         if isinstance(e, Call):
@@ -194,8 +198,9 @@ class CRenderer:
             for x in walk(e):
                 if isinstance(x, Load):
                     used.add(id(x.buffer))
+        used.update(id(b) for b in _stored_buffers(func.body))
         lines = [self.signature(func) + " {"]
-        for b in func.params[:func.num_inputs]:
+        for b in func.params:
             if id(b) not in used:
                 lines.append(f"  (void){self.names[id(b)]};")
         lines.extend(self.stmt(func.body, 1))
@@ -205,3 +210,17 @@ class CRenderer:
 
     def helper_definitions(self) -> str:
         return "\n".join(self.helpers[k] for k in sorted(self.helpers))
+
+
+def _stored_buffers(s):
+    if isinstance(s, Store):
+        yield s.buffer
+    elif isinstance(s, (For, Allocate)):
+        yield from _stored_buffers(s.body)
+    elif isinstance(s, Seq):
+        for x in s.stmts:
+            yield from _stored_buffers(x)
+    elif isinstance(s, IfThenElse):
+        yield from _stored_buffers(s.then)
+        if s.else_ is not None:
+            yield from _stored_buffers(s.else_)

@@ -8,7 +8,9 @@ import numpy as np
 from .. import te
 from ..errors import OpError
 from ..ir.graph import TensorType
-from ..tir.expr import Cast, Const, call, cast, is_float, lt, gt, le, ge, eq, ne, max_, min_, select, and_, or_, not_
+from ..tir.expr import (Bin, Call, Cast, Const, and_, call, cast, eq, ge, gt, is_float, le, lt, max_, min_, ne,
+                        not_, or_, select)
+from ..tir.expr import Unary as UnaryExpr
 from .registry import (ALL, FLOATS, NUMERIC, ONNX_DTYPES, Op, Pattern, broadcast_shapes, register, same_as_input)
 
 
@@ -50,6 +52,25 @@ UNARY = {
     "Sin": (lambda x, a: call("sin", x), lambda x, a: np.sin(x), FLOATS),
     "Cos": (lambda x, a: call("cos", x), lambda x, a: np.cos(x), FLOATS),
     "Not": (lambda x, a: not_(x), lambda x, a: np.logical_not(x), ("bool",)),
+    "Tan": (lambda x, a: call("tan", x), lambda x, a: np.tan(x), FLOATS),
+    "Asin": (lambda x, a: call("asin", x), lambda x, a: np.arcsin(x), FLOATS),
+    "Acos": (lambda x, a: call("acos", x), lambda x, a: np.arccos(x), FLOATS),
+    "Atan": (lambda x, a: call("atan", x), lambda x, a: np.arctan(x), FLOATS),
+    "Sinh": (lambda x, a: call("sinh", x), lambda x, a: np.sinh(x), FLOATS),
+    "Cosh": (lambda x, a: call("cosh", x), lambda x, a: np.cosh(x), FLOATS),
+    "Asinh": (lambda x, a: call("asinh", x), lambda x, a: np.arcsinh(x), FLOATS),
+    "Acosh": (lambda x, a: call("acosh", x), lambda x, a: np.arccosh(x), FLOATS),
+    "Atanh": (lambda x, a: call("atanh", x), lambda x, a: np.arctanh(x), FLOATS),
+    "Round": (lambda x, a: call("nearbyint", x), lambda x, a: np.round(x), FLOATS),  # half to even
+    "Sign": (lambda x, a: select(gt(x, _f(x, 0)), _f(x, 1), select(lt(x, _f(x, 0)), _f(x, -1), _f(x, 0))),
+             lambda x, a: np.sign(x), NUMERIC),
+    "IsNaN": (lambda x, a: Call("isnan", [x], "bool"), lambda x, a: np.isnan(x), FLOATS),
+    "IsInf": (lambda x, a: and_(Call("isinf", [x], "bool"),
+                                select(gt(x, _f(x, 0)), Const(bool(a.get("detect_positive", 1)), "bool"),
+                                       Const(bool(a.get("detect_negative", 1)), "bool"))),
+              lambda x, a: (np.isposinf(x) & bool(a.get("detect_positive", 1))) | (np.isneginf(x) & bool(a.get("detect_negative", 1))),
+              FLOATS),
+    "BitwiseNot": (lambda x, a: UnaryExpr("bnot", x), lambda x, a: np.invert(x), NUMERIC[2:]),
     # Identity/Dropout are removed by the simplify pass; compute exists for the rare copy
     "Identity": (lambda x, a: x, lambda x, a: x, ALL),
     "Dropout": (lambda x, a: x, lambda x, a: x, ALL),
@@ -69,6 +90,8 @@ class Unary(Op):
 
     def infer(self, node):
         out = same_as_input(node)
+        if node.op in ("IsNaN", "IsInf"):
+            out = [TensorType(node.inputs[0].type.shape, "bool")]
         if node.op == "Dropout" and len(node.outputs) > 1:   # inference: the mask is all ones
             out.append(TensorType(node.inputs[0].type.shape, "bool"))
         return out
@@ -79,7 +102,7 @@ class Unary(Op):
             raise OpError(node, f"input dtype {dt} is not supported")
 
     def reference(self, node, x):
-        out = [np.asarray(UNARY[node.op][1](x, node.attrs)).astype(x.dtype)]
+        out = [np.asarray(UNARY[node.op][1](x, node.attrs)).astype(node.outputs[0].type.dtype)]
         if len(node.outputs) > 1:
             out.append(np.broadcast_to(np.True_, x.shape))
         return out
@@ -90,6 +113,21 @@ class Unary(Op):
 
 
 register(Unary)
+
+
+@register
+class CastLike(Op):
+    name = "CastLike"
+    pattern = Pattern.ELEMWISE
+    min_inputs = 2
+
+    def canon(self, ctx):
+        ctx.attrs = {"to": ctx.inputs[1].type.dtype}
+        ctx.drop_inputs_from(1)
+
+    infer = lambda self, node: CastOp.infer(self, node)  # noqa: E731
+    reference = lambda self, node, x: CastOp.reference(self, node, x)  # noqa: E731
+    compute = lambda self, node, x: CastOp.compute(self, node, x)  # noqa: E731
 
 
 @register
@@ -192,6 +230,9 @@ BINARY = {
     "LessOrEqual": (le, np.less_equal, NUMERIC), "GreaterOrEqual": (ge, np.greater_equal, NUMERIC),
     "And": (and_, np.logical_and, ("bool",)), "Or": (or_, np.logical_or, ("bool",)),
     "Xor": (ne, np.logical_xor, ("bool",)),
+    "BitwiseAnd": (lambda a, b: Bin("&", a, b), np.bitwise_and, NUMERIC[2:]),
+    "BitwiseOr": (lambda a, b: Bin("|", a, b), np.bitwise_or, NUMERIC[2:]),
+    "BitwiseXor": (lambda a, b: Bin("^", a, b), np.bitwise_xor, NUMERIC[2:]),
 }
 BOOL_OUT = ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor")
 
@@ -225,6 +266,56 @@ class Binary(Op):
 
 
 register(Binary)
+
+
+@register
+class Mod(Binary):
+    """fmod=0: the result takes the divisor's sign (integers); fmod=1: C fmod / % semantics."""
+    names = ("Mod",)
+    dtypes = NUMERIC
+
+    def check(self, node):
+        if is_float(node.inputs[0].type.dtype) and not node.attrs.get("fmod", 0):
+            raise OpError(node, "float Mod needs fmod=1")
+
+    def reference(self, node, a, b):
+        if node.attrs.get("fmod", 0):
+            return [np.fmod(a, b).astype(a.dtype)]
+        return [np.mod(a, b).astype(a.dtype)]
+
+    def compute(self, node, a, b):
+        fm = node.attrs.get("fmod", 0)
+
+        def f(x, y):
+            if is_float(x.dtype):
+                return call("fmod", x, y)
+            unsigned = x.dtype.startswith("uint")
+            return Bin("%", x, y) if fm or unsigned else Bin("floormod", x, y)
+        shape = node.outputs[0].type.shape
+        return [te.compute(shape, lambda *i: f(a(te.broadcast_index(i, a.shape)), b(te.broadcast_index(i, b.shape))), "mod")]
+
+
+@register
+class BitShift(Binary):
+    names = ("BitShift",)
+    dtypes = ("uint8", "uint16", "uint32", "uint64")
+
+    def check(self, node):
+        Op.check(self, node)
+
+    def reference(self, node, a, b):
+        left = node.attrs.get("direction", "LEFT") == "LEFT"
+        return [(np.left_shift(a, b) if left else np.right_shift(a, b)).astype(a.dtype)]
+
+    def compute(self, node, a, b):
+        left = node.attrs.get("direction", "LEFT") == "LEFT"
+        bits = np.dtype(a.dtype).itemsize * 8
+
+        def f(x, y):
+            # a shift by the type's width or more is undefined in C: the result is 0
+            return select(lt(y, Const(bits, y.dtype)), Bin("<<" if left else ">>", x, y), Const(0, x.dtype))
+        shape = node.outputs[0].type.shape
+        return [te.compute(shape, lambda *i: f(a(te.broadcast_index(i, a.shape)), b(te.broadcast_index(i, b.shape))), "shift")]
 
 VARIADIC = {"Sum": (lambda a, b: a + b, np.add), "Max": (max_, np.maximum), "Min": (min_, np.minimum),
             "Mean": (lambda a, b: a + b, np.add)}

@@ -134,30 +134,36 @@ class Conv(Op):
         return [y.astype(x.dtype)]
 
     def compute(self, node, x, w, b=None):
-        a = node.attrs
-        nsp, g = len(a["kernel_shape"]), a["group"]
-        out_shape = node.outputs[0].type.shape
-        M, cg = w.shape[0], w.shape[1]
-        mg = M // g
-        names = ["n", "oc"] + ["oh", "ow", "od"][:nsp] if nsp <= 3 else None
-
-        def body(n, m, *o):
-            rc = te.reduce_axis(cg, "rc")
-            rs, idx = [], []
-            for d in range(nsp):
-                k, s, dl, p = a["kernel_shape"][d], a["strides"][d], a["dilations"][d], a["pads"][d]
-                size = x.shape[2 + d]
-                lo, ext = _valid_range(o[d], k, s, dl, p, size, _needs_no_clip(out_shape[2 + d], k, s, dl, p, size))
-                r = te.reduce_axis(ext, "r" + "hwd"[d] if nsp <= 3 else f"r{d}", min=lo)
-                rs.append(r)
-                idx.append(o[d] * s - p + r.var * dl)
-            cin = rc.var if g == 1 else (m // mg) * cg + rc.var
-            return te.sum(x(n, cin, *idx) * w(m, rc.var, *[r.var for r in rs]), [rc] + rs)
-
-        conv = te.compute(out_shape, body, "conv", names)
+        conv = conv_sum(node, x, w, lambda v: v, lambda v: v)
         if b is None:
             return [conv]
-        return [te.compute(out_shape, lambda n, m, *o: conv(n, m, *o) + b(m), "conv_bias", names)]
+        names = conv.op and [a.name for a in conv.op.axes]
+        return [te.compute(conv.shape, lambda n, m, *o: conv(n, m, *o) + b(m), "conv_bias", names)]
+
+
+def conv_sum(node, x, w, xload, wload):
+    """The convolution reduction; xload/wload adapt the loaded values (zero points, widening)."""
+    a = node.attrs
+    nsp, g = len(a["kernel_shape"]), a["group"]
+    out_shape = node.outputs[0].type.shape
+    M, cg = w.shape[0], w.shape[1]
+    mg = M // g
+    names = ["n", "oc"] + ["oh", "ow", "od"][:nsp] if nsp <= 3 else None
+
+    def body(n, m, *o):
+        rc = te.reduce_axis(cg, "rc")
+        rs, idx = [], []
+        for d in range(nsp):
+            k, s, dl, p = a["kernel_shape"][d], a["strides"][d], a["dilations"][d], a["pads"][d]
+            size = x.shape[2 + d]
+            lo, ext = _valid_range(o[d], k, s, dl, p, size, _needs_no_clip(out_shape[2 + d], k, s, dl, p, size))
+            r = te.reduce_axis(ext, "r" + "hwd"[d] if nsp <= 3 else f"r{d}", min=lo)
+            rs.append(r)
+            idx.append(o[d] * s - p + r.var * dl)
+        cin = rc.var if g == 1 else (m // mg) * cg + rc.var
+        return te.sum(xload(x(n, cin, *idx)) * wload(w(m, rc.var, *[r.var for r in rs])), [rc] + rs)
+
+    return te.compute(out_shape, body, "conv", names)
 
 
 @register
@@ -268,11 +274,13 @@ class _Pool(Op):
         kernel = ctx.attrs.get("kernel_shape")
         if not kernel:
             ctx.error("kernel_shape is required")
-        with_dil = ctx.op == "MaxPool" or ctx.opset >= 19
+        with_dil = ctx.op == "MaxPool" or ctx.opset >= 19 or (ctx.op == "LpPool" and ctx.opset >= 18)
         attrs = _window_attrs(ctx, kernel, with_dil)
         attrs["ceil_mode"] = int(ctx.attrs.get("ceil_mode", 0))
         if ctx.op == "AveragePool":
             attrs["count_include_pad"] = int(ctx.attrs.get("count_include_pad", 0))
+        if ctx.op == "LpPool":
+            attrs["p"] = float(ctx.attrs.get("p", 2))
         if int(ctx.attrs.get("storage_order", 0)):
             ctx.error("storage_order=1 is not supported")
         ctx.attrs = attrs
@@ -309,13 +317,17 @@ class _Pool(Op):
                 in_pad &= (pp >= -pads[dd]) & (pp < size[dd] + pads[dd + nsp])
             clipped = [np.clip(pp, 0, n - 1) for pp, n in zip(pos, size)]
             vals = x[(slice(None), slice(None)) + tuple(clipped)].astype(np.float64)
+            if node.op == "LpPool":
+                vals = np.abs(vals) ** node.attrs["p"]
             if is_max:
                 acc = np.where(valid, np.maximum(acc, vals), acc)
             else:
                 acc = acc + np.where(valid, vals, 0.0)
             cnt += valid
             cnt_pad += in_pad
-        if not is_max:
+        if node.op == "LpPool":
+            acc = acc ** (1.0 / node.attrs["p"])
+        elif not is_max:
             acc = acc / (cnt_pad if node.attrs.get("count_include_pad") else cnt)
         return [acc.astype(x.dtype)]
 
@@ -343,13 +355,19 @@ class _Pool(Op):
 
         names = ["n", "c"] + ["oh", "ow", "od"][:nsp] if nsp <= 3 else None
 
+        lp = node.attrs.get("p")
+
         def body(n, c, *o):
             rs, idx, _ = window(o)
             src = x(n, c, *idx)
+            if lp is not None:
+                src = call("pow", call("fabs", src), Const(lp, x.dtype))
             return te.max(src, rs) if is_max else te.sum(src, rs)
         red = te.compute(out_shape, body, "pool", names)
         if is_max:
             return [red]
+        if lp is not None:
+            return [te.compute(out_shape, lambda *i: call("pow", red(*i), Const(1.0 / lp, x.dtype)), "lp_pool", names)]
 
         def avg(n, c, *o):
             _, _, counts = window(o)
@@ -371,8 +389,13 @@ class AveragePool(_Pool):
 
 
 @register
+class LpPool(_Pool):
+    name = "LpPool"
+
+
+@register
 class GlobalPool(Op):
-    names = ("GlobalAveragePool", "GlobalMaxPool")
+    names = ("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
     dtypes = FLOATS
 
@@ -384,6 +407,9 @@ class GlobalPool(Op):
 
     def reference(self, node, x):
         axes = tuple(range(2, x.ndim))
+        if node.op == "GlobalLpPool":
+            p = float(node.attrs.get("p", 2))
+            return [((np.abs(x.astype(np.float64)) ** p).sum(axis=axes, keepdims=True) ** (1 / p)).astype(x.dtype)]
         f = np.max if node.op == "GlobalMaxPool" else np.mean
         return [f(x.astype(np.float64), axis=axes, keepdims=True).astype(x.dtype)]
 
@@ -391,13 +417,19 @@ class GlobalPool(Op):
         sp = x.shape[2:]
         out_shape = node.outputs[0].type.shape
 
+        p = float(node.attrs.get("p", 2))
+
         def body(n, c, *_):
             rs = [te.reduce_axis(s, f"r{d}") for d, s in enumerate(sp)]
             src = x(n, c, *[r.var for r in rs])
+            if node.op == "GlobalLpPool":
+                src = call("pow", call("fabs", src), Const(p, x.dtype))
             return te.max(src, rs) if node.op == "GlobalMaxPool" else te.sum(src, rs)
         red = te.compute(out_shape, body, "global_pool")
         if node.op == "GlobalMaxPool":
             return [red]
+        if node.op == "GlobalLpPool":
+            return [te.compute(out_shape, lambda *i: call("pow", red(*i), Const(1 / p, x.dtype)), "global_lp")]
         count = float(np.prod(sp))
         return [te.compute(out_shape, lambda *i: red(*i) / Const(count, x.dtype), "global_avg")]
 
@@ -529,3 +561,183 @@ class LRN(Op):
         sq = te.compute(x.shape, fsq, "lrn_sqsum")
         k = a["alpha"] / a["size"]
         return [te.compute(x.shape, lambda *i: x(*i) / call("pow", sq(*i) * k + a["bias"], Const(a["beta"], x.dtype)), "lrn")]
+
+
+@register
+class InstanceNormalization(Op):
+    name = "InstanceNormalization"
+    pattern = Pattern.OPAQUE
+    dtypes = FLOATS
+    min_inputs = 3
+
+    def infer(self, node):
+        x = node.inputs[0].type
+        if len(x.shape) < 3:
+            raise OpError(node, "input must have rank >= 3")
+        return same_as_input(node)
+
+    def reference(self, node, x, scale, b):
+        axes = tuple(range(2, x.ndim))
+        sh = (1, -1) + (1,) * (x.ndim - 2)
+        x64 = x.astype(np.float64)
+        m = x64.mean(axis=axes, keepdims=True)
+        v = ((x64 - m) ** 2).mean(axis=axes, keepdims=True)
+        eps = node.attrs.get("epsilon", 1e-5)
+        return [((x64 - m) / np.sqrt(v + eps) * scale.reshape(sh) + b.reshape(sh)).astype(x.dtype)]
+
+    def compute(self, node, x, scale, b):
+        sp = x.shape[2:]
+        count = float(np.prod(sp))
+        eps = node.attrs.get("epsilon", 1e-5)
+        keep = x.shape[:2] + (1,) * len(sp)
+        zeros = [Const(0, "int32")] * len(sp)
+
+        def fsum(n, c, *_):
+            rs = [te.reduce_axis(s, f"r{d}") for d, s in enumerate(sp)]
+            return te.sum(x(n, c, *[r.var for r in rs]), rs)
+        s1 = te.compute(keep, fsum, "sum")
+
+        def fvar(n, c, *_):
+            rs = [te.reduce_axis(s, f"r{d}") for d, s in enumerate(sp)]
+            dv = x(n, c, *[r.var for r in rs]) - s1(n, c, *zeros) / Const(count, x.dtype)
+            return te.sum(dv * dv, rs)
+        s2 = te.compute(keep, fvar, "sqsum")
+
+        def out(n, c, *sp_i):
+            mean = s1(n, c, *zeros) / Const(count, x.dtype)
+            inv = Const(1.0, x.dtype) / call("sqrt", s2(n, c, *zeros) / Const(count, x.dtype) + Const(eps, x.dtype))
+            return (x(n, c, *sp_i) - mean) * inv * scale(c) + b(c)
+        return [te.compute(x.shape, out, "instance_norm")]
+
+
+@register
+class LpNormalization(Op):
+    name = "LpNormalization"
+    pattern = Pattern.OPAQUE
+    dtypes = FLOATS
+
+    def infer(self, node):
+        node.attrs["axis"] = norm_axis(node, node.attrs.get("axis", -1), len(node.inputs[0].type.shape))
+        if node.attrs.get("p", 2) not in (1, 2):
+            raise OpError(node, "p must be 1 or 2")
+        return same_as_input(node)
+
+    def reference(self, node, x):
+        a, p = node.attrs["axis"], node.attrs.get("p", 2)
+        n = np.abs(x).sum(axis=a, keepdims=True) if p == 1 else np.sqrt((x * x).sum(axis=a, keepdims=True))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return [np.where(n == 0, 0, x / n).astype(x.dtype)]
+
+    def compute(self, node, x):
+        from ..tir.expr import eq, select
+        a, p = node.attrs["axis"], node.attrs.get("p", 2)
+        keep = tuple(1 if d == a else s for d, s in enumerate(x.shape))
+
+        def fnorm(*i):
+            r = te.reduce_axis(x.shape[a], "r")
+            src = list(i)
+            src[a] = r.var
+            v = x(*src)
+            return te.sum(call("fabs", v) if p == 1 else v * v, r)
+        s1 = te.compute(keep, fnorm, "norm")
+
+        def out(*i):
+            key = list(i)
+            key[a] = Const(0, "int32")
+            n = s1(*key) if p == 1 else call("sqrt", s1(*key))
+            return select(eq(n, Const(0, x.dtype)), Const(0, x.dtype), x(*i) / n)
+        return [te.compute(x.shape, out, "lp_norm")]
+
+
+@register
+class ConvTranspose(Op):
+    """out[o] = sum over taps k and input channels of x[(o + pad - k*d) / s] * w[k], where the
+    division is exact; taps that do not land on an input position contribute nothing."""
+    name = "ConvTranspose"
+    pattern = Pattern.OUT_ELEMWISE_FUSABLE
+    dtypes = FLOATS
+    min_inputs = 2
+
+    def canon(self, ctx):
+        x, w = ctx.inputs[0].type, ctx.inputs[1].type
+        nsp = len(w.shape) - 2
+        a = ctx.attrs
+        kernel = list(a.get("kernel_shape") or w.shape[2:])
+        strides = list(a.get("strides") or [1] * nsp)
+        dil = list(a.get("dilations") or [1] * nsp)
+        opad = list(a.get("output_padding") or [0] * nsp)
+        group = int(a.get("group", 1))
+        auto = a.get("auto_pad", "NOTSET")
+        pads = a.get("pads")
+        out_shape = a.get("output_shape")
+        full = [strides[d] * (x.shape[2 + d] - 1) + opad[d] + (kernel[d] - 1) * dil[d] + 1 for d in range(nsp)]
+        if pads is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+            target = list(out_shape) if out_shape else [x.shape[2 + d] * strides[d] for d in range(nsp)]
+            total = [full[d] - target[d] for d in range(nsp)]
+            if auto == "SAME_UPPER":
+                pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+            else:
+                pads = [t - t // 2 for t in total] + [t // 2 for t in total]
+            out = target
+        else:
+            pads = list(pads or [0] * (2 * nsp))
+            out = list(out_shape) if out_shape else [full[d] - pads[d] - pads[d + nsp] for d in range(nsp)]
+        if len(out) > nsp:        # output_shape may include N and C
+            out = out[-nsp:]
+        ctx.attrs = {"kernel_shape": kernel, "strides": strides, "dilations": dil, "pads": list(pads),
+                     "group": group, "out_spatial": [int(v) for v in out]}
+
+    def infer(self, node):
+        x, w = node.inputs[0].type, node.inputs[1].type
+        g = node.attrs["group"]
+        if x.shape[1] != w.shape[0]:
+            raise OpError(node, f"input channels {x.shape[1]} do not match weight {list(w.shape)}")
+        return [TensorType((x.shape[0], w.shape[1] * g, *node.attrs["out_spatial"]), x.dtype)]
+
+    def reference(self, node, x, w, b=None):
+        a = node.attrs
+        nsp, g = len(a["kernel_shape"]), a["group"]
+        out_shape = node.outputs[0].type.shape
+        y = np.zeros(out_shape, np.float64)
+        cg, mg = x.shape[1] // g, w.shape[1]
+        for gi in range(g):
+            for pos in np.ndindex(*x.shape[2:]):
+                for k in np.ndindex(*a["kernel_shape"]):
+                    o = [pos[d] * a["strides"][d] - a["pads"][d] + k[d] * a["dilations"][d] for d in range(nsp)]
+                    if any(not 0 <= o[d] < out_shape[2 + d] for d in range(nsp)):
+                        continue
+                    xs = x[(slice(None), slice(gi * cg, (gi + 1) * cg)) + pos].astype(np.float64)
+                    ws = w[(slice(gi * cg, (gi + 1) * cg), slice(None)) + k].astype(np.float64)
+                    y[(slice(None), slice(gi * mg, (gi + 1) * mg)) + tuple(o)] += xs @ ws
+        if b is not None:
+            y += b.reshape((1, -1) + (1,) * nsp)
+        return [y.astype(x.dtype)]
+
+    def compute(self, node, x, w, b=None):
+        from ..tir.expr import Bin, and_, eq, ge, lt, select
+        a = node.attrs
+        nsp, g = len(a["kernel_shape"]), a["group"]
+        out_shape = node.outputs[0].type.shape
+        cg, mg = x.shape[1] // g, w.shape[1]
+
+        def body(n, m, *o):
+            rc = te.reduce_axis(cg, "rc")
+            rs = [te.reduce_axis(k, f"r{d}") for d, k in enumerate(a["kernel_shape"])]
+            idx, ok = [], None
+            for d in range(nsp):
+                s = a["strides"][d]
+                num = o[d] + a["pads"][d] - rs[d].var * a["dilations"][d]
+                cond = and_(ge(num, Const(0, "int32")), lt(num, Const(s * x.shape[2 + d], "int32")))
+                if s > 1:
+                    cond = and_(cond, eq(Bin("floormod", num, Const(s, "int32")), Const(0, "int32")))
+                    num = Bin("floordiv", num, Const(s, "int32"))
+                idx.append(num)
+                ok = cond if ok is None else and_(ok, cond)
+            cin = rc.var if g == 1 else (m // mg) * cg + rc.var
+            wm = m if g == 1 else m % mg
+            prod = x(n, cin, *idx) * w(cin, wm, *[r.var for r in rs])
+            return te.sum(select(ok, prod, Const(0, x.dtype)), [rc] + rs)
+        conv = te.compute(out_shape, body, "conv_transpose")
+        if b is None:
+            return [conv]
+        return [te.compute(out_shape, lambda n, m, *o: conv(n, m, *o) + b(m), "conv_transpose_bias")]

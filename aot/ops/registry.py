@@ -13,7 +13,7 @@ import enum
 
 import numpy as np
 
-from ..errors import OpError
+from ..errors import NeedsConstantError, OpError
 from ..ir.graph import TensorType
 
 
@@ -40,7 +40,7 @@ def get_op(name):
     return REGISTRY.get(name)
 
 
-FLOATS = ("float32",)
+FLOATS = ("float32", "float64")
 NUMERIC = ("float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 ALL = NUMERIC + ("bool",)
 
@@ -64,7 +64,8 @@ class ImportCtx:
         if v is None:
             return None
         if not v.is_const:
-            self.error(f"input '{what}' ({v.name}) must be a compile-time constant")
+            raise NeedsConstantError(self, f"input '{what}' ({v.name}) must be a compile-time constant "
+                                           f"(bind it with --bind-input {v.name}=FILE.npy)", v.name)
         return np.asarray(v.const)
 
     def ints_input(self, i, what, required=False):

@@ -86,7 +86,7 @@ class Const(Expr):
         return repr(self.value)
 
 
-BIN_OPS = ("+", "-", "*", "/", "%", "floordiv", "floormod", "min", "max", "&&", "||",
+BIN_OPS = ("+", "-", "*", "/", "%", "floordiv", "floormod", "min", "max", "&&", "||", "<<", ">>", "&", "|", "^",
            "<", "<=", ">", ">=", "==", "!=")
 CMP_OPS = ("<", "<=", ">", ">=", "==", "!=", "&&", "||")
 
@@ -113,7 +113,7 @@ class Unary(Expr):
     __slots__ = ("op", "a")
 
     def __init__(self, op: str, a: Expr):
-        assert op in ("neg", "not")
+        assert op in ("neg", "not", "bnot")
         self.op, self.a, self._key = op, a, None
         self.dtype = "bool" if op == "not" else a.dtype
 

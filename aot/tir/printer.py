@@ -15,7 +15,7 @@ def expr_str(e) -> str:
             return f"{e.op}({expr_str(e.a)}, {expr_str(e.b)})"
         return f"({expr_str(e.a)} {e.op} {expr_str(e.b)})"
     if isinstance(e, Unary):
-        return ("-" if e.op == "neg" else "!") + expr_str(e.a)
+        return {"neg": "-", "not": "!", "bnot": "~"}[e.op] + expr_str(e.a)
     if isinstance(e, Select):
         return f"select({expr_str(e.cond)}, {expr_str(e.t)}, {expr_str(e.f)})"
     if isinstance(e, Call):
