@@ -117,7 +117,7 @@ class _Lowering:
                     rem = rem // s
                 idx = multi[::-1]
             inlined = substitute(body, {id(a): i for a, i in zip(t.op.axes, idx)})
-            return self.expand(inlined, scalars)
+            return _f16_boundary(self.expand(inlined, scalars))
         return transform(expr, f)
 
     @staticmethod
@@ -310,6 +310,15 @@ class _Lowering:
             loop = For(v, substitute(ax.min, mapping), substitute(ax.extent, mapping),
                        _rename(loop, ax.var, v))
         return Allocate(acc, Seq([Store(acc, zero, red.init), loop, rest]))
+
+
+def _f16_boundary(e):
+    """float16 values are computed in float; each op's result is rounded to half precision,
+    as a float16 runtime stores it, so fused groups give the same numbers as op-by-op ones."""
+    from .tir.expr import Call
+    if e.dtype == "float16" and not (isinstance(e, Call) and e.fn == "f16round") and not isinstance(e, Const):
+        return Call("f16round", [e], "float16")
+    return e
 
 
 def _rename(stmt, old, new):

@@ -15,12 +15,73 @@ C_KEYWORDS = frozenset("""auto break case char const continue default do double 
 if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
 void volatile while _Bool _Complex _Imaginary main""".split())
 
-C_TYPES = {"float32": "float", "float64": "double", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
+C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
            "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",
            "uint64": "uint64_t", "bool": "uint8_t"}
 
-_TYPE_TAG = {"float32": "f32", "float64": "f64", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
+_TYPE_TAG = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
              "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "b"}
+
+
+F16_HELPERS = r"""/* float16 is stored as IEEE binary16 bits and computed in float */
+static inline float aot_h2f(uint16_t h) {
+  union { uint32_t u; float f; } v;
+  uint32_t sign = ((uint32_t)h & 0x8000u) << 16, exp = ((uint32_t)h >> 10) & 0x1Fu, mant = (uint32_t)h & 0x3FFu;
+  if (exp == 0u) {
+    if (mant == 0u) {
+      v.u = sign;
+    } else {
+      exp = 113u;
+      while ((mant & 0x400u) == 0u) {
+        mant <<= 1;
+        exp--;
+      }
+      v.u = sign | (exp << 23) | ((mant & 0x3FFu) << 13);
+    }
+  } else if (exp == 0x1Fu) {
+    v.u = sign | 0x7F800000u | (mant << 13);
+  } else {
+    v.u = sign | ((exp + 112u) << 23) | (mant << 13);
+  }
+  return v.f;
+}
+static inline uint16_t aot_f2h(float f) {
+  union { float f; uint32_t u; } v;
+  uint32_t sign, exp, mant, half, rem;
+  int32_t e;
+  v.f = f;
+  sign = (v.u >> 16) & 0x8000u;
+  exp = (v.u >> 23) & 0xFFu;
+  mant = v.u & 0x7FFFFFu;
+  if (exp == 0xFFu) {
+    return (uint16_t)(sign | 0x7C00u | (mant != 0u ? 0x200u : 0u));
+  }
+  e = (int32_t)exp - 112;
+  if (e >= 31) {
+    return (uint16_t)(sign | 0x7C00u);
+  }
+  if (e <= 0) {
+    uint32_t shift, mid;
+    if (e < -10) {
+      return (uint16_t)sign;
+    }
+    mant |= 0x800000u;
+    shift = (uint32_t)(14 - e);
+    half = mant >> shift;
+    rem = mant & ((1u << shift) - 1u);
+    mid = 1u << (shift - 1u);
+    if (rem > mid || (rem == mid && (half & 1u) != 0u)) {
+      half++;
+    }
+    return (uint16_t)(sign | half);
+  }
+  half = sign | ((uint32_t)e << 10) | (mant >> 13);
+  rem = mant & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u) != 0u)) {
+    half++;   /* a carry into the exponent is the correct rounding */
+  }
+  return (uint16_t)half;
+}"""
 
 
 class CRenderer:
@@ -31,16 +92,20 @@ class CRenderer:
     def __init__(self):
         self.helpers = {}     # name -> C definition, collected while rendering
 
+    def vtype(self, dtype: str) -> str:
+        """The C type a value of `dtype` is computed in (storage may differ: float16)."""
+        return "float" if dtype == "float16" else self.types[dtype]
+
     # -- literals and names -----------------------------------------------------
     def float_literal(self, v: float, dtype: str) -> str:
         if math.isnan(v):
-            return "NAN" if dtype == "float32" else "((double)NAN)"
+            return "((double)NAN)" if dtype == "float64" else "NAN"
         if math.isinf(v):
-            return ("-" if v < 0 else "") + ("INFINITY" if dtype == "float32" else "((double)INFINITY)")
-        s = f"{v:.9g}" if dtype == "float32" else f"{v:.17g}"
+            return ("-" if v < 0 else "") + ("((double)INFINITY)" if dtype == "float64" else "INFINITY")
+        s = f"{v:.17g}" if dtype == "float64" else f"{v:.9g}"
         if not re.search(r"[.eE]", s):
             s += ".0"
-        return s + ("f" if dtype == "float32" else "")
+        return s + ("" if dtype == "float64" else "f")
 
     def int_literal(self, v: int, dtype: str) -> str:
         if dtype in ("int64", "uint64"):
@@ -63,11 +128,11 @@ class CRenderer:
     def math_fn(self, fn: str, dtype: str) -> str:
         if fn == "isnan" or fn == "isinf":
             return fn
-        return fn + ("f" if dtype == "float32" else "")
+        return fn + ("" if dtype == "float64" else "f")
 
     # -- helpers ---------------------------------------------------------------
     def _helper(self, kind: str, dtype: str) -> str:
-        t = self.types[dtype]
+        t = self.vtype(dtype)
         name = f"aot_{kind}_{_TYPE_TAG[dtype]}"
         if name not in self.helpers:
             if dtype.startswith("uint") and kind in ("floordiv", "floormod"):
@@ -92,7 +157,8 @@ class CRenderer:
         if isinstance(e, Load):
             if id(e.buffer) in self.scalars:
                 return self.names[id(e.buffer)]
-            return f"{self.names[id(e.buffer)]}[{self.expr(e.index)}]"
+            ref = f"{self.names[id(e.buffer)]}[{self.expr(e.index)}]"
+            return self._from_storage(e.buffer, ref)
         if isinstance(e, Bin):
             if e.op in ("min", "max", "floordiv", "floormod"):
                 return f"{self._helper(e.op, e.a.dtype)}({self.expr(e.a)}, {self.expr(e.b)})"
@@ -102,11 +168,17 @@ class CRenderer:
         if isinstance(e, Select):
             return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
         if isinstance(e, Call):
+            if e.fn == "f16round":
+                self.helpers["aot_f16"] = F16_HELPERS
+                return f"aot_h2f(aot_f2h({self.expr(e.args[0])}))"
             if e.fn in ("isnan", "isinf"):
                 return f"((uint8_t){e.fn}({self.expr(e.args[0])}))"
             return f"{self.math_fn(e.fn, e.dtype)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
         if isinstance(e, Cast):
-            return f"(({self.types[e.dtype]}){self.expr(e.a)})"
+            if e.dtype == "float16":   # a value rounded to half precision, kept as float
+                self.helpers["aot_f16"] = F16_HELPERS
+                return f"aot_h2f(aot_f2h((float){self.expr(e.a)}))"
+            return f"(({self.vtype(e.dtype)}){self.expr(e.a)})"
         raise TypeError(f"cannot render {type(e).__name__}")
 
     # -- statements ------------------------------------------------------------
@@ -123,7 +195,8 @@ class CRenderer:
             if id(s.buffer) in self.scalars:
                 yield f"{pad}{self.names[id(s.buffer)]} = {self.expr(s.value)};"
             else:
-                yield f"{pad}{self.names[id(s.buffer)]}[{self.expr(s.index)}] = {self.expr(s.value)};"
+                value = self._to_storage(s.buffer, self.expr(s.value))
+                yield f"{pad}{self.names[id(s.buffer)]}[{self.expr(s.index)}] = {value};"
         elif isinstance(s, Seq):
             for x in s.stmts:
                 yield from self.stmt(x, indent)
@@ -132,9 +205,9 @@ class CRenderer:
             b = s.buffer
             yield f"{pad}{{"
             if id(b) in self.scalars:
-                yield f"{pad}  {self.types[b.dtype]} {self.names[id(b)]};"
+                yield f"{pad}  {self.vtype(b.dtype)} {self.names[id(b)]};"
             else:
-                yield f"{pad}  {self.types[b.dtype]} {self.names[id(b)]}[{b.size}];"
+                yield f"{pad}  {self.vtype(b.dtype)} {self.names[id(b)]}[{b.size}];"
             yield from self.stmt(s.body, indent + 1)
             yield f"{pad}}}"
         elif isinstance(s, IfThenElse):
@@ -146,6 +219,18 @@ class CRenderer:
             yield f"{pad}}}"
         else:
             raise TypeError(type(s))
+
+    def _from_storage(self, buf, ref):
+        if buf.dtype == "float16" and buf.scope != "local":
+            self.helpers["aot_f16"] = F16_HELPERS
+            return f"aot_h2f({ref})"
+        return ref
+
+    def _to_storage(self, buf, value):
+        if buf.dtype == "float16" and buf.scope != "local":
+            self.helpers["aot_f16"] = F16_HELPERS
+            return f"aot_f2h({value})"
+        return value
 
     # -- functions -------------------------------------------------------------
     def _assign_names(self, func: PrimFunc):

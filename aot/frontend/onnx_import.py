@@ -52,7 +52,7 @@ def parse_input_shapes(specs):
 
 def _elem_dtype(t, what):
     dt = ONNX_DTYPES.get(t)
-    if dt is None or dt == "float16":
+    if dt is None:
         raise AotError(f"{what}: element type {t} is not supported")
     return dt
 
@@ -234,7 +234,7 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
             arr = numpy_helper.to_array(init)
         except Exception as e:
             raise AotError(f"initializer '{init.name}' cannot be read: {e}")
-        if arr.dtype == np.float16 or arr.dtype.kind not in "fiub":
+        if arr.dtype.kind not in "fiub" or str(arr.dtype) not in ONNX_DTYPES.values():
             raise AotError(f"initializer '{init.name}': element type {arr.dtype} is not supported")
         values[init.name] = Value(init.name, TensorType(arr.shape, str(arr.dtype)), compact(arr))
 

@@ -11,6 +11,7 @@ from ..ir.graph import TensorType
 from ..tir.expr import (Bin, Call, Cast, Const, and_, call, cast, eq, ge, gt, is_float, le, lt, max_, min_, ne,
                         not_, or_, select)
 from ..tir.expr import Unary as UnaryExpr
+from .registry import INTS
 from .registry import (ALL, FLOATS, NUMERIC, ONNX_DTYPES, Op, Pattern, broadcast_shapes, register, same_as_input)
 
 
@@ -70,7 +71,7 @@ UNARY = {
                                        Const(bool(a.get("detect_negative", 1)), "bool"))),
               lambda x, a: (np.isposinf(x) & bool(a.get("detect_positive", 1))) | (np.isneginf(x) & bool(a.get("detect_negative", 1))),
               FLOATS),
-    "BitwiseNot": (lambda x, a: UnaryExpr("bnot", x), lambda x, a: np.invert(x), NUMERIC[2:]),
+    "BitwiseNot": (lambda x, a: UnaryExpr("bnot", x), lambda x, a: np.invert(x), INTS),
     # Identity/Dropout are removed by the simplify pass; compute exists for the rare copy
     "Identity": (lambda x, a: x, lambda x, a: x, ALL),
     "Dropout": (lambda x, a: x, lambda x, a: x, ALL),
@@ -178,7 +179,7 @@ class CastOp(Op):
 
     def canon(self, ctx):
         to = ctx.attrs.get("to")
-        if to not in ONNX_DTYPES or ONNX_DTYPES[to] == "float16":
+        if to not in ONNX_DTYPES:
             ctx.error(f"Cast to ONNX type {to} is not supported")
         ctx.attrs = {"to": ONNX_DTYPES[to]}
 
@@ -230,9 +231,9 @@ BINARY = {
     "LessOrEqual": (le, np.less_equal, NUMERIC), "GreaterOrEqual": (ge, np.greater_equal, NUMERIC),
     "And": (and_, np.logical_and, ("bool",)), "Or": (or_, np.logical_or, ("bool",)),
     "Xor": (ne, np.logical_xor, ("bool",)),
-    "BitwiseAnd": (lambda a, b: Bin("&", a, b), np.bitwise_and, NUMERIC[2:]),
-    "BitwiseOr": (lambda a, b: Bin("|", a, b), np.bitwise_or, NUMERIC[2:]),
-    "BitwiseXor": (lambda a, b: Bin("^", a, b), np.bitwise_xor, NUMERIC[2:]),
+    "BitwiseAnd": (lambda a, b: Bin("&", a, b), np.bitwise_and, INTS),
+    "BitwiseOr": (lambda a, b: Bin("|", a, b), np.bitwise_or, INTS),
+    "BitwiseXor": (lambda a, b: Bin("^", a, b), np.bitwise_xor, INTS),
 }
 BOOL_OUT = ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor")
 
@@ -275,8 +276,7 @@ class Mod(Binary):
     dtypes = NUMERIC
 
     def check(self, node):
-        if is_float(node.inputs[0].type.dtype) and not node.attrs.get("fmod", 0):
-            raise OpError(node, "float Mod needs fmod=1")
+        Op.check(self, node)
 
     def reference(self, node, a, b):
         if node.attrs.get("fmod", 0):
@@ -288,7 +288,12 @@ class Mod(Binary):
 
         def f(x, y):
             if is_float(x.dtype):
-                return call("fmod", x, y)
+                r = call("fmod", x, y)
+                if fm:
+                    return r
+                # the result takes the divisor's sign, as numpy's and Python's % do
+                zero = Const(0, x.dtype)
+                return select(and_(ne(r, zero), ne(lt(r, zero), lt(y, zero))), r + y, r)
             unsigned = x.dtype.startswith("uint")
             return Bin("%", x, y) if fm or unsigned else Bin("floormod", x, y)
         shape = node.outputs[0].type.shape
@@ -298,22 +303,40 @@ class Mod(Binary):
 @register
 class BitShift(Binary):
     names = ("BitShift",)
-    dtypes = ("uint8", "uint16", "uint32", "uint64")
+    dtypes = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64")
 
     def check(self, node):
         Op.check(self, node)
 
     def reference(self, node, a, b):
         left = node.attrs.get("direction", "LEFT") == "LEFT"
-        return [(np.left_shift(a, b) if left else np.right_shift(a, b)).astype(a.dtype)]
+        bits = a.dtype.itemsize * 8
+        ok = (b >= 0) & (b < bits)
+        safe = np.where(ok, b, 0).astype(a.dtype)
+        v = np.left_shift(a, safe) if left else np.right_shift(a, safe)
+        fill = np.where(a < 0, -1, 0).astype(a.dtype) if (not left and a.dtype.kind == "i") else np.zeros_like(a)
+        return [np.where(ok, v, fill).astype(a.dtype)]
 
     def compute(self, node, a, b):
         left = node.attrs.get("direction", "LEFT") == "LEFT"
         bits = np.dtype(a.dtype).itemsize * 8
 
+        signed = not a.dtype.startswith("uint")
+
         def f(x, y):
-            # a shift by the type's width or more is undefined in C: the result is 0
-            return select(lt(y, Const(bits, y.dtype)), Bin("<<" if left else ">>", x, y), Const(0, x.dtype))
+            # shifting by the width or more, or a negative value left, is undefined in C:
+            # shift the unsigned bit pattern (wrapping, as numpy does) and keep right shifts arithmetic
+            if signed and left:
+                u = "u" + a.dtype
+                v = Cast(a.dtype, Bin("<<", Cast(u, x), Cast(u, y)))
+            else:
+                v = Bin("<<" if left else ">>", x, y)
+            in_range = and_(ge(y, Const(0, y.dtype)), lt(y, Const(bits, y.dtype))) if signed \
+                else lt(y, Const(bits, y.dtype))
+            # out-of-range shift amounts: left gives 0, right fills with the sign bit
+            fill = select(lt(x, Const(0, x.dtype)), Const(-1, x.dtype), Const(0, x.dtype)) \
+                if signed and not left else Const(0, x.dtype)
+            return select(in_range, v, fill)
         shape = node.outputs[0].type.shape
         return [te.compute(shape, lambda *i: f(a(te.broadcast_index(i, a.shape)), b(te.broadcast_index(i, b.shape))), "shift")]
 

@@ -371,3 +371,36 @@ class EyeLike(Op):
 
 
 __all__ = ["ALL"]
+
+
+@register
+class ReverseSequence(Op):
+    name = "ReverseSequence"
+    pattern = Pattern.INJECTIVE
+    min_inputs = 2
+
+    def infer(self, node):
+        x = node.inputs[0].type
+        node.attrs["batch_axis"] = node.attrs.get("batch_axis", 1)
+        node.attrs["time_axis"] = node.attrs.get("time_axis", 0)
+        return [x]
+
+    def reference(self, node, x, lens):
+        b, t = node.attrs["batch_axis"], node.attrs["time_axis"]
+        y = x.copy()
+        for i, n in enumerate(lens.astype(np.int64)):
+            src = [slice(None)] * x.ndim
+            src[b] = i
+            src[t] = slice(0, int(n))
+            y[tuple(src)] = np.flip(x[tuple(src)], axis=t - (1 if b < t else 0))
+        return [y]
+
+    def compute(self, node, x, lens):
+        b, t = node.attrs["batch_axis"], node.attrs["time_axis"]
+
+        def body(*i):
+            n = Cast(I32, lens(i[b]))
+            src = list(i)
+            src[t] = select(lt(i[t], n), n - 1 - i[t], i[t])
+            return x(*src)
+        return [te.compute(x.shape, body, "reverse_sequence")]

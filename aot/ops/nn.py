@@ -9,7 +9,7 @@ import numpy as np
 from .. import te
 from ..errors import OpError
 from ..ir.graph import TensorType
-from ..tir.expr import Cast, Const, call, max_, min_
+from ..tir.expr import Call, Cast, Const, call, max_, min_
 from .registry import FLOATS, ImportCtx, Op, Pattern, broadcast_shapes, norm_axis, register, same_as_input
 
 
@@ -508,13 +508,17 @@ class Softmax(Op):
             return te.max(x(over(i, rs)), rs)
         mx = te.compute(red_shape, fmax, "max")
 
+        # float16 is computed in float; like a float16 runtime, round the values it would store
+        h = (lambda e: Call("f16round", [e], "float16")) if x.dtype == "float16" else (lambda e: e)
+
         def fsum(*i):
             rs = [te.reduce_axis(x.shape[d], f"r{d}") for d in axes]
-            return te.sum(call("exp", x(over(i, rs)) - mx(red_idx(i))), rs)
+            return te.sum(h(call("exp", h(x(over(i, rs)) - mx(red_idx(i))))), rs)
         sm = te.compute(red_shape, fsum, "sum")
         if node.op == "Softmax":
-            return [te.compute(x.shape, lambda *i: call("exp", x(*i) - mx(red_idx(i))) / sm(red_idx(i)), "softmax")]
-        return [te.compute(x.shape, lambda *i: x(*i) - mx(red_idx(i)) - call("log", sm(red_idx(i))), "log_softmax")]
+            return [te.compute(x.shape, lambda *i: h(call("exp", h(x(*i) - mx(red_idx(i))))) / h(sm(red_idx(i))),
+                               "softmax")]
+        return [te.compute(x.shape, lambda *i: h(x(*i) - mx(red_idx(i))) - h(call("log", h(sm(red_idx(i))))), "log_softmax")]
 
 
 @register

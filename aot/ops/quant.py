@@ -46,7 +46,8 @@ class QuantizeLinear(Op):
 
     def infer(self, node):
         x = node.inputs[0].type
-        node.attrs["axis"] = norm_axis(node, node.attrs["axis"], max(len(x.shape), 1))
+        if node.inputs[1].type.size > 1:      # the axis only matters for per-axis scales
+            node.attrs["axis"] = norm_axis(node, node.attrs["axis"], max(len(x.shape), 1))
         return [TensorType(x.shape, node.attrs["out"])]
 
     def reference(self, node, x, s, zp=None):

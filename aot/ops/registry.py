@@ -40,8 +40,9 @@ def get_op(name):
     return REGISTRY.get(name)
 
 
-FLOATS = ("float32", "float64")
-NUMERIC = ("float32", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+FLOATS = ("float32", "float64", "float16")
+NUMERIC = ("float32", "float64", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 ALL = NUMERIC + ("bool",)
 
 

@@ -137,7 +137,8 @@ class Select(Expr):
 
 MATH_FUNCS = ("exp", "log", "sqrt", "tanh", "erf", "fabs", "pow", "floor", "ceil", "round",
               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-              "atanh", "fmod", "isnan", "isinf", "nearbyint", "log1p", "expm1")
+              "atanh", "fmod", "isnan", "isinf", "nearbyint", "log1p", "expm1",
+              "f16round")   # round a float value to the nearest binary16 (per-op float16 semantics)
 
 
 class Call(Expr):
