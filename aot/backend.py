@@ -45,15 +45,22 @@ class AotRep(BackendRep):
         """Compile, binding inputs the compiler says must be constant; returns the result."""
         binds = {}
         data = self.model.SerializeToString()
-        for _ in range(len(self.input_names) + 1):
+        for _ in range(len(self.input_names) + 2):
             # declared dims may be symbolic: the values at hand give them
             shapes = {n: tuple(feeds[n].shape) for n in self.input_names if n not in binds and n in feeds}
             try:
                 return compile_model(data, Options(bind_inputs=binds, input_shapes=shapes)), binds
             except NeedsConstantError as e:
-                if e.value_name not in feeds or e.value_name in binds:
+                if e.value_name in feeds and e.value_name not in binds:
+                    binds[e.value_name] = feeds[e.value_name]
+                    continue
+                # a value computed from inputs inside the model (e.g. in a function body):
+                # bind the integer inputs, which are what parameterises shapes
+                ints = [n for n in self.input_names if n not in binds and n in feeds and feeds[n].dtype.kind in "iu"]
+                if not ints:
                     raise
-                binds[e.value_name] = feeds[e.value_name]
+                for n in ints:
+                    binds[n] = feeds[n]
         raise AotError("too many inputs must be bound at compile time")
 
     def run(self, inputs, **kwargs):

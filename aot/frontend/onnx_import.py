@@ -167,8 +167,10 @@ def _expand_function(pn, opset, values, k):
         m.input.extend("" if x == "" else rename.get(x, prefix + x) for x in n.input)
         del m.output[:]
         m.output.extend("" if x == "" else rename.get(x, prefix + x) for x in n.output)
+        _rename_outer_refs(m, lambda x: rename.get(x, prefix + x))
+        renamed_attrs = list(m.attribute)
         del m.attribute[:]
-        for a in n.attribute:
+        for a in renamed_attrs:
             if a.ref_attr_name:
                 src = caller_attrs.get(a.ref_attr_name) or defaults.get(a.ref_attr_name)
                 if src is None:
@@ -185,6 +187,146 @@ def _expand_function(pn, opset, values, k):
     return out, body_opset
 
 
+def _subgraph_nodes(graph, prefix, outer_outputs, bind=None):
+    """A subgraph's nodes with its own values renamed under `prefix`, its initializers as
+    Constant nodes, and Identity nodes binding its outputs to `outer_outputs`; `bind` maps
+    the subgraph's inputs to outer values."""
+    import onnx
+    from onnx import helper
+    bind = bind or {}
+    own = {i.name for i in graph.initializer} | {o for n in graph.node for o in n.output if o}
+    own |= {i.name for i in graph.input}
+    ren = lambda x: bind[x] if x in bind else (prefix + x) if x in own else x  # noqa: E731
+    out = [helper.make_node("Constant", [], [ren(i.name)], value=i, name=prefix + "init_" + i.name)
+           for i in graph.initializer]
+    for j, n in enumerate(graph.node):
+        m = onnx.NodeProto()
+        m.CopyFrom(n)
+        m.name = prefix + (n.name or f"{n.op_type}_{j}")
+        del m.input[:]
+        m.input.extend(ren(x) if x else "" for x in n.input)
+        del m.output[:]
+        m.output.extend(ren(x) if x else "" for x in n.output)
+        _rename_outer_refs(m, ren)
+        out.append(m)
+    for sub_out, name in zip(graph.output, outer_outputs):
+        if name:
+            out.append(helper.make_node("Identity", [ren(sub_out.name)], [name], name=prefix + "out_" + name))
+    return out
+
+
+def _inline_if(pn, values, k):
+    """If with a condition known at compile time is its taken branch; otherwise refused."""
+    label = pn.name or (pn.output[0] if pn.output else f"#{k}")
+    cond = values.get(pn.input[0])
+    if cond is None or not cond.is_const:
+        raise OpError(_Named(pn), "If needs a condition known at compile time (data-dependent control flow is not supported)")
+    branch = "then_branch" if bool(np.asarray(cond.const).reshape(-1)[0]) else "else_branch"
+    g = next(a.g for a in pn.attribute if a.name == branch)
+    return _subgraph_nodes(g, f"{label}/{branch}/", list(pn.output))
+
+
+def _inline_scan(pn, values, k, opset):
+    """Scan over a static sequence length, unrolled: one copy of the body per step."""
+    from onnx import helper
+    label = pn.name or (pn.output[0] if pn.output else f"#{k}")
+    if opset < 9:
+        raise OpError(_Named(pn), "Scan before opset 9 (with a batch axis) is not supported")
+    a = {x.name: x for x in pn.attribute}
+    body = a["body"].g
+    m = a["num_scan_inputs"].i
+    n_state = len(pn.input) - m
+    in_axes = list(a["scan_input_axes"].ints) if "scan_input_axes" in a else [0] * m
+    in_dirs = list(a["scan_input_directions"].ints) if "scan_input_directions" in a else [0] * m
+    n_out = len(body.output) - n_state
+    out_axes = list(a["scan_output_axes"].ints) if "scan_output_axes" in a else [0] * n_out
+    out_dirs = list(a["scan_output_directions"].ints) if "scan_output_directions" in a else [0] * n_out
+    scan_in = list(pn.input[n_state:])
+    lens = set()
+    for j, name in enumerate(scan_in):
+        t = values[name].type
+        in_axes[j] %= len(t.shape)
+        lens.add(t.shape[in_axes[j]])
+    if len(lens) != 1:
+        raise OpError(_Named(pn), "scan inputs have different sequence lengths")
+    T = lens.pop()
+    nodes = []
+
+    def const(name, arr):
+        nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper_from(arr, name), name=name))
+        return name
+    state = list(pn.input[:n_state])
+    per_step = [[] for _ in range(n_out)]
+    for t in range(T):
+        pre = f"{label}/step{t}/"
+        bind = {}
+        for j, name in enumerate(scan_in):
+            pos = T - 1 - t if in_dirs[j] else t
+            idx = const(pre + f"pos{j}", np.array(pos, np.int64))
+            sl = pre + f"slice{j}"
+            nodes.append(helper.make_node("Gather", [name, idx], [sl], axis=in_axes[j], name=sl))
+            bind[body.input[n_state + j].name] = sl
+        for j in range(n_state):
+            bind[body.input[j].name] = state[j]
+        outs = [pre + f"out{j}" for j in range(len(body.output))]
+        nodes += _subgraph_nodes(body, pre, outs, bind)
+        state = outs[:n_state]
+        for j in range(n_out):
+            per_step[j].append(outs[n_state + j])
+    for j in range(n_state):
+        if pn.output[j]:
+            nodes.append(helper.make_node("Identity", [state[j]], [pn.output[j]], name=f"{label}/final{j}"))
+    for j in range(n_out):
+        name = pn.output[n_state + j] if n_state + j < len(pn.output) else ""
+        if not name:
+            continue
+        steps = per_step[j][::-1] if out_dirs[j] else per_step[j]
+        ax = out_axes[j]
+        parts = []
+        for t, v in enumerate(steps):
+            u = f"{label}/stack{j}_{t}"
+            if opset >= 13:
+                nodes.append(helper.make_node("Unsqueeze", [v, const(u + "_axes", np.array([ax], np.int64))], [u], name=u))
+            else:
+                nodes.append(helper.make_node("Unsqueeze", [v], [u], axes=[ax], name=u))
+            parts.append(u)
+        nodes.append(helper.make_node("Concat", parts, [name], axis=ax, name=f"{label}/concat{j}"))
+    return nodes
+
+
+def _rename_outer_refs(node, ren, own=frozenset()):
+    """Rename, inside a node's subgraphs, the references to names of the enclosing scope."""
+    for a in node.attribute:
+        graphs = [a.g] if a.HasField("g") else list(a.graphs)
+        for g in graphs:
+            inner = set(own) | {i.name for i in g.input} | {i.name for i in g.initializer} | {o for m in g.node for o in m.output}
+            for m in g.node:
+                new = [x if (not x or x in inner) else ren(x) for x in m.input]
+                del m.input[:]
+                m.input.extend(new)
+                _rename_outer_refs(m, ren, frozenset(inner))
+            for o in g.output:
+                if o.name not in inner:
+                    o.name = ren(o.name)
+
+
+def numpy_helper_from(arr, name):
+    from onnx import numpy_helper
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def _implicit_inputs(n):
+    """Outer-scope names a node's subgraphs read (they are not listed as its inputs)."""
+    names = set()
+    for a in n.attribute:
+        graphs = [a.g] if a.HasField("g") else list(a.graphs)
+        for g in graphs:
+            own = {i.name for i in g.input} | {i.name for i in g.initializer} | {o for m in g.node for o in m.output}
+            for m in g.node:
+                names.update(x for x in list(m.input) + sorted(_implicit_inputs(m)) if x and x not in own)
+    return names
+
+
 def _toposort(nodes, known):
     """ONNX requires topological order, but exporters do not always comply."""
     avail = set(known)
@@ -192,7 +334,7 @@ def _toposort(nodes, known):
     while pending:
         progressed, rest = False, []
         for n in pending:
-            if all(i == "" or i in avail for i in n.input):
+            if all(i == "" or i in avail for i in list(n.input) + sorted(_implicit_inputs(n))):
                 out.append(n)
                 avail.update(o for o in n.output if o)
                 progressed = True
@@ -223,7 +365,7 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
         label = f"node '{n.name or n.output[0] if n.output else k}' ({n.op_type})"
         if n.domain not in ("", "ai.onnx"):
             problems.append(f"{label}: operator domain '{n.domain}' is not supported")
-        elif n.op_type != "Constant" and n.op_type not in REGISTRY and not _has_function(n.op_type, opset):
+        elif n.op_type not in ("Constant", "If", "Scan") and n.op_type not in REGISTRY and not _has_function(n.op_type, opset):
             problems.append(f"{label}: operator {n.op_type} is not supported")
     if problems:
         raise UnsupportedError(problems)
@@ -288,6 +430,11 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
     while queue:
         pn, node_opset = queue.popleft()
         k += 1
+        if pn.op_type in ("If", "Scan"):
+            sub = _inline_if(pn, values, k) if pn.op_type == "If" else _inline_scan(pn, values, k, node_opset)
+            queue.extendleft(reversed([(b, node_opset) for b in sub]))
+            expanded += 1
+            continue
         if pn.op_type != "Constant" and pn.op_type not in REGISTRY:
             body, body_opset = _expand_function(pn, node_opset, values, k)
             queue.extendleft(reversed([(b, body_opset) for b in body]))
