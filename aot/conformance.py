@@ -88,7 +88,9 @@ def run_case(index):
                 r = as_array(r)
                 if g.shape != r.shape or g.dtype != r.dtype:
                     return Result(status="fail", reason=f"got {g.dtype}{list(g.shape)}, expected {r.dtype}{list(r.shape)}", **base)
-                if r.dtype.kind in "fc":
+                if str(r.dtype) == "bfloat16":
+                    np.testing.assert_allclose(g.astype(np.float32), r.astype(np.float32), rtol=case.rtol, atol=case.atol)
+                elif r.dtype.kind in "fc":
                     np.testing.assert_allclose(g, r, rtol=case.rtol, atol=case.atol)
                 else:
                     np.testing.assert_array_equal(g, r)

@@ -316,8 +316,9 @@ def _f16_boundary(e):
     """float16 values are computed in float; each op's result is rounded to half precision,
     as a float16 runtime stores it, so fused groups give the same numbers as op-by-op ones."""
     from .tir.expr import Call
-    if e.dtype == "float16" and not (isinstance(e, Call) and e.fn == "f16round") and not isinstance(e, Const):
-        return Call("f16round", [e], "float16")
+    fn = {"float16": "f16round", "bfloat16": "bf16round"}.get(e.dtype)
+    if fn and not (isinstance(e, Call) and e.fn == fn) and not isinstance(e, Const):
+        return Call(fn, [e], e.dtype)
     return e
 
 

@@ -15,11 +15,11 @@ C_KEYWORDS = frozenset("""auto break case char const continue default do double 
 if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
 void volatile while _Bool _Complex _Imaginary main""".split())
 
-C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
+C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
            "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",
            "uint64": "uint64_t", "bool": "uint8_t"}
 
-_TYPE_TAG = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
+_TYPE_TAG = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
              "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "b"}
 
 
@@ -84,6 +84,24 @@ static inline uint16_t aot_f2h(float f) {
 }"""
 
 
+BF16_HELPERS = r"""/* bfloat16 is stored as the top 16 bits of a float and computed in float */
+static inline float aot_bf2f(uint16_t h) {
+  union { uint32_t u; float f; } v;
+  v.u = (uint32_t)h << 16;
+  return v.f;
+}
+static inline uint16_t aot_f2bf(float f) {
+  union { float f; uint32_t u; } v;
+  v.f = f;
+  if ((v.u & 0x7FFFFFFFu) > 0x7F800000u) {
+    return (uint16_t)((v.u >> 16) | 0x40u);   /* NaN stays a quiet NaN */
+  }
+  return (uint16_t)((v.u + 0x7FFFu + ((v.u >> 16) & 1u)) >> 16);   /* round half to even */
+}"""
+
+HALF = {"float16": ("aot_h2f", "aot_f2h"), "bfloat16": ("aot_bf2f", "aot_f2bf")}   # dtype -> (load, store) helpers
+
+
 class CRenderer:
     types = C_TYPES
     kernel_qualifier = ""
@@ -94,7 +112,7 @@ class CRenderer:
 
     def vtype(self, dtype: str) -> str:
         """The C type a value of `dtype` is computed in (storage may differ: float16)."""
-        return "float" if dtype == "float16" else self.types[dtype]
+        return "float" if dtype in HALF else self.types[dtype]
 
     # -- literals and names -----------------------------------------------------
     def float_literal(self, v: float, dtype: str) -> str:
@@ -168,16 +186,16 @@ class CRenderer:
         if isinstance(e, Select):
             return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
         if isinstance(e, Call):
-            if e.fn == "f16round":
-                self.helpers["aot_f16"] = F16_HELPERS
-                return f"aot_h2f(aot_f2h({self.expr(e.args[0])}))"
+            if e.fn in ("f16round", "bf16round"):
+                to_f, to_h = self._half_helpers("float16" if e.fn == "f16round" else "bfloat16")
+                return f"{to_f}({to_h}({self.expr(e.args[0])}))"
             if e.fn in ("isnan", "isinf"):
                 return f"((uint8_t){e.fn}({self.expr(e.args[0])}))"
             return f"{self.math_fn(e.fn, e.dtype)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
         if isinstance(e, Cast):
-            if e.dtype == "float16":   # a value rounded to half precision, kept as float
-                self.helpers["aot_f16"] = F16_HELPERS
-                return f"aot_h2f(aot_f2h((float){self.expr(e.a)}))"
+            if e.dtype in HALF:   # a value rounded to 16-bit precision, kept as float
+                to_f, to_h = self._half_helpers(e.dtype)
+                return f"{to_f}({to_h}((float){self.expr(e.a)}))"
             return f"(({self.vtype(e.dtype)}){self.expr(e.a)})"
         raise TypeError(f"cannot render {type(e).__name__}")
 
@@ -220,16 +238,21 @@ class CRenderer:
         else:
             raise TypeError(type(s))
 
-    def _from_storage(self, buf, ref):
-        if buf.dtype == "float16" and buf.scope != "local":
+    def _half_helpers(self, dtype):
+        if dtype == "float16":
             self.helpers["aot_f16"] = F16_HELPERS
-            return f"aot_h2f({ref})"
+        else:
+            self.helpers["aot_bf16"] = BF16_HELPERS
+        return HALF[dtype][0], HALF[dtype][1]
+
+    def _from_storage(self, buf, ref):
+        if buf.dtype in HALF and buf.scope != "local":
+            return f"{self._half_helpers(buf.dtype)[0]}({ref})"
         return ref
 
     def _to_storage(self, buf, value):
-        if buf.dtype == "float16" and buf.scope != "local":
-            self.helpers["aot_f16"] = F16_HELPERS
-            return f"aot_f2h({value})"
+        if buf.dtype in HALF and buf.scope != "local":
+            return f"{self._half_helpers(buf.dtype)[1]}({value})"
         return value
 
     # -- functions -------------------------------------------------------------

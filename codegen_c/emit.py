@@ -21,7 +21,7 @@ def render_template(name, **kw):
 
 def _format_values(a: np.ndarray, per_line=8):
     flat = a.reshape(-1)
-    if a.dtype == np.float16:     # stored as binary16 bit patterns (uint16_t)
+    if str(a.dtype) in ("float16", "bfloat16"):     # stored as 16-bit patterns (uint16_t)
         return _format_values(a.view(np.uint16), per_line)
     if a.dtype.kind == "f":
         dig = "%.9g" if a.dtype == np.float32 else "%.17g"

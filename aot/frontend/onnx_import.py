@@ -376,7 +376,7 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
             arr = numpy_helper.to_array(init)
         except Exception as e:
             raise AotError(f"initializer '{init.name}' cannot be read: {e}")
-        if arr.dtype.kind not in "fiub" or str(arr.dtype) not in ONNX_DTYPES.values():
+        if str(arr.dtype) not in ONNX_DTYPES.values():
             raise AotError(f"initializer '{init.name}': element type {arr.dtype} is not supported")
         values[init.name] = Value(init.name, TensorType(arr.shape, str(arr.dtype)), compact(arr))
 

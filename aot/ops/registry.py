@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 
+import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
 import numpy as np
 
 from ..errors import NeedsConstantError, OpError
@@ -40,8 +41,8 @@ def get_op(name):
     return REGISTRY.get(name)
 
 
-FLOATS = ("float32", "float64", "float16")
-NUMERIC = ("float32", "float64", "float16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+NUMERIC = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 ALL = NUMERIC + ("bool",)
 
@@ -127,4 +128,4 @@ def norm_axis(node, axis, rank):
 
 
 ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
-               9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
+               9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}

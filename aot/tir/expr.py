@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 INDEX = "int32"          # dtype of loop variables and flat indices
-FLOAT_TYPES = ("float32", "float64", "float16")
+FLOAT_TYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def is_float(dtype: str) -> bool:
@@ -138,7 +138,7 @@ class Select(Expr):
 MATH_FUNCS = ("exp", "log", "sqrt", "tanh", "erf", "fabs", "pow", "floor", "ceil", "round",
               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
               "atanh", "fmod", "isnan", "isinf", "nearbyint", "log1p", "expm1",
-              "f16round")   # round a float value to the nearest binary16 (per-op float16 semantics)
+              "f16round", "bf16round")   # round to the nearest float16 / bfloat16 (per-op semantics)
 
 
 class Call(Expr):
