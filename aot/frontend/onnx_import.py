@@ -435,6 +435,13 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
             queue.extendleft(reversed([(b, node_opset) for b in sub]))
             expanded += 1
             continue
+        op_def = REGISTRY.get(pn.op_type)
+        if op_def is not None and hasattr(op_def, "expand_onnx"):
+            # ops defined as a composition of other ops (recurrent cells, TopK's two stages)
+            sub = op_def.expand_onnx(pn, {name: v for name, v in values.items()}, node_opset, _Named(pn))
+            queue.extendleft(reversed([(b, node_opset) for b in sub]))
+            expanded += 1
+            continue
         if pn.op_type != "Constant" and pn.op_type not in REGISTRY:
             body, body_opset = _expand_function(pn, node_opset, values, k)
             queue.extendleft(reversed([(b, body_opset) for b in body]))

@@ -85,8 +85,9 @@ class Unary(Op):
     def canon(self, ctx):
         if ctx.op == "Dropout":
             mode = ctx.const_input(2, "training_mode") if ctx.opset >= 12 else None
-            if mode is not None and bool(mode):
-                ctx.error("Dropout in training mode is not supported")
+            ratio = ctx.const_input(1, "ratio") if ctx.opset >= 12 else None
+            if mode is not None and bool(mode) and not (ratio is not None and float(ratio) == 0.0):
+                ctx.error("Dropout in training mode (random masks) is not supported")
             ctx.drop_inputs_from(1)
 
     def infer(self, node):

@@ -404,3 +404,50 @@ class ReverseSequence(Op):
             src[t] = select(lt(i[t], n), n - 1 - i[t], i[t])
             return x(*src)
         return [te.compute(x.shape, body, "reverse_sequence")]
+
+
+@register
+class Compress(Op):
+    """Keeps the slices whose condition is true; the condition must be known at compile time
+    (the output's shape depends on it)."""
+    name = "Compress"
+    pattern = Pattern.INJECTIVE
+    min_inputs = 2
+
+    def canon(self, ctx):
+        cond = ctx.const_input(1, "condition")
+        ctx.attrs = {"keep": [int(i) for i in np.nonzero(cond.reshape(-1))[0]],
+                     "axis": ctx.attrs.get("axis")}
+        ctx.drop_inputs_from(1)
+
+    def infer(self, node):
+        x = node.inputs[0].type
+        keep, axis = node.attrs["keep"], node.attrs["axis"]
+        if axis is None:
+            return [TensorType((len(keep),), x.dtype)]
+        a = norm_axis(node, axis, len(x.shape))
+        node.attrs["axis"] = a
+        if keep and keep[-1] >= x.shape[a]:
+            raise OpError(node, "condition is longer than the axis")
+        return [TensorType(x.shape[:a] + (len(keep),) + x.shape[a + 1:], x.dtype)]
+
+    def reference(self, node, x):
+        keep, axis = np.array(node.attrs["keep"], np.int64), node.attrs["axis"]
+        return [np.take(x.reshape(-1), keep) if axis is None else np.take(x, keep, axis=axis)]
+
+    def compute(self, node, x):
+        keep, axis = node.attrs["keep"], node.attrs["axis"]
+
+        def pick(i):   # a select chain over the (compile-time) kept positions
+            e = Const(keep[-1] if keep else 0, I32)
+            for j in range(len(keep) - 2, -1, -1):
+                e = select(eq(i, Const(j, I32)), Const(keep[j], I32), e)
+            return e
+        if axis is None:
+            return [te.compute(node.outputs[0].type.shape, lambda i: x.flat(pick(i)), "compress")]
+
+        def body(*o):
+            src = list(o)
+            src[axis] = pick(o[axis])
+            return x(*src)
+        return [te.compute(node.outputs[0].type.shape, body, "compress")]

@@ -151,32 +151,36 @@ class QLinearMatMul(Op):
 
     def infer(self, node):
         a, b = node.inputs[0].type, node.inputs[3].type
-        if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-            raise OpError(node, "only 2-D QLinearMatMul is supported")
+        if len(a.shape) < 2 or len(b.shape) < 2 or a.shape[-1] != b.shape[-2]:
+            raise OpError(node, f"inner dimensions of {list(a.shape)} and {list(b.shape)} do not match")
         if any(node.inputs[k].type.size != 1 for k in (1, 2, 4, 5, 6, 7)):
             raise OpError(node, "per-channel scales or zero points are not supported")
-        return [TensorType((a.shape[0], b.shape[1]), node.inputs[7].type.dtype)]
+        batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+        return [TensorType(batch + (a.shape[-2], b.shape[-1]), node.inputs[7].type.dtype)]
 
     def reference(self, node, a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp):
         A = a.astype(np.int32) - a_zp.astype(np.int32)
         B = b.astype(np.int32) - b_zp.astype(np.int32)
-        D = (A @ B) * (a_s * b_s / y_s) + y_zp
+        D = np.matmul(A, B) * (a_s * b_s / y_s) + y_zp
         info = np.iinfo(y_zp.dtype)
         return [np.clip(np.rint(D), info.min, info.max).astype(y_zp.dtype)]
 
     def compute(self, node, a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp):
-        K = a.shape[1]
+        K = a.shape[-1]
         z = lambda t: [Const(0, "int32")] * len(t.shape)  # noqa: E731
+        shape = node.outputs[0].type.shape
+        nb = len(shape) - 2
 
-        def body(i, j):
+        def body(*o):
             r = te.reduce_axis(K, "rk")
-            av = Cast("int32", a(i, r.var)) - Cast("int32", a_zp(*z(a_zp)))
-            bv = Cast("int32", b(r.var, j)) - Cast("int32", b_zp(*z(b_zp)))
+            bi = list(o[:nb])
+            av = Cast("int32", a(*te.broadcast_index(bi, a.shape[:-2]), o[nb], r.var)) - Cast("int32", a_zp(*z(a_zp)))
+            bv = Cast("int32", b(*te.broadcast_index(bi, b.shape[:-2]), r.var, o[nb + 1])) - Cast("int32", b_zp(*z(b_zp)))
             return te.sum(av * bv, r)
-        acc = te.compute(node.outputs[0].type.shape, body, "qmatmul", ["i", "j"])
+        acc = te.compute(shape, body, "qmatmul")
         scale = Cast("float32", a_s(*z(a_s))) * Cast("float32", b_s(*z(b_s))) / Cast("float32", y_s(*z(y_s)))
         out = node.outputs[0].type.dtype
-        return [te.compute(acc.shape, lambda i, j: _requant(acc(i, j), scale, y_zp(*z(y_zp)), out), "requant", ["i", "j"])]
+        return [te.compute(shape, lambda *o: _requant(acc(*o), scale, y_zp(*z(y_zp)), out), "requant")]
 
 
 @register

@@ -102,6 +102,8 @@ class Op:
         raise NotImplementedError
 
     compute = None           # def compute(self, node, *tensors) -> list[te.Tensor]
+    # An op may instead define expand_onnx(node_proto, values, opset, named) -> [NodeProto]:
+    # the importer replaces the node by those (a composition of other ops).
 
     def check(self, node):
         """Raise OpError if this node cannot be compiled to C (after shapes are known)."""

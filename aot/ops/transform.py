@@ -297,8 +297,8 @@ class Pad(Op):
         rank = len(ctx.inputs[0].type.shape)
         mode = ctx.attrs.get("mode", "constant")
         mode = mode.decode() if isinstance(mode, bytes) else mode
-        if mode != "constant":
-            ctx.error(f"Pad mode '{mode}' is not supported (only 'constant')")
+        if mode not in ("constant", "reflect", "edge", "wrap"):
+            ctx.error(f"Pad mode '{mode}' is not supported")
         if ctx.opset >= 11:
             pads = ctx.const_input(1, "pads")
             value = ctx.const_input(2, "constant_value")
@@ -316,7 +316,7 @@ class Pad(Op):
             pads = full
         if len(pads) != 2 * rank:
             ctx.error(f"pads has {len(pads)} values for rank {rank}")
-        ctx.attrs = {"pads": pads, "value": value}
+        ctx.attrs = {"pads": pads, "value": value, "mode": mode}
 
     def infer(self, node):
         x = node.inputs[0].type
@@ -331,14 +331,36 @@ class Pad(Op):
         r, p = x.ndim, node.attrs["pads"]
         crop = tuple(slice(max(0, -p[k]), x.shape[k] - max(0, -p[k + r])) for k in range(r))
         xc = x[crop]
-        return [np.pad(xc, [(max(0, p[k]), max(0, p[k + r])) for k in range(r)], constant_values=node.attrs["value"])]
+        widths = [(max(0, p[k]), max(0, p[k + r])) for k in range(r)]
+        mode = node.attrs.get("mode", "constant")
+        if mode == "constant":
+            return [np.pad(xc, widths, constant_values=node.attrs["value"])]
+        return [np.pad(xc, widths, mode={"edge": "edge", "reflect": "reflect", "wrap": "wrap"}[mode])]
 
     def compute(self, node, x):
         r, p = len(x.shape), node.attrs["pads"]
         shape = node.outputs[0].type.shape
 
+        mode = node.attrs.get("mode", "constant")
+
+        def fold(s, n):
+            """The source index of a padded position for the non-constant modes."""
+            from ..tir.expr import Bin, max_, min_
+            zero, last = Const(0, "int32"), Const(n - 1, "int32")
+            if mode == "edge":
+                return min_(max_(s, zero), last)
+            if mode == "wrap":
+                return Bin("floormod", s, Const(n, "int32"))
+            if n == 1:
+                return zero
+            period = Const(2 * (n - 1), "int32")          # reflect without repeating the edge
+            m = Bin("floormod", s, period)
+            return select(lt(m, Const(n, "int32")), m, period - m)
+
         def body(*i):
             src = [ii - p[k] for k, ii in enumerate(i)]
+            if mode != "constant":
+                return x(*[fold(s, x.shape[k]) for k, s in enumerate(src)])
             inside = all_of([and_(ge(s, Const(0, "int32")), lt(s, Const(x.shape[k], "int32"))) for k, s in enumerate(src)])
             return select(inside, x(*src), Const(node.attrs["value"], x.dtype))
         return [te.compute(shape, body, "pad")]
