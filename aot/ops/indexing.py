@@ -451,3 +451,74 @@ class Compress(Op):
             src[axis] = pick(o[axis])
             return x(*src)
         return [te.compute(node.outputs[0].type.shape, body, "compress")]
+
+
+@register
+class Col2Im(Op):
+    """Sums sliding blocks back into an image: out[y] = sum over taps k with (y + pad - k*d)
+    an exact multiple of the stride, of the column holding that block position."""
+    name = "Col2Im"
+    pattern = Pattern.OPAQUE
+    min_inputs = 3
+
+    def canon(self, ctx):
+        image = ctx.ints_input(1, "image_shape", required=True)
+        block = ctx.ints_input(2, "block_shape", required=True)
+        n = len(image)
+        a = ctx.attrs
+        ctx.attrs = {"image": image, "block": block, "dilations": list(a.get("dilations") or [1] * n),
+                     "pads": list(a.get("pads") or [0] * (2 * n)), "strides": list(a.get("strides") or [1] * n)}
+        ctx.drop_inputs_from(1)
+
+    def _blocks(self, node):
+        a = node.attrs
+        n = len(a["image"])
+        return [(a["image"][d] + a["pads"][d] + a["pads"][d + n] - a["dilations"][d] * (a["block"][d] - 1) - 1)
+                // a["strides"][d] + 1 for d in range(n)]
+
+    def infer(self, node):
+        x = node.inputs[0].type
+        kprod = int(np.prod(node.attrs["block"]))
+        if x.shape[1] % kprod or int(np.prod(self._blocks(node))) != x.shape[2]:
+            raise OpError(node, "input shape does not match image_shape, block_shape and the attributes")
+        return [TensorType((x.shape[0], x.shape[1] // kprod, *node.attrs["image"]), x.dtype)]
+
+    def reference(self, node, x):
+        a = node.attrs
+        n = len(a["image"])
+        nb = self._blocks(node)
+        out = np.zeros(node.outputs[0].type.shape, np.float64)
+        C = out.shape[1]
+        for l, pos in enumerate(np.ndindex(*nb)):
+            for kk, k in enumerate(np.ndindex(*a["block"])):
+                y = [pos[d] * a["strides"][d] - a["pads"][d] + k[d] * a["dilations"][d] for d in range(n)]
+                if all(0 <= y[d] < a["image"][d] for d in range(n)):
+                    out[(slice(None), slice(None)) + tuple(y)] += x[:, np.arange(C) * len(list(np.ndindex(*a["block"]))) + kk, l]
+        return [out.astype(x.dtype)]
+
+    def compute(self, node, x):
+        from ..tir.expr import Bin
+        a = node.attrs
+        n = len(a["image"])
+        nb = self._blocks(node)
+        kprod = int(np.prod(a["block"]))
+
+        def body(b, c, *y):
+            rs = [te.reduce_axis(k, f"k{d}") for d, k in enumerate(a["block"])]
+            ok, pos = None, []
+            for d in range(n):
+                num = y[d] + a["pads"][d] - rs[d].var * a["dilations"][d]
+                s = a["strides"][d]
+                cond = and_(ge(num, Const(0, I32)), lt(num, Const(s * nb[d], I32)))
+                if s > 1:
+                    cond = and_(cond, eq(Bin("floormod", num, Const(s, I32)), Const(0, I32)))
+                    num = Bin("floordiv", num, Const(s, I32))
+                pos.append(num)
+                ok = cond if ok is None else and_(ok, cond)
+            col, kk = Const(0, I32), Const(0, I32)
+            for d in range(n):
+                col = col * nb[d] + pos[d]
+                kk = kk * a["block"][d] + rs[d].var
+            v = x(b, c * kprod + kk, col)
+            return te.sum(select(ok, v, Const(0, x.dtype)), rs)
+        return [te.compute(node.outputs[0].type.shape, body, "col2im")]

@@ -271,8 +271,6 @@ class _Pool(Op):
     dtypes = FLOATS
 
     def canon(self, ctx):
-        if ctx.n_outputs > 1:
-            ctx.error("the Indices output of MaxPool is not supported")
         kernel = ctx.attrs.get("kernel_shape")
         if not kernel:
             ctx.error("kernel_shape is required")
@@ -283,8 +281,7 @@ class _Pool(Op):
             attrs["count_include_pad"] = int(ctx.attrs.get("count_include_pad", 0))
         if ctx.op == "LpPool":
             attrs["p"] = float(ctx.attrs.get("p", 2))
-        if int(ctx.attrs.get("storage_order", 0)):
-            ctx.error("storage_order=1 is not supported")
+        attrs["storage_order"] = int(ctx.attrs.get("storage_order", 0))
         ctx.attrs = attrs
 
     def infer(self, node):
@@ -294,7 +291,10 @@ class _Pool(Op):
             raise OpError(node, f"input rank {len(x.shape)} does not match a {nsp}-D kernel")
         sp = [_out_size(node, x.shape[2 + d], a["kernel_shape"][d], a["strides"][d], a["dilations"][d],
                         a["pads"][d], a["pads"][d + nsp], a["ceil_mode"]) for d in range(nsp)]
-        return [TensorType((*x.shape[:2], *sp), x.dtype)]
+        out = [TensorType((*x.shape[:2], *sp), x.dtype)]
+        if len(node.outputs) > 1:      # MaxPool's Indices: flat positions in the input
+            out.append(TensorType((*x.shape[:2], *sp), "int64"))
+        return out
 
     def _windows(self, node):
         a = node.attrs
@@ -331,6 +331,8 @@ class _Pool(Op):
             acc = acc ** (1.0 / node.attrs["p"])
         elif not is_max:
             acc = acc / (cnt_pad if node.attrs.get("count_include_pad") else cnt)
+        if len(node.outputs) > 1:
+            raise NotImplementedError   # Indices are never folded; computed by the kernel
         return [acc.astype(x.dtype)]
 
     def compute(self, node, x):
@@ -366,6 +368,8 @@ class _Pool(Op):
                 src = call("pow", call("fabs", src), Const(lp, x.dtype))
             return te.max(src, rs) if is_max else te.sum(src, rs)
         red = te.compute(out_shape, body, "pool", names)
+        if is_max and len(node.outputs) > 1:
+            return [red, self._argmax(node, x, red, window, names)]
         if is_max:
             return [red]
         if lp is not None:
@@ -383,6 +387,30 @@ class _Pool(Op):
 @register
 class MaxPool(_Pool):
     name = "MaxPool"
+
+    def _argmax(self, node, x, red, window, names):
+        """The first window position holding the maximum, as a flat index into the input
+        (row-major, or column-major over the spatial dims with storage_order=1)."""
+        from ..tir.expr import eq, select
+        out_shape = node.outputs[0].type.shape
+        C, sp = x.shape[1], x.shape[2:]
+
+        def body(n, c, *o):
+            rs, idx, _ = window(o)
+            if node.attrs.get("storage_order", 0):
+                flat, stride = Const(0, "int32"), 1
+                for d in range(len(sp)):
+                    flat = flat + idx[d] * stride
+                    stride *= sp[d]
+                flat = flat + (n * C + c) * stride
+            else:
+                flat = n * C + c
+                for d in range(len(sp)):
+                    flat = flat * sp[d] + idx[d]
+            miss = Const(np.iinfo(np.int32).max, "int32")
+            return te.min(select(eq(x(n, c, *idx), red(n, c, *o)), flat, miss), rs)
+        pos = te.compute(out_shape, body, "argmax", names)
+        return te.compute(out_shape, lambda *i: Cast("int64", pos(*i)), "indices", names)
 
 
 @register
