@@ -16,6 +16,7 @@ from .names import sanitize
 from .ops import get_op
 from .passes.fuse import group_name
 from .tir.legalize import legalize
+from .tir.verify import AccessReport, verify_accesses
 
 
 @dataclass
@@ -73,6 +74,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None) -> E
     const_ids, constants = {}, []
     intervals = {}
     funcs, calls, used_names = [], [], {}
+    access = AccessReport()
     for step, g in enumerate(kernels):
         base = f"tvmgen_{mod}_{group_name(g)}"
         k = used_names.get(base, 0)
@@ -80,6 +82,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None) -> E
         fname = base if k == 0 else f"{base}_{k}"
         func, params = lower_group(g, fname)
         func = legalize(func)
+        verify_accesses(func, access)
         if log:
             log(f"lower: {fname}: {' + '.join(g.op_names)}")
         args = []
@@ -104,20 +107,27 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None) -> E
 
     bufs = [Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items()]
     total = plan(bufs, align)
-    verify(bufs)
+    verify(bufs, total, align)
     offset = {b.key: b.offset for b in bufs}
     for c in calls:
         for a in c.args:
             if a.kind == "workspace":
                 a.index = offset[a.index]
+        keys = [(a.kind, a.index) for a in c.args]
+        if len(set(keys)) != len(keys):
+            # two parameters get the same address (aliases, or an empty tensor): no restrict
+            c.func.attrs["no_restrict"] = True
     rows = sorted(({"name": intervals[b.key][2].name, "bytes": b.size, "first": b.start, "last": b.end,
                     "offset": b.offset} for b in bufs), key=lambda r: (r["offset"], r["first"]))
-    bound = lower_bound(bufs, align)
+    bound = lower_bound(bufs)
     if log:
         log(f"memory plan: {len(bufs)} intermediates, workspace {total} bytes (lower bound {bound}), "
             f"{len(constants)} constant arrays ({sum(a.nbytes for _, a in constants)} bytes)")
     ins = [(c, v.name, v.type) for c, v in zip(in_names, graph.inputs)]
     outs = [(c, n, v.type) for c, n, v in zip(out_names, graph.output_names, graph.outputs)]
+    if log:
+        log(f"verify: {access.checked} accesses proven in bounds, {access.guarded} guarded by a condition, "
+            f"{access.data_dependent} data-dependent, {access.unproven} not proven; no overlap between live buffers")
     return ExecutorPlan(mod, ins, outs, constants, calls, total, bound, rows)
 
 

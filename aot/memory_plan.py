@@ -1,7 +1,13 @@
 """Static workspace planning: offsets for intermediates so that buffers live at the same
-time never overlap, reusing memory between buffers whose lifetimes are disjoint."""
+time never overlap, reusing memory between buffers whose lifetimes are disjoint.
+
+plan() tries several greedy orders (TFLite Micro's and TVM's heuristics among them), keeps
+the best, then improves it by a deterministic local search over the placement order. The
+size reported is exact: the end of the last byte any buffer occupies.
+"""
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 
@@ -18,39 +24,75 @@ def align_up(n, a):
     return (n + a - 1) // a * a
 
 
-def lower_bound(bufs, align=16):
-    """Largest total of aligned sizes live at one step: no plan can use less."""
+def lower_bound(bufs):
+    """Most bytes simultaneously live at one step: no plan can use less."""
     steps = sorted({b.start for b in bufs} | {b.end for b in bufs})
-    best = 0
-    for t in steps:
-        best = max(best, sum(align_up(b.size, align) for b in bufs if b.start <= t <= b.end))
-    return best
+    return max((sum(b.size for b in bufs if b.start <= t <= b.end) for t in steps), default=0)
 
 
-def plan(bufs, align=16):
-    """Greedy best-fit by decreasing size: each buffer takes the lowest gap that fits among
-    already placed buffers whose lifetimes overlap its own. Returns the total size."""
-    order = sorted(bufs, key=lambda b: (-b.size, b.start, b.end))
-    placed = []
-    for b in order:
-        size = align_up(max(b.size, 1), align)
-        busy = sorted((p.offset, p.offset + align_up(max(p.size, 1), align)) for p in placed
-                      if not (p.end < b.start or b.end < p.start))
+def _overlaps(a, b):
+    return not (a.end < b.start or b.end < a.start)
+
+
+def _place(order, conflicts, align):
+    """Best-fit: each buffer takes the smallest gap (lowest offset on ties) among the already
+    placed buffers it conflicts with; returns {index: offset} and the total size."""
+    offsets, total = {}, 0
+    for i, b in order:
+        busy = sorted((offsets[j], offsets[j] + bj.size) for j, bj in conflicts[i] if j in offsets)
         best, cur = None, 0
         for lo, hi in busy:
-            if lo - cur >= size and (best is None or lo - cur < best[1]):
+            if lo - cur >= b.size and (best is None or lo - cur < best[1]):
                 best = (cur, lo - cur)
-            cur = max(cur, hi)
-        b.offset = best[0] if best is not None else cur
-        placed.append(b)
-    return max((p.offset + align_up(max(p.size, 1), align) for p in placed), default=0)
+            cur = max(cur, align_up(hi, align))
+        off = best[0] if best is not None else cur
+        offsets[i] = off
+        total = max(total, off + b.size)
+    return offsets, total
 
 
-def verify(bufs):
-    """No two simultaneously live buffers overlap (raises AssertionError)."""
+def plan(bufs, align=16, search_iters=200, seed=0):
+    """Assign offsets (multiples of `align`); returns the total bytes (exact end)."""
+    if not bufs:
+        return 0
+    idx = list(enumerate(bufs))
+    conflicts = {i: [(j, c) for j, c in idx if j != i and _overlaps(b, c)] for i, b in idx}
+    heuristics = [
+        lambda e: (-e[1].size, e[1].start, e[0]),                                  # by size (TFLM)
+        lambda e: (-(e[1].size * (e[1].end - e[1].start + 1)), e[0]),                # by size x lifetime
+        lambda e: (-sum(c.size for _, c in conflicts[e[0]]), -e[1].size, e[0]),      # by conflicts (TVM)
+        lambda e: (e[1].start, -e[1].size, e[0]),                                   # by first use
+    ]
+    best_order, best = None, None
+    for h in heuristics:
+        order = sorted(idx, key=h)
+        offs, total = _place(order, conflicts, align)
+        if best is None or total < best[1]:
+            best_order, best = order, (offs, total)
+    lb = lower_bound(bufs)
+    rng = random.Random(seed)
+    order = list(best_order)
+    for _ in range(search_iters if best[1] > lb else 0):
+        i, j = rng.randrange(len(order)), rng.randrange(len(order))
+        if i == j:
+            continue
+        cand = list(order)
+        cand[i], cand[j] = cand[j], cand[i]
+        offs, total = _place(cand, conflicts, align)
+        if total <= best[1]:
+            order, best = cand, (offs, total)
+            if total <= lb:
+                break
+    for i, b in idx:
+        b.offset = best[0][i]
+    return best[1]
+
+
+def verify(bufs, total=None, align=16):
+    """No two simultaneously live buffers overlap; all lie inside the pool and are aligned."""
     for i, a in enumerate(bufs):
+        if a.offset < 0 or a.offset % align or (total is not None and a.offset + a.size > total):
+            raise AssertionError(f"planner: {a.key} at {a.offset} (+{a.size}) is misplaced")
         for b in bufs[i + 1:]:
-            if a.end < b.start or b.end < a.start:
-                continue
-            if a.offset < b.offset + b.size and b.offset < a.offset + a.size:
+            if _overlaps(a, b) and a.offset < b.offset + b.size and b.offset < a.offset + a.size:
                 raise AssertionError(f"planner overlap: {a.key} and {b.key}")

@@ -294,7 +294,7 @@ class CRenderer:
         params = []
         for k, b in enumerate(func.params):
             const = "const " if k < func.num_inputs else ""
-            restrict = " restrict" if self.use_restrict else ""
+            restrict = " restrict" if self.use_restrict and not func.attrs.get("no_restrict") else ""
             params.append(f"{const}{self.types[b.dtype]}*{restrict} {self.names[id(b)]}")
         q = f"{self.kernel_qualifier} " if self.kernel_qualifier else ""
         return f"{q}int32_t {func.name}({', '.join(params) or 'void'})"

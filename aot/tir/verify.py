@@ -1,0 +1,167 @@
+"""Static check of a PrimFunc's memory accesses: every load and store that is executed
+unconditionally must be inside its buffer, by interval analysis over the loop ranges.
+
+Accesses under a Select or If (padding, scatter, gathers by data) are guarded by their
+condition and only counted; the ASan builds in the tests cover them dynamically."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .expr import Bin, Const, Load, Select, Unary, Var, children, substitute, walk
+from .simplify import bounds, simplify
+from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store
+
+
+class AccessError(AssertionError):
+    pass
+
+
+@dataclass
+class AccessReport:
+    checked: int = 0
+    guarded: int = 0
+    data_dependent: int = 0
+    unproven: int = 0
+
+
+def _sign(e, var):
+    """+1/-1 if e is non-decreasing/non-increasing in var, 0 if it does not depend on it,
+    None if neither can be shown."""
+    if e is var:
+        return 1
+    if not any(x is var for x in walk(e)):
+        return 0
+    if isinstance(e, Bin):
+        a, b = _sign(e.a, var), _sign(e.b, var)
+        if a is None or b is None:
+            return None
+        if e.op == "-":
+            b = -b
+        if e.op in ("+", "-", "min", "max"):
+            if a and b and a != b:
+                return None
+            return a or b
+        if e.op == "*":
+            k = e.b if isinstance(e.b, Const) else e.a if isinstance(e.a, Const) else None
+            if k is None:
+                return None
+            return (a or b) * (1 if k.value >= 0 else -1)
+        if e.op in ("floordiv", "/") and isinstance(e.b, Const) and e.b.value > 0:
+            return a
+        return None
+    if isinstance(e, Unary) and e.op == "neg":
+        s = _sign(e.a, var)
+        return None if s is None else -s
+    return None
+
+
+def _distribute(e):
+    """Push +, - and multiplication by constants inside min/max so that terms can cancel:
+    a + min(b, c) -> min(a + b, a + c)."""
+    if not isinstance(e, Bin):
+        return e
+    a, b = _distribute(e.a), _distribute(e.b)
+    mm = ("min", "max")
+    if e.op in ("+", "-"):
+        if isinstance(b, Bin) and b.op in mm:
+            op = b.op if e.op == "+" else ("max" if b.op == "min" else "min")
+            return Bin(op, _distribute(Bin(e.op, a, b.a)), _distribute(Bin(e.op, a, b.b)))
+        if isinstance(a, Bin) and a.op in mm:
+            return Bin(a.op, _distribute(Bin(e.op, a.a, b)), _distribute(Bin(e.op, a.b, b)))
+    if e.op == "*":
+        k, m = (b, a) if isinstance(b, Const) else (a, b) if isinstance(a, Const) else (None, None)
+        if k is not None and isinstance(m, Bin) and m.op in mm:
+            op = m.op if k.value >= 0 else ("max" if m.op == "min" else "min")
+            return Bin(op, _distribute(Bin("*", m.a, k)), _distribute(Bin("*", m.b, k)))
+    return Bin(e.op, a, b) if (a is not e.a or b is not e.b) else e
+
+
+def _endpoints(index, loops):
+    """Exact (lo, hi) of index over the loop nest, substituting each loop's first or last
+    value from the inside out; None when the index is not monotone in some loop."""
+    lo, hi = index, index
+    for var, mn, ext in reversed(loops):
+        last = mn + ext - Const(1, "int32")
+        for which in ("lo", "hi"):
+            e = simplify(_distribute(lo if which == "lo" else hi))
+            sg = _sign(e, var)
+            if sg is None:
+                return None
+            pick = mn if (sg >= 0) == (which == "lo") else last
+            e = simplify(_distribute(simplify(substitute(e, {id(var): pick}))))
+            if which == "lo":
+                lo = e
+            else:
+                hi = e
+    lo, hi = simplify(lo), simplify(hi)
+    if isinstance(lo, Const) and isinstance(hi, Const):
+        return lo.value, hi.value
+    return None
+
+
+def _check(buf, index, ranges, report, where, loops=()):
+    if any(isinstance(x, Load) for x in walk(index)):
+        report.data_dependent += 1
+        return
+    exact = _endpoints(index, loops) if loops else None
+    if exact is None and not loops:
+        exact = bounds(index, ranges)
+    if exact is None:
+        # intervals without the loops' relations may over-approximate: only a proof counts
+        b = bounds(index, ranges)
+        if b is not None and 0 <= b[0] and b[1] < buf.size:
+            report.checked += 1
+        else:
+            report.unproven += 1
+        return
+    report.checked += 1
+    if exact[0] < 0 or exact[1] >= buf.size:
+        raise AccessError(f"{where}: {buf.name}[{exact[0]}..{exact[1]}] is outside its {buf.size} elements")
+
+
+def _expr(e, ranges, report, where, guarded, loops):
+    if isinstance(e, Load):
+        if guarded:
+            report.guarded += 1
+        else:
+            _check(e.buffer, e.index, ranges, report, where, loops)
+    if isinstance(e, Select):
+        _expr(e.cond, ranges, report, where, guarded, loops)
+        _expr(e.t, ranges, report, where, True, loops)
+        _expr(e.f, ranges, report, where, True, loops)
+        return
+    for k in children(e):
+        _expr(k, ranges, report, where, guarded, loops)
+
+
+def _stmt(s, ranges, report, where, guarded, loops):
+    if isinstance(s, For):
+        lo, n = bounds(s.min, ranges), bounds(s.extent, ranges)
+        inner = dict(ranges)
+        if lo is not None and n is not None:
+            if n[1] <= 0:
+                return
+            inner[id(s.var)] = (lo[0], lo[1] + n[1] - 1)
+        _stmt(s.body, inner, report, where, guarded, loops + [(s.var, s.min, s.extent)])
+    elif isinstance(s, Store):
+        if guarded:
+            report.guarded += 1
+        else:
+            _check(s.buffer, s.index, ranges, report, where, loops)
+        _expr(s.value, ranges, report, where, guarded, loops)
+    elif isinstance(s, Seq):
+        for x in s.stmts:
+            _stmt(x, ranges, report, where, guarded, loops)
+    elif isinstance(s, Allocate):
+        _stmt(s.body, ranges, report, where, guarded, loops)
+    elif isinstance(s, IfThenElse):
+        _expr(s.cond, ranges, report, where, guarded, loops)
+        _stmt(s.then, ranges, report, where, True, loops)
+        if s.else_ is not None:
+            _stmt(s.else_, ranges, report, where, True, loops)
+
+
+def verify_accesses(func: PrimFunc, report: AccessReport | None = None) -> AccessReport:
+    report = report or AccessReport()
+    _stmt(func.body, {}, report, func.name, False, [])
+    return report
