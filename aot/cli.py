@@ -88,6 +88,16 @@ def _cmd_info(a):
     m = read_mlf(a.model)
     problems = validate(m)
     s = info_summary(m) if not problems else None
+    if not problems and (a.memory or a.memory_svg):
+        from .memory_report import svg, table
+        rows, kernels = m.aot.get("workspace_tensors", []), m.aot.get("kernels", [])
+        total, bound = s["workspace_size_bytes"], s["workspace_lower_bound_bytes"] or 0
+        if a.memory_svg:
+            from .compiler import write_atomic
+            write_atomic(a.memory_svg, svg(rows, total, bound, kernels, f"memory plan of module {s['module']}").encode())
+        if a.memory:
+            print(table(rows, total, bound, kernels))
+            return 0
     if a.json:
         print(json.dumps({"valid": not problems, "problems": problems, "summary": s}, indent=2))
     else:
@@ -131,6 +141,8 @@ def main(argv=None):
     i = sub.add_parser("info", help="summarise and validate an MLF tarball")
     i.add_argument("model")
     i.add_argument("--json", action="store_true")
+    i.add_argument("--memory", action="store_true", help="print the workspace plan: every tensor's bytes, lifetime, offset")
+    i.add_argument("--memory-svg", metavar="FILE", help="draw the workspace plan (time x offset) as SVG")
     i.set_defaults(fn=_cmd_info)
     a = p.parse_args(argv)
     try:

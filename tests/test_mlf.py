@@ -49,7 +49,9 @@ def test_layout_and_metadata():
     assert main["io_size_bytes"] == 3 * 16 * 16 * 4 + 40
     assert main["constants_size_bytes"] == (8 * 27 + 8 + 8 * 18 + 80 + 10) * 4
     lib0 = m.files["codegen/host/src/default_lib0.c"].decode()
-    assert f"global_workspace[{main['workspace_size_bytes']}]" in lib0
+    assert "global_workspace[TVMGEN_DEFAULT_WORKSPACE_BYTES]" in lib0
+    hdr = m.files["codegen/host/include/tvmgen_default.h"].decode()
+    assert f"#define TVMGEN_DEFAULT_WORKSPACE_SIZE {main['workspace_size_bytes']}" in hdr
     assert ".rodata.tvm" in lib0 and ".bss.noinit.tvm" in lib0
     fnames = [f["function_name"] for f in mod["memory"]["functions"]["operator_functions"]]
     lib1 = m.files["codegen/host/src/default_lib1.c"].decode()

@@ -1,0 +1,61 @@
+"""Human-readable memory plan: a table, and an SVG with time (kernel steps) across and
+workspace offset down, one box per tensor."""
+from __future__ import annotations
+
+from xml.sax.saxutils import escape
+
+
+def table(rows, total, bound, kernels):
+    lines = [f"{'tensor':40s} {'bytes':>10s} {'first':>6s} {'last':>6s} {'offset':>10s}"]
+    for r in sorted(rows, key=lambda r: (r["first"], r["offset"])):
+        lines.append(f"{r['name'][:40]:40s} {r['bytes']:10d} {r['first']:6d} {r['last']:6d} {r['offset']:10d}")
+    peak_step, peak = 0, 0
+    for t in range(len(kernels)):
+        live = sum(r["bytes"] for r in rows if r["first"] <= t <= r["last"])
+        if live > peak:
+            peak_step, peak = t, live
+    lines.append(f"workspace {total} bytes; lower bound {bound} bytes (peak of live tensors, at step {peak_step}"
+                 f"{': ' + kernels[peak_step] if kernels else ''}); plan / bound = {total / bound if bound else 1:.3f}")
+    return "\n".join(lines)
+
+
+def _color(k):
+    import colorsys
+    hue = (k * 0.381966) % 1.0   # golden-angle hues: neighbours differ
+    r, g, b = colorsys.hls_to_rgb(hue, 0.65, 0.55)
+    return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
+
+
+def svg(rows, total, bound, kernels, title="memory plan", width=900, height=520):
+    left, top, right, bottom = 90, 50, 20, 60
+    steps = max(len(kernels), max((r["last"] for r in rows), default=0) + 1, 1)
+    w, h = width - left - right, height - top - bottom
+    sx, sy = w / steps, h / max(total, 1)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="14">{escape(title)}</text>',
+           f'<text x="{left}" y="38" fill="#444">workspace {total:,} bytes, lower bound {bound:,} bytes '
+           f'({(total / bound if bound else 1):.3f}x); {len(rows)} tensors over {len(kernels)} kernels</text>',
+           f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#f4f4f4" stroke="#999"/>']
+    for k, r in enumerate(sorted(rows, key=lambda r: (r["first"], r["offset"]))):
+        x, y = left + r["first"] * sx, top + r["offset"] * sy
+        bw, bh = max((r["last"] - r["first"] + 1) * sx, 1.0), max(r["bytes"] * sy, 0.5)
+        tip = f'{r["name"]}: {r["bytes"]:,} B at offset {r["offset"]:,}, live in steps {r["first"]}..{r["last"]}'
+        out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bw:.1f}" height="{bh:.1f}" fill="{_color(k)}" '
+                   f'stroke="#333" stroke-width="0.5"><title>{escape(tip)}</title></rect>')
+        if bh > 13 and bw > 60:
+            out.append(f'<text x="{x + 3:.1f}" y="{y + 12:.1f}" fill="#111">{escape(r["name"][: int(bw / 6)])}</text>')
+    for frac in (0, 0.25, 0.5, 0.75, 1.0):
+        y = top + frac * h
+        out.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{left}" y2="{y:.1f}" stroke="#333"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{int(frac * total):,}</text>')
+    ticks = max(1, steps // 10)
+    for t in range(0, steps + 1, ticks):
+        x = left + t * sx
+        out.append(f'<line x1="{x:.1f}" y1="{top + h}" x2="{x:.1f}" y2="{top + h + 4}" stroke="#333"/>')
+        out.append(f'<text x="{x:.1f}" y="{top + h + 16}" text-anchor="middle">{t}</text>')
+    out.append(f'<text x="{left + w / 2:.0f}" y="{height - 18}" text-anchor="middle">kernel step (time)</text>')
+    out.append(f'<text x="18" y="{top + h / 2:.0f}" transform="rotate(-90 18 {top + h / 2:.0f})" '
+               f'text-anchor="middle">workspace offset (bytes)</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,113 @@
+"""Memory planning: the workspace size is exact (every byte inside is touched by some kernel
+run, no byte outside ever is), the planner's invariants hold, and its report is consistent."""
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import onnx
+import pytest
+
+from conftest import SHARED
+
+LIGHT_DIR = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+
+
+def _run_with_workspace_bytes(tar, feeds, nbytes):
+    """Build with ASan and a workspace array of `nbytes`; returns (exit code, stderr)."""
+    from aot.host import build_host
+    from mlf import read_mlf
+    info = read_mlf(tar).aot
+    exe = build_host(tar, sanitize=True, extra_cflags=[f"-DTVMGEN_DEFAULT_WORKSPACE_BYTES={nbytes}"])
+    with tempfile.TemporaryDirectory() as d:
+        args = []
+        for k, t in enumerate(info["inputs"]):
+            p = os.path.join(d, f"in{k}.bin")
+            np.ascontiguousarray(feeds[t["name"]]).tofile(p)
+            args.append(p)
+        args += [os.path.join(d, f"out{k}.bin") for k in range(len(info["outputs"]))]
+        r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=1200)
+    return r.returncode, r.stderr
+
+
+def _check_exact(model_bytes, feeds):
+    import aot
+    res = aot.compile(model_bytes)
+    size = res.plan.workspace_size
+    assert size > 0
+    rc, err = _run_with_workspace_bytes(res.tar, feeds, size)
+    assert rc == 0, err[-2000:]
+    rc, err = _run_with_workspace_bytes(res.tar, feeds, size - 1)
+    assert rc != 0 and "global-buffer-overflow" in err, "a workspace one byte smaller went unnoticed"
+    return res
+
+
+def _small_models():
+    from test_c_client import small_cnn
+    from test_fusion import conv_bn_relu_model  # noqa: F401
+    yield "small_cnn", small_cnn(), {"x": np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("name,model,feeds", list(_small_models()))
+def test_workspace_is_exact_small(name, model, feeds):
+    _check_exact(model.SerializeToString(), feeds)
+
+
+def _light(name):
+    m = onnx.load(os.path.join(LIGHT_DIR, f"light_{name}.onnx"))
+    inits = {i.name for i in m.graph.initializer}
+    x = [i for i in m.graph.input if i.name not in inits][0]
+    shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
+    return m, {x.name: np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["inception_v1", "densenet121", "squeezenet"])
+def test_workspace_is_exact_light_models(name):
+    m, feeds = _light(name)
+    _check_exact(m.SerializeToString(), feeds)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rel", ["keyword_spotting/kws_ref_model_fp32_savedmodel.onnx",
+                                 "image_classification/pretrainedResnet.onnx"])
+def test_workspace_is_exact_mlperf(rel):
+    path = os.path.join(SHARED, "models", "mlperf_tiny", rel)
+    if not os.path.exists(path):
+        pytest.skip("MLPerf Tiny models not present")
+    m = onnx.load(path)
+    x = m.graph.input[0]
+    shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
+    _check_exact(m.SerializeToString(), {x.name: np.random.default_rng(0).standard_normal(shape).astype(np.float32)})
+
+
+def test_planner_invariants_and_bound():
+    from aot.memory_plan import Buf, lower_bound, plan, verify
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        bufs = []
+        for k in range(int(rng.integers(2, 25))):
+            s = int(rng.integers(0, 20))
+            bufs.append(Buf(k, int(rng.integers(1, 5000)), s, s + int(rng.integers(0, 6))))
+        total = plan(bufs, align=16)
+        verify(bufs, total, 16)
+        lb = lower_bound(bufs)
+        assert total >= lb
+        assert plan(list(bufs), align=16) == total          # deterministic
+    # buffers with disjoint lifetimes share memory; overlapping ones cannot
+    a, b, c = Buf("a", 100, 0, 1), Buf("b", 100, 2, 3), Buf("c", 50, 1, 2)
+    assert plan([a, b, c]) == 100 + 50 + 12   # c sits between a/b's reuse, after 16-byte alignment
+
+
+def test_verifier_rejects_out_of_bounds():
+    from aot.tir.expr import Var
+    from aot.tir.stmt import Buffer, For, PrimFunc, Store
+    from aot.tir.verify import AccessError, verify_accesses
+    from aot.tir.expr import Load
+    i = Var("i")
+    src, dst = Buffer("src", "float32", (8,)), Buffer("dst", "float32", (8,))
+    ok = PrimFunc("ok", [src, dst], For(i, 0, 8, Store(dst, i, Load(src, i))), 1)
+    assert verify_accesses(ok).checked == 2
+    bad = PrimFunc("bad", [src, dst], For(i, 0, 8, Store(dst, i, Load(src, i + 1))), 1)
+    with pytest.raises(AccessError, match="src"):
+        verify_accesses(bad)
