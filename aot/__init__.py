@@ -12,10 +12,12 @@ from .errors import AotError, OpError, UnsupportedError  # noqa: F401
 __version__ = "0.1.0"
 
 
-def compile(model, output=None, model_name="default", input_shapes=None, target="c", verbose=False):
+def compile(model, output=None, model_name="default", input_shapes=None, target="c", verbose=False,
+            use_workspace_io=False, bind_inputs=None):
     """Compile an ONNX model (path, bytes or ModelProto); returns a CompileResult (.tar bytes)."""
     from .compiler import Options, compile_model, stderr_log
-    opts = Options(model_name=model_name, input_shapes=dict(input_shapes or {}), target=target)
+    opts = Options(model_name=model_name, input_shapes=dict(input_shapes or {}), target=target,
+                   use_workspace_io=use_workspace_io, bind_inputs=dict(bind_inputs or {}))
     res = compile_model(model, opts, log=stderr_log if verbose else None)
     if output is not None:
         res.save(output)

@@ -33,6 +33,7 @@ def _cmd_compile(a):
         opts.const_section = a.const_section
     if a.workspace_section:
         opts.workspace_section = a.workspace_section
+    opts.use_workspace_io = a.use_workspace_io
     res = compile_model(a.model, opts, log=log, progress=progress)
     if progress:
         print("\r\033[K", end="", file=sys.stderr)
@@ -129,6 +130,8 @@ def main(argv=None):
     c.add_argument("--target", default="c")
     c.add_argument("--const-section", help="linker section of the constants (default .rodata.tvm)")
     c.add_argument("--workspace-section", help="linker section of the workspace (default .bss.noinit.tvm)")
+    c.add_argument("--use-workspace-io", action="store_true",
+                   help="place inputs and outputs inside the workspace (tvmgen_<mod>_map_inputs/_map_outputs)")
     c.add_argument("-v", "--verbose", action="store_true", help="explain what each pass did")
     c.set_defaults(fn=_cmd_compile)
     r = sub.add_parser("run", help="build an MLF for a board, run it, write its outputs")

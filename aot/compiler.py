@@ -31,6 +31,7 @@ class Options:
     const_section: str = ".rodata.tvm"
     workspace_section: str = ".bss.noinit.tvm"
     align: int = 16
+    use_workspace_io: bool = False     # inputs and outputs live inside the workspace (TVM's option)
 
 
 @dataclass
@@ -117,13 +118,15 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     notes = notes1 + notes2
     for n in notes:
         log("note: " + n)
-    plan = build_plan(graph, groups, mod, in_c, out_c, options.align, log=log if progress is None else progress)
+    plan = build_plan(graph, groups, mod, in_c, out_c, options.align, log=log if progress is None else progress,
+                      workspace_io=options.use_workspace_io)
     sources = emit_c(plan, target, options.const_section, options.workspace_section)
     src_list = sorted(s for s in sources if s.endswith(".c"))
     extra = {
         "inputs": [{"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype} for c, n, t in plan.inputs],
         "outputs": [{"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype} for c, n, t in plan.outputs],
         "workspace_lower_bound_bytes": plan.workspace_lower_bound,
+        "use_workspace_io": bool(options.use_workspace_io),
         "workspace_tensors": plan.tensors,
         "kernels": [c.func.name for c in plan.calls],
         "name_notes": notes,

@@ -43,6 +43,7 @@ class ExecutorPlan:
     workspace_lower_bound: int
     tensors: list = field(default_factory=list)   # memory report rows
     notes: list = field(default_factory=list)
+    io_offsets: dict = None      # ("input"|"output", index) -> workspace offset (use_workspace_io)
 
     @property
     def funcs(self):
@@ -58,7 +59,7 @@ class ExecutorPlan:
         return sum(a.nbytes for _, a in self.constants)
 
 
-def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None) -> ExecutorPlan:
+def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, workspace_io=False) -> ExecutorPlan:
     in_index = {id(v): k for k, v in enumerate(graph.inputs)}
     out_index = {id(v): k for k, v in enumerate(graph.outputs)}
 
@@ -88,7 +89,14 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None) -> E
         args = []
         for v, stored in params + [(o, None) for o in g.outputs]:
             r = root(v)
-            if id(r) in in_index:
+            if workspace_io and (id(r) in in_index or id(r) in out_root):
+                # inputs are live from the start, outputs until the end of the run
+                iv = intervals.setdefault(id(r), [0 if id(r) in in_index else step, step, r])
+                iv[0], iv[1] = min(iv[0], step), max(iv[1], step)
+                if id(r) in out_root:
+                    iv[1] = len(kernels) - 1
+                args.append(Arg("workspace", id(r), v.type.dtype))
+            elif id(r) in in_index:
                 args.append(Arg("input", in_index[id(r)], v.type.dtype))
             elif id(r) in out_root:
                 args.append(Arg("output", out_root[id(r)], v.type.dtype))
@@ -105,6 +113,9 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None) -> E
                 args.append(Arg("workspace", id(r), v.type.dtype))
         calls.append(Call(func, args))
 
+    if workspace_io:   # inputs no kernel reads still need their place
+        for v in graph.inputs:
+            intervals.setdefault(id(v), [0, 0, v])
     bufs = [Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items()]
     total = plan(bufs, align)
     verify(bufs, total, align)
@@ -128,7 +139,11 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None) -> E
     if log:
         log(f"verify: {access.checked} accesses proven in bounds, {access.guarded} guarded by a condition, "
             f"{access.data_dependent} data-dependent, {access.unproven} not proven; no overlap between live buffers")
-    return ExecutorPlan(mod, ins, outs, constants, calls, total, bound, rows)
+    io_offsets = None
+    if workspace_io:
+        io_offsets = {("input", k): offset[id(v)] for k, v in enumerate(graph.inputs)}
+        io_offsets.update({("output", k): offset[id(root(v))] for k, v in enumerate(graph.outputs)})
+    return ExecutorPlan(mod, ins, outs, constants, calls, total, bound, rows, io_offsets=io_offsets)
 
 
 __all__ = ["build_plan", "ExecutorPlan", "np", "is_scalar_const"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from .errors import AotError, BuildError
 
-HARNESS_VERSION = "2"
+HARNESS_VERSION = "4"
 
 
 def cache_dir():
@@ -63,7 +63,8 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
         aot_info = mlf.aot
         main = render_template("host_main.c.j2", mod=mod, MOD=mod.upper(),
                                inputs=[{"c": t["c_name"]} for t in aot_info["inputs"]],
-                               outputs=[{"c": t["c_name"]} for t in aot_info["outputs"]])
+                               outputs=[{"c": t["c_name"]} for t in aot_info["outputs"]],
+                               workspace_io=aot_info.get("use_workspace_io", False))
         with open(os.path.join(tmp, "main.c"), "w") as f:
             f.write(main)
         srcs = [os.path.join(tmp, s) for s in aot_info["sources"]] + [os.path.join(tmp, "main.c")]

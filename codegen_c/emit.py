@@ -47,8 +47,10 @@ def _format_values(a: np.ndarray, per_line=8):
 
 def _main_prototype(plan):
     mod = plan.model_name
-    params = [f"{C_TYPES[t.dtype]}* {c}_buffer_var" for c, _, t in plan.inputs]
-    params += [f"{C_TYPES[t.dtype]}* {c}_buffer_var" for c, _, t in plan.outputs]
+    params = []
+    if plan.io_offsets is None:
+        params += [f"{C_TYPES[t.dtype]}* {c}_buffer_var" for c, _, t in plan.inputs]
+        params += [f"{C_TYPES[t.dtype]}* {c}_buffer_var" for c, _, t in plan.outputs]
     params += ["const void* const* constants", "uint8_t* workspace"]
     return f"int32_t tvmgen_{mod}___tvm_main__({', '.join(params)})"
 
@@ -76,21 +78,28 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
         args = [_arg_text(plan, a, k < n_in) for k, a in enumerate(c.args)]
         used.update((a.kind, a.index if a.kind in ("input", "output") else 0) for a in c.args)
         calls.append(f"{c.func.name}({', '.join(args)})")
-    unused = [f"{cn}_buffer_var" for k, (cn, _, _) in enumerate(plan.inputs) if ("input", k) not in used]
-    unused += [f"{cn}_buffer_var" for k, (cn, _, _) in enumerate(plan.outputs) if ("output", k) not in used]
+    unused = []
+    if plan.io_offsets is None:
+        unused += [f"{cn}_buffer_var" for k, (cn, _, _) in enumerate(plan.inputs) if ("input", k) not in used]
+        unused += [f"{cn}_buffer_var" for k, (cn, _, _) in enumerate(plan.outputs) if ("output", k) not in used]
     if ("const", 0) not in used:
         unused.append("constants")
     if ("workspace", 0) not in used:
         unused.append("workspace")
     proto = _main_prototype(plan)
-    io = lambda lst: [{"c": c, "nbytes": t.nbytes} for c, _, t in lst]  # noqa: E731
+    def io(lst, kind):
+        return [{"c": c, "nbytes": t.nbytes,
+                 "offset": plan.io_offsets[(kind, k)] if plan.io_offsets is not None else None}
+                for k, (c, _, t) in enumerate(lst)]
     constants = [{"name": name, "ctype": C_TYPES[str(a.dtype)], "size": max(a.size, 1),
                   "comment": comment_safe(f"{list(a.shape)} {a.dtype}"),
                   "body": _format_values(a) if a.size else "  0"} for name, a in plan.constants]
     common = dict(mod=mod, MOD=MOD, target=comment_safe(target))
-    header = render_template("model.h.j2", inputs=io(plan.inputs), outputs=io(plan.outputs),
-                             workspace_size=plan.workspace_size, **common)
-    lib0 = render_template("lib0.c.j2", inputs=io(plan.inputs), outputs=io(plan.outputs), constants=constants,
+    ws_io = plan.io_offsets is not None
+    header = render_template("model.h.j2", inputs=io(plan.inputs, "input"), outputs=io(plan.outputs, "output"),
+                             workspace_size=plan.workspace_size, workspace_io=ws_io, **common)
+    lib0 = render_template("lib0.c.j2", inputs=io(plan.inputs, "input"), outputs=io(plan.outputs, "output"),
+                           constants=constants, workspace_io=ws_io,
                            workspace_size=plan.workspace_size, main_prototype=proto,
                            const_section=const_section, workspace_section=workspace_section, **common)
     lib1 = render_template("lib1.c.j2", functions=functions, helpers=renderer.helper_definitions(),

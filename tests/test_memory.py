@@ -111,3 +111,71 @@ def test_verifier_rejects_out_of_bounds():
     bad = PrimFunc("bad", [src, dst], For(i, 0, 8, Store(dst, i, Load(src, i + 1))), 1)
     with pytest.raises(AccessError, match="src"):
         verify_accesses(bad)
+
+
+WS_IO_CLIENT = r"""
+#include <stdio.h>
+#include <string.h>
+#include "tvmgen_default.h"
+#include "input_data.h"
+int main(void) {
+  struct tvmgen_default_inputs in = tvmgen_default_map_inputs();
+  struct tvmgen_default_outputs out = tvmgen_default_map_outputs();
+  struct tvmgen_default_outputs wrong;
+  float elsewhere[10];
+  size_t i;
+  memcpy(in.x, input_data, sizeof input_data);
+  wrong.y = elsewhere;
+  if (tvmgen_default_run(&in, &wrong) != -1) return 3;      /* foreign pointers are refused */
+  if (tvmgen_default_run(&in, &out) != 0) return 1;
+  for (i = 0; i < 10; ++i) printf("%.9g\n", (double)((const float*)out.y)[i]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("extra", [["-O2"], ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+                                              "-DTVMGEN_DEFAULT_WORKSPACE_ATTRIBUTE=__attribute__((aligned(16)))"]])
+def test_workspace_io_client(tmp_path, extra):
+    import aot
+    from conftest import ort_run
+    from test_c_client import build, extract, small_cnn
+    m = small_cnn()
+    x = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    res = aot.compile(m.SerializeToString(), use_workspace_io=True)
+    plain = aot.compile(m.SerializeToString())
+    assert res.plan.workspace_size < plain.plan.workspace_size + 3 * 16 * 16 * 4 + 40   # the input's bytes are reused
+    extract(res.tar, tmp_path / "mlf")
+    (tmp_path / "input_data.h").write_text("static const float input_data[] = {" + ", ".join(f"{v:.9g}" for v in x.ravel()) + "};\n")
+    (tmp_path / "client.c").write_text(WS_IO_CLIENT)
+    got = build("gcc", str(tmp_path), [str(tmp_path / "mlf")], extra)
+    np.testing.assert_allclose(got, ort_run(m, {"x": x})["y"].ravel(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rel", ["anomaly_detection/ad01_fp32.onnx", "visual_wake_words/vww_96_float.onnx"])
+def test_workspace_io_mlperf(rel):
+    import aot
+    from conftest import ort_run
+    path = os.path.join(SHARED, "models", "mlperf_tiny", rel)
+    if not os.path.exists(path):
+        pytest.skip("MLPerf Tiny models not present")
+    m = onnx.load(path)
+    x = m.graph.input[0]
+    shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
+    feeds = {x.name: np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32)}
+    res = _check_exact_io(m.SerializeToString(), feeds)
+    out = aot.run(res, feeds)
+    for k, r in ort_run(m, feeds).items():
+        np.testing.assert_allclose(out[k], r, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(r).max())))
+
+
+def _check_exact_io(model_bytes, feeds):
+    import aot
+    res = aot.compile(model_bytes, use_workspace_io=True)
+    size = res.plan.workspace_size
+    rc, err = _run_with_workspace_bytes(res.tar, feeds, size)
+    assert rc == 0, err[-2000:]
+    rc, err = _run_with_workspace_bytes(res.tar, feeds, size - 1)
+    assert rc != 0 and "global-buffer-overflow" in err
+    return res
