@@ -53,7 +53,12 @@ def parse_input_shapes(specs):
 def _elem_dtype(t, what):
     dt = ONNX_DTYPES.get(t)
     if dt is None:
-        raise AotError(f"{what}: element type {t} is not supported")
+        import onnx
+        try:
+            name = onnx.TensorProto.DataType.Name(t)
+        except ValueError:
+            name = str(t)
+        raise AotError(f"{what}: element type {name} is not supported")
     return dt
 
 

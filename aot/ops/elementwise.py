@@ -181,7 +181,9 @@ class CastOp(Op):
     def canon(self, ctx):
         to = ctx.attrs.get("to")
         if to not in ONNX_DTYPES:
-            ctx.error(f"Cast to ONNX type {to} is not supported")
+            import onnx
+            ctx.error(f"Cast to {onnx.TensorProto.DataType.Name(to) if to in onnx.TensorProto.DataType.values() else to} "
+                      "is not supported")
         ctx.attrs = {"to": ONNX_DTYPES[to]}
 
     def infer(self, node):
