@@ -72,13 +72,19 @@ def test_workspace_is_exact_light_models(name):
 @pytest.mark.parametrize("rel", ["keyword_spotting/kws_ref_model_fp32_savedmodel.onnx",
                                  "image_classification/pretrainedResnet.onnx"])
 def test_workspace_is_exact_mlperf(rel):
+    m, feeds = _mlperf(rel, lambda rng, shape: rng.standard_normal(shape))
+    _check_exact(m.SerializeToString(), feeds)
+
+
+def _mlperf(rel, draw):
+    """An MLPerf Tiny model (read in place) and random feeds for its input."""
     path = os.path.join(SHARED, "models", "mlperf_tiny", rel)
     if not os.path.exists(path):
         pytest.skip("MLPerf Tiny models not present")
     m = onnx.load(path)
     x = m.graph.input[0]
     shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
-    _check_exact(m.SerializeToString(), {x.name: np.random.default_rng(0).standard_normal(shape).astype(np.float32)})
+    return m, {x.name: draw(np.random.default_rng(0), shape).astype(np.float32)}
 
 
 def test_planner_invariants_and_bound():
@@ -157,13 +163,7 @@ def test_workspace_io_client(tmp_path, extra):
 def test_workspace_io_mlperf(rel):
     import aot
     from conftest import ort_run
-    path = os.path.join(SHARED, "models", "mlperf_tiny", rel)
-    if not os.path.exists(path):
-        pytest.skip("MLPerf Tiny models not present")
-    m = onnx.load(path)
-    x = m.graph.input[0]
-    shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
-    feeds = {x.name: np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32)}
+    m, feeds = _mlperf(rel, lambda rng, shape: rng.uniform(0, 1, shape))
     res = _check_exact_io(m.SerializeToString(), feeds)
     out = aot.run(res, feeds)
     for k, r in ort_run(m, feeds).items():
