@@ -12,11 +12,10 @@ def _cmd_compile(a):
     from .compiler import Options, compile_model
     from .frontend.onnx_import import parse_input_shapes
     log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
-    progress = None
-    if not a.verbose and sys.stderr.isatty():
-        def progress(m):
-            if m.startswith("lower: "):
-                print("\r\033[K" + m[:100], end="", file=sys.stderr, flush=True)
+    def show_progress(m):
+        if m.startswith("lower: "):
+            print("\r\033[K" + m[:100], end="", file=sys.stderr, flush=True)
+    progress = show_progress if not a.verbose and sys.stderr.isatty() else None
     binds = {}
     for spec in a.bind_input or []:
         name, sep, path = spec.rpartition("=")

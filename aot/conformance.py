@@ -31,15 +31,17 @@ class Result:
 
 
 _CASES = None
+_BY_NAME = None
 
 
 def cases():
-    global _CASES
+    global _CASES, _BY_NAME
     if _CASES is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from onnx.backend.test.case.node import collect_testcases
             _CASES = sorted(collect_testcases(), key=lambda t: t.name)
+            _BY_NAME = {c.name: c for c in _CASES}
     return _CASES
 
 
@@ -76,8 +78,7 @@ def run_case(index):
     from .backend import AotBackend, as_array
     from .errors import AotError
     case = cases()[index]
-    by_name = {c.name: c for c in cases()}
-    op = operator_of(case, by_name)
+    op = operator_of(case, _BY_NAME)
     opset = next((o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx")), 0)
     base = dict(name=case.name, op=op, dtypes=_dtypes(case), opset=opset)
     try:

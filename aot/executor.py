@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from .lower import const_param_array, is_scalar_const, lower_group
+from .lower import const_param_array, lower_group
 from .memory_plan import Buf, lower_bound, plan, verify
 from .names import sanitize
 from .ops import get_op
@@ -61,7 +59,6 @@ class ExecutorPlan:
 
 def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, workspace_io=False) -> ExecutorPlan:
     in_index = {id(v): k for k, v in enumerate(graph.inputs)}
-    out_index = {id(v): k for k, v in enumerate(graph.outputs)}
 
     def root(v):
         while v.producer is not None and get_op(v.producer.op).alias:
@@ -74,7 +71,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
 
     const_ids, constants = {}, []
     intervals = {}
-    funcs, calls, used_names = [], [], {}
+    calls, used_names = [], {}
     access = AccessReport()
     for step, g in enumerate(kernels):
         base = f"tvmgen_{mod}_{group_name(g)}"
@@ -144,6 +141,3 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         io_offsets = {("input", k): offset[id(v)] for k, v in enumerate(graph.inputs)}
         io_offsets.update({("output", k): offset[id(root(v))] for k, v in enumerate(graph.outputs)})
     return ExecutorPlan(mod, ins, outs, constants, calls, total, bound, rows, io_offsets=io_offsets)
-
-
-__all__ = ["build_plan", "ExecutorPlan", "np", "is_scalar_const"]

@@ -15,9 +15,9 @@ import numpy as np
 from . import te
 from .errors import AotError
 from .ops import get_op
-from .tir.expr import Bin, Const, Load, Var, max_, min_, substitute, transform, walk
+from .tir.expr import Const, Load, Var, max_, min_, substitute, transform, walk
 from .tir.simplify import simplify_stmt
-from .tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store
+from .tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store, stmt_children, walk_stmts
 
 
 class LowerError(AotError):
@@ -356,14 +356,14 @@ def default_schedule(func: PrimFunc) -> PrimFunc:
 
     def visit(s):
         if isinstance(s, _For):
-            if not any(isinstance(x, _For) for x in _iter_stmts(s.body)):
+            if not any(isinstance(x, _For) for x in walk_stmts(s.body)):
                 if (s.kind == "serial" and const_value(s.extent) is not None and const_value(s.min) is not None
                         and const_value(s.extent) <= 4 and all(v is not s.var for v in targets)):
                     targets.append(s.var)
             else:
                 visit(s.body)
         else:
-            for c in _children_stmts(s):
+            for c in stmt_children(s):
                 visit(c)
     visit(func.body)
     if not targets:
@@ -374,22 +374,3 @@ def default_schedule(func: PrimFunc) -> PrimFunc:
     body = simplify_stmt(body) or Seq([])
     return PrimFunc(func.name, func.params, body, func.num_inputs, func.attrs)
 
-
-def _children_stmts(s):
-    from .tir.stmt import IfThenElse
-    if isinstance(s, Seq):
-        return s.stmts
-    if isinstance(s, (Allocate, For)):
-        return [s.body]
-    if isinstance(s, IfThenElse):
-        return [s.then] + ([s.else_] if s.else_ is not None else [])
-    return []
-
-
-def _iter_stmts(s):
-    yield s
-    for c in _children_stmts(s):
-        yield from _iter_stmts(c)
-
-
-__all__ = ["lower_group", "Bin"]

@@ -7,7 +7,6 @@ of these stages into one loop-IR PrimFunc.
 """
 from __future__ import annotations
 
-import builtins
 import itertools
 
 from .tir.expr import INDEX, Const, Expr, Var, wrap
@@ -148,5 +147,3 @@ def broadcast_index(out_idx, in_shape):
     off = len(out_idx) - len(in_shape)
     return [Const(0, INDEX) if d == 1 else out_idx[off + k] for k, d in enumerate(in_shape)]
 
-
-builtins_min, builtins_max = builtins.min, builtins.max

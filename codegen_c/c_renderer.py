@@ -9,7 +9,7 @@ import math
 import re
 
 from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
-from aot.tir.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store, stmt_exprs
+from aot.tir.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store, stmt_exprs, walk_stmts
 
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
 if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
@@ -158,8 +158,8 @@ class CRenderer:
             body = {
                 "truncdiv": "return a / b;",
                 "truncmod": "return a % b;",
-                "max": f"return a > b ? a : b;",
-                "min": f"return a < b ? a : b;",
+                "max": "return a > b ? a : b;",
+                "min": "return a < b ? a : b;",
                 "floordiv": f"{t} q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;",
                 "floormod": f"{t} r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;",
             }[kind]
@@ -321,14 +321,4 @@ class CRenderer:
 
 
 def _stored_buffers(s):
-    if isinstance(s, Store):
-        yield s.buffer
-    elif isinstance(s, (For, Allocate)):
-        yield from _stored_buffers(s.body)
-    elif isinstance(s, Seq):
-        for x in s.stmts:
-            yield from _stored_buffers(x)
-    elif isinstance(s, IfThenElse):
-        yield from _stored_buffers(s.then)
-        if s.else_ is not None:
-            yield from _stored_buffers(s.else_)
+    return [x.buffer for x in walk_stmts(s) if isinstance(x, Store)]

@@ -78,7 +78,7 @@ def _kernel_and_check(transform):
     import tempfile
 
     from aot import te
-    from aot.lower import _Lowering, default_schedule  # noqa: F401
+    from aot.lower import _Lowering
     from aot.tir.simplify import simplify_stmt
     from aot.tir.stmt import Buffer, PrimFunc
     from codegen_c.c_renderer import CRenderer

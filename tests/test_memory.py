@@ -44,7 +44,6 @@ def _check_exact(model_bytes, feeds):
 
 def _small_models():
     from test_c_client import small_cnn
-    from test_fusion import conv_bn_relu_model  # noqa: F401
     yield "small_cnn", small_cnn(), {"x": np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)}
 
 

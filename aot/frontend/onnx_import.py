@@ -85,7 +85,6 @@ def _attrs(node):
 
 
 def _constant_node_value(node, attrs):
-    from onnx import numpy_helper
     for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
         if key in attrs:
             v = attrs[key]
@@ -443,7 +442,7 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
         op_def = REGISTRY.get(pn.op_type)
         if op_def is not None and hasattr(op_def, "expand_onnx"):
             # ops defined as a composition of other ops (recurrent cells, TopK's two stages)
-            sub = op_def.expand_onnx(pn, {name: v for name, v in values.items()}, node_opset, _Named(pn))
+            sub = op_def.expand_onnx(pn, values, node_opset, _Named(pn))
             queue.extendleft(reversed([(b, node_opset) for b in sub]))
             expanded += 1
             continue

@@ -10,7 +10,7 @@ from .. import te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const
-from .registry import FLOATS, ONNX_DTYPES, Op, Pattern, norm_axis, register
+from .registry import Op, Pattern, norm_axis, register
 
 
 class _CompileTime(Op):
@@ -126,6 +126,3 @@ class DequantizeLinear(Op):
                 q = q - Cast("int32", zp(*si))
             return Cast(s.dtype, q) * s(*si)
         return [te.compute(x.shape, body, "dequantize")]
-
-
-__all__ = ["FLOATS", "ONNX_DTYPES", "te"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import te
-from ..errors import OpError
 from ..ir.graph import TensorType, Value
 from ..tir.expr import Const, eq, select
 from .registry import Op, Pattern, norm_axis, register
@@ -80,6 +79,3 @@ class DFT(Op):
         if not inv:
             return [y]
         return [te.compute(y.shape, lambda *o: y(*o) / Const(float(N), x.dtype), "idft")]
-
-
-__all__ = ["OpError"]

@@ -1,8 +1,6 @@
 """Elementwise (unary), broadcasting (binary/variadic) and comparison ops."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import te
@@ -117,19 +115,6 @@ class Unary(Op):
 register(Unary)
 
 
-@register
-class CastLike(Op):
-    name = "CastLike"
-    pattern = Pattern.ELEMWISE
-    min_inputs = 2
-
-    def canon(self, ctx):
-        ctx.attrs = {"to": ctx.inputs[1].type.dtype}
-        ctx.drop_inputs_from(1)
-
-    infer = lambda self, node: CastOp.infer(self, node)  # noqa: E731
-    reference = lambda self, node, x: CastOp.reference(self, node, x)  # noqa: E731
-    compute = lambda self, node, x: CastOp.compute(self, node, x)  # noqa: E731
 
 
 @register
@@ -201,6 +186,17 @@ class CastOp(Op):
                 return ne(v, Const(0, v.dtype))
             return Cast(to, v)
         return [te.compute(x.shape, f, "cast")]
+
+
+@register
+class CastLike(CastOp):
+    """Cast to the dtype of a second input: the same op once the target is known."""
+    name = "CastLike"
+    min_inputs = 2
+
+    def canon(self, ctx):
+        ctx.attrs = {"to": ctx.inputs[1].type.dtype}
+        ctx.drop_inputs_from(1)
 
 
 def _trunc_div(a, b):
@@ -409,6 +405,3 @@ class Where(Op):
         return [te.compute(shape, lambda *i: select(c(te.broadcast_index(i, c.shape)),
                                                     x(te.broadcast_index(i, x.shape)),
                                                     y(te.broadcast_index(i, y.shape))), "where")]
-
-
-__all__ = ["UNARY", "BINARY", "math"]

@@ -66,7 +66,6 @@ class GatherND(Op):
     def reference(self, node, x, ind):
         b = node.attrs.get("batch_dims", 0)
         out = np.zeros(node.outputs[0].type.shape, x.dtype)
-        k = ind.shape[-1]
         for pos in np.ndindex(*ind.shape[:-1]):
             key = tuple(int(v) if v >= 0 else int(v) + x.shape[b + j] for j, v in enumerate(ind[pos]))
             out[pos] = x[pos[:b] + key]

@@ -76,7 +76,7 @@ def _needs_no_clip(out, k, s, d, pb, size):
     return pb == 0 and (out - 1) * s + (k - 1) * d < size
 
 
-def _spatial_ref_slices(x_pad_shape, off, s, out_shape):
+def _spatial_ref_slices(off, s, out_shape):
     return tuple(slice(o, o + (n - 1) * st + 1, st) for o, st, n in zip(off, s, out_shape))
 
 
@@ -126,7 +126,7 @@ class Conv(Op):
             ws = w[gi * mg:(gi + 1) * mg].astype(np.float64)
             for off in itertools.product(*[range(k) for k in a["kernel_shape"]]):
                 start = [o * d for o, d in zip(off, a["dilations"])]
-                sl = _spatial_ref_slices(xs.shape[2:], start, a["strides"], out_shape[2:])
+                sl = _spatial_ref_slices(start, a["strides"], out_shape[2:])
                 patch = xs[(slice(None), slice(None)) + sl]
                 y[:, gi * mg:(gi + 1) * mg] += np.einsum("nc...,mc->nm...", patch, ws[(slice(None), slice(None)) + off])
         if b is not None:
@@ -137,7 +137,7 @@ class Conv(Op):
         conv = conv_sum(node, x, w, lambda v: v, lambda v: v)
         if b is None:
             return [conv]
-        names = conv.op and [a.name for a in conv.op.axes]
+        names = [a.name for a in conv.op.axes]
         return [te.compute(conv.shape, lambda n, m, *o: conv(n, m, *o) + b(m), "conv_bias", names)]
 
 

@@ -238,6 +238,3 @@ def _without_bias(node):
     n.name, n.op, n.attrs, n.outputs = node.name, node.op, node.attrs, node.outputs
     n.inputs = node.inputs[:2]
     return n
-
-
-__all__ = ["QTYPES"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 
-import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
+import ml_dtypes  # noqa: F401  (imported for its effect: registers bfloat16 with numpy)
 import numpy as np
 
 from ..errors import NeedsConstantError, OpError

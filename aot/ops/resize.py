@@ -8,7 +8,6 @@ import math
 import numpy as np
 
 from .. import te
-from ..errors import OpError
 from ..ir.graph import TensorType, Value
 from ..tir.expr import Cast, Const, all_of, call, is_float, max_, min_, ne, select
 from .registry import NUMERIC, Op, Pattern, register
@@ -225,6 +224,3 @@ def _to_dtype(y, dtype):
         return y.astype(dtype)
     info = np.iinfo(dtype)
     return np.clip(np.rint(y), info.min, info.max).astype(dtype)
-
-
-__all__ = ["OpError"]

@@ -7,7 +7,7 @@ from .. import te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Const, all_of, and_, ge, lt, select
-from .registry import ALL, Op, Pattern, norm_axis, register
+from .registry import Op, Pattern, norm_axis, register
 
 
 def _flat_index(idx, shape):
@@ -338,7 +338,7 @@ class Pad(Op):
         return [np.pad(xc, widths, mode={"edge": "edge", "reflect": "reflect", "wrap": "wrap"}[mode])]
 
     def compute(self, node, x):
-        r, p = len(x.shape), node.attrs["pads"]
+        p = node.attrs["pads"]
         shape = node.outputs[0].type.shape
 
         mode = node.attrs.get("mode", "constant")
@@ -414,6 +414,3 @@ class Expand(Op):
 
     def compute(self, node, x):
         return [te.compute(node.outputs[0].type.shape, lambda *i: x(te.broadcast_index(i, x.shape)), "expand")]
-
-
-__all__ = ["ALL"]

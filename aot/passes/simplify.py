@@ -57,7 +57,7 @@ def fold_batchnorm(graph):
     """Conv -> BatchNorm becomes one Conv with scaled weights; other constant BatchNorms become Mul+Add."""
     uses = graph.consumers()
     out_ids = {id(v) for v in graph.outputs}
-    mapping, nodes, removed, count = {}, [], set(), 0
+    nodes, removed, count = [], set(), 0
     for n in graph.nodes:
         if n.op != "BatchNormalization" or not all(v.is_const for v in n.inputs[1:5]):
             continue

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .expr import Const, Var, lt, substitute
 from .simplify import const_value
-from .stmt import Allocate, For, IfThenElse, Seq, Stmt, Store, map_stmt
+from .stmt import Allocate, For, IfThenElse, Seq, Stmt, map_stmt
 
 
 class ScheduleError(Exception):
@@ -118,6 +118,3 @@ def unroll(s: Stmt, var: Var, max_extent: int = 16):
                     for i in range(ext)])
 
     return _replace_loop(s, var, fn)
-
-
-__all__ = ["split", "reorder", "unroll", "find_loop", "ScheduleError", "Store"]

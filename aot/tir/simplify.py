@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .expr import (Bin, Call, Cast, Const, Expr, Load, Select, Unary, Var, children, is_float,
-                   rebuild, wrap)
+from .expr import Bin, Cast, Const, Expr, Select, Unary, Var, children, is_float, rebuild
 from .stmt import Allocate, For, IfThenElse, Seq, Stmt, Store
 
 Ranges = dict  # id(Var) -> (lo, hi) inclusive integer bounds
@@ -288,10 +287,3 @@ def simplify_stmt(s: Stmt, ranges: Ranges | None = None) -> Stmt | None:
         return IfThenElse(c, then if then is not None else Seq([]), els)
     raise TypeError(type(s))
 
-
-def nonneg(e: Expr, ranges: Ranges) -> bool:
-    b = bounds(e, ranges)
-    return b is not None and b[0] >= 0
-
-
-__all__ = ["simplify", "simplify_stmt", "bounds", "nonneg", "wrap", "Load", "Call"]

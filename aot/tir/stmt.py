@@ -103,6 +103,23 @@ def map_stmt(s: Stmt, fstmt=None, fexpr=None) -> Stmt:
     return r
 
 
+def stmt_children(s: Stmt):
+    """The statements directly inside s."""
+    if isinstance(s, Seq):
+        return list(s.stmts)
+    if isinstance(s, (Allocate, For)):
+        return [s.body]
+    if isinstance(s, IfThenElse):
+        return [s.then] + ([s.else_] if s.else_ is not None else [])
+    return []
+
+
+def walk_stmts(s: Stmt):
+    yield s
+    for c in stmt_children(s):
+        yield from walk_stmts(c)
+
+
 def stmt_exprs(s: Stmt):
     """Every top-level expression in a statement tree."""
     if isinstance(s, For):

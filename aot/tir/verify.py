@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Bin, Const, Load, Select, Unary, Var, children, substitute, walk
+from .expr import Bin, Const, Load, Select, Unary, children, substitute, walk
 from .simplify import bounds, simplify
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store
 
