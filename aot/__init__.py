@@ -13,22 +13,40 @@ __version__ = "0.1.0"
 
 
 def compile(model, output=None, model_name="default", input_shapes=None, target="c", verbose=False,
-            use_workspace_io=False, bind_inputs=None):
+            use_workspace_io=False, bind_inputs=None, workspace_pools=None, in_place=True):
     """Compile an ONNX model (path, bytes or ModelProto); returns a CompileResult (.tar bytes)."""
     from .compiler import Options, compile_model, stderr_log
     opts = Options(model_name=model_name, input_shapes=dict(input_shapes or {}), target=target,
-                   use_workspace_io=use_workspace_io, bind_inputs=dict(bind_inputs or {}))
+                   use_workspace_io=use_workspace_io, bind_inputs=dict(bind_inputs or {}),
+                   workspace_pools=list(workspace_pools) if workspace_pools else None, in_place=in_place)
     res = compile_model(model, opts, log=stderr_log if verbose else None)
     if output is not None:
         res.save(output)
     return res
 
 
-def run(mlf, inputs, board="host", sanitize=False):
-    """Build an MLF (path or bytes) for `board`, run it on `inputs` {name: array}, return outputs."""
+def run(mlf, inputs, board="host", sanitize=False, opt=None, profile=False):
+    """Build an MLF (path, bytes or CompileResult) for `board`, run it on `inputs` {name: array},
+    return outputs. On a QEMU board, profile=True returns (outputs, stats) with the instructions
+    per inference and the stack used."""
     from .host import run_host
-    if board != "host":
-        raise AotError(f"board '{board}' is not supported yet (supported: host)")
     if hasattr(mlf, "tar"):
         mlf = mlf.tar
-    return run_host(mlf, inputs, sanitize=sanitize)
+    if board == "host":
+        if profile:
+            raise AotError("profile is for emulated boards (qemu-cortex-*); the host reports latency instead")
+        return run_host(mlf, inputs, sanitize=sanitize, opt=opt)
+    from .firmware import run_firmware
+    if sanitize:
+        raise AotError("sanitize is for the host board")
+    outs, stats = run_firmware(mlf, inputs, board, opt or "-O2")
+    return (outs, stats) if profile else outs
+
+
+def size(mlf, board="qemu-cortex-m4", opt="-O2"):
+    """Flash and RAM of the firmware for `board`, by part, with the stack and instruction count
+    measured by one run on zero inputs."""
+    from .firmware import measure
+    if hasattr(mlf, "tar"):
+        mlf = mlf.tar
+    return measure(mlf, board, opt)[0]

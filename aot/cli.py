@@ -1,4 +1,4 @@
-"""Command line: aot compile | run | info."""
+"""Command line: aot compile | run | info | size | project."""
 from __future__ import annotations
 
 import argparse
@@ -33,6 +33,8 @@ def _cmd_compile(a):
     if a.workspace_section:
         opts.workspace_section = a.workspace_section
     opts.use_workspace_io = a.use_workspace_io
+    opts.in_place = not a.no_in_place
+    opts.workspace_pools = parse_pools(a.workspace_pools, a.workspace_pools_size_hint_bytes)
     res = compile_model(a.model, opts, log=log, progress=progress)
     if progress:
         print("\r\033[K", end="", file=sys.stderr)
@@ -45,17 +47,52 @@ def _cmd_compile(a):
     return 0
 
 
+def parse_pools(names, hints):
+    """--workspace-pools a,b and --workspace-pools-size-hint-bytes a:N[,b:M] -> [(name, hint)]."""
+    if not names:
+        if hints:
+            raise AotError("--workspace-pools-size-hint-bytes needs --workspace-pools")
+        return None
+    pools = [n.strip() for spec in names for n in spec.split(",") if n.strip()]
+    given = {}
+    for spec in hints or []:
+        for item in spec.split(","):
+            name, sep, num = item.strip().rpartition(":")
+            if not sep or not name or not num.strip().isdigit():
+                raise AotError(f"--workspace-pools-size-hint-bytes '{item}' must look like POOL:BYTES")
+            if name not in pools:
+                raise AotError(f"--workspace-pools-size-hint-bytes names pool '{name}', "
+                               f"which --workspace-pools does not list ({', '.join(pools)})")
+            given[name] = int(num)
+    return [(n, given.get(n)) for n in pools]
+
+
 def _cmd_run(a):
     import numpy as np
     from .host import run_host
-    if a.board != "host":
-        raise AotError(f"board '{a.board}' is not supported yet (supported: host)")
+    from boards import load_board
+    board = load_board(a.board)
     try:
         with np.load(a.inputs) as z:
             inputs = {k: z[k] for k in z.files}
     except (OSError, ValueError) as e:
         raise AotError(f"cannot read inputs '{a.inputs}': {e}")
-    outs = run_host(a.model, inputs, sanitize=a.sanitize)
+    if board.get("kind") == "qemu":
+        from .firmware import build_firmware, format_size, run_firmware, size_report
+        if a.sanitize:
+            raise AotError("--sanitize is for the host board")
+        log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
+        outs, stats = run_firmware(a.model, inputs, a.board, a.opt, log=log)
+        if a.profile or a.verbose:
+            print(f"instructions per inference: {stats['instructions']:,} "
+                  f"(SysTick under -icount; resolution {stats['resolution_instructions']:g}); "
+                  f"stack used {stats['stack_bytes']:,} bytes")
+        if a.verbose:
+            print(format_size(size_report(build_firmware(a.model, a.board, a.opt), stats["stack_bytes"])))
+    else:
+        if a.profile:
+            raise AotError("--profile is for emulated boards (qemu-cortex-*)")
+        outs = run_host(a.model, inputs, sanitize=a.sanitize, opt=a.opt if a.opt != "-O2" else None)
     if a.outputs:
         from .compiler import write_atomic
         import io
@@ -64,6 +101,37 @@ def _cmd_run(a):
         write_atomic(a.outputs, buf.getvalue())
     for k, v in outs.items():
         print(f"{k}: {v.dtype}{list(v.shape)}" + (f" min {v.min():.6g} max {v.max():.6g}" if v.size else ""))
+    return 0
+
+
+def _cmd_size(a):
+    from .firmware import format_size, measure
+    rep, _ = measure(a.model, a.board, a.opt)
+    if a.json:
+        print(json.dumps(rep, indent=2))
+    else:
+        print(format_size(rep))
+        print(f"  instructions per inference (zero input): {rep['instructions']:,}")
+    return 0
+
+
+def _cmd_project(a):
+    from .project import export_project
+    inputs = expected = None
+    if a.inputs or a.expected:
+        import numpy as np
+        try:
+            if a.inputs:
+                with np.load(a.inputs) as z:
+                    inputs = {k: z[k] for k in z.files}
+            if a.expected:
+                with np.load(a.expected) as z:
+                    expected = {k: z[k] for k in z.files}
+        except (OSError, ValueError) as e:
+            raise AotError(f"cannot read test data: {e}")
+    files = export_project(a.model, a.board, a.output, inputs=inputs, expected=expected, opt=a.opt,
+                           rtol=a.rtol, atol=a.atol)
+    print(f"wrote {a.output}: {len(files)} files; build with 'make -C {a.output}', run with 'make -C {a.output} run'")
     return 0
 
 
@@ -92,6 +160,10 @@ def _cmd_info(a):
         from .memory_report import svg, table
         rows, kernels = m.aot.get("workspace_tensors", []), m.aot.get("kernels", [])
         total, bound = s["workspace_size_bytes"], s["workspace_lower_bound_bytes"] or 0
+        base, at = {}, 0
+        for p in m.aot.get("workspace_pools") or []:     # pools drawn one below the other
+            base[p["name"]], at = at, at + p["size"]
+        rows = [dict(r, offset=r["offset"] + base.get(r.get("pool"), 0)) for r in rows]
         if a.memory_svg:
             from .compiler import write_atomic
             write_atomic(a.memory_svg, svg(rows, total, bound, kernels, f"memory plan of module {s['module']}").encode())
@@ -131,15 +203,41 @@ def main(argv=None):
     c.add_argument("--workspace-section", help="linker section of the workspace (default .bss.noinit.tvm)")
     c.add_argument("--use-workspace-io", action="store_true",
                    help="place inputs and outputs inside the workspace (tvmgen_<mod>_map_inputs/_map_outputs)")
+    c.add_argument("--workspace-pools", action="append", metavar="NAME[,NAME...]",
+                   help="user-provided workspace pools (TVM's option): the header gets struct "
+                        "tvmgen_<mod>_workspace_pools and run takes it; filled in the order given")
+    c.add_argument("--workspace-pools-size-hint-bytes", action="append", metavar="NAME:BYTES[,...]",
+                   help="the most bytes a pool may take; the compile is refused when the plan does not fit")
+    c.add_argument("--no-in-place", action="store_true",
+                   help="never let a kernel write its output over a dying input")
     c.add_argument("-v", "--verbose", action="store_true", help="explain what each pass did")
     c.set_defaults(fn=_cmd_compile)
     r = sub.add_parser("run", help="build an MLF for a board, run it, write its outputs")
     r.add_argument("model")
     r.add_argument("--inputs", required=True, help=".npz keyed by the model's input names")
     r.add_argument("--outputs", help=".npz to write, keyed by the model's output names")
-    r.add_argument("--board", default="host")
-    r.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan")
+    r.add_argument("--board", default="host", help="host, or qemu-cortex-m3/m4/m7/m33/m55 (see boards/)")
+    r.add_argument("--opt", default="-O2", help="optimisation flag for the build (-O2 default, -Os for size)")
+    r.add_argument("--profile", action="store_true", help="print instructions per inference (QEMU boards)")
+    r.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
+    r.add_argument("-v", "--verbose", action="store_true", help="print the build commands and the size report")
     r.set_defaults(fn=_cmd_run)
+    z = sub.add_parser("size", help="flash and RAM of the firmware for a board, by part")
+    z.add_argument("model")
+    z.add_argument("--board", default="qemu-cortex-m4")
+    z.add_argument("--opt", default="-O2")
+    z.add_argument("--json", action="store_true")
+    z.set_defaults(fn=_cmd_size)
+    j = sub.add_parser("project", help="export a standalone Makefile project for a board")
+    j.add_argument("model")
+    j.add_argument("--board", default="qemu-cortex-m4")
+    j.add_argument("-o", "--output", required=True, help="directory to create")
+    j.add_argument("--inputs", help=".npz test input (default: seeded random)")
+    j.add_argument("--expected", help=".npz expected outputs (default: the host build's outputs for the input)")
+    j.add_argument("--opt", default="-O2")
+    j.add_argument("--rtol", type=float, default=1e-4)
+    j.add_argument("--atol", type=float, default=1e-5)
+    j.set_defaults(fn=_cmd_project)
     i = sub.add_parser("info", help="summarise and validate an MLF tarball")
     i.add_argument("model")
     i.add_argument("--json", action="store_true")

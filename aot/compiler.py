@@ -17,6 +17,7 @@ from .ir.graph import print_graph
 from .names import model_c_name, unique_c_names
 from .passes.fold_constants import fold_constants
 from .passes.fuse import fuse_ops, group_name
+from .passes.order import order_for_memory
 from .passes.simplify import eliminate_dead_code, fold_batchnorm, materialize_outputs, remove_identities
 
 SECTION_RE = re.compile(r"^[.A-Za-z0-9_]+$")
@@ -32,6 +33,8 @@ class Options:
     workspace_section: str = ".bss.noinit.tvm"
     align: int = 16
     use_workspace_io: bool = False     # inputs and outputs live inside the workspace (TVM's option)
+    in_place: bool = True              # a kernel may write its output over an input that dies there
+    workspace_pools: list = None       # user pools [(name, size hint bytes or None)], TVM's option
 
 
 @dataclass
@@ -57,6 +60,28 @@ def parse_target(target: str) -> str:
         if o not in ("-keys=cpu",):
             raise AotError(f"target option '{o}' is not supported yet for target 'c'")
     return "c"
+
+
+POOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_pools(pools, workspace_io):
+    """User workspace pools: C identifiers, distinct, hints positive. None = internal workspace."""
+    if not pools:
+        return None
+    if workspace_io:
+        raise AotError("--use-workspace-io with user --workspace-pools is not supported yet: "
+                       "use one of the two")
+    seen = set()
+    for name, hint in pools:
+        if not POOL_RE.match(name):
+            raise AotError(f"workspace pool name '{name}' must be a C identifier (letters, digits, '_')")
+        if name.lower() in seen:
+            raise AotError(f"workspace pool '{name}' is given twice")
+        seen.add(name.lower())
+        if hint is not None and hint < 0:
+            raise AotError(f"workspace pool '{name}': size hint {hint} is negative")
+    return [(n, h) for n, h in pools]
 
 
 def run_passes(graph, log):
@@ -103,6 +128,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         if not SECTION_RE.match(sec):
             raise AotError(f"{what} section name '{sec}' may only contain letters, digits, '.' and '_'")
 
+    pools = check_pools(options.workspace_pools, options.use_workspace_io)
     graph = import_onnx(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
     check_supported(graph)
@@ -112,6 +138,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         f"({len(groups) - len(kernels)} reshape-like aliases need no kernel)")
     for g in kernels:
         log(f"  {group_name(g)}: {', '.join(n.name for n in g.nodes)}")
+    groups, _, _ = order_for_memory(graph, groups, options.use_workspace_io, log=log)
 
     in_c, notes1 = unique_c_names([v.name for v in graph.inputs], reserved=("WORKSPACE",))
     out_c, notes2 = unique_c_names(graph.output_names, reserved=["WORKSPACE"] + in_c)
@@ -119,7 +146,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     for n in notes:
         log("note: " + n)
     plan = build_plan(graph, groups, mod, in_c, out_c, options.align, log=log if progress is None else progress,
-                      workspace_io=options.use_workspace_io)
+                      workspace_io=options.use_workspace_io, in_place=options.in_place, pools=pools)
     sources = emit_c(plan, target, options.const_section, options.workspace_section)
     src_list = sorted(s for s in sources if s.endswith(".c"))
     extra = {
@@ -127,6 +154,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         "outputs": [{"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype} for c, n, t in plan.outputs],
         "workspace_lower_bound_bytes": plan.workspace_lower_bound,
         "use_workspace_io": bool(options.use_workspace_io),
+        "workspace_pools": plan.pools,
         "workspace_tensors": plan.tensors,
         "kernels": [c.func.name for c in plan.calls],
         "name_notes": notes,

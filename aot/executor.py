@@ -14,6 +14,7 @@ from .names import sanitize
 from .ops import get_op
 from .passes.fuse import group_name
 from .tir.legalize import legalize
+from .tir.inplace import writes_over
 from .tir.verify import AccessReport, verify_accesses
 
 
@@ -22,6 +23,7 @@ class Arg:
     kind: str        # 'input' | 'output' | 'const' | 'workspace'
     index: int       # input/output/const index, or workspace byte offset
     dtype: str
+    pool: int = 0    # which workspace pool (user pools; 0 for the internal workspace)
 
 
 @dataclass
@@ -42,6 +44,7 @@ class ExecutorPlan:
     tensors: list = field(default_factory=list)   # memory report rows
     notes: list = field(default_factory=list)
     io_offsets: dict = None      # ("input"|"output", index) -> workspace offset (use_workspace_io)
+    pools: list = field(default_factory=list)   # user workspace pools: {name, c, size, hint}; [] = internal
 
     @property
     def funcs(self):
@@ -57,7 +60,9 @@ class ExecutorPlan:
         return sum(a.nbytes for _, a in self.constants)
 
 
-def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, workspace_io=False) -> ExecutorPlan:
+def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, workspace_io=False,
+               in_place=True, pools=None) -> ExecutorPlan:
+    """pools: user workspace pools [(name, size hint or None)], or None for one internal workspace."""
     in_index = {id(v): k for k, v in enumerate(graph.inputs)}
 
     def root(v):
@@ -113,20 +118,33 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
     if workspace_io:   # inputs no kernel reads still need their place
         for v in graph.inputs:
             intervals.setdefault(id(v), [0, 0, v])
-    bufs = [Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items()]
-    total = plan(bufs, align)
-    verify(bufs, total, align)
+    io_keys = {id(v) for v in graph.inputs} | set(out_root) if workspace_io else set()
+    storage = _write_in_place(calls, intervals, io_keys, log) if in_place else {}
+    bufs = [Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items() if key not in storage]
+    pool_of, sizes = _assign_pools(bufs, pools or [("", None)], align)
+    total = sum(sizes)
     offset = {b.key: b.offset for b in bufs}
+    for key in storage:
+        offset[key] = offset[_find(storage, key)]
+        pool_of[key] = pool_of[_find(storage, key)]
     for c in calls:
         for a in c.args:
             if a.kind == "workspace":
+                a.pool = pool_of[a.index]
                 a.index = offset[a.index]
-        keys = [(a.kind, a.index) for a in c.args]
+        keys = [(a.kind, a.pool, a.index) for a in c.args]
         if len(set(keys)) != len(keys):
             # two parameters get the same address (aliases, or an empty tensor): no restrict
             c.func.attrs["no_restrict"] = True
-    rows = sorted(({"name": intervals[b.key][2].name, "bytes": b.size, "first": b.start, "last": b.end,
-                    "offset": b.offset} for b in bufs), key=lambda r: (r["offset"], r["first"]))
+    rows = [{"name": r.name, "bytes": r.type.nbytes, "first": s, "last": e, "offset": offset[key]}
+            for key, (s, e, r) in intervals.items()]
+    if pools:
+        for row, key in zip(rows, intervals):
+            row["pool"] = pools[pool_of[key]][0]
+    for row, key in zip(rows, intervals):
+        if key in storage:
+            row["in_place_of"] = intervals[storage[key]][2].name
+    rows.sort(key=lambda r: (r.get("pool", ""), r["offset"], r["first"]))
     bound = lower_bound(bufs)
     if log:
         log(f"memory plan: {len(bufs)} intermediates, workspace {total} bytes (lower bound {bound}), "
@@ -140,4 +158,74 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
     if workspace_io:
         io_offsets = {("input", k): offset[id(v)] for k, v in enumerate(graph.inputs)}
         io_offsets.update({("output", k): offset[id(root(v))] for k, v in enumerate(graph.outputs)})
-    return ExecutorPlan(mod, ins, outs, constants, calls, total, bound, rows, io_offsets=io_offsets)
+    pool_info = [{"name": n, "c": sanitize(n), "size": sz, "hint": h} for (n, h), sz in zip(pools or [], sizes)]
+    if log and pools:
+        log("workspace pools: " + ", ".join(f"{p['name']} {p['size']} bytes" + (f" (hint {p['hint']})" if p["hint"]
+                                                                                  else "") for p in pool_info))
+    return ExecutorPlan(mod, ins, outs, constants, calls, total, bound, rows, io_offsets=io_offsets, pools=pool_info)
+
+
+def _find(storage, key):
+    while key in storage:
+        key = storage[key]
+    return key
+
+
+def _write_in_place(calls, intervals, io_keys, log):
+    """Let a kernel's output take the storage of an input that dies at that kernel, when the
+    kernel reads each input element only in the statement that writes the same output element.
+    Returns {output key: input key}; the input's interval is stretched over the output's."""
+    storage = {}
+    for step, c in enumerate(calls):
+        n_in = c.func.num_inputs
+        for j, a in enumerate(c.args[n_in:], n_in):
+            if a.kind != "workspace" or a.index in io_keys or intervals[a.index][0] != step:
+                continue
+            out_val = intervals[a.index][2]
+            for i, b in enumerate(c.args[:n_in]):
+                if b.kind != "workspace" or b.index in io_keys or b.index == a.index:
+                    continue
+                home = _find(storage, b.index)
+                if intervals[home][1] != step or intervals[b.index][1] != step \
+                        or intervals[b.index][2].type.nbytes != out_val.type.nbytes:
+                    continue
+                views = [c.func.params[k] for k, x in enumerate(c.args[:n_in]) if x.kind == "workspace"
+                         and x.index == b.index]
+                if not writes_over(c.func, views, c.func.params[j]):
+                    continue
+                storage[a.index] = b.index
+                intervals[home][1] = intervals[a.index][1]
+                if log:
+                    log(f"memory plan: {c.func.name} writes {out_val.name} in place of {intervals[b.index][2].name}")
+                break
+    return storage
+
+
+def _assign_pools(bufs, pools, align):
+    """Plan the buffers into the pools in order: a pool whose size hint the plan exceeds gives
+    its topmost buffers to the next pool until it fits. Returns ({key: pool index}, [pool bytes])."""
+    from .errors import AotError
+    pool_of, sizes, todo = {}, [], list(bufs)
+    for k, (name, hint) in enumerate(pools):
+        mine, moved = list(todo), []
+        total = plan(mine, align)
+        last = k == len(pools) - 1
+        while hint is not None and total > hint and not last and mine:
+            top = max(range(len(mine)), key=lambda i: (mine[i].offset + mine[i].size, mine[i].size, -i))
+            moved.append(mine.pop(top))
+            total = plan(mine, align)
+        if hint is not None and total > hint:
+            need = f"{total} bytes (lower bound {lower_bound(mine)})"
+            if len(pools) == 1:
+                raise AotError(f"workspace pool '{name}' is too small: the model needs {need}, "
+                               f"but its size hint is {hint} bytes")
+            raise AotError(f"workspace pools are too small: after filling the others, pool '{name}' needs {need}, "
+                           f"but its size hint is {hint} bytes (pools: "
+                           + ", ".join(f"'{n}' {h if h is not None else 'unbounded'}" for n, h in pools) + ")")
+        verify(mine, total, align)
+        for b in mine:
+            pool_of[b.key] = k
+        sizes.append(total)
+        order = {id(b): i for i, b in enumerate(bufs)}
+        todo = sorted(moved, key=lambda b: order[id(b)])
+    return pool_of, sizes

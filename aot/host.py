@@ -64,7 +64,8 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
         main = render_template("host_main.c.j2", mod=mod, MOD=mod.upper(),
                                inputs=[{"c": t["c_name"]} for t in aot_info["inputs"]],
                                outputs=[{"c": t["c_name"]} for t in aot_info["outputs"]],
-                               workspace_io=aot_info.get("use_workspace_io", False))
+                               workspace_io=aot_info.get("use_workspace_io", False),
+                               pools=[{"c": p["c"], "C": p["c"].upper()} for p in aot_info.get("workspace_pools") or []])
         with open(os.path.join(tmp, "main.c"), "w") as f:
             f.write(main)
         srcs = [os.path.join(tmp, s) for s in aot_info["sources"]] + [os.path.join(tmp, "main.c")]

@@ -6,12 +6,16 @@ from xml.sax.saxutils import escape
 
 
 def table(rows, total, bound, kernels):
-    lines = [f"{'tensor':40s} {'bytes':>10s} {'first':>6s} {'last':>6s} {'offset':>10s}"]
+    lines = [f"{'tensor':40s} {'bytes':>10s} {'first':>6s} {'last':>6s} {'offset':>10s}  note"]
     for r in sorted(rows, key=lambda r: (r["first"], r["offset"])):
-        lines.append(f"{r['name'][:40]:40s} {r['bytes']:10d} {r['first']:6d} {r['last']:6d} {r['offset']:10d}")
+        note = f"pool {r['pool']}; " if r.get("pool") else ""
+        note += f"written in place of {r['in_place_of']}" if r.get("in_place_of") else ""
+        lines.append(f"{r['name'][:40]:40s} {r['bytes']:10d} {r['first']:6d} {r['last']:6d} {r['offset']:10d}  {note}")
     peak_step, peak = 0, 0
     for t in range(len(kernels)):
-        live = sum(r["bytes"] for r in rows if r["first"] <= t <= r["last"])
+        # a tensor written in place shares its first step's bytes with the input it replaces
+        live = sum(r["bytes"] for r in rows if r["first"] <= t <= r["last"]
+                   and not (r.get("in_place_of") and r["first"] == t))
         if live > peak:
             peak_step, peak = t, live
     lines.append(f"workspace {total} bytes; lower bound {bound} bytes (peak of live tensors, at step {peak_step}"
@@ -37,10 +41,16 @@ def svg(rows, total, bound, kernels, title="memory plan", width=900, height=520)
            f'<text x="{left}" y="38" fill="#444">workspace {total:,} bytes, lower bound {bound:,} bytes '
            f'({(total / bound if bound else 1):.3f}x); {len(rows)} tensors over {len(kernels)} kernels</text>',
            f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#f4f4f4" stroke="#999"/>']
+    # a tensor written in place takes over the second half of its input's last step
+    handed = {(r["in_place_of"], r["offset"], r["first"]) for r in rows if r.get("in_place_of")}
     for k, r in enumerate(sorted(rows, key=lambda r: (r["first"], r["offset"]))):
-        x, y = left + r["first"] * sx, top + r["offset"] * sy
-        bw, bh = max((r["last"] - r["first"] + 1) * sx, 1.0), max(r["bytes"] * sy, 0.5)
+        t0 = r["first"] + (0.5 if r.get("in_place_of") else 0)
+        t1 = r["last"] + (0.5 if (r["name"], r["offset"], r["last"]) in handed else 1)
+        x, y = left + t0 * sx, top + r["offset"] * sy
+        bw, bh = max((t1 - t0) * sx, 1.0), max(r["bytes"] * sy, 0.5)
         tip = f'{r["name"]}: {r["bytes"]:,} B at offset {r["offset"]:,}, live in steps {r["first"]}..{r["last"]}'
+        if r.get("in_place_of"):
+            tip += f', written in place of {r["in_place_of"]}'
         out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bw:.1f}" height="{bh:.1f}" fill="{_color(k)}" '
                    f'stroke="#333" stroke-width="0.5"><title>{escape(tip)}</title></rect>')
         if bh > 13 and bw > 60:

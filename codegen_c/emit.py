@@ -52,6 +52,7 @@ def _main_prototype(plan):
         params += [f"{C_TYPES[t.dtype]}* {c}_buffer_var" for c, _, t in plan.inputs]
         params += [f"{C_TYPES[t.dtype]}* {c}_buffer_var" for c, _, t in plan.outputs]
     params += ["const void* const* constants", "uint8_t* workspace"]
+    params += [f"uint8_t* workspace_{k}" for k in range(1, len(plan.pools))]
     return f"int32_t tvmgen_{mod}___tvm_main__({', '.join(params)})"
 
 
@@ -64,7 +65,8 @@ def _arg_text(plan, a, is_input):
         return f"{plan.outputs[a.index][0]}_buffer_var"
     if a.kind == "const":
         return f"(const {ctype}*)constants[{a.index}]"
-    return f"({const}{ctype}*)(workspace + {a.index})"
+    pool = f"workspace_{a.pool}" if a.pool else "workspace"
+    return f"({const}{ctype}*)({pool} + {a.index})"
 
 
 def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm"):
@@ -76,7 +78,7 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     for c in plan.calls:
         n_in = c.func.num_inputs
         args = [_arg_text(plan, a, k < n_in) for k, a in enumerate(c.args)]
-        used.update((a.kind, a.index if a.kind in ("input", "output") else 0) for a in c.args)
+        used.update((a.kind, a.index if a.kind in ("input", "output") else a.pool) for a in c.args)
         calls.append(f"{c.func.name}({', '.join(args)})")
     unused = []
     if plan.io_offsets is None:
@@ -84,8 +86,9 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
         unused += [f"{cn}_buffer_var" for k, (cn, _, _) in enumerate(plan.outputs) if ("output", k) not in used]
     if ("const", 0) not in used:
         unused.append("constants")
-    if ("workspace", 0) not in used:
-        unused.append("workspace")
+    for k in range(max(1, len(plan.pools))):
+        if ("workspace", k) not in used:
+            unused.append(f"workspace_{k}" if k else "workspace")
     proto = _main_prototype(plan)
     def io(lst, kind):
         return [{"c": c, "nbytes": t.nbytes,
@@ -96,10 +99,11 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
                   "body": _format_values(a) if a.size else "  0"} for name, a in plan.constants]
     common = dict(mod=mod, MOD=MOD, target=comment_safe(target))
     ws_io = plan.io_offsets is not None
+    pools = [dict(p, C=p["c"].upper()) for p in plan.pools]
     header = render_template("model.h.j2", inputs=io(plan.inputs, "input"), outputs=io(plan.outputs, "output"),
-                             workspace_size=plan.workspace_size, workspace_io=ws_io, **common)
+                             workspace_size=plan.workspace_size, workspace_io=ws_io, pools=pools, **common)
     lib0 = render_template("lib0.c.j2", inputs=io(plan.inputs, "input"), outputs=io(plan.outputs, "output"),
-                           constants=constants, workspace_io=ws_io,
+                           constants=constants, workspace_io=ws_io, pools=pools,
                            workspace_size=plan.workspace_size, main_prototype=proto,
                            const_section=const_section, workspace_section=workspace_section, **common)
     lib1 = render_template("lib1.c.j2", functions=functions, helpers=renderer.helper_definitions(),

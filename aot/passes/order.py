@@ -1,0 +1,208 @@
+"""Execution order: among the topological orders of the fused kernels, pick one whose peak
+of simultaneously live workspace bytes is smallest.
+
+A branchy graph (Inception modules, DenseNet blocks, residual blocks) admits many orders,
+and the order decides which intermediates are alive together. The search is exact (a
+memoised search over the sets of kernels already run) for any stretch of the graph whose
+state space is small, and a greedy choice (the ready kernel that leaves the fewest live
+bytes) compared with the importer's order where it is not. Stretches are cut where few values
+cross, which loses nothing when one value crosses. Every tie is broken by the importer's
+order, so the result is deterministic, and the importer's order is kept unless strictly worse.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ops import get_op
+
+EXACT_STATE_LIMIT = 20000
+
+
+def _root(v):
+    while v.producer is not None and get_op(v.producer.op).alias:
+        v = v.producer.inputs[0]
+    return v
+
+
+@dataclass
+class _Val:
+    size: int
+    producer: int          # kernel index, -1 when it exists before the run
+    consumers: int         # bitmask of kernel indices reading it
+    persistent: bool       # lives to the end of the run (an output inside the workspace)
+
+
+class _Problem:
+    def __init__(self, graph, kernels, workspace_io):
+        in_ids = {id(v) for v in graph.inputs}
+        out_ids = {id(_root(v)) for v in graph.outputs}
+        self.n = len(kernels)
+        self.vals = {}
+        producer = {}
+        for k, g in enumerate(kernels):
+            for o in g.outputs:
+                producer[id(o)] = k
+        self.preds = [0] * self.n
+        self.outs = [[] for _ in range(self.n)]
+        for k, g in enumerate(kernels):
+            for v in g.inputs:
+                r = _root(v)
+                if r.is_const:
+                    continue
+                val = self._val(r, producer, in_ids, out_ids, workspace_io)
+                val.consumers |= 1 << k
+                if val.producer >= 0:
+                    self.preds[k] |= 1 << val.producer
+            for o in g.outputs:
+                self.outs[k].append(self._val(o, producer, in_ids, out_ids, workspace_io))
+        self.out_bytes = [sum(v.size for v in vs) for vs in self.outs]
+        # values whose last reader is k, given the set run so far: computed on the fly
+        self.reads = [[v for v in self.vals.values() if v.consumers >> k & 1] for k in range(self.n)]
+
+    def _val(self, r, producer, in_ids, out_ids, workspace_io):
+        key = id(r)
+        if key not in self.vals:
+            planned = workspace_io or (key not in in_ids and key not in out_ids)
+            self.vals[key] = _Val(r.type.nbytes if planned else 0, producer.get(key, -1), 0,
+                                  workspace_io and key in out_ids)
+        return self.vals[key]
+
+    def live(self, done):
+        return sum(v.size for v in self.vals.values()
+                   if (v.producer < 0 or done >> v.producer & 1) and (v.persistent or v.consumers & ~done))
+
+    def step(self, done, k):
+        """Peak while k runs after `done`, and the bytes freed once it has run."""
+        after = done | 1 << k
+        freed = sum(v.size for v in self.reads[k] if not v.persistent and not v.consumers & ~after)
+        freed += sum(v.size for v in self.outs[k] if not v.persistent and not v.consumers)
+        return self.out_bytes[k], freed
+
+    def ready(self, done, within):
+        return [k for k in within if not done >> k & 1 and self.preds[k] & ~done == 0]
+
+    def peak_of(self, order, done):
+        live, peak = self.live(done), 0
+        for k in order:
+            add, freed = self.step(done, k)
+            peak = max(peak, live + add)
+            live += add - freed
+            done |= 1 << k
+        return peak
+
+    # -- the searches ---------------------------------------------------------
+    def exact(self, segment, done0):
+        """Optimal order of `segment` (kernel indices) starting from `done0`, or None when the
+        state space is larger than EXACT_STATE_LIMIT."""
+        memo = {}
+        full = done0
+        for k in segment:
+            full |= 1 << k
+
+        def best(done, live):
+            if done == full:
+                return 0, ()
+            hit = memo.get(done)
+            if hit is not None:
+                return hit
+            if len(memo) > EXACT_STATE_LIMIT:
+                raise _TooBig
+            res = None
+            for k in self.ready(done, segment):
+                add, freed = self.step(done, k)
+                rest, tail = best(done | 1 << k, live + add - freed)
+                cand = max(live + add, rest)
+                if res is None or cand < res[0]:
+                    res = (cand, (k,) + tail)
+            memo[done] = res
+            return res
+
+        try:
+            return list(best(done0, self.live(done0))[1])
+        except _TooBig:
+            return None
+
+    def greedy(self, segment, done):
+        order = []
+        live = self.live(done)
+        while len(order) < len(segment):
+            choice = None
+            for k in self.ready(done, segment):
+                add, freed = self.step(done, k)
+                key = (live + add - freed, live + add)
+                if choice is None or key < choice[0]:
+                    choice = (key, k, add - freed)
+            _, k, delta = choice
+            order.append(k)
+            live += delta
+            done |= 1 << k
+        return order
+
+    def segments(self):
+        """Cut the importer's order where at most one planned value crosses the cut."""
+        segs, cur, done = [], [], 0
+        for k in range(self.n):
+            cur.append(k)
+            done |= 1 << k
+            crossing = sum(1 for v in self.vals.values() if v.size and (v.producer < 0 or done >> v.producer & 1)
+                           and (v.persistent or v.consumers & ~done))
+            if crossing <= 1:
+                segs.append(cur)
+                cur = []
+        if cur:
+            segs.append(cur)
+        return segs
+
+
+class _TooBig(Exception):
+    pass
+
+
+def order_for_memory(graph, groups, workspace_io=False, log=None):
+    """Returns (groups reordered, peak before, peak after). Alias groups follow their input."""
+    kernels = [g for g in groups if not g.alias]
+    if len(kernels) < 3:
+        return groups, None, None
+    p = _Problem(graph, kernels, workspace_io)
+    order, done, searched = [], 0, {"exact": 0, "greedy": 0}
+    for seg in p.segments():
+        cand = [seg]
+        ex = p.exact(seg, done) if len(seg) > 2 else None
+        if ex is not None:
+            cand.append(ex)
+            searched["exact"] += 1
+        elif len(seg) > 2:
+            cand.append(p.greedy(seg, done))
+            searched["greedy"] += 1
+        best = min(cand, key=lambda o: p.peak_of(o, done))   # ties keep the importer's order
+        order += best
+        for k in best:
+            done |= 1 << k
+    before, after = p.peak_of(list(range(p.n)), 0), p.peak_of(order, 0)
+    if after >= before:
+        order, after = list(range(p.n)), before
+    if log:
+        moved = sum(1 for i, k in enumerate(order) if i != k)
+        log(f"pass order_for_memory: {searched['exact']} stretches searched exactly, {searched['greedy']} greedily; "
+            f"peak live bytes {before} -> {after}; {moved} kernels moved")
+    return _with_aliases(groups, [kernels[k] for k in order]), before, after
+
+
+def _with_aliases(groups, kernels):
+    """Put each reshape-like alias just before the first kernel that reads it."""
+    alias_of = {id(g.nodes[0].outputs[0]): g for g in groups if g.alias}
+    out, placed = [], set()
+
+    def need(v):
+        g = alias_of.get(id(v))
+        if g is not None and id(g) not in placed:
+            need(g.nodes[0].inputs[0])
+            placed.add(id(g))
+            out.append(g)
+
+    for g in kernels:
+        for v in g.inputs:
+            need(v)
+        out.append(g)
+    out += [g for g in groups if g.alias and id(g) not in placed]
+    return out
