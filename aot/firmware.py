@@ -1,0 +1,302 @@
+"""Cortex-M boards: build an MLF into firmware with arm-none-eabi-gcc, run it under QEMU with
+semihosting for inputs/outputs, and report what it costs (flash, RAM, instructions).
+
+Instruction counting: the harness reads SysTick (core clock) around tvmgen_<mod>_run while
+QEMU runs with `-icount shift=0`, where every guest instruction advances virtual time by
+exactly 1 ns; instructions = ticks * 1e9 / the board's SysTick clock. Repeatable to the
+instruction count; resolution is one tick (40 instructions at 25 MHz, 50 at 20, 31.25 at 32).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import AotError, BuildError
+from .host import _tar_bytes, cache_dir
+
+HARNESS_VERSION = "1"
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+BOARD_CFLAGS = ["-std=gnu99", "-Wall", "-Wextra", "-Werror"]
+COMMON = ["-ffunction-sections", "-fdata-sections", "-g"]
+
+
+def board_dir(name):
+    from boards import BOARDS_DIR
+    return os.path.join(BOARDS_DIR, name)
+
+
+def load_qemu_board(name):
+    from boards import load_board
+    b = load_board(name)
+    if b.get("kind") != "qemu":
+        raise AotError(f"board '{name}' is not an emulated Cortex-M board")
+    return b
+
+
+def _need_tool(tool, what):
+    if shutil.which(tool) is None:
+        raise AotError(f"{tool} not found: {what} (Debian: apt-get install --no-install-recommends "
+                       "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)")
+
+
+def _board_files(name):
+    b = load_qemu_board(name)
+    d = board_dir(name)
+    return {os.path.normpath(os.path.join(d, f)): open(os.path.join(d, f), "rb").read() for f in b["files"]}
+
+
+def _mlf_info(data):
+    from mlf import read_mlf, validate
+    m = read_mlf(data)
+    problems = validate(m)
+    if problems:
+        raise AotError("invalid MLF: " + "; ".join(problems))
+    return m
+
+
+def harness_params(m):
+    a = m.aot
+    return dict(mod=m.module_name, MOD=m.module_name.upper(),
+                inputs=[{"c": t["c_name"]} for t in a["inputs"]],
+                outputs=[{"c": t["c_name"]} for t in a["outputs"]],
+                workspace_io=a.get("use_workspace_io", False),
+                pools=[{"c": p["c"], "C": p["c"].upper()} for p in a.get("workspace_pools") or []])
+
+
+@dataclass
+class Firmware:
+    elf: str
+    map: str
+    board: dict
+    opt: str
+    objects: dict = field(default_factory=dict)   # object file name -> category
+
+
+def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None) -> Firmware:
+    """Firmware ELF built from the MLF for `board` (cached by content, board files and flags)."""
+    from codegen_c.emit import render_template
+    if opt not in ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz"):
+        raise AotError(f"optimisation '{opt}' is not one of -O0 -O1 -O2 -O3 -Os -Oz")
+    b = load_qemu_board(board)
+    _need_tool(b["cc"], "the Arm embedded toolchain builds board firmware")
+    data = _tar_bytes(tar)
+    files = _board_files(board)
+    h = hashlib.sha256(data)
+    for p in sorted(files):
+        h.update(os.path.basename(p).encode() + b"\0" + files[p])
+    h.update(json.dumps([b, opt, HARNESS_VERSION]).encode())
+    out_dir = os.path.join(cache_dir(), "fw", board, h.hexdigest()[:24])
+    fw = Firmware(os.path.join(out_dir, "firmware.elf"), os.path.join(out_dir, "firmware.map"), b, opt)
+    m = _mlf_info(data)
+    srcs = m.aot["sources"]
+    fw.objects = {os.path.basename(s)[:-2] + ".o": "model" for s in srcs}
+    fw.objects.update({"main.o": "harness", "startup.o": "board", "semihost.o": "board"})
+    if os.path.exists(fw.elf):
+        return fw
+    tmp = tempfile.mkdtemp(prefix="fw-", dir=cache_dir())
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            t.extractall(tmp, filter="data")
+        with open(os.path.join(tmp, "main.c"), "w") as f:
+            f.write(render_template("firmware_main.c.j2", **harness_params(m)))
+        common_dir = board_dir("cortex_m")
+        incs = ["-I", os.path.join(tmp, "codegen/host/include"), "-I", os.path.join(tmp, "runtime/include"),
+                "-I", common_dir]
+        flags = list(b["cflags"]) + [opt] + COMMON
+        jobs = [(os.path.join(tmp, s), STRICT) for s in srcs]
+        jobs += [(os.path.join(tmp, "main.c"), BOARD_CFLAGS), (os.path.join(common_dir, "startup.c"), BOARD_CFLAGS),
+                 (os.path.join(common_dir, "semihost.c"), BOARD_CFLAGS)]
+        objs = []
+        for src, std in jobs:
+            obj = os.path.join(tmp, os.path.basename(src)[:-2] + ".o")
+            cmd = [b["cc"], *std, *flags, *incs, "-c", src, "-o", obj]
+            if log:
+                log(" ".join(cmd))
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise BuildError(f"{board}: compiling {os.path.basename(src)} failed:\n{r.stderr[-4000:]}")
+            objs.append(obj)
+        cmd = [b["cc"], *b["cflags"], opt, "-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections",
+               f"-Wl,-Map={os.path.join(tmp, 'firmware.map')}", "-L", board_dir(board), "-L", common_dir,
+               "-T", "link.ld", *objs, "-lm", "-lc", "-lgcc", "-o", os.path.join(tmp, "firmware.elf")]
+        if log:
+            log(" ".join(cmd))
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            over = re.findall(r"region `(\w+)' overflowed by (\d+) bytes", r.stderr)
+            if over:
+                raise AotError(f"the model does not fit {board}: " + "; ".join(
+                    f"{reg} overflowed by {int(n):,} bytes" for reg, n in over))
+            if "RAM overflow" in r.stderr:
+                raise AotError(f"the model does not fit {board}: less than the minimum stack is left in RAM")
+            raise BuildError(f"{board}: linking the firmware failed:\n{r.stderr[-4000:]}")
+        os.makedirs(os.path.dirname(out_dir), exist_ok=True)
+        try:
+            os.replace(tmp, out_dir)
+            tmp = None
+        except OSError:
+            if not os.path.exists(fw.elf):
+                raise
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return fw
+
+
+FAULTS = {3: "HardFault", 4: "MemManage fault", 5: "BusFault", 6: "UsageFault", 7: "SecureFault", 11: "SVCall",
+          12: "DebugMonitor", 14: "PendSV"}
+
+
+def qemu_command(b, elf):
+    q = b["qemu"]
+    return [q["binary"], "-M", q["machine"], *q["args"], "-kernel", elf]
+
+
+def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=300, log=None):
+    """(outputs {name: array}, stats) of the MLF run once on the emulated board."""
+    data = _tar_bytes(tar)
+    m = _mlf_info(data)
+    fw = build_firmware(data, board, opt, log=log)
+    b = fw.board
+    _need_tool(b["qemu"]["binary"], "QEMU runs the firmware")
+    info = m.aot
+    with tempfile.TemporaryDirectory() as d:
+        for k, t in enumerate(info["inputs"]):
+            if t["name"] not in inputs:
+                raise AotError(f"no value given for input '{t['name']}'")
+            a = np.asarray(inputs[t["name"]])
+            if list(a.shape) != t["shape"] or str(a.dtype) != t["dtype"]:
+                raise AotError(f"input '{t['name']}' is {a.dtype}{list(a.shape)}, the model expects "
+                               f"{t['dtype']}{t['shape']}")
+            np.ascontiguousarray(a).tofile(os.path.join(d, f"in{k}.bin"))
+        cmd = qemu_command(b, fw.elf)
+        if log:
+            log(" ".join(cmd))
+        try:
+            r = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"{board}: the firmware did not finish within {timeout} s (hung?)")
+        stats = {}
+        for line in (r.stdout + "\n" + r.stderr).splitlines():   # semihosting console: QEMU's stderr
+            mm = re.match(r"aot: (\w+) (\d+)$", line.strip())
+            if mm:
+                stats[mm.group(1)] = int(mm.group(2))
+        if r.returncode != 0:
+            rc = r.returncode
+            if rc >= 100 and rc - 100 in FAULTS:
+                what = f"{FAULTS[rc - 100]} (exception {rc - 100})"
+            else:
+                what = {2: "input/output through semihosting failed", 3: "tvmgen run returned an error"}.get(
+                    rc, "unexpected exit")
+            raise BuildError(f"{board}: firmware exited with status {rc}: {what}\n{(r.stdout + r.stderr)[-2000:]}")
+        outs = {}
+        for k, t in enumerate(info["outputs"]):
+            p = os.path.join(d, f"out{k}.bin")
+            n = int(np.prod(t["shape"], dtype=np.int64)) * np.dtype(t["dtype"]).itemsize
+            if not os.path.exists(p) or os.path.getsize(p) != n:
+                raise BuildError(f"{board}: output '{t['name']}' was not written in full")
+            outs[t["name"]] = np.fromfile(p, dtype=t["dtype"]).reshape(t["shape"])
+    ticks = stats.get("ticks_lo", 0) + (stats.get("ticks_hi", 0) << 32)
+    stats = {"ticks": ticks, "instructions": round(ticks * 1e9 / b["systick_hz"]),
+             "resolution_instructions": 1e9 / b["systick_hz"], "stack_bytes": stats.get("stack_used")}
+    return outs, stats
+
+
+# -- size report ---------------------------------------------------------------------------
+_OUT_SECTIONS = {".vectors": "text", ".text": "text", ".ARM.exidx": "text", ".rodata": "rodata",
+                 ".data": "data", ".noinit": "bss", ".bss": "bss"}
+
+
+def _map_entries(path):
+    """(output section, input section, size, object) from a GNU ld map file."""
+    out, cur, pending = [], None, None
+    with open(path) as f:
+        lines = f.read().split("Linker script and memory map", 1)[-1].splitlines()
+    for line in lines:
+        m = re.match(r"^(\.[\w.]+|/DISCARD/)\b", line)
+        if m:
+            cur = m.group(1)
+            pending = None
+            continue
+        if cur not in _OUT_SECTIONS:
+            continue
+        m = re.match(r"^ (\.[^\s]+|COMMON)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(.+)$", line)
+        if m:
+            out.append((cur, m.group(1), int(m.group(3), 16), m.group(4).strip()))
+            pending = None
+            continue
+        m = re.match(r"^ (\.[^\s]+|COMMON)$", line)
+        if m:
+            pending = m.group(1)
+            continue
+        m = re.match(r"^\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$", line)
+        if m and pending:
+            out.append((cur, pending, int(m.group(2), 16), m.group(3).strip()))
+        pending = None
+    return out
+
+
+def size_report(fw: Firmware, stack_bytes=None):
+    """Flash and RAM by part: model constants, model code, workspace, I/O buffers, runtime
+    (C library), board support."""
+    parts = {}
+
+    def add(part, kind, n):
+        parts.setdefault(part, {"text": 0, "rodata": 0, "data": 0, "bss": 0})[kind] += n
+
+    for osec, isec, size, obj in _map_entries(fw.map):
+        kind = _OUT_SECTIONS[osec]
+        base = os.path.basename(obj)
+        cat = fw.objects.get(base)
+        if cat == "model":
+            part = ("model constants" if isec.startswith(".rodata.tvm") else
+                    "workspace" if isec.startswith(".bss.noinit.tvm") else "model code")
+        elif cat == "harness":
+            part = "I/O buffers" if kind == "bss" else "board support"
+        elif cat == "board":
+            part = "board support"
+        else:
+            part = "runtime (libc, libm, libgcc)"
+        add(part, kind, size)
+    rows = []
+    for part in ("model constants", "model code", "workspace", "I/O buffers", "runtime (libc, libm, libgcc)",
+                 "board support"):
+        p = parts.get(part, {"text": 0, "rodata": 0, "data": 0, "bss": 0})
+        rows.append({"part": part, "flash": p["text"] + p["rodata"] + p["data"], "ram": p["data"] + p["bss"]})
+    if stack_bytes is not None:
+        rows.append({"part": "stack (measured)", "flash": 0, "ram": stack_bytes})
+    return {"board": fw.board["name"], "opt": fw.opt, "rows": rows,
+            "flash": sum(r["flash"] for r in rows), "ram": sum(r["ram"] for r in rows)}
+
+
+def format_size(rep):
+    lines = [f"{rep['board']} ({rep['opt']}):", f"  {'part':32s} {'flash B':>10s} {'RAM B':>10s}"]
+    for r in rep["rows"]:
+        lines.append(f"  {r['part']:32s} {r['flash']:10,d} {r['ram']:10,d}")
+    lines.append(f"  {'total':32s} {rep['flash']:10,d} {rep['ram']:10,d}")
+    return "\n".join(lines)
+
+
+def measure(tar, board="qemu-cortex-m4", opt="-O2", inputs=None, log=None):
+    """Size report with the measured stack and instruction count, from one run (zero inputs
+    unless given)."""
+    data = _tar_bytes(tar)
+    m = _mlf_info(data)
+    if inputs is None:
+        inputs = {t["name"]: np.zeros(t["shape"], t["dtype"]) for t in m.aot["inputs"]}
+    outs, stats = run_firmware(data, inputs, board, opt, log=log)
+    fw = build_firmware(data, board, opt)
+    rep = size_report(fw, stats["stack_bytes"])
+    rep["instructions"] = stats["instructions"]
+    rep["resolution_instructions"] = stats["resolution_instructions"]
+    return rep, outs
