@@ -217,7 +217,7 @@ def main(argv=None):
     r.add_argument("--inputs", required=True, help=".npz keyed by the model's input names")
     r.add_argument("--outputs", help=".npz to write, keyed by the model's output names")
     r.add_argument("--board", default="host", help="host, or qemu-cortex-m3/m4/m7/m33/m55 (see boards/)")
-    r.add_argument("--opt", default="-O2", help="optimisation flag for the build (-O2 default, -Os for size)")
+    r.add_argument("--opt", default="-O2", help="optimisation for the build: O2 (default), Os for size, ... (or --opt=-Os)")
     r.add_argument("--profile", action="store_true", help="print instructions per inference (QEMU boards)")
     r.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
     r.add_argument("-v", "--verbose", action="store_true", help="print the build commands and the size report")
@@ -245,6 +245,8 @@ def main(argv=None):
     i.add_argument("--memory-svg", metavar="FILE", help="draw the workspace plan (time x offset) as SVG")
     i.set_defaults(fn=_cmd_info)
     a = p.parse_args(argv)
+    if getattr(a, "opt", None) and not a.opt.startswith("-"):
+        a.opt = "-" + a.opt          # --opt Os: argparse would take "-Os" for an option
     try:
         return a.fn(a)
     except AotError as e:
