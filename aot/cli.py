@@ -82,13 +82,14 @@ def _cmd_run(a):
         if a.sanitize:
             raise AotError("--sanitize is for the host board")
         log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
-        outs, stats = run_firmware(a.model, inputs, a.board, a.opt, log=log)
+        fw = build_firmware(a.model, a.board, a.opt, log=log)
+        outs, stats = run_firmware(a.model, inputs, a.board, a.opt, log=log, fw=fw)
         if a.profile or a.verbose:
             print(f"instructions per inference: {stats['instructions']:,} "
                   f"(SysTick under -icount; resolution {stats['resolution_instructions']:g}); "
                   f"stack used {stats['stack_bytes']:,} bytes")
         if a.verbose:
-            print(format_size(size_report(build_firmware(a.model, a.board, a.opt), stats["stack_bytes"])))
+            print(format_size(size_report(fw, stats["stack_bytes"])))
     else:
         if a.profile:
             raise AotError("--profile is for emulated boards (qemu-cortex-*)")

@@ -138,7 +138,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         f"({len(groups) - len(kernels)} reshape-like aliases need no kernel)")
     for g in kernels:
         log(f"  {group_name(g)}: {', '.join(n.name for n in g.nodes)}")
-    groups, _, _ = order_for_memory(graph, groups, options.use_workspace_io, log=log)
+    groups = order_for_memory(graph, groups, options.use_workspace_io, log=log)
 
     in_c, notes1 = unique_c_names([v.name for v in graph.inputs], reserved=("WORKSPACE",))
     out_c, notes2 = unique_c_names(graph.output_names, reserved=["WORKSPACE"] + in_c)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .errors import AotError
 from .lower import const_param_array, lower_group
 from .memory_plan import Buf, lower_bound, plan, verify
 from .names import sanitize
@@ -136,14 +137,14 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         if len(set(keys)) != len(keys):
             # two parameters get the same address (aliases, or an empty tensor): no restrict
             c.func.attrs["no_restrict"] = True
-    rows = [{"name": r.name, "bytes": r.type.nbytes, "first": s, "last": e, "offset": offset[key]}
-            for key, (s, e, r) in intervals.items()]
-    if pools:
-        for row, key in zip(rows, intervals):
+    rows = []
+    for key, (s, e, r) in intervals.items():
+        row = {"name": r.name, "bytes": r.type.nbytes, "first": s, "last": e, "offset": offset[key]}
+        if pools:
             row["pool"] = pools[pool_of[key]][0]
-    for row, key in zip(rows, intervals):
         if key in storage:
             row["in_place_of"] = intervals[storage[key]][2].name
+        rows.append(row)
     rows.sort(key=lambda r: (r.get("pool", ""), r["offset"], r["first"]))
     bound = lower_bound(bufs)
     if log:
@@ -204,8 +205,8 @@ def _write_in_place(calls, intervals, io_keys, log):
 def _assign_pools(bufs, pools, align):
     """Plan the buffers into the pools in order: a pool whose size hint the plan exceeds gives
     its topmost buffers to the next pool until it fits. Returns ({key: pool index}, [pool bytes])."""
-    from .errors import AotError
     pool_of, sizes, todo = {}, [], list(bufs)
+    rank = {id(b): i for i, b in enumerate(bufs)}     # spilled buffers keep their original order
     for k, (name, hint) in enumerate(pools):
         mine, moved = list(todo), []
         total = plan(mine, align)
@@ -226,6 +227,5 @@ def _assign_pools(bufs, pools, align):
         for b in mine:
             pool_of[b.key] = k
         sizes.append(total)
-        order = {id(b): i for i, b in enumerate(bufs)}
-        todo = sorted(moved, key=lambda b: order[id(b)])
+        todo = sorted(moved, key=lambda b: rank[id(b)])
     return pool_of, sizes

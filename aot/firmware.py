@@ -9,20 +9,18 @@ instruction count; resolution is one tick (40 instructions at 25 MHz, 50 at 20, 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import re
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import AotError, BuildError
-from .host import _tar_bytes, cache_dir
+from .host import _tar_bytes, cache_dir, cached_build, harness_params, read_valid_mlf
 
 HARNESS_VERSION = "1"
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
@@ -49,28 +47,13 @@ def _need_tool(tool, what):
                        "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)")
 
 
-def _board_files(name):
-    b = load_qemu_board(name)
-    d = board_dir(name)
-    return {os.path.normpath(os.path.join(d, f)): open(os.path.join(d, f), "rb").read() for f in b["files"]}
-
-
-def _mlf_info(data):
-    from mlf import read_mlf, validate
-    m = read_mlf(data)
-    problems = validate(m)
-    if problems:
-        raise AotError("invalid MLF: " + "; ".join(problems))
-    return m
-
-
-def harness_params(m):
-    a = m.aot
-    return dict(mod=m.module_name, MOD=m.module_name.upper(),
-                inputs=[{"c": t["c_name"]} for t in a["inputs"]],
-                outputs=[{"c": t["c_name"]} for t in a["outputs"]],
-                workspace_io=a.get("use_workspace_io", False),
-                pools=[{"c": p["c"], "C": p["c"].upper()} for p in a.get("workspace_pools") or []])
+def _board_files(b):
+    """{file name: bytes} of a board's files (they are part of the build's cache key)."""
+    out = {}
+    for f in b["files"]:
+        with open(os.path.join(board_dir(b["name"]), f), "rb") as fh:
+            out[os.path.basename(f)] = fh.read()
+    return out
 
 
 @dataclass
@@ -79,6 +62,7 @@ class Firmware:
     map: str
     board: dict
     opt: str
+    mlf: object = None                            # the parsed MLF it was built from
     objects: dict = field(default_factory=dict)   # object file name -> category
 
 
@@ -90,23 +74,19 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None) -> Firmware
     b = load_qemu_board(board)
     _need_tool(b["cc"], "the Arm embedded toolchain builds board firmware")
     data = _tar_bytes(tar)
-    files = _board_files(board)
+    files = _board_files(b)
     h = hashlib.sha256(data)
-    for p in sorted(files):
-        h.update(os.path.basename(p).encode() + b"\0" + files[p])
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + files[name])
     h.update(json.dumps([b, opt, HARNESS_VERSION]).encode())
     out_dir = os.path.join(cache_dir(), "fw", board, h.hexdigest()[:24])
-    fw = Firmware(os.path.join(out_dir, "firmware.elf"), os.path.join(out_dir, "firmware.map"), b, opt)
-    m = _mlf_info(data)
+    m = read_valid_mlf(data)
     srcs = m.aot["sources"]
+    fw = Firmware(os.path.join(out_dir, "firmware.elf"), os.path.join(out_dir, "firmware.map"), b, opt, m)
     fw.objects = {os.path.basename(s)[:-2] + ".o": "model" for s in srcs}
     fw.objects.update({"main.o": "harness", "startup.o": "board", "semihost.o": "board"})
-    if os.path.exists(fw.elf):
-        return fw
-    tmp = tempfile.mkdtemp(prefix="fw-", dir=cache_dir())
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data)) as t:
-            t.extractall(tmp, filter="data")
+
+    def build(tmp):
         with open(os.path.join(tmp, "main.c"), "w") as f:
             f.write(render_template("firmware_main.c.j2", **harness_params(m)))
         common_dir = board_dir("cortex_m")
@@ -140,16 +120,8 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None) -> Firmware
             if "RAM overflow" in r.stderr:
                 raise AotError(f"the model does not fit {board}: less than the minimum stack is left in RAM")
             raise BuildError(f"{board}: linking the firmware failed:\n{r.stderr[-4000:]}")
-        os.makedirs(os.path.dirname(out_dir), exist_ok=True)
-        try:
-            os.replace(tmp, out_dir)
-            tmp = None
-        except OSError:
-            if not os.path.exists(fw.elf):
-                raise
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
+
+    cached_build(data, out_dir, "firmware.elf", build)
     return fw
 
 
@@ -162,12 +134,11 @@ def qemu_command(b, elf):
     return [q["binary"], "-M", q["machine"], *q["args"], "-kernel", elf]
 
 
-def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=300, log=None):
-    """(outputs {name: array}, stats) of the MLF run once on the emulated board."""
-    data = _tar_bytes(tar)
-    m = _mlf_info(data)
-    fw = build_firmware(data, board, opt, log=log)
-    b = fw.board
+def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=300, log=None, fw=None):
+    """(outputs {name: array}, stats) of the MLF run once on the emulated board (fw: the
+    firmware if already built)."""
+    fw = fw or build_firmware(tar, board, opt, log=log)
+    b, m = fw.board, fw.mlf
     _need_tool(b["qemu"]["binary"], "QEMU runs the firmware")
     info = m.aot
     with tempfile.TemporaryDirectory() as d:
@@ -290,12 +261,10 @@ def format_size(rep):
 def measure(tar, board="qemu-cortex-m4", opt="-O2", inputs=None, log=None):
     """Size report with the measured stack and instruction count, from one run (zero inputs
     unless given)."""
-    data = _tar_bytes(tar)
-    m = _mlf_info(data)
+    fw = build_firmware(tar, board, opt, log=log)
     if inputs is None:
-        inputs = {t["name"]: np.zeros(t["shape"], t["dtype"]) for t in m.aot["inputs"]}
-    outs, stats = run_firmware(data, inputs, board, opt, log=log)
-    fw = build_firmware(data, board, opt)
+        inputs = {t["name"]: np.zeros(t["shape"], t["dtype"]) for t in fw.mlf.aot["inputs"]}
+    outs, stats = run_firmware(tar, inputs, board, opt, log=log, fw=fw)
     rep = size_report(fw, stats["stack_bytes"])
     rep["instructions"] = stats["instructions"]
     rep["resolution_instructions"] = stats["resolution_instructions"]

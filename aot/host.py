@@ -32,11 +32,51 @@ def _tar_bytes(tar):
         raise AotError(f"cannot read '{tar}': {e.strerror}")
 
 
+def read_valid_mlf(data):
+    from mlf import read_mlf, validate
+    m = read_mlf(data)
+    problems = validate(m)
+    if problems:
+        raise AotError("invalid MLF: " + "; ".join(problems))
+    return m
+
+
+def harness_params(m):
+    """Template parameters shared by the host, firmware and project harnesses."""
+    a = m.aot
+    return dict(mod=m.module_name, MOD=m.module_name.upper(),
+                inputs=[{"c": t["c_name"]} for t in a["inputs"]],
+                outputs=[{"c": t["c_name"]} for t in a["outputs"]],
+                workspace_io=a.get("use_workspace_io", False),
+                pools=[{"c": p["c"], "C": p["c"].upper()} for p in a.get("workspace_pools") or []])
+
+
+def cached_build(data, out_dir, product, build):
+    """Build once per cache key: extract the MLF into a scratch directory, let build(dir) fill
+    it, then publish it atomically as out_dir. Concurrent builders of the same key are fine."""
+    if os.path.exists(os.path.join(out_dir, product)):
+        return
+    tmp = tempfile.mkdtemp(prefix="build-", dir=cache_dir())
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            t.extractall(tmp, filter="data")
+        build(tmp)
+        os.makedirs(os.path.dirname(out_dir), exist_ok=True)
+        try:
+            os.replace(tmp, out_dir)
+            tmp = None
+        except OSError:
+            if not os.path.exists(os.path.join(out_dir, product)):   # another process finished first
+                raise
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=None):
     """Path of an executable built from the MLF (cached by content and flags)."""
     from boards import load_board
     from codegen_c.emit import render_template
-    from mlf import read_mlf, validate
 
     board = load_board("host")
     data = _tar_bytes(tar)
@@ -51,24 +91,13 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
     exe = os.path.join(out_dir, "model")
     if os.path.exists(exe):
         return exe
-    mlf = read_mlf(data)
-    problems = validate(mlf)
-    if problems:
-        raise AotError("invalid MLF: " + "; ".join(problems))
-    tmp = tempfile.mkdtemp(prefix="build-", dir=cache_dir())
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data)) as t:
-            t.extractall(tmp, filter="data")
-        mod = mlf.module_name
-        aot_info = mlf.aot
-        main = render_template("host_main.c.j2", mod=mod, MOD=mod.upper(),
-                               inputs=[{"c": t["c_name"]} for t in aot_info["inputs"]],
-                               outputs=[{"c": t["c_name"]} for t in aot_info["outputs"]],
-                               workspace_io=aot_info.get("use_workspace_io", False),
-                               pools=[{"c": p["c"], "C": p["c"].upper()} for p in aot_info.get("workspace_pools") or []])
+    mlf = read_valid_mlf(data)
+    mod = mlf.module_name
+
+    def build(tmp):
         with open(os.path.join(tmp, "main.c"), "w") as f:
-            f.write(main)
-        srcs = [os.path.join(tmp, s) for s in aot_info["sources"]] + [os.path.join(tmp, "main.c")]
+            f.write(render_template("host_main.c.j2", **harness_params(mlf)))
+        srcs = [os.path.join(tmp, s) for s in mlf.aot["sources"]] + [os.path.join(tmp, "main.c")]
         defines = []
         if sanitize:
             # custom sections keep ASan from guarding the workspace; keep alignment only
@@ -78,16 +107,8 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise BuildError(f"host build of generated code failed ({cc}):\n{r.stderr[-4000:]}")
-        os.makedirs(os.path.dirname(out_dir), exist_ok=True)
-        try:
-            os.replace(tmp, out_dir)
-            tmp = None
-        except OSError:
-            if not os.path.exists(exe):   # another process finished the same build first
-                raise
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
+
+    cached_build(data, out_dir, "model", build)
     return exe
 
 

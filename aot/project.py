@@ -12,8 +12,8 @@ import tarfile
 import numpy as np
 
 from .errors import AotError
-from .firmware import board_dir, harness_params, load_qemu_board, _mlf_info
-from .host import _tar_bytes
+from .firmware import board_dir, load_qemu_board
+from .host import _tar_bytes, harness_params, read_valid_mlf
 
 
 def _test_data(m, inputs, expected, rtol, atol):
@@ -38,7 +38,7 @@ def export_project(tar, board, out_dir, inputs=None, expected=None, opt="-O2", r
     """Writes the project; returns the list of files written (relative paths)."""
     b = load_qemu_board(board)
     data = _tar_bytes(tar)
-    m = _mlf_info(data)
+    m = read_valid_mlf(data)
     if os.path.exists(out_dir) and os.listdir(out_dir):
         raise AotError(f"'{out_dir}' exists and is not empty")
     if inputs is None:

@@ -159,10 +159,10 @@ class _TooBig(Exception):
 
 
 def order_for_memory(graph, groups, workspace_io=False, log=None):
-    """Returns (groups reordered, peak before, peak after). Alias groups follow their input."""
+    """The groups reordered (alias groups just before their first reader)."""
     kernels = [g for g in groups if not g.alias]
     if len(kernels) < 3:
-        return groups, None, None
+        return groups
     p = _Problem(graph, kernels, workspace_io)
     order, done, searched = [], 0, {"exact": 0, "greedy": 0}
     for seg in p.segments():
@@ -185,7 +185,7 @@ def order_for_memory(graph, groups, workspace_io=False, log=None):
         moved = sum(1 for i, k in enumerate(order) if i != k)
         log(f"pass order_for_memory: {searched['exact']} stretches searched exactly, {searched['greedy']} greedily; "
             f"peak live bytes {before} -> {after}; {moved} kernels moved")
-    return _with_aliases(groups, [kernels[k] for k in order]), before, after
+    return _with_aliases(groups, [kernels[k] for k in order])
 
 
 def _with_aliases(groups, kernels):
