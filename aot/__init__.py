@@ -50,3 +50,18 @@ def size(mlf, board="qemu-cortex-m4", opt="-O2"):
     if hasattr(mlf, "tar"):
         mlf = mlf.tar
     return measure(mlf, board, opt)[0]
+
+
+from . import debug as _debug_impl  # noqa: E402  loaded now so that the function below keeps the name
+
+
+def debug(model, inputs, board="host", model_name="default", input_shapes=None, mlf=None, sanitize=False,
+          opt=None, verbose=False, **compile_options):
+    """Name the first kernel whose output diverges from onnxruntime: compile `model` instrumented
+    (same plan as aot.compile with the same options), run it on `board` with `inputs`, compare
+    every kernel's output. Returns a DebugReport (.ok, .first_divergent, .table(), .summary();
+    `from aot.debug import DebugReport`). See docs/debug.md."""
+    from .compiler import Options, stderr_log
+    opts = Options(model_name=model_name, input_shapes=dict(input_shapes or {}), **compile_options)
+    return _debug_impl.debug(model, inputs, board, options=opts, mlf=mlf, sanitize=sanitize, opt=opt,
+                             log=stderr_log if verbose else None)

@@ -1,4 +1,4 @@
-"""Command line: aot compile | run | info | size | project."""
+"""Command line: aot compile | run | info | size | project | debug."""
 from __future__ import annotations
 
 import argparse
@@ -16,18 +16,8 @@ def _cmd_compile(a):
         if m.startswith("lower: "):
             print("\r\033[K" + m[:100], end="", file=sys.stderr, flush=True)
     progress = show_progress if not a.verbose and sys.stderr.isatty() else None
-    binds = {}
-    for spec in a.bind_input or []:
-        name, sep, path = spec.rpartition("=")
-        if not sep or not name:
-            raise AotError(f"--bind-input '{spec}' must look like NAME=FILE.npy")
-        try:
-            import numpy as np
-            binds[name] = np.load(path)
-        except (OSError, ValueError) as e:
-            raise AotError(f"--bind-input '{spec}': cannot read {path}: {e}")
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=a.target,
-                   bind_inputs=binds)
+                   bind_inputs=_load_binds(a.bind_input))
     if a.const_section:
         opts.const_section = a.const_section
     if a.workspace_section:
@@ -35,6 +25,7 @@ def _cmd_compile(a):
     opts.use_workspace_io = a.use_workspace_io
     opts.in_place = not a.no_in_place
     opts.workspace_pools = parse_pools(a.workspace_pools, a.workspace_pools_size_hint_bytes)
+    refuse_overwriting_input(a.model, a.output)
     res = compile_model(a.model, opts, log=log, progress=progress)
     if progress:
         print("\r\033[K", end="", file=sys.stderr)
@@ -45,6 +36,46 @@ def _cmd_compile(a):
     print(f"wrote {a.output}: {len(p.calls)} kernels, workspace {p.workspace_size} bytes, "
           f"constants {p.constants_size} bytes")
     return 0
+
+
+def refuse_overwriting_input(model, output):
+    import os
+    try:
+        same = os.path.exists(output) and os.path.samefile(model, output)
+    except OSError:
+        same = False
+    if same:
+        raise AotError(f"-o '{output}' is the input model itself: choose another output file")
+
+
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz", "-Og")
+
+
+def check_opt(opt):
+    if opt is not None and opt not in OPT_LEVELS:
+        raise AotError(f"--opt '{opt}' is not one of {' '.join(OPT_LEVELS)}")
+
+
+def load_npz(path, what, model=None):
+    """{name: array} of an .npz; with model (an MLF path or bytes), its keys must be the model's inputs."""
+    import zipfile
+    import numpy as np
+    try:
+        z = np.load(path, allow_pickle=False)
+        if not hasattr(z, "files"):
+            raise AotError(f"{what} '{path}' is a single array, not an .npz keyed by input names")
+        with z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise AotError(f"cannot read {what} '{path}': {e}")
+    if model is not None:
+        from .host import read_valid_mlf
+        names = [t["name"] for t in read_valid_mlf(model).aot["inputs"]]
+        extra = [k for k in arrays if k not in names]
+        if extra:
+            raise AotError(f"{what} '{path}' has key(s) {', '.join(repr(k) for k in extra)} that are not inputs "
+                           f"of the model (its inputs: {', '.join(repr(n) for n in names) or 'none'})")
+    return arrays
 
 
 def parse_pools(names, hints):
@@ -72,11 +103,7 @@ def _cmd_run(a):
     from .host import run_host
     from boards import load_board
     board = load_board(a.board)
-    try:
-        with np.load(a.inputs) as z:
-            inputs = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
-        raise AotError(f"cannot read inputs '{a.inputs}': {e}")
+    inputs = load_npz(a.inputs, "inputs", a.model)
     if board.get("kind") == "qemu":
         from .firmware import build_firmware, format_size, run_firmware, size_report
         if a.sanitize:
@@ -101,7 +128,10 @@ def _cmd_run(a):
         np.savez(buf, **outs)
         write_atomic(a.outputs, buf.getvalue())
     for k, v in outs.items():
-        print(f"{k}: {v.dtype}{list(v.shape)}" + (f" min {v.min():.6g} max {v.max():.6g}" if v.size else ""))
+        nan = np.isnan(v) if v.dtype.kind == "f" else np.zeros(v.shape, bool)
+        vals = v[~nan]
+        print(f"{k}: {v.dtype}{list(v.shape)}" + (f" min {vals.min():.6g} max {vals.max():.6g}" if vals.size else "")
+              + (f", {int(nan.sum())} NaN" if nan.any() else ""))
     return 0
 
 
@@ -118,22 +148,61 @@ def _cmd_size(a):
 
 def _cmd_project(a):
     from .project import export_project
-    inputs = expected = None
-    if a.inputs or a.expected:
-        import numpy as np
-        try:
-            if a.inputs:
-                with np.load(a.inputs) as z:
-                    inputs = {k: z[k] for k in z.files}
-            if a.expected:
-                with np.load(a.expected) as z:
-                    expected = {k: z[k] for k in z.files}
-        except (OSError, ValueError) as e:
-            raise AotError(f"cannot read test data: {e}")
+    inputs = load_npz(a.inputs, "inputs", a.model) if a.inputs else None
+    expected = load_npz(a.expected, "expected outputs") if a.expected else None
     files = export_project(a.model, a.board, a.output, inputs=inputs, expected=expected, opt=a.opt,
                            rtol=a.rtol, atol=a.atol)
     print(f"wrote {a.output}: {len(files)} files; build with 'make -C {a.output}', run with 'make -C {a.output} run'")
     return 0
+
+
+def _load_binds(specs):
+    """--bind-input NAME=FILE.npy ... -> {name: array}."""
+    import numpy as np
+    binds = {}
+    for spec in specs or []:
+        name, sep, path = spec.rpartition("=")
+        if not sep or not name:
+            raise AotError(f"--bind-input '{spec}' must look like NAME=FILE.npy")
+        try:
+            binds[name] = np.load(path)
+        except (OSError, ValueError) as e:
+            raise AotError(f"--bind-input '{spec}': cannot read {path}: {e}")
+    return binds
+
+
+def _cmd_debug(a):
+    import numpy as np
+    from .compiler import Options, write_atomic
+    from .debug import debug, instrument, refuse_tflite
+    from .frontend.onnx_import import parse_input_shapes
+    from .host import _tar_bytes
+    from boards import load_board
+    load_board(a.board)
+    refuse_tflite(a.model)
+    if a.mlf and (a.input_shape or a.model_name != "default"):
+        raise AotError("--mlf takes the compile options from the instrumented MLF: "
+                       "drop --model-name and --input-shape (keep --bind-input: onnxruntime needs the values)")
+    try:
+        with np.load(a.inputs) as z:
+            inputs = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise AotError(f"cannot read inputs '{a.inputs}': {e}")
+    opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape),
+                   bind_inputs=_load_binds(a.bind_input))
+    log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
+    mlf = _tar_bytes(a.mlf) if a.mlf else instrument(a.model, opts, log=log).tar
+    rep = debug(a.model, inputs, a.board, options=opts, mlf=mlf, sanitize=a.sanitize, opt=a.opt, log=log)
+    if a.save_mlf:
+        write_atomic(a.save_mlf, mlf)
+    if a.json:
+        print(json.dumps(rep.to_json(), indent=2))
+    else:
+        print(rep.table())
+        for n in rep.notes:
+            print("note: " + n)
+        print(rep.summary())
+    return 0 if rep.ok else 1
 
 
 def info_summary(m) -> dict:
@@ -239,6 +308,24 @@ def main(argv=None):
     j.add_argument("--rtol", type=float, default=1e-4)
     j.add_argument("--atol", type=float, default=1e-5)
     j.set_defaults(fn=_cmd_project)
+    d = sub.add_parser("debug", help="name the first kernel whose output diverges from onnxruntime",
+                       description="Compile the model instrumented (same plan as 'aot compile'), run it, and compare "
+                                   "every kernel's output with onnxruntime. Exit status: 0 when every kernel "
+                                   "matches, 1 when a kernel diverges or the run fails, 2 for a user error.")
+    d.add_argument("model", help="ONNX model (.tflite is not supported yet)")
+    d.add_argument("--inputs", required=True, help=".npz keyed by the model's input names")
+    d.add_argument("--board", default="host", help="host, or qemu-cortex-m3/m4/m7/m33/m55 (see boards/)")
+    d.add_argument("--model-name", default="default")
+    d.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...", help="static shape for an input")
+    d.add_argument("--bind-input", action="append", metavar="NAME=FILE.npy",
+                   help="fix an input's value at compile time, as for 'aot compile' (onnxruntime is fed it too)")
+    d.add_argument("--opt", default=None, help="optimisation for the build (default: the board's)")
+    d.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
+    d.add_argument("--mlf", metavar="FILE", help="use this instrumented MLF (from --save-mlf) instead of compiling")
+    d.add_argument("--save-mlf", metavar="FILE", help="write the instrumented MLF")
+    d.add_argument("--json", action="store_true", help="print the report as JSON")
+    d.add_argument("-v", "--verbose", action="store_true", help="explain the compile and print the build commands")
+    d.set_defaults(fn=_cmd_debug)
     i = sub.add_parser("info", help="summarise and validate an MLF tarball")
     i.add_argument("model")
     i.add_argument("--json", action="store_true")
@@ -249,10 +336,18 @@ def main(argv=None):
     if getattr(a, "opt", None) and not a.opt.startswith("-"):
         a.opt = "-" + a.opt          # --opt Os: argparse would take "-Os" for an option
     try:
+        check_opt(getattr(a, "opt", None))
         return a.fn(a)
     except AotError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:         # `aot info ... | head`: the reader left; say nothing more
+        import os
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141
     except Exception as e:   # a bug in aot, not in the user's input: say so, keep the details
         from .errors import BuildError
         if isinstance(e, BuildError):

@@ -11,10 +11,10 @@ import sys
 from dataclasses import dataclass, field
 
 from .errors import AotError
-from .executor import build_plan
+from .executor import build_plan, debug_table
 from .frontend.onnx_import import check_supported, import_onnx
 from .ir.graph import print_graph
-from .names import model_c_name, unique_c_names
+from .names import MAX_MODEL_NAME, model_c_name, unique_c_names
 from .passes.fold_constants import fold_constants
 from .passes.fuse import fuse_ops, group_name
 from .passes.order import order_for_memory
@@ -35,6 +35,8 @@ class Options:
     use_workspace_io: bool = False     # inputs and outputs live inside the workspace (TVM's option)
     in_place: bool = True              # a kernel may write its output over an input that dies there
     workspace_pools: list = None       # user pools [(name, size hint bytes or None)], TVM's option
+    debug: bool = False                # instrumented build for `aot debug`: main hands each kernel's
+                                       # output to tvmgen_<mod>_debug_record right after the kernel
 
 
 @dataclass
@@ -124,6 +126,9 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     mod = model_c_name(options.model_name)
     if not mod or mod == "_":
         raise AotError(f"--model-name '{options.model_name}' gives no usable C identifier")
+    if len(mod) > MAX_MODEL_NAME:
+        raise AotError(f"--model-name is {len(mod)} characters, at most {MAX_MODEL_NAME} are allowed: it becomes "
+                       f"part of every file name (limited to 255 bytes) and C identifier of the MLF")
     for what, sec in (("constant", options.const_section), ("workspace", options.workspace_section)):
         if not SECTION_RE.match(sec):
             raise AotError(f"{what} section name '{sec}' may only contain letters, digits, '.' and '_'")
@@ -147,7 +152,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         log("note: " + n)
     plan = build_plan(graph, groups, mod, in_c, out_c, options.align, log=log if progress is None else progress,
                       workspace_io=options.use_workspace_io, in_place=options.in_place, pools=pools)
-    sources = emit_c(plan, target, options.const_section, options.workspace_section)
+    check_plan_fits(plan)
+    sources = emit_c(plan, target, options.const_section, options.workspace_section, debug=options.debug)
     src_list = sorted(s for s in sources if s.endswith(".c"))
     extra = {
         "inputs": [{"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype} for c, n, t in plan.inputs],
@@ -160,6 +166,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         "name_notes": notes,
         "sources": src_list,
     }
+    if options.debug:
+        extra["debug_records"] = debug_table([g for g in groups if not g.alias], plan)
     epoch = source_date_epoch()
     files = dict(sources)
     files["metadata.json"] = metadata_json(make_metadata(plan, target, epoch, extra))
@@ -171,6 +179,15 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     tar = write_tar(files, epoch)
     log(f"mlf: {len(files)} members, {len(tar)} bytes")
     return CompileResult(tar, plan, graph, notes)
+
+
+def check_plan_fits(plan):
+    """Static arrays beyond 2 GiB fit neither a 32-bit target nor the host's default code model."""
+    from .frontend.onnx_import import MAX_TENSOR_BYTES
+    for what, n in (("workspace", plan.workspace_size), ("constants", plan.constants_size)):
+        if n > MAX_TENSOR_BYTES:
+            raise AotError(f"the model's {what} needs {n:,} bytes, more than a static array may hold in the "
+                           f"generated code ({MAX_TENSOR_BYTES:,})")
 
 
 def write_atomic(path, data: bytes):

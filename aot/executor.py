@@ -229,3 +229,16 @@ def _assign_pools(bufs, pools, align):
         sizes.append(total)
         todo = sorted(moved, key=lambda b: rank[id(b)])
     return pool_of, sizes
+
+
+def debug_table(kernels, plan) -> list:
+    """One row per kernel output, in execution order, for `aot debug`: the record ids main
+    passes to tvmgen_<mod>_debug_record, and what to compare each record with (the graph
+    value's name is the ONNX tensor's name unless a pass made the value up)."""
+    rows = []
+    for k, (g, c) in enumerate(zip(kernels, plan.calls)):
+        nodes = [{"name": n.name, "op": n.op} for n in g.nodes]
+        for j, v in enumerate(g.outputs):
+            rows.append({"kernel": k, "output": j, "function": c.func.name, "nodes": nodes, "tensor": v.name,
+                         "dtype": v.type.dtype, "shape": list(v.type.shape), "nbytes": v.type.nbytes})
+    return rows

@@ -8,6 +8,7 @@ instruction count; resolution is one tick (40 instructions at 25 MHz, 50 at 20, 
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import AotError, BuildError
-from .host import _tar_bytes, cache_dir, cached_build, harness_params, read_valid_mlf
+from .host import _tar_bytes, cache_dir, cached_build, harness_params, read_valid_mlf, refuse_instrumented
 
 HARNESS_VERSION = "1"
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
@@ -66,8 +67,9 @@ class Firmware:
     objects: dict = field(default_factory=dict)   # object file name -> category
 
 
-def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None) -> Firmware:
-    """Firmware ELF built from the MLF for `board` (cached by content, board files and flags)."""
+def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None, extra_sources=None) -> Firmware:
+    """Firmware ELF built from the MLF for `board` (cached by content, board files and flags).
+    extra_sources: {file name: C text} compiled in with the harness (the `aot debug` record hook)."""
     from codegen_c.emit import render_template
     if opt not in ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz"):
         raise AotError(f"optimisation '{opt}' is not one of -O0 -O1 -O2 -O3 -Os -Oz")
@@ -79,12 +81,17 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None) -> Firmware
     for name in sorted(files):
         h.update(name.encode() + b"\0" + files[name])
     h.update(json.dumps([b, opt, HARNESS_VERSION]).encode())
+    extra_sources = dict(extra_sources or {})
+    for name in sorted(extra_sources):
+        h.update(b"\0extra\0" + name.encode() + b"\0" + extra_sources[name].encode())
     out_dir = os.path.join(cache_dir(), "fw", board, h.hexdigest()[:24])
     m = read_valid_mlf(data)
+    refuse_instrumented(m, extra_sources)
     srcs = m.aot["sources"]
     fw = Firmware(os.path.join(out_dir, "firmware.elf"), os.path.join(out_dir, "firmware.map"), b, opt, m)
     fw.objects = {os.path.basename(s)[:-2] + ".o": "model" for s in srcs}
     fw.objects.update({"main.o": "harness", "startup.o": "board", "semihost.o": "board"})
+    fw.objects.update({name[:-2] + ".o": "harness" for name in extra_sources})
 
     def build(tmp):
         with open(os.path.join(tmp, "main.c"), "w") as f:
@@ -94,6 +101,10 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None) -> Firmware
                 "-I", common_dir]
         flags = list(b["cflags"]) + [opt] + COMMON
         jobs = [(os.path.join(tmp, s), STRICT) for s in srcs]
+        for name, text in sorted(extra_sources.items()):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+            jobs.append((os.path.join(tmp, name), BOARD_CFLAGS))
         jobs += [(os.path.join(tmp, "main.c"), BOARD_CFLAGS), (os.path.join(common_dir, "startup.c"), BOARD_CFLAGS),
                  (os.path.join(common_dir, "semihost.c"), BOARD_CFLAGS)]
         objs = []
@@ -134,14 +145,14 @@ def qemu_command(b, elf):
     return [q["binary"], "-M", q["machine"], *q["args"], "-kernel", elf]
 
 
-def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=300, log=None, fw=None):
+def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=300, log=None, fw=None, workdir=None):
     """(outputs {name: array}, stats) of the MLF run once on the emulated board (fw: the
-    firmware if already built)."""
+    firmware if already built; workdir: the semihosting directory to run in, kept afterwards)."""
     fw = fw or build_firmware(tar, board, opt, log=log)
     b, m = fw.board, fw.mlf
     _need_tool(b["qemu"]["binary"], "QEMU runs the firmware")
     info = m.aot
-    with tempfile.TemporaryDirectory() as d:
+    with contextlib.nullcontext(workdir) if workdir else tempfile.TemporaryDirectory() as d:
         for k, t in enumerate(info["inputs"]):
             if t["name"] not in inputs:
                 raise AotError(f"no value given for input '{t['name']}'")

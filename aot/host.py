@@ -13,7 +13,7 @@ import numpy as np
 
 from .errors import AotError, BuildError
 
-HARNESS_VERSION = "4"
+HARNESS_VERSION = "5"
 
 
 def cache_dir():
@@ -23,13 +23,10 @@ def cache_dir():
 
 
 def _tar_bytes(tar):
+    from mlf.reader import read_tar_file
     if isinstance(tar, (bytes, bytearray)):
         return bytes(tar)
-    try:
-        with open(tar, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise AotError(f"cannot read '{tar}': {e.strerror}")
+    return read_tar_file(tar)
 
 
 def read_valid_mlf(data):
@@ -37,8 +34,17 @@ def read_valid_mlf(data):
     m = read_mlf(data)
     problems = validate(m)
     if problems:
-        raise AotError("invalid MLF: " + "; ".join(problems))
+        where = f" '{data}'" if isinstance(data, (str, os.PathLike)) else ""
+        raise AotError(f"invalid MLF{where}: " + "; ".join(problems))
     return m
+
+
+def refuse_instrumented(m, extra_sources):
+    """An instrumented MLF (aot debug) calls tvmgen_<mod>_debug_record, which only the debug
+    harness (or the user's firmware) defines: refuse it by name rather than fail to link."""
+    if m.aot.get("debug_records") is not None and not extra_sources:
+        raise AotError(f"module '{m.module_name}' is instrumented for aot debug: run it with "
+                       f"'aot debug --mlf', or link your own tvmgen_{m.module_name}_debug_record")
 
 
 def harness_params(m):
@@ -73,8 +79,9 @@ def cached_build(data, out_dir, product, build):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=None):
-    """Path of an executable built from the MLF (cached by content and flags)."""
+def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=None, extra_sources=None):
+    """Path of an executable built from the MLF (cached by content and flags). extra_sources:
+    {file name: C text} linked in with the harness (the `aot debug` record hook)."""
     from boards import load_board
     from codegen_c.emit import render_template
 
@@ -86,18 +93,25 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
         flags = [f for f in flags if not f.startswith("-O")] + [opt]
     if werror:
         flags += ["-Wall", "-Wextra", "-Werror", "-pedantic"]
-    key = hashlib.sha256(data + "\0".join([cc, HARNESS_VERSION] + flags).encode()).hexdigest()[:24]
+    extra_sources = dict(extra_sources or {})
+    extra = [f"{n}\0{t}" for n, t in sorted(extra_sources.items())]
+    key = hashlib.sha256(data + "\0".join([cc, HARNESS_VERSION] + flags + extra).encode()).hexdigest()[:24]
     out_dir = os.path.join(cache_dir(), "host", key)
     exe = os.path.join(out_dir, "model")
     if os.path.exists(exe):
         return exe
     mlf = read_valid_mlf(data)
+    refuse_instrumented(mlf, extra_sources)
     mod = mlf.module_name
 
     def build(tmp):
         with open(os.path.join(tmp, "main.c"), "w") as f:
             f.write(render_template("host_main.c.j2", **harness_params(mlf)))
         srcs = [os.path.join(tmp, s) for s in mlf.aot["sources"]] + [os.path.join(tmp, "main.c")]
+        for name, text in sorted(extra_sources.items()):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+            srcs.append(os.path.join(tmp, name))
         defines = []
         if sanitize:
             # custom sections keep ASan from guarding the workspace; keep alignment only
@@ -112,12 +126,12 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
     return exe
 
 
-def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None):
-    """Outputs {name: array} of the MLF run on the host with `inputs` {name: array}."""
-    from mlf import read_mlf
+def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None, extra_sources=None, env=None):
+    """Outputs {name: array} of the MLF run on the host with `inputs` {name: array} (env: added
+    to the environment of the run)."""
     data = _tar_bytes(tar)
-    info = read_mlf(data).aot
-    exe = build_host(data, sanitize=sanitize, opt=opt)
+    info = read_valid_mlf(data).aot
+    exe = build_host(data, sanitize=sanitize, opt=opt, extra_sources=extra_sources)
     with tempfile.TemporaryDirectory() as d:
         args = []
         for k, t in enumerate(info["inputs"]):
@@ -133,7 +147,8 @@ def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None)
             args.append(p)
         outs = [os.path.join(d, f"out{k}.bin") for k in range(len(info["outputs"]))]
         cmd = [exe, *args, *outs] + ([str(repeat)] if repeat > 1 else [])
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env=dict(os.environ, **env) if env else None)
         if r.returncode != 0:
             raise BuildError(f"generated code failed at run time (exit {r.returncode}):\n{r.stderr[-4000:]}")
         result = {}

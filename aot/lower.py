@@ -15,7 +15,7 @@ import numpy as np
 from . import te
 from .errors import AotError
 from .ops import get_op
-from .tir.expr import Const, Load, Var, max_, min_, substitute, transform, walk
+from .tir.expr import Const, Load, Var, max_nan, min_nan, substitute, transform, walk
 from .tir.simplify import simplify_stmt
 from .tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store, stmt_children, walk_stmts
 
@@ -275,7 +275,7 @@ class _Lowering:
         self.tile = (axes[k], outer_v, lane, tile)
         src = at_lane(self.expand(raw_src, scalars))
         comb = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b,
-                "max": max_, "min": min_}[red.combiner](Load(acc, lane), src)
+                "max": max_nan, "min": min_nan}[red.combiner](Load(acc, lane), src)
         lanes = lambda body: For(lane, 0, tile, body, "vectorize")  # noqa: E731
         loop = lanes(Store(acc, lane, comb))
         for ax in reversed(red.axes):
@@ -302,8 +302,10 @@ class _Lowering:
         zero = Const(0, "int32")
         src = self.expand(substitute(red.source, mapping), scalars)
         cur = Load(acc, zero)
+        # max/min propagate NaN (numpy, the ONNX reference): `a > b ? a : b` would keep or
+        # drop a NaN depending on where it falls in the loop order
         comb = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b,
-                "max": max_, "min": min_}[red.combiner](cur, src)
+                "max": max_nan, "min": min_nan}[red.combiner](cur, src)
         loop = Store(acc, zero, comb)
         for ax in reversed(red.axes):
             v = Var(ax.var.name)

@@ -1,9 +1,27 @@
 """Model names -> C identifiers. Nothing from a model reaches C without passing here."""
 from __future__ import annotations
 
+import hashlib
 import re
 
 from codegen_c.c_renderer import C_KEYWORDS
+
+# C99 promises 63 significant characters in an identifier; longer names keep a prefix and a
+# hash of the whole name, so distinct long names stay distinct.
+MAX_C_NAME = 63
+# --model-name is part of every file name (tvmgen_<mod>.h, <mod>_lib0.c) and C identifier of the
+# MLF: file names are limited to 255 bytes and identifiers grow by up to ~100 characters.
+MAX_MODEL_NAME = 100
+# Object-like macros of the headers the generated code and harnesses include (and of GNU C
+# modes): a struct member spelt like one would be replaced by the preprocessor.
+C_MACROS = frozenset("""NULL EOF BUFSIZ FILENAME_MAX FOPEN_MAX L_tmpnam TMP_MAX SEEK_SET SEEK_CUR SEEK_END stdin
+stdout stderr EXIT_SUCCESS EXIT_FAILURE RAND_MAX MB_CUR_MAX errno INFINITY NAN HUGE_VAL HUGE_VALF HUGE_VALL
+FP_NAN FP_INFINITE FP_ZERO FP_SUBNORMAL FP_NORMAL FP_ILOGB0 FP_ILOGBNAN MATH_ERRNO MATH_ERREXCEPT math_errhandling
+M_E M_LOG2E M_LOG10E M_LN2 M_LN10 M_PI M_PI_2 M_PI_4 M_1_PI M_2_PI M_2_SQRTPI M_SQRT2 M_SQRT1_2 CLOCKS_PER_SEC
+CLOCK_REALTIME CLOCK_MONOTONIC CLOCK_PROCESS_CPUTIME_ID CLOCK_THREAD_CPUTIME_ID TIME_UTC SIZE_MAX PTRDIFF_MIN
+PTRDIFF_MAX SIG_ATOMIC_MIN SIG_ATOMIC_MAX WCHAR_MIN WCHAR_MAX WINT_MIN WINT_MAX INTPTR_MIN INTPTR_MAX UINTPTR_MAX
+INTMAX_MIN INTMAX_MAX UINTMAX_MAX CHAR_BIT true false bool linux unix i386""".split())
+_LIMIT_MACRO = re.compile(r"^U?INT(_LEAST|_FAST)?(8|16|32|64|MAX)_(MIN|MAX|C)$")
 
 
 def sanitize(name: str) -> str:
@@ -13,8 +31,10 @@ def sanitize(name: str) -> str:
         s = "_"
     if s[0].isdigit():
         s = "_" + s
-    if s in C_KEYWORDS:
-        s += "_"
+    if s in C_KEYWORDS or s in C_MACROS or _LIMIT_MACRO.match(s) or s[:2] == "__" or re.match("_[A-Z]", s):
+        s += "_"       # reserved identifiers (__LINE__, _Pragma, ...) never end in "___" or "_X..._"
+    if len(s) > MAX_C_NAME:
+        s = s[:MAX_C_NAME - 9] + "_" + hashlib.sha256(str(name).encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return s
 
 

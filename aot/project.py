@@ -13,7 +13,7 @@ import numpy as np
 
 from .errors import AotError
 from .firmware import board_dir, load_qemu_board
-from .host import _tar_bytes, harness_params, read_valid_mlf
+from .host import _tar_bytes, harness_params, read_valid_mlf, refuse_instrumented
 
 
 def _test_data(m, inputs, expected, rtol, atol):
@@ -39,8 +39,9 @@ def export_project(tar, board, out_dir, inputs=None, expected=None, opt="-O2", r
     b = load_qemu_board(board)
     data = _tar_bytes(tar)
     m = read_valid_mlf(data)
-    if os.path.exists(out_dir) and os.listdir(out_dir):
-        raise AotError(f"'{out_dir}' exists and is not empty")
+    refuse_instrumented(m, ())
+    if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)):
+        raise AotError(f"'{out_dir}' exists and is not an empty directory")
     if inputs is None:
         rng = np.random.default_rng(seed)
         inputs = {}
@@ -51,6 +52,10 @@ def export_project(tar, board, out_dir, inputs=None, expected=None, opt="-O2", r
     for t in m.aot["inputs"]:
         if t["name"] not in inputs:
             raise AotError(f"no test value for input '{t['name']}'")
+        a = np.asarray(inputs[t["name"]])
+        if list(a.shape) != t["shape"] or str(a.dtype) != t["dtype"]:
+            raise AotError(f"test input '{t['name']}' is {a.dtype}{list(a.shape)}, the model expects "
+                           f"{t['dtype']}{t['shape']}")
     if expected is None:
         from .host import run_host
         expected = run_host(data, inputs)
@@ -59,8 +64,11 @@ def export_project(tar, board, out_dir, inputs=None, expected=None, opt="-O2", r
             raise AotError(f"no expected value of shape {t['shape']} for output '{t['name']}'")
     written = []
     parent = os.path.dirname(os.path.abspath(out_dir))
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".aot-project-", dir=parent)   # no half-written project on failure
+    try:
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".aot-project-", dir=parent)   # no half-written project on failure
+    except OSError as e:
+        raise AotError(f"cannot create project directory '{out_dir}': {e.strerror or e}")
 
     def put(rel, text):
         p = os.path.join(tmp, rel)
@@ -70,13 +78,16 @@ def export_project(tar, board, out_dir, inputs=None, expected=None, opt="-O2", r
         written.append(rel)
 
     try:
-        _write_files(put, data, b, board, m, inputs, expected, opt, rtol, atol)
+        try:
+            _write_files(put, data, b, board, m, inputs, expected, opt, rtol, atol)
+            if os.path.isdir(out_dir):
+                os.rmdir(out_dir)
+            os.replace(tmp, out_dir)
+        except OSError as e:
+            raise AotError(f"cannot write project directory '{out_dir}': {e.strerror or e}")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if os.path.isdir(out_dir):
-        os.rmdir(out_dir)
-    os.replace(tmp, out_dir)
     os.chmod(out_dir, 0o755)
     return written
 
@@ -87,7 +98,7 @@ def _write_files(put, data, b, board, m, inputs, expected, opt, rtol, atol):
     with tarfile.open(fileobj=io.BytesIO(data)) as t:
         for mem in t.getmembers():
             if mem.isfile():
-                put("mlf/" + mem.name.lstrip("./"), t.extractfile(mem).read())
+                put("mlf/" + (mem.name[2:] if mem.name.startswith("./") else mem.name), t.extractfile(mem).read())
     for f in b["files"]:
         with open(os.path.join(board_dir(board), f), "rb") as fh:
             put("board/" + os.path.basename(f), fh.read())

@@ -31,6 +31,9 @@ def _format_values(a: np.ndarray, per_line=8):
                 vals.append("NAN")
             elif math.isinf(x):
                 vals.append("INFINITY" if x > 0 else "-INFINITY")
+            elif a.dtype == np.float32:     # a float literal: no double -> float conversion
+                t = dig % x
+                vals.append(t + ("f" if any(c in t for c in ".eE") else ".0f"))
             else:
                 vals.append(dig % x)
     elif a.dtype == np.bool_:
@@ -69,17 +72,20 @@ def _arg_text(plan, a, is_input):
     return f"({const}{ctype}*)({pool} + {a.index})"
 
 
-def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm"):
-    """{relative path: text} for the codegen/host tree."""
+def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm", debug=False):
+    """{relative path: text} for the codegen/host tree. debug: main hands every kernel output
+    to tvmgen_<mod>_debug_record(kernel, output, data, nbytes) right after the kernel (aot debug)."""
     mod, MOD = plan.model_name, plan.model_name.upper()
     renderer = CRenderer()
     functions = [{"comment": comment_safe(f.name), "text": renderer.function(f)} for f in plan.funcs]
-    calls, used = [], set()
+    calls, used, records = [], set(), []
     for c in plan.calls:
         n_in = c.func.num_inputs
         args = [_arg_text(plan, a, k < n_in) for k, a in enumerate(c.args)]
         used.update((a.kind, a.index if a.kind in ("input", "output") else a.pool) for a in c.args)
         calls.append(f"{c.func.name}({', '.join(args)})")
+        records.append([{"output": j, "ptr": args[n_in + j], "size": b.size, "ctype": C_TYPES[b.dtype]}
+                        for j, b in enumerate(c.func.params[n_in:])] if debug else [])
     unused = []
     if plan.io_offsets is None:
         unused += [f"{cn}_buffer_var" for k, (cn, _, _) in enumerate(plan.inputs) if ("input", k) not in used]
@@ -107,7 +113,8 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
                            workspace_size=plan.workspace_size, main_prototype=proto,
                            const_section=const_section, workspace_section=workspace_section, **common)
     lib1 = render_template("lib1.c.j2", functions=functions, helpers=renderer.helper_definitions(),
-                           main_prototype=proto, main_unused=unused, calls=calls, **common)
+                           main_prototype=proto, main_unused=unused, calls=calls, debug=debug,
+                           records=records, **common)
     return {
         f"codegen/host/include/tvmgen_{mod}.h": header,
         f"codegen/host/src/{mod}_lib0.c": lib0,

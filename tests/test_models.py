@@ -1,4 +1,5 @@
-"""Whole models: the ONNX light models inside the onnx wheel and the MLPerf Tiny float models."""
+"""Whole models: the ONNX light models inside the onnx wheel and the MLPerf Tiny float and int8 QDQ
+models, each built and run once with ASan+UBSan and compared with onnxruntime."""
 import glob
 import os
 
@@ -52,7 +53,7 @@ def test_light_model(name):
     model, extra = with_intermediates(model)
     xname, x = runner_input(model)
     res = aot.compile(model.SerializeToString())
-    out = aot.run(res, {xname: x})
+    out = aot.run(res, {xname: x}, sanitize=True)   # the one run of each light model is under ASan+UBSan
     expected = numpy_helper.to_array(onnx.load_tensor(os.path.join(LIGHT_DIR, f"light_{name}_output_0.pb")))
     final = model.graph.output[0].name
     np.testing.assert_allclose(out[final], expected, rtol=1e-3, atol=1e-7)   # the suite's default tolerances
@@ -98,8 +99,46 @@ def test_mlperf_tiny_float(rel):
     model = onnx.load(path)
     feeds = _inputs_for(path, model)
     ref = ort_run(model, feeds)
-    out = aot.run(aot.compile(path), feeds, sanitize="anomaly" in rel or "keyword" in rel)
+    out = aot.run(aot.compile(path), feeds, sanitize=True)
     for k, r in ref.items():
         np.testing.assert_allclose(out[k], r, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(r).max())), err_msg=k)
     if "keyword_spotting" in rel:
         assert int(np.argmax(out[model.graph.output[0].name])) == 5   # the README's known class
+
+
+def _dequantize_step(model, name):
+    """The scale of the DequantizeLinear that produces `name` (0 if another op does)."""
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    for n in model.graph.node:
+        if name in n.output and n.op_type == "DequantizeLinear":
+            return float(np.max(inits[n.input[1]]))
+    return 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rel", [
+    "anomaly_detection/ad01_int8_qdq.onnx",
+    "keyword_spotting/kws_ref_model_int8_qdq.onnx",
+    "image_classification/pretrainedResnet_ortq_int8_qdq.onnx",
+    "image_classification/pretrainedResnet_quant_int8_qdq.onnx",
+    "visual_wake_words/vww_96_int8_qdq.onnx",
+])
+def test_mlperf_tiny_qdq(rel):
+    import aot
+    path = _mlperf(rel)
+    model = onnx.load(path)
+    x = model.graph.input[0]
+    if x.type.tensor_type.elem_type == onnx.TensorProto.INT8:
+        shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
+        feeds = {x.name: np.random.default_rng(0).integers(-128, 128, shape).astype(np.int8)}
+    else:
+        feeds = _inputs_for(path, model)
+    ref = ort_run(model, feeds)
+    out = aot.run(aot.compile(path), feeds, sanitize=True)
+    for k, r in ref.items():
+        assert out[k].dtype == r.dtype and out[k].shape == r.shape, k
+        # one quantization step: onnxruntime requantizes in fixed point, aot in float, so a value
+        # on a rounding boundary may land on either side
+        step = 1.0 if r.dtype.kind in "iu" else _dequantize_step(model, k)
+        np.testing.assert_allclose(out[k].astype(np.float64), r.astype(np.float64), rtol=0, atol=step * 1.0001, err_msg=k)
+        assert int(np.argmax(out[k])) == int(np.argmax(r)), k

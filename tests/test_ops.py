@@ -40,6 +40,7 @@ def test_unary_positive(op):
 @pytest.mark.parametrize("op,attrs", [
     ("LeakyRelu", {"alpha": 0.1}), ("LeakyRelu", {}), ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}),
     ("HardSigmoid", {}), ("HardSwish", {}), ("Elu", {"alpha": 0.5}), ("Softplus", {}),
+    ("Selu", {}), ("Selu", {"alpha": 2.0, "gamma": 3.0}),    # opset 13: no function body to inline
 ])
 def test_unary_attrs(op, attrs):
     opset = 14 if op == "HardSwish" else 13

@@ -1,9 +1,10 @@
 """ONNX -> graph IR, with full static shape inference and folding of compile-time subgraphs."""
 from __future__ import annotations
 
-import numpy as np
-
 import collections
+import os
+
+import numpy as np
 
 from ..errors import AotError, OpError, UnsupportedError
 from ..ir.graph import Graph, Node, TensorType, Value
@@ -12,15 +13,35 @@ from ..ops.registry import ONNX_DTYPES
 from ..passes.fold_constants import compact, fold_node
 
 MIN_OPSET = 7
+# The generated code indexes every tensor with int32_t and 32-bit targets address at most 4 GiB:
+# a tensor with more elements or bytes than int32_t holds cannot be compiled correctly.
+MAX_TENSOR_ELEMENTS = (1 << 31) - 1
+MAX_TENSOR_BYTES = (1 << 31) - 1
+
+
+def check_tensor_size(what, shape, dtype):
+    """Refuse a tensor the generated code's int32_t indexing cannot address."""
+    n = 1
+    for d in shape:
+        n *= int(d)
+    nbytes = n * np.dtype(dtype).itemsize
+    if n > MAX_TENSOR_ELEMENTS or nbytes > MAX_TENSOR_BYTES:
+        raise AotError(f"{what} has shape {list(shape)}: {n:,} elements of {dtype} ({nbytes:,} bytes), more than "
+                       f"the generated code can index (int32_t indices, at most {MAX_TENSOR_BYTES:,} bytes a tensor)")
 
 
 def _load(model):
     import onnx
     if isinstance(model, onnx.ModelProto):
-        return model
+        return _no_external_data(model)
     try:
         if isinstance(model, (bytes, bytearray)):
-            return onnx.load_model_from_string(bytes(model))
+            try:
+                return _no_external_data(onnx.load_model_from_string(bytes(model)))
+            except AotError:
+                raise
+            except Exception as e:  # protobuf raises DecodeError and friends
+                raise AotError(f"the model bytes are not a valid ONNX model (protobuf parse failed: {type(e).__name__})")
         with open(model, "rb") as f:
             data = f.read()
     except OSError as e:
@@ -31,7 +52,102 @@ def _load(model):
         raise AotError(f"'{model}' is not a valid ONNX model (protobuf parse failed: {type(e).__name__})")
     if not m.graph.node and not m.graph.output:
         raise AotError(f"'{model}' is not a valid ONNX model (no graph)")
+    _load_external_data(m, os.path.dirname(os.path.abspath(model)))
     return m
+
+
+def _no_external_data(m):
+    ext = _external_tensors(m)
+    if ext:
+        raise AotError(f"initializer '{ext[0].name}' is stored in external data, which needs the model's path "
+                       f"(pass the .onnx file, not its bytes)")
+    return m
+
+
+def _external_tensors(m):
+    from onnx import external_data_helper as ed
+    return [t for t in ed._get_all_tensors(m) if ed.uses_external_data(t)]
+
+
+def _load_external_data(m, base_dir):
+    """Initializers stored outside the model file: only files inside the model's folder."""
+    from onnx import external_data_helper as ed
+    for t in _external_tensors(m):
+        info = ed.ExternalDataInfo(t)
+        loc = info.location or ""
+        what = f"initializer '{t.name}': external data '{loc}'"
+        path = os.path.realpath(os.path.join(base_dir, loc))
+        if not loc or os.path.isabs(loc) or ".." in loc.replace("\\", "/").split("/") \
+                or os.path.commonpath([path, os.path.realpath(base_dir)]) != os.path.realpath(base_dir):
+            raise AotError(f"{what} is outside the model's folder {base_dir}")
+        if not os.path.isfile(path):
+            raise AotError(f"{what} is not a file (looked for {path})")
+        size = os.path.getsize(path)
+        offset, length = info.offset or 0, info.length or (size - (info.offset or 0))
+        if offset < 0 or length < 0 or offset + length > size:
+            raise AotError(f"{what}: bytes {offset}..{offset + length} are beyond its {size} bytes")
+        if length > MAX_TENSOR_BYTES:
+            raise AotError(f"{what} is {length:,} bytes, more than a tensor may hold ({MAX_TENSOR_BYTES:,})")
+        try:
+            ed.load_external_data_for_tensor(t, base_dir)
+        except Exception as e:      # onnx raises ValueError, OSError and its own checker errors
+            raise AotError(f"{what} cannot be read: {e}")
+
+
+def check_structure(m):
+    """What onnx.checker and onnxruntime refuse and the importer would otherwise take silently:
+    a newer IR than onnx knows, and names defined twice (static single assignment)."""
+    import onnx
+    if m.ir_version > onnx.IR_VERSION:
+        raise AotError(f"model ir_version {m.ir_version} is newer than this onnx ({onnx.__version__}) supports "
+                       f"(at most {onnx.IR_VERSION})")
+    g = m.graph
+    inits = {}
+    for i in g.initializer:
+        if i.name in inits:
+            raise AotError(f"initializer '{i.name}' is defined twice")
+        inits[i.name] = i
+    defined = {}          # name -> what defines it
+    for vi in g.input:
+        if vi.name in defined:
+            raise AotError(f"graph input '{vi.name}' is listed twice")
+        defined[vi.name] = f"graph input '{vi.name}'"
+    for name in inits:
+        defined.setdefault(name, f"initializer '{name}'")
+    for k, n in enumerate(g.node):
+        label = n.name or f"#{k}"
+        for o in n.output:
+            if not o:
+                continue
+            if o in defined:
+                raise AotError(f"node '{label}' ({n.op_type}) writes '{o}', which {defined[o]} already defines "
+                               f"(each tensor must have one producer)")
+            defined[o] = f"node '{label}' ({n.op_type})"
+    seen = set()
+    for vo in g.output:
+        if vo.name in seen:
+            raise AotError(f"graph output '{vo.name}' is listed twice")
+        seen.add(vo.name)
+    if not g.output:
+        raise AotError("the model's graph has no outputs")
+
+
+def check_declared_outputs(m, values):
+    """A declared output element type or static dimension that contradicts inference is an
+    invalid model (onnx.checker's strict shape inference refuses it too)."""
+    for vo in m.graph.output:
+        if not vo.type.HasField("tensor_type"):
+            continue
+        tt, got = vo.type.tensor_type, values[vo.name].type
+        if tt.elem_type:
+            want = ONNX_DTYPES.get(tt.elem_type)
+            if want != got.dtype:
+                raise AotError(f"graph output '{vo.name}' is declared {want or tt.elem_type} but computes {got.dtype}")
+        if tt.HasField("shape"):
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            if len(dims) != len(got.shape) or any(d is not None and d != s for d, s in zip(dims, got.shape)):
+                shown = [d if d is not None else "?" for d in dims]
+                raise AotError(f"graph output '{vo.name}' is declared with shape {shown} but computes {list(got.shape)}")
 
 
 def parse_input_shapes(specs):
@@ -45,8 +161,11 @@ def parse_input_shapes(specs):
             out[name] = tuple(int(d) for d in dims.split(",") if d.strip() != "")
         except ValueError:
             raise AotError(f"--input-shape '{s}': dimensions must be integers")
-        if any(d <= 0 for d in out[name]):
-            raise AotError(f"--input-shape '{s}': dimensions must be positive")
+        bad = [(k, d) for k, d in enumerate(out[name]) if d < 0]
+        if bad:
+            k, d = bad[0]
+            raise AotError(f"--input-shape '{s}': dimension {k} of input '{name}' is {d}; "
+                           f"a dimension cannot be negative")
     return out
 
 
@@ -345,9 +464,15 @@ def _toposort(nodes, known):
             else:
                 rest.append(n)
         if not progressed:
+            later = {o for m in rest for o in m.output if o}
+            for n in rest:
+                missing = [i for i in list(n.input) + sorted(_implicit_inputs(n)) if i and i not in avail]
+                if missing and missing[0] not in later:
+                    raise OpError(_Named(n), f"input '{missing[0]}' is not produced by any node, initializer "
+                                             f"or graph input")
             n = rest[0]
             missing = [i for i in n.input if i and i not in avail]
-            raise OpError(_Named(n), f"input '{missing[0]}' is not produced by any node, initializer or graph input")
+            raise OpError(_Named(n), f"input '{missing[0]}' is produced only downstream of this node: the nodes form a cycle")
         pending = rest
     return out
 
@@ -356,6 +481,7 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
     import onnx
     from onnx import numpy_helper
     m = _load(model)
+    check_structure(m)
     opset = _opset(m)
     newest = onnx.defs.onnx_opset_version()
     if opset < MIN_OPSET or opset > newest:
@@ -418,12 +544,16 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
                 raise AotError(f"input '{vi.name}' has an unknown rank; give it with --input-shape {vi.name}=D0,D1,...")
             shape = []
             for d, dim in enumerate(tt.shape.dim):
-                if dim.HasField("dim_value") and dim.dim_value > 0:
+                if dim.HasField("dim_value") and dim.dim_value < 0:
+                    raise AotError(f"input '{vi.name}' dimension {d} is {dim.dim_value}: "
+                                   f"a dimension cannot be negative")
+                if dim.HasField("dim_value"):
                     shape.append(dim.dim_value)
                 else:
                     sym = dim.dim_param or "?"
                     raise AotError(f"input '{vi.name}' dimension {d} ('{sym}') is not static; "
                                    f"give it with --input-shape {vi.name}=D0,D1,...")
+        check_tensor_size(f"input '{vi.name}'", shape, dtype)
         v = Value(vi.name, TensorType(tuple(shape), dtype))
         values[vi.name] = v
         inputs.append(v)
@@ -472,6 +602,7 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
         node = Node(pn.op_type, nname, ctx.inputs, outs, ctx.attrs)
         types = op.infer(node)
         for o, t in zip(outs, types):
+            check_tensor_size(f"node '{nname}' ({pn.op_type}): output '{o.name}'", t.shape, t.dtype)
             o.type = t
         vals = fold_node(node)
         if vals is not None:
@@ -488,6 +619,7 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
         if vo.name not in values:
             raise AotError(f"graph output '{vo.name}' is not produced by any node")
         outputs.append(values[vo.name])
+    check_declared_outputs(m, values)
     graph = Graph(name, inputs, outputs, nodes, opset)
     if log:
         log(f"import: opset {opset}, {len(g.node)} ONNX nodes -> {len(nodes)} graph nodes "

@@ -6,8 +6,8 @@ import numpy as np
 from .. import te
 from ..errors import OpError
 from ..ir.graph import TensorType
-from ..tir.expr import (Bin, Call, Cast, Const, and_, call, cast, eq, ge, gt, is_float, le, lt, max_, min_, ne,
-                        not_, or_, select)
+from ..tir.expr import (Bin, Call, Cast, Const, and_, call, cast, eq, ge, gt, is_float, le, lt, max_, max_nan, min_,
+                        min_nan, ne, not_, or_, select)
 from ..tir.expr import Unary as UnaryExpr
 from .registry import INTS
 from .registry import (ALL, FLOATS, NUMERIC, ONNX_DTYPES, Op, Pattern, broadcast_shapes, register, same_as_input)
@@ -22,9 +22,19 @@ def _erf(x):
     return np.vectorize(m.erf, otypes=[x.dtype])(x) if x.size else x.copy()
 
 
+def _softplus(x):
+    """log(1 + exp(x)) without overflow: x + log1p(exp(-x)) for x > 0 (exp(x) is inf past ~88
+    in float32, while the result is just x), log1p(exp(x)) otherwise; NaN takes the second arm."""
+    one_side = lambda v: call("log1p", call("exp", v))  # noqa: E731
+    return select(gt(x, _f(x, 0)), x + one_side(-x), one_side(x))
+
+
 # name: (te fn(x, attrs), numpy fn(x, attrs), dtypes)
+# Selu's defaults: float32 values of the self-normalising constants (ONNX spec)
+SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
+
 UNARY = {
-    "Relu": (lambda x, a: max_(x, _f(x, 0)), lambda x, a: np.maximum(x, x.dtype.type(0)), NUMERIC),
+    "Relu": (lambda x, a: select(lt(x, _f(x, 0)), _f(x, 0), x), lambda x, a: np.maximum(x, x.dtype.type(0)), NUMERIC),
     "LeakyRelu": (lambda x, a: select(lt(x, _f(x, 0)), x * a.get("alpha", 0.01), x),
                   lambda x, a: np.where(x < 0, x * np.float32(a.get("alpha", 0.01)), x), FLOATS),
     "Sigmoid": (lambda x, a: _f(x, 1) / (_f(x, 1) + call("exp", -x)),
@@ -44,10 +54,16 @@ UNARY = {
     "Floor": (lambda x, a: call("floor", x), lambda x, a: np.floor(x), FLOATS),
     "Ceil": (lambda x, a: call("ceil", x), lambda x, a: np.ceil(x), FLOATS),
     "Reciprocal": (lambda x, a: _f(x, 1) / x, lambda x, a: (1 / x).astype(x.dtype), FLOATS),
-    "Softplus": (lambda x, a: call("log", _f(x, 1) + call("exp", x)), lambda x, a: np.log1p(np.exp(x)).astype(x.dtype), FLOATS),
+    "Softplus": (lambda x, a: _softplus(x), lambda x, a: np.logaddexp(x.dtype.type(0), x), FLOATS),
     "Softsign": (lambda x, a: x / (_f(x, 1) + call("fabs", x)), lambda x, a: (x / (1 + np.abs(x))).astype(x.dtype), FLOATS),
     "Elu": (lambda x, a: select(lt(x, _f(x, 0)), (call("exp", x) - _f(x, 1)) * a.get("alpha", 1.0), x),
             lambda x, a: np.where(x < 0, (np.exp(x) - 1) * np.float32(a.get("alpha", 1.0)), x).astype(x.dtype), FLOATS),
+    "Selu": (lambda x, a: select(gt(x, _f(x, 0)), x * a.get("gamma", SELU_GAMMA),
+                                 (call("exp", x) * a.get("alpha", SELU_ALPHA) - _f(x, a.get("alpha", SELU_ALPHA)))
+                                 * a.get("gamma", SELU_GAMMA)),
+             lambda x, a: (np.float32(a.get("gamma", SELU_GAMMA)) * np.where(
+                 x > 0, x, np.float32(a.get("alpha", SELU_ALPHA)) * np.exp(x) - np.float32(a.get("alpha", SELU_ALPHA)))
+             ).astype(x.dtype), FLOATS),
     "Sin": (lambda x, a: call("sin", x), lambda x, a: np.sin(x), FLOATS),
     "Cos": (lambda x, a: call("cos", x), lambda x, a: np.cos(x), FLOATS),
     "Not": (lambda x, a: not_(x), lambda x, a: np.logical_not(x), ("bool",)),
@@ -150,10 +166,12 @@ class Clip(Op):
 
         def f(*i):
             y = x(*i)
+            # the spec's function body: Where(Less(x, min), min, x), then Where(Less(max, y), max, y);
+            # a NaN compares false and passes through, as in onnxruntime
             if lo is not None:
-                y = max_(y, Const(lo, x.dtype))
+                y = select(lt(y, Const(lo, x.dtype)), Const(lo, x.dtype), y)
             if hi is not None:
-                y = min_(y, Const(hi, x.dtype))
+                y = select(lt(Const(hi, x.dtype), y), Const(hi, x.dtype), y)
             return y
         return [te.compute(x.shape, f, "clip")]
 
@@ -339,7 +357,7 @@ class BitShift(Binary):
         shape = node.outputs[0].type.shape
         return [te.compute(shape, lambda *i: f(a(te.broadcast_index(i, a.shape)), b(te.broadcast_index(i, b.shape))), "shift")]
 
-VARIADIC = {"Sum": (lambda a, b: a + b, np.add), "Max": (max_, np.maximum), "Min": (min_, np.minimum),
+VARIADIC = {"Sum": (lambda a, b: a + b, np.add), "Max": (max_nan, np.maximum), "Min": (min_nan, np.minimum),
             "Mean": (lambda a, b: a + b, np.add)}
 
 

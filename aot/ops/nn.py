@@ -391,7 +391,7 @@ class MaxPool(_Pool):
     def _argmax(self, node, x, red, window, names):
         """The first window position holding the maximum, as a flat index into the input
         (row-major, or column-major over the spatial dims with storage_order=1)."""
-        from ..tir.expr import eq, select
+        from ..tir.expr import holds_extreme, select
         out_shape = node.outputs[0].type.shape
         C, sp = x.shape[1], x.shape[2:]
 
@@ -408,7 +408,7 @@ class MaxPool(_Pool):
                 for d in range(len(sp)):
                     flat = flat * sp[d] + idx[d]
             miss = Const(np.iinfo(np.int32).max, "int32")
-            return te.min(select(eq(x(n, c, *idx), red(n, c, *o)), flat, miss), rs)
+            return te.min(select(holds_extreme(x(n, c, *idx), red(n, c, *o)), flat, miss), rs)
         pos = te.compute(out_shape, body, "argmax", names)
         return te.compute(out_shape, lambda *i: Cast("int64", pos(*i)), "indices", names)
 
@@ -708,15 +708,24 @@ class ConvTranspose(Op):
         full = [strides[d] * (x.shape[2 + d] - 1) + opad[d] + (kernel[d] - 1) * dil[d] + 1 for d in range(nsp)]
         if pads is None and auto in ("SAME_UPPER", "SAME_LOWER"):
             target = list(out_shape) if out_shape else [x.shape[2 + d] * strides[d] for d in range(nsp)]
-            total = [full[d] - target[d] for d in range(nsp)]
+            # A kernel narrower than the stride would need negative pads to reach in*stride;
+            # pads are non-negative, so (as ONNX shape inference and onnxruntime do) the total
+            # is clamped at 0 and the output keeps its natural size (in-1)*stride + kernel.
+            total = [max(full[d] - target[d], 0) for d in range(nsp)]
             if auto == "SAME_UPPER":
                 pads = [t // 2 for t in total] + [t - t // 2 for t in total]
             else:
                 pads = [t - t // 2 for t in total] + [t // 2 for t in total]
-            out = target
+            out = list(out_shape) if out_shape else [full[d] - total[d] for d in range(nsp)]
+        elif out_shape:
+            # The spec ignores pads when output_shape is given and splits the total crop itself:
+            # the odd element goes to the start unless auto_pad is SAME_UPPER (handled above).
+            out = [int(v) for v in list(out_shape)[-nsp:]]
+            total = [full[d] - out[d] for d in range(nsp)]
+            pads = [t - t // 2 for t in total] + [t // 2 for t in total]
         else:
             pads = list(pads or [0] * (2 * nsp))
-            out = list(out_shape) if out_shape else [full[d] - pads[d] - pads[d + nsp] for d in range(nsp)]
+            out = [full[d] - pads[d] - pads[d + nsp] for d in range(nsp)]
         if len(out) > nsp:        # output_shape may include N and C
             out = out[-nsp:]
         ctx.attrs = {"kernel_shape": kernel, "strides": strides, "dilations": dil, "pads": list(pads),

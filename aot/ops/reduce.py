@@ -116,7 +116,7 @@ class _ArgBase(Op):
         return node.attrs["axes"]
 
     def _extreme_and_position(self, node, x, last):
-        from ..tir.expr import eq, select
+        from ..tir.expr import holds_extreme, select
         axes = self._axes(node)
         keep = tuple(1 if d in axes else s for d, s in enumerate(x.shape))
         is_max = node.op in ("ArgMax", "Hardmax")
@@ -136,7 +136,7 @@ class _ArgBase(Op):
             for r, d in zip(rs, axes):
                 flat = flat * x.shape[d] + r.var
             miss = Const(-1 if last else np.iinfo(np.int32).max, "int32")
-            return te.Reduce("max" if last else "min", select(eq(x(over(i, rs)), ext(*i)), flat, miss), rs)
+            return te.Reduce("max" if last else "min", select(holds_extreme(x(over(i, rs)), ext(*i)), flat, miss), rs)
         return keep, te.compute(keep, fpos, "position")
 
 

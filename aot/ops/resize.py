@@ -4,6 +4,7 @@ a small weighted gather over the taps of each axis (separable, as ONNX defines i
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -14,10 +15,20 @@ from .registry import NUMERIC, Op, Pattern, register
 
 
 def _source_coord(o, I, O, scale, ctm, roi_lo, roi_hi):
-    """Position in the input that output index o maps to (None: outside, extrapolate)."""
+    """Position in the input that output index o maps to (None: outside, extrapolate).
+
+    Exact rational arithmetic (scale and roi are binary floats or, from `sizes`, ratios of
+    integers, so Fractions hold them exactly): nearest rounding and the integer test below
+    must not depend on round-off, e.g. half_pixel_symmetric lands exactly on integers that
+    float64 misses by one ulp. `out_w` = scale * I is the spec's possibly fractional
+    output_width: align_corners and tf_crop_and_resize divide by out_w - 1, not by the
+    integer length O - 1, as the ONNX backend test data (resize_downsample_scales_*_
+    align_corners) and the reference implementation do; onnxruntime uses O - 1."""
+    scale, roi_lo, roi_hi = Fraction(scale), Fraction(roi_lo), Fraction(roi_hi)
     out_w = scale * I
+    half = Fraction(1, 2)
     if ctm == "align_corners":
-        return 0.0 if out_w == 1 else o * (I - 1) / (out_w - 1)
+        return Fraction(0) if out_w == 1 else o * (I - 1) / (out_w - 1)
     if ctm == "asymmetric":
         return o / scale
     if ctm == "tf_crop_and_resize":
@@ -25,12 +36,12 @@ def _source_coord(o, I, O, scale, ctm, roi_lo, roi_hi):
         x += roi_lo * (I - 1)
         return None if x < 0 or x > I - 1 else x
     if ctm == "pytorch_half_pixel":
-        return -0.5 if out_w == 1 else (o + 0.5) / scale - 0.5
+        return -half if out_w == 1 else (o + half) / scale - half
     if ctm == "half_pixel":
-        return (o + 0.5) / scale - 0.5
+        return (o + half) / scale - half
     if ctm == "half_pixel_symmetric":
         adj = O / out_w
-        return I / 2 * (1 - adj) + (o + 0.5) / scale - 0.5
+        return Fraction(I, 2) * (1 - adj) + (o + half) / scale - half
     raise ValueError(ctm)
 
 
@@ -83,7 +94,8 @@ def axis_taps(I, O, scale, attrs, roi_lo, roi_hi):
         if x is None:
             rows.append(None)
             continue
-        ratio = 1.0 if float(x).is_integer() else x - math.floor(x)
+        frac = x - math.floor(x)          # kept exact for nearest's tie tests (round_prefer_*)
+        ratio = 1.0 if frac == 0 else frac if mode == "nearest" else float(frac)
         c = _coeffs(mode, ratio, scale, attrs["cubic_coeff_a"], attrs["antialias"], attrs["nearest_mode"])
         idx = _neighbours(x, len(c), I)
         if attrs["exclude_outside"]:
@@ -141,14 +153,14 @@ class Resize(Op):
         full_scale, out = [1.0] * r, list(shape)
         if sizes is not None:
             for k, d in enumerate(axes):
-                full_scale[d] = sizes[k] / shape[d]
+                full_scale[d] = Fraction(sizes[k], shape[d])   # exact: see _source_coord
                 out[d] = sizes[k]
             policy = a.get("keep_aspect_ratio_policy", "stretch")
             if policy != "stretch":
                 pick = min if policy == "not_larger" else max
                 s = pick(full_scale[d] for d in axes)
                 for d in axes:
-                    full_scale[d], out[d] = s, int(s * shape[d] + 0.5)
+                    full_scale[d], out[d] = s, int(s * shape[d] + Fraction(1, 2))
         elif scales is not None:
             for k, d in enumerate(axes):
                 full_scale[d] = scales[k]

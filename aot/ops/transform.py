@@ -277,10 +277,9 @@ class Slice(Op):
 
     def reference(self, node, x):
         a = node.attrs
-        sl = tuple(slice(b, b + (c - 1) * st + (1 if st > 0 else -1) if c else b, st) if c else slice(0, 0)
-                   for b, st, c in zip(a["begin"], a["step"], a["count"]))
-        out = x[sl]
-        return [out.reshape(a["count"]) if out.size == int(np.prod(a["count"])) else np.zeros(a["count"], x.dtype)]
+        # explicit indices per axis: a slice object cannot stop "before index 0" with a negative step
+        idx = [b + np.arange(c) * st for b, st, c in zip(a["begin"], a["step"], a["count"])]
+        return [x[np.ix_(*idx)] if idx else x.copy()]
 
     def compute(self, node, x):
         a = node.attrs

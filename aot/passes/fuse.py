@@ -5,6 +5,11 @@ OUT_ELEMWISE_FUSABLE, or a reduction: COMM_REDUCE) plus the elementwise/broadcas
 consume its result at the same shape; elementwise/broadcast/injective chains fuse together
 and into a following reduction. A value read by more than one node is never fused away,
 so every group has a single exit and can run at its last node's position.
+
+A group's longest chain of nodes is bounded (MAX_FUSE_DEPTH, TVM's max_fuse_depth): a fused
+chain lowers to one expression tree, as deep as the chain, that every later stage walks. So is
+the size of that tree (MAX_INLINE_SIZE): a stage that reads its input twice (x / (1 + |x|))
+doubles the inlined producer, so a chain of such stages would grow exponentially.
 """
 from __future__ import annotations
 
@@ -12,6 +17,9 @@ import re
 from dataclasses import dataclass, field
 
 from ..ops import Pattern, get_op
+
+MAX_FUSE_DEPTH = 32
+MAX_INLINE_SIZE = 1024     # expression nodes of a group's output once every stage is inlined
 
 
 @dataclass
@@ -22,6 +30,8 @@ class Group:
     alias: bool = False
     inputs: list = field(default_factory=list)    # external values read (constants included)
     outputs: list = field(default_factory=list)   # values leaving the group
+    depth: int = 1                                 # nodes on the longest chain inside
+    size: int = 1                                  # estimated inlined expression size
 
     @property
     def op_names(self):
@@ -46,6 +56,46 @@ def _can_fuse(pg: Group, node, v):
     return False
 
 
+def _inline_cost(node):
+    """(own expression size, {input position: times the inlined input is read}) of a node's
+    compute definition, its own non-reduction stages inlined as lowering will inline them."""
+    from .. import te
+    from ..tir.expr import walk
+    ins = [te.placeholder(v.type.shape, v.type.dtype, f"p{k}") if v is not None else None
+           for k, v in enumerate(node.inputs)]
+    pos = {t.uid: k for k, t in enumerate(ins) if t is not None}
+    try:
+        outs = get_op(node.op).compute(node, *ins)
+    except Exception:       # lowering will report it; fusion only needs an estimate
+        return 1, {}
+    memo = {}
+
+    def cost(t):
+        if t.uid not in memo:
+            size, reads = 0, {}
+            for e in walk(t.op.body):
+                size += 1
+                if isinstance(e, te.TensorRef):
+                    u = e.tensor
+                    if u.uid in pos:
+                        reads[pos[u.uid]] = reads.get(pos[u.uid], 0) + 1
+                    elif not u.is_placeholder:
+                        s2, r2 = cost(u)
+                        size += s2
+                        for k, c in r2.items():
+                            reads[k] = reads.get(k, 0) + c
+            memo[t.uid] = (min(size, 1 << 30), reads)
+        return memo[t.uid]
+    size, reads = 0, {}
+    for t in outs:
+        if not t.is_placeholder:
+            s, r = cost(t)
+            size += s
+            for k, c in r.items():
+                reads[k] = reads.get(k, 0) + c
+    return max(size, 1), reads
+
+
 def fuse_ops(graph):
     """Returns the list of groups in execution order."""
     uses = graph.consumers()
@@ -57,17 +107,23 @@ def fuse_ops(graph):
             g = Group([n], op.pattern, alias=True)
         else:
             g = Group([n], op.pattern, anchor=n if op.pattern >= Pattern.COMM_REDUCE else None)
+            own, reads = _inline_cost(n)
+            g.size = own
             merged = []
-            for v in n.inputs:
+            for k, v in enumerate(n.inputs):
                 if v is None or v.producer is None:
                     continue
                 pg = group_of[id(v.producer)]
                 if pg.alias or pg in merged or id(v) in out_ids or len(uses.get(id(v), [])) != 1:
                     continue
-                if not _can_fuse(pg, n, v):
+                if not _can_fuse(pg, n, v) or pg.depth >= MAX_FUSE_DEPTH:
                     continue
                 if pg.anchor is not None and (g.anchor is not None or any(m.anchor for m in merged)):
                     continue
+                grown = g.size + reads.get(k, 1) * pg.size
+                if grown > MAX_INLINE_SIZE:
+                    continue
+                g.size = grown
                 merged.append(pg)
             for pg in merged:
                 groups.remove(pg)
@@ -75,6 +131,7 @@ def fuse_ops(graph):
                 if pg.anchor is not None:
                     g.anchor = pg.anchor
                 g.kind = max(g.kind, pg.kind)
+                g.depth = max(g.depth, pg.depth + 1)
             g.nodes.sort(key=graph.nodes.index)
         for m in g.nodes:
             group_of[id(m)] = g

@@ -194,6 +194,29 @@ def call(fn, *args, dtype=None): return Call(fn, [wrap(a, args[0].dtype) for a i
 def const(v, dtype): return Const(v, dtype)
 
 
+def max_nan(a, b):
+    """max that propagates a NaN from either side, as numpy.maximum and onnxruntime's Max,
+    Relu and Clip do; plain `max` is `a > b ? a : b`, which drops a NaN in a."""
+    if not is_float(a.dtype):
+        return max_(a, b)
+    return Select(or_(gt(a, b), Call("isnan", [a], "bool")), a, b)
+
+
+def holds_extreme(v, ext):
+    """v is the value a NaN-propagating max/min over a set containing v returned: equal to
+    it, or NaN (the extreme is NaN exactly when the set holds one, and NaN != NaN)."""
+    if not is_float(v.dtype):
+        return eq(v, ext)
+    return or_(eq(v, ext), Call("isnan", [v], "bool"))
+
+
+def min_nan(a, b):
+    """min that propagates a NaN from either side (see max_nan)."""
+    if not is_float(a.dtype):
+        return min_(a, b)
+    return Select(or_(lt(a, b), Call("isnan", [a], "bool")), a, b)
+
+
 def all_of(conds):
     out = None
     for c in conds:

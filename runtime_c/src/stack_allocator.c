@@ -8,13 +8,13 @@
 static size_t align_up(size_t n) { return (n + AOT_ALIGN - 1u) & ~(size_t)(AOT_ALIGN - 1u); }
 
 tvm_crt_error_t StackMemoryManager_Init(tvm_workspace_t* ws, uint8_t* g_workspace, size_t workspace_size) {
-  uintptr_t start = (uintptr_t)g_workspace;
-  uintptr_t aligned = (start + AOT_ALIGN - 1u) & ~(uintptr_t)(AOT_ALIGN - 1u);
-  if (ws == NULL || g_workspace == NULL || (size_t)(aligned - start) > workspace_size) {
+  /* step the pointer itself (not an integer cast back) so it keeps the array's provenance */
+  size_t skip = (size_t)((AOT_ALIGN - (uintptr_t)g_workspace % AOT_ALIGN) % AOT_ALIGN);
+  if (ws == NULL || g_workspace == NULL || skip > workspace_size) {
     return kTvmErrorPlatformNoMemory;
   }
-  ws->workspace = (uint8_t*)aligned;
-  ws->workspace_size = workspace_size - (size_t)(aligned - start);
+  ws->workspace = g_workspace + skip;
+  ws->workspace_size = workspace_size - skip;
   ws->next_alloc = ws->workspace;
   return kTvmErrorNoError;
 }

@@ -1,0 +1,219 @@
+"""The MLF metadata every consumer relies on, checked field by field before anything is built.
+
+The harnesses paste module names, c_names and pool names into C, the builds compile `sources`,
+and the runners size buffers from shapes and dtypes: each of those is checked here (identifiers
+are C identifiers, sources are C files inside codegen/host/src, shapes are non-negative ints whose
+byte sizes agree with metadata and with the header's size macros)."""
+from __future__ import annotations
+
+import re
+
+MLF_VERSION = 7
+MODULE_RE = re.compile(r"^[a-z0-9_]+$")
+MAX_MODULE_NAME = 100           # same bound as --model-name (aot/names.py)
+IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_IDENT = 255
+SOURCE_RE = re.compile(r"^codegen/host/src/[A-Za-z0-9_][A-Za-z0-9_.-]*\.c$")
+MAX_BYTES = (1 << 32) - 1       # sizes in a 32-bit address space
+MAX_TENSOR_BYTES = (1 << 31) - 1
+DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1, "int16": 2,
+               "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
+
+
+def _is_int(x, lo=0, hi=MAX_BYTES):
+    return isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi
+
+
+def _c_ident(x):
+    from codegen_c.c_renderer import C_KEYWORDS
+    return isinstance(x, str) and len(x) <= MAX_IDENT and bool(IDENT_RE.match(x)) and x not in C_KEYWORDS
+
+
+def _show(x):
+    s = repr(x)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _header_macros(text):
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define (\w+) (\d+)\s*$", text, re.M)}
+
+
+def metadata_problems(meta, files) -> list:
+    p = []
+    if not isinstance(meta, dict):
+        return ["metadata.json is not a JSON object"]
+    if meta.get("version") != MLF_VERSION:
+        p.append(f"metadata version is {_show(meta.get('version'))}, expected {MLF_VERSION}")
+    mods = meta.get("modules")
+    if not isinstance(mods, dict) or len(mods) != 1:
+        return p + ["metadata must have exactly one module"]
+    mod, info = next(iter(mods.items()))
+    if not MODULE_RE.match(mod) or len(mod) > MAX_MODULE_NAME:
+        return p + [f"module name {_show(mod)} is not [a-z0-9_]+ of at most {MAX_MODULE_NAME} characters"]
+    if not isinstance(info, dict):
+        return p + [f"module '{mod}' metadata is not an object"]
+    for key in ("executors", "style", "target", "export_datetime", "external_dependencies", "memory"):
+        if key not in info:
+            p.append(f"module '{mod}' metadata lacks '{key}'")
+    if info.get("executors") != ["aot"]:
+        p.append("executors must be ['aot']")
+    tgt = info.get("target")
+    if not (isinstance(tgt, list) and tgt and all(isinstance(t, str) for t in tgt)):
+        p.append(f"target {_show(tgt)} is not a list of strings")
+    for key in ("style", "export_datetime"):
+        if key in info and not isinstance(info[key], str):
+            p.append(f"'{key}' {_show(info[key])} is not a string")
+    main = _main_memory(info, p)
+    aot = info.get("aot")
+    if not isinstance(aot, dict):
+        return p + [f"module '{mod}' metadata lacks the 'aot' object (inputs, outputs, sources)"]
+    hdr_name = f"codegen/host/include/tvmgen_{mod}.h"
+    macros = _header_macros(files[hdr_name].decode("utf-8", "replace")) if hdr_name in files else {}
+    c_seen = {"WORKSPACE"}
+    for kind in ("inputs", "outputs"):
+        _tensors(aot, kind, main, macros, mod, c_seen, p)
+    _pools(aot, macros, mod, p)
+    _sources(aot, files, mod, p)
+    _plan_rows(aot, p)
+    for key in ("use_workspace_io",):
+        if key in aot and not isinstance(aot[key], bool):
+            p.append(f"aot.{key} {_show(aot[key])} is not true/false")
+    lb = aot.get("workspace_lower_bound_bytes")
+    if lb is not None and not _is_int(lb):
+        p.append(f"aot.workspace_lower_bound_bytes {_show(lb)} is not a byte count")
+    kernels = aot.get("kernels", [])
+    if not (isinstance(kernels, list) and all(isinstance(k, str) for k in kernels)):
+        p.append("aot.kernels is not a list of names")
+    for f in (hdr_name, f"codegen/host/src/{mod}_lib0.c", f"codegen/host/src/{mod}_lib1.c",
+              f"parameters/{mod}.params", f"src/{mod}.relay", "runtime/include/tvm/runtime/c_runtime_api.h"):
+        if f not in files:
+            p.append(f"missing member ./{f}")
+    return p
+
+
+def _main_memory(info, p):
+    try:
+        main = info["memory"]["functions"]["main"][0]
+        ops = info["memory"]["functions"]["operator_functions"]
+    except (KeyError, IndexError, TypeError):
+        p.append("memory.functions.main[0] / operator_functions missing")
+        return {}
+    if not isinstance(main, dict):
+        p.append("memory.functions.main[0] is not an object")
+        return {}
+    for key in ("workspace_size_bytes", "constants_size_bytes", "io_size_bytes", "device", "inputs", "outputs"):
+        if key not in main:
+            p.append(f"memory.functions.main[0] lacks '{key}'")
+    for key in ("workspace_size_bytes", "constants_size_bytes", "io_size_bytes"):
+        if key in main and not _is_int(main[key]):
+            p.append(f"memory.functions.main[0].{key} {_show(main[key])} is not a byte count up to {MAX_BYTES:,}")
+    if "device" in main and not _is_int(main["device"], 0, 1 << 16):
+        p.append(f"memory.functions.main[0].device {_show(main['device'])} is not a device number")
+    for kind in ("inputs", "outputs"):
+        d = main.get(kind)
+        if d is None:
+            continue
+        if not isinstance(d, dict) or not all(isinstance(v, dict) and v.get("dtype") in DTYPE_BYTES
+                                              and _is_int(v.get("size")) for v in d.values()):
+            p.append(f"memory.functions.main[0].{kind} is not {{name: {{dtype, size}}}}")
+    if not (isinstance(ops, list) and all(isinstance(f, dict) and _c_ident(f.get("function_name")) for f in ops)):
+        p.append("operator_functions is not a list of {function_name: C identifier}")
+    return main
+
+
+def _tensors(aot, kind, main, macros, mod, c_seen, p):
+    lst = aot.get(kind)
+    if not isinstance(lst, list) or (kind == "outputs" and not lst):
+        p.append(f"aot.{kind} is not a {'non-empty ' if kind == 'outputs' else ''}list")
+        return
+    declared = main.get(kind) if isinstance(main.get(kind), dict) else None
+    names = set()
+    for k, t in enumerate(lst):
+        where = f"aot.{kind}[{k}]"
+        if not isinstance(t, dict):
+            p.append(f"{where} is not an object")
+            continue
+        name, c, shape, dtype = t.get("name"), t.get("c_name"), t.get("shape"), t.get("dtype")
+        if not isinstance(name, str) or not name:
+            p.append(f"{where}.name {_show(name)} is not a non-empty string")
+            continue
+        where = f"{kind[:-1]} '{name}'"
+        if name in names:
+            p.append(f"{where} is listed twice")
+        names.add(name)
+        if not _c_ident(c):
+            p.append(f"{where}: c_name {_show(c)} is not a C identifier")
+        elif c.upper() in c_seen:
+            p.append(f"{where}: c_name '{c}' collides with another tensor's (case-insensitively)")
+        else:
+            c_seen.add(c.upper())
+        if dtype not in DTYPE_BYTES:
+            p.append(f"{where}: dtype {_show(dtype)} is not one of {', '.join(sorted(DTYPE_BYTES))}")
+            continue
+        if not (isinstance(shape, list) and len(shape) <= 32 and all(_is_int(d, 0, MAX_TENSOR_BYTES) for d in shape)):
+            p.append(f"{where}: shape {_show(shape)} is not a list of non-negative integers")
+            continue
+        nbytes = DTYPE_BYTES[dtype]
+        for d in shape:
+            nbytes *= d
+        if nbytes > MAX_TENSOR_BYTES:
+            p.append(f"{where}: shape {shape} of {dtype} is {nbytes:,} bytes, more than {MAX_TENSOR_BYTES:,}")
+            continue
+        if declared is not None:
+            e = declared.get(name)
+            if not isinstance(e, dict):
+                p.append(f"{where} is missing from memory.functions.main[0].{kind}")
+            elif e.get("dtype") != dtype or e.get("size") != nbytes:
+                p.append(f"{where}: memory.functions.main[0] says {_show(e.get('dtype'))} of {_show(e.get('size'))} "
+                         f"bytes, aot says {dtype}{shape} ({nbytes} bytes)")
+        if isinstance(c, str) and _c_ident(c):
+            macro = f"TVMGEN_{mod.upper()}_{c.upper()}_SIZE"
+            if macros.get(macro) != nbytes:
+                p.append(f"{where}: the header's {macro} is {macros.get(macro, 'missing')}, "
+                         f"not {nbytes} ({dtype}{shape})")
+    if declared is not None and set(declared) != names:
+        p.append(f"memory.functions.main[0].{kind} names {sorted(declared)} differ from aot.{kind} {sorted(names)}")
+
+
+def _pools(aot, macros, mod, p):
+    pools = aot.get("workspace_pools") or []
+    if not isinstance(pools, list):
+        p.append("aot.workspace_pools is not a list")
+        return
+    for k, q in enumerate(pools):
+        if not (isinstance(q, dict) and _c_ident(q.get("c")) and isinstance(q.get("name"), str)
+                and _is_int(q.get("size"))):
+            p.append(f"aot.workspace_pools[{k}] is not {{name, c: C identifier, size: bytes}}")
+            continue
+        macro = f"TVMGEN_{mod.upper()}_{q['c'].upper()}_WORKSPACE_POOL_SIZE"
+        if macros.get(macro) != q["size"]:
+            p.append(f"workspace pool '{q['name']}': the header's {macro} is {macros.get(macro, 'missing')}, "
+                     f"not {q['size']}")
+
+
+def _sources(aot, files, mod, p):
+    srcs = aot.get("sources")
+    if not (isinstance(srcs, list) and srcs and all(isinstance(s, str) for s in srcs)):
+        p.append("aot.sources is not a non-empty list of paths")
+        return
+    for s in srcs:
+        if not SOURCE_RE.match(s) or ".." in s.split("/"):
+            p.append(f"source {_show(s)} is not a .c file inside codegen/host/src")
+        elif s not in files:
+            p.append(f"source '{s}' is not a member of the MLF")
+    if len(set(srcs)) != len(srcs):
+        p.append("aot.sources lists a file twice")
+
+
+def _plan_rows(aot, p):
+    rows = aot.get("workspace_tensors", [])
+    if not isinstance(rows, list):
+        p.append("aot.workspace_tensors is not a list")
+        return
+    for k, r in enumerate(rows):
+        ok = (isinstance(r, dict) and isinstance(r.get("name"), str)
+              and all(_is_int(r.get(f)) for f in ("bytes", "first", "last", "offset"))
+              and all(isinstance(r.get(f), str) for f in ("pool", "in_place_of") if r.get(f) is not None))
+        if not ok:
+            p.append(f"aot.workspace_tensors[{k}] is not {{name, bytes, first, last, offset}}")
+            return
