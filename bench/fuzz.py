@@ -32,9 +32,10 @@ FAILURES = ("wrong", "crash", "sanitizer", "generator-invalid")
 OPT = "-O0"     # the sanitizer build: -O0 builds about twice as fast as the board's -O1 -g
 
 
-def _init_worker():
-    # a private build cache per worker, emptied after each seed: no build is ever reused
-    os.environ["AOT_CACHE_DIR"] = tempfile.mkdtemp(prefix="aot-fuzz-cache-")
+def _init_worker(root):
+    # a private build cache per worker, emptied after each seed: no build is ever reused; under
+    # the run's own directory, which main removes (pool workers skip atexit handlers)
+    os.environ["AOT_CACHE_DIR"] = tempfile.mkdtemp(prefix="worker-", dir=root)
 
 
 def _one(args):
@@ -111,20 +112,24 @@ def main(argv=None):
     t0 = time.perf_counter()
     log = open(args.log, "a") if args.log else None
     # fresh workers now and then: a long run picks up compiler changes made meanwhile
-    with multiprocessing.Pool(args.jobs, initializer=_init_worker, maxtasksperchild=25) as pool:
-        for k, r in enumerate(pool.imap(_one, work, chunksize=1)):
-            results.append(r)
-            if log:
-                log.write(json.dumps(r) + "\n")
-                log.flush()
-            if r["cls"] in FAILURES:
-                print(f"[{k + 1}/{len(work)}] seed {r['seed']} {r['cls']}: {(r['reason'] or r['detail'])[:200]}",
-                      flush=True)
-            if (k + 1) % 50 == 0 or k + 1 == len(work):
-                c = collections.Counter(x["cls"] for x in results)
-                el = time.perf_counter() - t0
-                print(f"[{k + 1}/{len(work)}] {el:.0f} s, {el / (k + 1):.2f} s/seed: "
-                      + ", ".join(f"{a} {b}" for a, b in sorted(c.items())), flush=True)
+    root = tempfile.mkdtemp(prefix="aot-fuzz-cache-")
+    try:
+        with multiprocessing.Pool(args.jobs, initializer=_init_worker, initargs=(root,), maxtasksperchild=25) as pool:
+            for k, r in enumerate(pool.imap(_one, work, chunksize=1)):
+                results.append(r)
+                if log:
+                    log.write(json.dumps(r) + "\n")
+                    log.flush()
+                if r["cls"] in FAILURES:
+                    print(f"[{k + 1}/{len(work)}] seed {r['seed']} {r['cls']}: {(r['reason'] or r['detail'])[:200]}",
+                          flush=True)
+                if (k + 1) % 50 == 0 or k + 1 == len(work):
+                    c = collections.Counter(x["cls"] for x in results)
+                    el = time.perf_counter() - t0
+                    print(f"[{k + 1}/{len(work)}] {el:.0f} s, {el / (k + 1):.2f} s/seed: "
+                          + ", ".join(f"{a} {b}" for a, b in sorted(c.items())), flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     report(results, time.perf_counter() - t0)
     return 1 if any(r["cls"] in FAILURES for r in results) else 0
 
