@@ -4,7 +4,10 @@ from __future__ import annotations
 import hashlib
 import re
 
-from codegen_c.c_renderer import C_KEYWORDS
+# C99's keywords, and main: no identifier of ours may be spelt like one
+C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
+if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
+void volatile while _Bool _Complex _Imaginary main""".split())
 
 # C99 promises 63 significant characters in an identifier; longer names keep a prefix and a
 # hash of the whole name, so distinct long names stay distinct.

@@ -8,12 +8,9 @@ from __future__ import annotations
 import math
 import re
 
+from aot.names import C_KEYWORDS
 from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
 from aot.tir.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store, stmt_exprs, walk_stmts
-
-C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto
-if inline int long register restrict return short signed sizeof static struct switch typedef union unsigned
-void volatile while _Bool _Complex _Imaginary main""".split())
 
 C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
            "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",

@@ -25,7 +25,7 @@ def _is_int(x, lo=0, hi=MAX_BYTES):
 
 
 def _c_ident(x):
-    from codegen_c.c_renderer import C_KEYWORDS
+    from aot.names import C_KEYWORDS
     return isinstance(x, str) and len(x) <= MAX_IDENT and bool(IDENT_RE.match(x)) and x not in C_KEYWORDS
 
 
