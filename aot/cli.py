@@ -9,14 +9,21 @@ from .errors import AotError
 
 
 def _cmd_compile(a):
-    from .compiler import Options, compile_model
+    from .compiler import Options, board_target, compile_model
     from .frontend.onnx_import import parse_input_shapes
+    from .target import Target
     log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
     def show_progress(m):
         if m.startswith("lower: "):
             print("\r\033[K" + m[:100], end="", file=sys.stderr, flush=True)
     progress = show_progress if not a.verbose and sys.stderr.isatty() else None
-    opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=a.target,
+    target = Target(a.target or "c")
+    if a.board:
+        implied = board_target(a.board)
+        if a.target is not None and target != implied:
+            raise AotError(f"--target '{target}' contradicts board '{a.board}', whose target is '{implied}'")
+        target = implied
+    opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=target,
                    bind_inputs=_load_binds(a.bind_input))
     if a.const_section:
         opts.const_section = a.const_section
@@ -172,7 +179,6 @@ def _load_binds(specs):
 
 
 def _cmd_debug(a):
-    import numpy as np
     from .compiler import Options, write_atomic
     from .debug import debug, instrument, refuse_tflite
     from .frontend.onnx_import import parse_input_shapes
@@ -183,11 +189,7 @@ def _cmd_debug(a):
     if a.mlf and (a.input_shape or a.model_name != "default"):
         raise AotError("--mlf takes the compile options from the instrumented MLF: "
                        "drop --model-name and --input-shape (keep --bind-input: onnxruntime needs the values)")
-    try:
-        with np.load(a.inputs) as z:
-            inputs = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
-        raise AotError(f"cannot read inputs '{a.inputs}': {e}")
+    inputs = load_npz(a.inputs, "inputs")
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape),
                    bind_inputs=_load_binds(a.bind_input))
     log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
@@ -268,7 +270,9 @@ def main(argv=None):
     c.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...", help="static shape for an input")
     c.add_argument("--bind-input", action="append", metavar="NAME=FILE.npy",
                    help="fix an input's value at compile time (e.g. a shape or axes tensor)")
-    c.add_argument("--target", default="c")
+    c.add_argument("--target", help="TVM-style target string, e.g. 'c -mcpu=cortex-m4' (default: 'c', or the "
+                                     "board's target with --board)")
+    c.add_argument("--board", help="the board the code is for: implies its target (boards/<name>/board.json)")
     c.add_argument("--const-section", help="linker section of the constants (default .rodata.tvm)")
     c.add_argument("--workspace-section", help="linker section of the workspace (default .bss.noinit.tvm)")
     c.add_argument("--use-workspace-io", action="store_true",
@@ -349,8 +353,8 @@ def main(argv=None):
             pass
         return 141
     except Exception as e:   # a bug in aot, not in the user's input: say so, keep the details
-        from .errors import BuildError
-        if isinstance(e, BuildError):
+        from .errors import BuildError, InternalError
+        if isinstance(e, (BuildError, InternalError)):
             print(f"internal error (please report): {e}", file=sys.stderr)
             return 1
         raise

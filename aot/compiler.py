@@ -19,6 +19,7 @@ from .passes.fold_constants import fold_constants
 from .passes.fuse import fuse_ops, group_name
 from .passes.order import order_for_memory
 from .passes.simplify import eliminate_dead_code, fold_batchnorm, materialize_outputs, remove_identities
+from .target import Target
 
 SECTION_RE = re.compile(r"^[.A-Za-z0-9_]+$")
 
@@ -28,7 +29,7 @@ class Options:
     model_name: str = "default"
     input_shapes: dict = field(default_factory=dict)
     bind_inputs: dict = field(default_factory=dict)   # input name -> value fixed at compile time
-    target: str = "c"
+    target: object = "c"               # a Target or its TVM-style string
     const_section: str = ".rodata.tvm"
     workspace_section: str = ".bss.noinit.tvm"
     align: int = 16
@@ -50,18 +51,12 @@ class CompileResult:
         write_atomic(path, self.tar)
 
 
-def parse_target(target: str) -> str:
-    """TVM-style target strings. Only plain C for now; everything else is refused by name."""
-    parts = target.split()
-    if not parts:
-        raise AotError("empty --target")
-    kind, opts = parts[0], parts[1:]
-    if kind != "c":
-        raise AotError(f"target '{target}' is not supported yet (supported: 'c')")
-    for o in opts:
-        if o not in ("-keys=cpu",):
-            raise AotError(f"target option '{o}' is not supported yet for target 'c'")
-    return "c"
+def board_target(board) -> Target:
+    """The target a board implies (a board name or its loaded board.json): its core as -mcpu."""
+    if isinstance(board, str):
+        from boards import load_board
+        board = load_board(board)
+    return Target(f"c -mcpu={board['core']}") if board.get("core") else Target("c")
 
 
 POOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -122,7 +117,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
 
     options = options or Options()
     log = log or (lambda msg: None)
-    target = parse_target(options.target)
+    target = Target(options.target)
+    log(f"target: {target}")
     mod = model_c_name(options.model_name)
     if not mod or mod == "_":
         raise AotError(f"--model-name '{options.model_name}' gives no usable C identifier")
@@ -153,7 +149,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     plan = build_plan(graph, groups, mod, in_c, out_c, options.align, log=log if progress is None else progress,
                       workspace_io=options.use_workspace_io, in_place=options.in_place, pools=pools)
     check_plan_fits(plan)
-    sources = emit_c(plan, target, options.const_section, options.workspace_section, debug=options.debug)
+    sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug)
     src_list = sorted(s for s in sources if s.endswith(".c"))
     extra = {
         "inputs": [{"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype} for c, n, t in plan.inputs],
@@ -165,12 +161,13 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         "kernels": [c.func.name for c in plan.calls],
         "name_notes": notes,
         "sources": src_list,
+        "target": target.export(),
     }
     if options.debug:
         extra["debug_records"] = debug_table([g for g in groups if not g.alias], plan)
     epoch = source_date_epoch()
     files = dict(sources)
-    files["metadata.json"] = metadata_json(make_metadata(plan, target, epoch, extra))
+    files["metadata.json"] = metadata_json(make_metadata(plan, str(target), epoch, extra))
     files[f"parameters/{mod}.params"] = empty_param_dict()
     files[f"src/{mod}.relay"] = print_graph(graph)
     files.update(_runtime_files())

@@ -33,5 +33,10 @@ class NeedsConstantError(OpError):
         super().__init__(node, message)
 
 
+class InternalError(Exception):
+    """An invariant of the compiler's own IRs broke: a bug in aot, never the user's input. The
+    CLI prints "internal error (please report)" and exits 1 (an AotError would blame the model)."""
+
+
 class BuildError(Exception):
     """Generated code failed to build or run: a compiler bug, never a user error."""

@@ -12,7 +12,7 @@ from .errors import AotError
 from .lower import const_param_array, lower_group
 from .memory_plan import Buf, lower_bound, plan, verify
 from .names import sanitize
-from .ops import get_op
+from .ops.registry import alias_root
 from .passes.fuse import group_name
 from .tir.legalize import legalize
 from .tir.inplace import writes_over
@@ -65,12 +65,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                in_place=True, pools=None) -> ExecutorPlan:
     """pools: user workspace pools [(name, size hint or None)], or None for one internal workspace."""
     in_index = {id(v): k for k, v in enumerate(graph.inputs)}
-
-    def root(v):
-        while v.producer is not None and get_op(v.producer.op).alias:
-            v = v.producer.inputs[0]
-        return v
-
+    root = alias_root
     # graph outputs claim their root's storage (aliases of an output write into it)
     out_root = {id(root(v)): k for k, v in enumerate(graph.outputs)}
     kernels = [g for g in groups if not g.alias]

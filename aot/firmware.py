@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import AotError, BuildError
-from .host import _tar_bytes, cache_dir, cached_build, harness_params, read_valid_mlf, refuse_instrumented
+from .host import (_tar_bytes, cache_dir, cached_build, harness_params, read_valid_mlf, refuse_instrumented,
+                   write_inputs)
 
-HARNESS_VERSION = "1"
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 BOARD_CFLAGS = ["-std=gnu99", "-Wall", "-Wextra", "-Werror"]
 COMMON = ["-ffunction-sections", "-fdata-sections", "-g"]
+LINK = ["-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections"]
+LIBS = ["-lm", "-lc", "-lgcc"]
 
 
 def board_dir(name):
@@ -80,13 +82,15 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None, extra_sourc
     h = hashlib.sha256(data)
     for name in sorted(files):
         h.update(name.encode() + b"\0" + files[name])
-    h.update(json.dumps([b, opt, HARNESS_VERSION]).encode())
     extra_sources = dict(extra_sources or {})
+    m = read_valid_mlf(data)
+    refuse_instrumented(m, extra_sources)
+    main_c = render_template("firmware_main.c.j2", **harness_params(m))
+    # keyed by everything the build reads: MLF, board files, the harness as rendered, flags
+    h.update(json.dumps([b, opt, STRICT, BOARD_CFLAGS, COMMON, LINK, LIBS, main_c]).encode())
     for name in sorted(extra_sources):
         h.update(b"\0extra\0" + name.encode() + b"\0" + extra_sources[name].encode())
     out_dir = os.path.join(cache_dir(), "fw", board, h.hexdigest()[:24])
-    m = read_valid_mlf(data)
-    refuse_instrumented(m, extra_sources)
     srcs = m.aot["sources"]
     fw = Firmware(os.path.join(out_dir, "firmware.elf"), os.path.join(out_dir, "firmware.map"), b, opt, m)
     fw.objects = {os.path.basename(s)[:-2] + ".o": "model" for s in srcs}
@@ -95,7 +99,7 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None, extra_sourc
 
     def build(tmp):
         with open(os.path.join(tmp, "main.c"), "w") as f:
-            f.write(render_template("firmware_main.c.j2", **harness_params(m)))
+            f.write(main_c)
         common_dir = board_dir("cortex_m")
         incs = ["-I", os.path.join(tmp, "codegen/host/include"), "-I", os.path.join(tmp, "runtime/include"),
                 "-I", common_dir]
@@ -117,9 +121,9 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None, extra_sourc
             if r.returncode != 0:
                 raise BuildError(f"{board}: compiling {os.path.basename(src)} failed:\n{r.stderr[-4000:]}")
             objs.append(obj)
-        cmd = [b["cc"], *b["cflags"], opt, "-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections",
+        cmd = [b["cc"], *b["cflags"], opt, *LINK,
                f"-Wl,-Map={os.path.join(tmp, 'firmware.map')}", "-L", board_dir(board), "-L", common_dir,
-               "-T", "link.ld", *objs, "-lm", "-lc", "-lgcc", "-o", os.path.join(tmp, "firmware.elf")]
+               "-T", "link.ld", *objs, *LIBS, "-o", os.path.join(tmp, "firmware.elf")]
         if log:
             log(" ".join(cmd))
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -153,14 +157,7 @@ def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=3
     _need_tool(b["qemu"]["binary"], "QEMU runs the firmware")
     info = m.aot
     with contextlib.nullcontext(workdir) if workdir else tempfile.TemporaryDirectory() as d:
-        for k, t in enumerate(info["inputs"]):
-            if t["name"] not in inputs:
-                raise AotError(f"no value given for input '{t['name']}'")
-            a = np.asarray(inputs[t["name"]])
-            if list(a.shape) != t["shape"] or str(a.dtype) != t["dtype"]:
-                raise AotError(f"input '{t['name']}' is {a.dtype}{list(a.shape)}, the model expects "
-                               f"{t['dtype']}{t['shape']}")
-            np.ascontiguousarray(a).tofile(os.path.join(d, f"in{k}.bin"))
+        write_inputs(info, inputs, d)
         cmd = qemu_command(b, fw.elf)
         if log:
             log(" ".join(cmd))

@@ -13,9 +13,6 @@ import numpy as np
 
 from .errors import AotError, BuildError
 
-HARNESS_VERSION = "5"
-
-
 def cache_dir():
     d = os.environ.get("AOT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "aot")
     os.makedirs(d, exist_ok=True)
@@ -94,19 +91,21 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
     if werror:
         flags += ["-Wall", "-Wextra", "-Werror", "-pedantic"]
     extra_sources = dict(extra_sources or {})
-    extra = [f"{n}\0{t}" for n, t in sorted(extra_sources.items())]
-    key = hashlib.sha256(data + "\0".join([cc, HARNESS_VERSION] + flags + extra).encode()).hexdigest()[:24]
+    mlf = read_valid_mlf(data)
+    refuse_instrumented(mlf, extra_sources)
+    mod = mlf.module_name
+    main_c = render_template("host_main.c.j2", **harness_params(mlf))
+    # keyed by everything the build reads: the MLF, the harness as rendered, compiler and flags
+    parts = [cc, *flags, "main.c", main_c] + [x for n, t in sorted(extra_sources.items()) for x in (n, t)]
+    key = hashlib.sha256(data + "\0".join(parts).encode()).hexdigest()[:24]
     out_dir = os.path.join(cache_dir(), "host", key)
     exe = os.path.join(out_dir, "model")
     if os.path.exists(exe):
         return exe
-    mlf = read_valid_mlf(data)
-    refuse_instrumented(mlf, extra_sources)
-    mod = mlf.module_name
 
     def build(tmp):
         with open(os.path.join(tmp, "main.c"), "w") as f:
-            f.write(render_template("host_main.c.j2", **harness_params(mlf)))
+            f.write(main_c)
         srcs = [os.path.join(tmp, s) for s in mlf.aot["sources"]] + [os.path.join(tmp, "main.c")]
         for name, text in sorted(extra_sources.items()):
             with open(os.path.join(tmp, name), "w") as f:
@@ -126,6 +125,23 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
     return exe
 
 
+def write_inputs(info, inputs, d):
+    """Check `inputs` {name: array} against the MLF's inputs (aot metadata `info`) and write each
+    to <d>/in<k>.bin, the files the host and firmware harnesses read; returns their paths."""
+    paths = []
+    for k, t in enumerate(info["inputs"]):
+        if t["name"] not in inputs:
+            raise AotError(f"no value given for input '{t['name']}'")
+        a = np.asarray(inputs[t["name"]])
+        if list(a.shape) != t["shape"]:
+            raise AotError(f"input '{t['name']}' has shape {list(a.shape)}, the model expects {t['shape']}")
+        if str(a.dtype) != t["dtype"]:
+            raise AotError(f"input '{t['name']}' has dtype {a.dtype}, the model expects {t['dtype']}")
+        paths.append(os.path.join(d, f"in{k}.bin"))
+        np.ascontiguousarray(a).tofile(paths[-1])
+    return paths
+
+
 def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None, extra_sources=None, env=None):
     """Outputs {name: array} of the MLF run on the host with `inputs` {name: array} (env: added
     to the environment of the run)."""
@@ -133,18 +149,7 @@ def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None,
     info = read_valid_mlf(data).aot
     exe = build_host(data, sanitize=sanitize, opt=opt, extra_sources=extra_sources)
     with tempfile.TemporaryDirectory() as d:
-        args = []
-        for k, t in enumerate(info["inputs"]):
-            if t["name"] not in inputs:
-                raise AotError(f"no value given for input '{t['name']}'")
-            a = np.asarray(inputs[t["name"]])
-            if list(a.shape) != t["shape"]:
-                raise AotError(f"input '{t['name']}' has shape {list(a.shape)}, the model expects {t['shape']}")
-            if str(a.dtype) != t["dtype"]:
-                raise AotError(f"input '{t['name']}' has dtype {a.dtype}, the model expects {t['dtype']}")
-            p = os.path.join(d, f"in{k}.bin")
-            np.ascontiguousarray(a).tofile(p)
-            args.append(p)
+        args = write_inputs(info, inputs, d)
         outs = [os.path.join(d, f"out{k}.bin") for k in range(len(info["outputs"]))]
         cmd = [exe, *args, *outs] + ([str(repeat)] if repeat > 1 else [])
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,

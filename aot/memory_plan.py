@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from .errors import InternalError
+
 
 @dataclass
 class Buf:
@@ -92,7 +94,7 @@ def verify(bufs, total=None, align=16):
     """No two simultaneously live buffers overlap; all lie inside the pool and are aligned."""
     for i, a in enumerate(bufs):
         if a.offset < 0 or a.offset % align or (total is not None and a.offset + a.size > total):
-            raise AssertionError(f"planner: {a.key} at {a.offset} (+{a.size}) is misplaced")
+            raise InternalError(f"planner: {a.key} at {a.offset} (+{a.size}) is misplaced")
         for b in bufs[i + 1:]:
             if _overlaps(a, b) and a.offset < b.offset + b.size and b.offset < a.offset + a.size:
-                raise AssertionError(f"planner overlap: {a.key} and {b.key}")
+                raise InternalError(f"planner overlap: {a.key} and {b.key}")

@@ -68,4 +68,4 @@ def model_c_name(name: str) -> str:
 
 def comment_safe(text: str) -> str:
     """Text that cannot end a C comment or start a preprocessor line."""
-    return re.sub(r"[^0-9A-Za-z_.:,+\-\[\] ]", "_", str(text))[:120]
+    return re.sub(r"[^0-9A-Za-z_.:,+=\-\[\] ]", "_", str(text))[:120]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 
+from .errors import InternalError
 from .tir.expr import INDEX, Const, Expr, Var, wrap
 
 _uid = itertools.count()
@@ -80,7 +81,8 @@ class Reduce(Expr):
     __slots__ = ("combiner", "source", "axes", "init")
 
     def __init__(self, combiner, source: Expr, axes, init=None):
-        assert combiner in COMBINERS
+        if combiner not in COMBINERS:
+            raise InternalError(f"unknown combiner {combiner!r}")
         self.combiner, self.source, self.axes = combiner, source, list(axes)
         self.dtype = source.dtype
         self.init = wrap(init, source.dtype) if init is not None else identity(combiner, source.dtype)

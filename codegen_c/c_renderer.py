@@ -8,16 +8,12 @@ from __future__ import annotations
 import math
 import re
 
+from aot.dtypes import C_TAGS as _TYPE_TAG
+from aot.dtypes import C_TYPES
+from aot.errors import InternalError
 from aot.names import C_KEYWORDS
 from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
 from aot.tir.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store, stmt_exprs, walk_stmts
-
-C_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
-           "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",
-           "uint64": "uint64_t", "bool": "uint8_t"}
-
-_TYPE_TAG = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
-             "int32": "i32", "uint32": "u32", "int64": "i64", "uint64": "u64", "bool": "b"}
 
 
 F16_HELPERS = r"""/* float16 is stored as IEEE binary16 bits and computed in float */
@@ -194,7 +190,7 @@ class CRenderer:
                 to_f, to_h = self._half_helpers(e.dtype)
                 return f"{to_f}({to_h}((float){self.expr(e.a)}))"
             return f"(({self.vtype(e.dtype)}){self.expr(e.a)})"
-        raise TypeError(f"cannot render {type(e).__name__}")
+        raise InternalError(f"cannot render {type(e).__name__}")
 
     # -- statements ------------------------------------------------------------
     def stmt(self, s, indent: int):
@@ -233,7 +229,7 @@ class CRenderer:
                 yield from self.stmt(s.else_, indent + 1)
             yield f"{pad}}}"
         else:
-            raise TypeError(type(s))
+            raise InternalError(f"cannot render {type(s).__name__}")
 
     def _half_helpers(self, dtype):
         if dtype == "float16":

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from aot.dtypes import BYTES as DTYPE_BYTES
+
 MLF_VERSION = 7
 MODULE_RE = re.compile(r"^[a-z0-9_]+$")
 MAX_MODULE_NAME = 100           # same bound as --model-name (aot/names.py)
@@ -16,8 +18,6 @@ MAX_IDENT = 255
 SOURCE_RE = re.compile(r"^codegen/host/src/[A-Za-z0-9_][A-Za-z0-9_.-]*\.c$")
 MAX_BYTES = (1 << 32) - 1       # sizes in a 32-bit address space
 MAX_TENSOR_BYTES = (1 << 31) - 1
-DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1, "int16": 2,
-               "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
 
 
 def _is_int(x, lo=0, hi=MAX_BYTES):

@@ -13,8 +13,9 @@ import os
 import struct
 import tarfile
 
+from .schema import MLF_VERSION
+
 TVM_NDARRAY_LIST_MAGIC = 0xF7E58D4F05049CB7
-MLF_VERSION = 7
 
 
 def source_date_epoch() -> int:

@@ -78,8 +78,13 @@ def test_bad_target_and_shape_error(tmp_path):
     p = tmp_path / "m.onnx"
     p.write_bytes(small_cnn().SerializeToString())
     out = str(tmp_path / "m.tar")
-    assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "llvm"), out, "target 'llvm'")
-    assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "c -mcpu=cortex-m4"), out, "-mcpu=cortex-m4")
+    assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "llvm"), out, "target kind 'llvm'")
+    assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "c -foo=1"), out, "'-foo'", "-mcpu")
+    assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "c -mcpu=cortex-m4 -libs=cudnn"), out,
+                      "library 'cudnn'")
+    assert_user_error(run_cli("compile", str(p), "-o", out, "--board", "qemu-cortex-m4", "--target", "c"), out,
+                      "contradicts board 'qemu-cortex-m4'", "c -mcpu=cortex-m4")
+    assert_user_error(run_cli("compile", str(p), "-o", out, "--board", "nope"), out, "unknown board 'nope'")
     # a node whose shapes do not fit names the node and op
     nodes = [helper.make_node("Add", ["x", "b"], ["y"], name="bad_add")]
     m = make_model(nodes, [vi("x", [2, 3])], [vi("y", None)], [init("b", np.zeros(4, np.float32))])

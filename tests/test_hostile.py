@@ -598,3 +598,29 @@ def test_end_to_end_without_traceback(tmp_path, mlf_bytes):
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         assert needle in r.stdout + r.stderr
     assert not (tmp_path / "h.tar").exists()
+
+
+def test_internal_error_is_exit_1_and_blames_aot(tmp_path, capsys, monkeypatch):
+    """A broken invariant of aot's own IRs (here the planner's placement check) is an InternalError:
+    exit 1 and "please report", no traceback, no output file -- never the user's exit 2."""
+    import aot.memory_plan
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["t"], name="mm1"),
+             helper.make_node("MatMul", ["t", "w2"], ["y"], name="mm2")]
+    m = make_model(nodes, [vi("x", [2, 3])], [vi("y", None)],
+                   [init("w1", np.ones((3, 4), np.float32)), init("w2", np.ones((4, 2), np.float32))])
+    p, out = save(tmp_path, m), tmp_path / "out.tar"
+    assert cli(capsys, "compile", p, "-o", out)[0] == 0 and os.path.exists(out)
+    os.remove(out)
+    # a placement bug: every buffer one byte off its alignment
+    monkeypatch.setattr(aot.memory_plan, "_place", lambda order, conflicts, align: ({i: 1 for i, _ in order}, 64))
+    rc, _, err = cli(capsys, "compile", p, "-o", out)
+    assert rc == 1 and err.startswith("internal error (please report): planner: "), (rc, err)
+    assert "Traceback" not in err and not os.path.exists(out)
+
+
+def test_ir_invariants_hold_under_python_O():
+    """The loop IR's constructor checks raise InternalError, which `python -O` keeps (asserts go)."""
+    code = ("from aot.tir.expr import Bin, Const\nfrom aot.errors import InternalError\n"
+            "try:\n    Bin('pow', Const(1, 'int32'), Const(2, 'int32'))\nexcept InternalError as e:\n    print('ok', e)\n")
+    r = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.startswith("ok unknown binary op 'pow'"), r.stdout + r.stderr

@@ -10,9 +10,6 @@ from typing import Optional
 
 import numpy as np
 
-DTYPES = ("float32", "float64", "float16", "int8", "uint8", "int16", "uint16", "int32",
-          "uint32", "int64", "uint64", "bool")
-
 
 @dataclass(frozen=True)
 class TensorType:

@@ -14,6 +14,7 @@ import enum
 import ml_dtypes  # noqa: F401  (imported for its effect: registers bfloat16 with numpy)
 import numpy as np
 
+from ..dtypes import ALL, FLOATS, INTS, NUMERIC, ONNX_DTYPES  # noqa: F401  (the ops import them from here)
 from ..errors import NeedsConstantError, OpError
 from ..ir.graph import TensorType
 
@@ -41,10 +42,12 @@ def get_op(name):
     return REGISTRY.get(name)
 
 
-FLOATS = ("float32", "float64", "float16", "bfloat16")
-NUMERIC = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
-INTS = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
-ALL = NUMERIC + ("bool",)
+def alias_root(v):
+    """The value whose storage `v` shares: through every alias op (Reshape, Flatten, ...) that
+    produces it, back to the first value that owns bytes."""
+    while v.producer is not None and get_op(v.producer.op).alias:
+        v = v.producer.inputs[0]
+    return v
 
 
 class ImportCtx:
@@ -127,7 +130,3 @@ def norm_axis(node, axis, rank):
     if not -rank <= axis < max(rank, 1):
         raise OpError(node, f"axis {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0
-
-
-ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
-               9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}

@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 
 from .. import te
+from ..errors import InternalError
 from ..ir.graph import TensorType, Value
 from ..tir.expr import Cast, Const, all_of, call, is_float, max_, min_, ne, select
 from .registry import NUMERIC, Op, Pattern, register
@@ -42,7 +43,7 @@ def _source_coord(o, I, O, scale, ctm, roi_lo, roi_hi):
     if ctm == "half_pixel_symmetric":
         adj = O / out_w
         return Fraction(I, 2) * (1 - adj) + (o + half) / scale - half
-    raise ValueError(ctm)
+    raise InternalError(f"coordinate transformation mode {ctm!r} passed canon()")
 
 
 def _coeffs(mode, ratio, scale, a, antialias, nearest_mode):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper, numpy_helper
 
-from ..errors import NeedsConstantError, OpError
+from ..errors import InternalError, NeedsConstantError, OpError
 from .registry import Op, register
 
 ALPHA_BETA = {"LeakyRelu": (0.01, None), "ThresholdedRelu": (1.0, None), "Elu": (1.0, None),
@@ -57,7 +57,7 @@ class _Builder:
             return self.op("Add", [self.op("Mul", [x, self.scalar(alpha)]), self.scalar(beta)])
         if fn == "ScaledTanh":
             return self.op("Mul", [self.op("Tanh", [self.op("Mul", [x, self.scalar(beta)])]), self.scalar(alpha)])
-        raise ValueError(fn)
+        raise InternalError(f"activation {fn!r} passed canon()")
 
     def clip(self, x, c):
         if c is None:

@@ -13,15 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ops import get_op
+from ..ops.registry import alias_root as _root
 
 EXACT_STATE_LIMIT = 20000
-
-
-def _root(v):
-    while v.producer is not None and get_op(v.producer.op).alias:
-        v = v.producer.inputs[0]
-    return v
 
 
 @dataclass

@@ -115,15 +115,10 @@ def materialize_outputs(graph):
 
     An output that is a constant, a graph input, another output, or reaches another output
     or an input only through aliases (reshape) gets an explicit Copy."""
-    from ..ops import get_op
+    from ..ops.registry import alias_root as root
     nodes = list(graph.nodes)
     seen_roots, new_outputs, copies = set(), [], 0
     in_ids = {id(v) for v in graph.inputs}
-
-    def root(v):
-        while v.producer is not None and get_op(v.producer.op).alias:
-            v = v.producer.inputs[0]
-        return v
 
     for v, name in zip(graph.outputs, graph.output_names):
         r = root(v)

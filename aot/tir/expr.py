@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import FLOATS
+from ..errors import InternalError
+
 INDEX = "int32"          # dtype of loop variables and flat indices
-FLOAT_TYPES = ("float32", "float64", "float16", "bfloat16")
+FLOAT_TYPES = FLOATS
 
 
 def is_float(dtype: str) -> bool:
@@ -95,10 +98,11 @@ class Bin(Expr):
     __slots__ = ("op", "a", "b")
 
     def __init__(self, op: str, a: Expr, b: Expr):
-        assert op in BIN_OPS, op
+        if op not in BIN_OPS:
+            raise InternalError(f"unknown binary op {op!r}")
         a, b = wrap(a, getattr(b, "dtype", INDEX)), wrap(b, getattr(a, "dtype", INDEX))
         if op not in ("&&", "||") and a.dtype != b.dtype:
-            raise TypeError(f"dtype mismatch in {op}: {a.dtype} vs {b.dtype}")
+            raise InternalError(f"dtype mismatch in {op}: {a.dtype} vs {b.dtype}")
         self.op, self.a, self.b, self._key = op, a, b, None
         self.dtype = "bool" if op in CMP_OPS else a.dtype
 
@@ -113,7 +117,8 @@ class Unary(Expr):
     __slots__ = ("op", "a")
 
     def __init__(self, op: str, a: Expr):
-        assert op in ("neg", "not", "bnot")
+        if op not in ("neg", "not", "bnot"):
+            raise InternalError(f"unknown unary op {op!r}")
         self.op, self.a, self._key = op, a, None
         self.dtype = "bool" if op == "not" else a.dtype
 
@@ -128,7 +133,7 @@ class Select(Expr):
         t = wrap(t, getattr(f, "dtype", INDEX))
         f = wrap(f, t.dtype)
         if t.dtype != f.dtype:
-            raise TypeError(f"select branches differ: {t.dtype} vs {f.dtype}")
+            raise InternalError(f"select branches differ: {t.dtype} vs {f.dtype}")
         self.cond, self.t, self.f, self.dtype, self._key = cond, t, f, t.dtype, None
 
     def _make_key(self):
@@ -146,7 +151,8 @@ class Call(Expr):
     __slots__ = ("fn", "args")
 
     def __init__(self, fn: str, args, dtype: str | None = None):
-        assert fn in MATH_FUNCS, fn
+        if fn not in MATH_FUNCS:
+            raise InternalError(f"unknown math function {fn!r}")
         self.fn, self.args = fn, tuple(args)
         self.dtype = dtype or self.args[0].dtype
         self._key = None

@@ -2,6 +2,7 @@
 becomes C's truncating division (renderers keep a helper only for the general case)."""
 from __future__ import annotations
 
+from ..errors import InternalError
 from .expr import Bin, transform
 from .simplify import bounds
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store
@@ -34,7 +35,7 @@ def _legal_stmt(s, ranges):
     if isinstance(s, IfThenElse):
         return IfThenElse(_legal_expr(s.cond, ranges), _legal_stmt(s.then, ranges),
                           _legal_stmt(s.else_, ranges) if s.else_ is not None else None)
-    raise TypeError(type(s))
+    raise InternalError(f"unknown statement {type(s).__name__}")
 
 
 def legalize(func: PrimFunc) -> PrimFunc:

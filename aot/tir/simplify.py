@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import InternalError
 from .expr import Bin, Cast, Const, Expr, Select, Unary, Var, children, is_float, rebuild
 from .stmt import Allocate, For, IfThenElse, Seq, Stmt, Store
 
@@ -285,5 +286,5 @@ def simplify_stmt(s: Stmt, ranges: Ranges | None = None) -> Stmt | None:
         if then is None and els is None:
             return None
         return IfThenElse(c, then if then is not None else Seq([]), els)
-    raise TypeError(type(s))
+    raise InternalError(f"unknown statement {type(s).__name__}")
 

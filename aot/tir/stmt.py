@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InternalError
 from .expr import Expr, Var, wrap
 
 
@@ -37,7 +38,7 @@ class For(Stmt):
 class Store(Stmt):
     def __init__(self, buffer: Buffer, index, value: Expr):
         if value.dtype != buffer.dtype:
-            raise TypeError(f"store of {value.dtype} into {buffer!r}")
+            raise InternalError(f"store of {value.dtype} into {buffer!r}")
         self.buffer, self.index, self.value = buffer, wrap(index), value
 
 
@@ -96,7 +97,7 @@ def map_stmt(s: Stmt, fstmt=None, fexpr=None) -> Stmt:
         r = IfThenElse(fe(s.cond), map_stmt(s.then, fstmt, fexpr),
                        map_stmt(s.else_, fstmt, fexpr) if s.else_ is not None else None)
     else:
-        raise TypeError(type(s))
+        raise InternalError(f"unknown statement {type(s).__name__}")
     if fstmt is not None:
         r2 = fstmt(r)
         return r if r2 is None else r2

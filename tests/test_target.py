@@ -1,0 +1,73 @@
+"""Target: TVM-style strings parsed into one object, carried through the compile, recorded in
+metadata.json; a board implies its target."""
+import json
+import tarfile
+import io
+
+import pytest
+from onnx import helper
+
+from conftest import make_model, vi
+from aot.errors import AotError
+from aot.target import Target
+
+
+def test_parse_and_canonical_string():
+    t = Target("c  -mcpu=cortex-m4")
+    assert (t.kind, t.mcpu, t.keys, str(t)) == ("c", "cortex-m4", ("arm_cpu", "cpu"), "c -mcpu=cortex-m4")
+    assert Target("c").keys == ("cpu",) and str(Target("c -keys=cpu")) == "c"
+    # attributes print in one order whatever order they were given in, so equal targets print alike
+    a, b = Target("c -model=x -mcpu=cortex-m55"), Target("c -mcpu=cortex-m55 -model=x")
+    assert a == b and str(a) == str(b) == "c -mcpu=cortex-m55 -model=x"
+    assert Target(a) == a and Target(str(a)) == a
+    assert str(Target("c -keys=arm_cpu,cpu,dsp -mattr=+dsp,+mve")) == "c -keys=arm_cpu,cpu,dsp -mattr=+dsp,+mve"
+
+
+def test_host_and_target_lists():
+    t = Target("c -mcpu=cortex-m55", host="c")
+    assert t.host == Target("c") and repr(t) == "Target('c -mcpu=cortex-m55', host='c')"
+    assert t.export()["host"]["kind"] == "c"
+    assert Target.list("c -mcpu=cortex-m4; c") == [Target("c -mcpu=cortex-m4"), Target("c")]
+    with pytest.raises(AotError, match="empty entry"):
+        Target.list("c;")
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("", "empty target"),
+    ("cuda", "target kind 'cuda' is not supported"),
+    ("llvm -mcpu=x", "aot emits C"),
+    ("c mcpu=cortex-m4", "must look like -name=value"),
+    ("c -mcpu=", "must look like -name=value"),
+    ("c -mcpu=a -mcpu=b", "given twice"),
+    ("c -bogus=1", "'-bogus' is not known for kind 'c'"),
+    ("c -mcpu=cortex-m4;rm", "invalid value"),
+    ("c -libs=cmsis-nn", "library 'cmsis-nn'"),
+])
+def test_bad_targets_are_refused_by_name(text, needle):
+    with pytest.raises(AotError, match=needle.replace("(", r"\(")):
+        Target(text)
+
+
+def _metadata(tar):
+    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+        meta = json.load(t.extractfile("./metadata.json"))
+    return next(iter(meta["modules"].values()))
+
+
+def test_recorded_in_metadata_and_sources():
+    import aot
+    from aot.compiler import board_target
+    m = make_model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4])], [vi("y", None)])
+    plain = aot.compile(m)
+    assert _metadata(plain.tar)["target"] == ["c"] and _metadata(plain.tar)["aot"]["target"]["keys"] == ["cpu"]
+    t = board_target("qemu-cortex-m55")
+    assert t == Target("c -mcpu=cortex-m55") and board_target("host") == Target("c")
+    res = aot.compile(m, target=t)
+    mod = _metadata(res.tar)
+    assert mod["target"] == ["c -mcpu=cortex-m55"]
+    assert mod["aot"]["target"] == {"kind": "c", "str": "c -mcpu=cortex-m55", "keys": ["arm_cpu", "cpu"],
+                                    "mcpu": "cortex-m55"}
+    with tarfile.open(fileobj=io.BytesIO(res.tar)) as tf:
+        lib0 = tf.extractfile("./codegen/host/src/default_lib0.c").read().decode()
+    assert "(target: c -mcpu=cortex-m55)" in lib0
+    assert aot.compile(m, target="c -mcpu=cortex-m55").tar == res.tar
