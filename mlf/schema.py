@@ -11,6 +11,9 @@ import re
 from aot.dtypes import BYTES as DTYPE_BYTES
 
 MLF_VERSION = 7
+# The "aot" block is the contract between compile and build (run, size, project, debug). Bump it
+# whenever a field is added, removed or changes meaning; a reader accepts only its own version.
+AOT_BLOCK_VERSION = 1
 MODULE_RE = re.compile(r"^[a-z0-9_]+$")
 MAX_MODULE_NAME = 100           # same bound as --model-name (aot/names.py)
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -67,6 +70,9 @@ def metadata_problems(meta, files) -> list:
     aot = info.get("aot")
     if not isinstance(aot, dict):
         return p + [f"module '{mod}' metadata lacks the 'aot' object (inputs, outputs, sources)"]
+    if aot.get("version") != AOT_BLOCK_VERSION:
+        return p + [f"aot.version is {_show(aot.get('version'))}, this aot reads version {AOT_BLOCK_VERSION}: "
+                    "the MLF was written by another aot release; compile the model again"]
     hdr_name = f"codegen/host/include/tvmgen_{mod}.h"
     macros = _header_macros(files[hdr_name].decode("utf-8", "replace")) if hdr_name in files else {}
     c_seen = {"WORKSPACE"}

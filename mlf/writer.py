@@ -13,7 +13,7 @@ import os
 import struct
 import tarfile
 
-from .schema import MLF_VERSION
+from .schema import AOT_BLOCK_VERSION, MLF_VERSION
 
 TVM_NDARRAY_LIST_MAGIC = 0xF7E58D4F05049CB7
 
@@ -65,7 +65,7 @@ def make_metadata(plan, target: str, epoch: int, extra: dict) -> dict:
                     }
                 },
                 # aot's own details (TVM readers ignore unknown keys)
-                "aot": extra,
+                "aot": {"version": AOT_BLOCK_VERSION, **extra},
             }
         },
     }

@@ -512,6 +512,8 @@ TAMPER = [
     ("aot.workspace_tensors", [{"name": "t"}], "workspace_tensors"),
     ("aot.use_workspace_io", "yes", "use_workspace_io"),
     ("aot", KeyError, "'aot'"),
+    ("aot.version", 2, "aot.version is 2, this aot reads version 1"),
+    ("aot.version", KeyError, "compile the model again"),
     ("memory.functions.main.0.workspace_size_bytes", -1, "workspace_size_bytes"),
     ("memory.functions.main.0.workspace_size_bytes", "big", "workspace_size_bytes"),
     ("memory.functions.main.0.inputs", {"x": {"dtype": "float32", "size": 99}}, "99"),
