@@ -8,7 +8,7 @@ from .. import te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const, call, max_, min_
-from .nn import Conv, conv_sum
+from .conv import Conv, conv_sum
 from .registry import ONNX_DTYPES, Op, Pattern, norm_axis, register
 
 QTYPES = ("int8", "uint8", "int16", "uint16")

@@ -1,0 +1,211 @@
+"""Pooling: MaxPool, AveragePool, LpPool and the global pools."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .. import te
+from ..errors import OpError
+from ..ir.graph import TensorType
+from ..tir.expr import Cast, Const, call, min_
+from .registry import FLOATS, Op, Pattern, register
+from .window import needs_no_clip, out_size, valid_range, window_attrs
+
+
+class _Pool(Op):
+    pattern = Pattern.OUT_ELEMWISE_FUSABLE
+    dtypes = FLOATS
+
+    def canon(self, ctx):
+        kernel = ctx.attrs.get("kernel_shape")
+        if not kernel:
+            ctx.error("kernel_shape is required")
+        with_dil = ctx.op == "MaxPool" or ctx.opset >= 19 or (ctx.op == "LpPool" and ctx.opset >= 18)
+        attrs = window_attrs(ctx, kernel, with_dil)
+        attrs["ceil_mode"] = int(ctx.attrs.get("ceil_mode", 0))
+        if ctx.op == "AveragePool":
+            attrs["count_include_pad"] = int(ctx.attrs.get("count_include_pad", 0))
+        if ctx.op == "LpPool":
+            attrs["p"] = float(ctx.attrs.get("p", 2))
+        attrs["storage_order"] = int(ctx.attrs.get("storage_order", 0))
+        ctx.attrs = attrs
+
+    def infer(self, node):
+        x, a = node.inputs[0].type, node.attrs
+        nsp = len(a["kernel_shape"])
+        if len(x.shape) != nsp + 2:
+            raise OpError(node, f"input rank {len(x.shape)} does not match a {nsp}-D kernel")
+        sp = [out_size(node, x.shape[2 + d], a["kernel_shape"][d], a["strides"][d], a["dilations"][d],
+                        a["pads"][d], a["pads"][d + nsp], a["ceil_mode"]) for d in range(nsp)]
+        out = [TensorType((*x.shape[:2], *sp), x.dtype)]
+        if len(node.outputs) > 1:      # MaxPool's Indices: flat positions in the input
+            out.append(TensorType((*x.shape[:2], *sp), "int64"))
+        return out
+
+    def _windows(self, node):
+        a = node.attrs
+        nsp = len(a["kernel_shape"])
+        return nsp, a["kernel_shape"], a["strides"], a["dilations"], a["pads"]
+
+    def reference(self, node, x):
+        nsp, ks, ss, ds, pads = self._windows(node)
+        out_shape = node.outputs[0].type.shape
+        is_max = node.op == "MaxPool"
+        acc = np.full(out_shape, -np.inf if is_max else 0.0)
+        cnt = np.zeros(out_shape[2:])
+        cnt_pad = np.zeros(out_shape[2:])
+        size = x.shape[2:]
+        grids = np.meshgrid(*[np.arange(n) for n in out_shape[2:]], indexing="ij")
+        for off in itertools.product(*[range(k) for k in ks]):
+            pos = [g * s - p + o * d for g, s, p, o, d in zip(grids, ss, pads[:nsp], off, ds)]
+            valid = np.ones(out_shape[2:], bool)
+            in_pad = np.ones(out_shape[2:], bool)
+            for dd, pp in enumerate(pos):
+                valid &= (pp >= 0) & (pp < size[dd])
+                in_pad &= (pp >= -pads[dd]) & (pp < size[dd] + pads[dd + nsp])
+            clipped = [np.clip(pp, 0, n - 1) for pp, n in zip(pos, size)]
+            vals = x[(slice(None), slice(None)) + tuple(clipped)].astype(np.float64)
+            if node.op == "LpPool":
+                vals = np.abs(vals) ** node.attrs["p"]
+            if is_max:
+                acc = np.where(valid, np.maximum(acc, vals), acc)
+            else:
+                acc = acc + np.where(valid, vals, 0.0)
+            cnt += valid
+            cnt_pad += in_pad
+        if node.op == "LpPool":
+            acc = acc ** (1.0 / node.attrs["p"])
+        elif not is_max:
+            acc = acc / (cnt_pad if node.attrs.get("count_include_pad") else cnt)
+        if len(node.outputs) > 1:
+            raise NotImplementedError   # Indices are never folded; computed by the kernel
+        return [acc.astype(x.dtype)]
+
+    def compute(self, node, x):
+        nsp, ks, ss, ds, pads = self._windows(node)
+        out_shape = node.outputs[0].type.shape
+        is_max = node.op == "MaxPool"
+        include_pad = node.attrs.get("count_include_pad", 0)
+
+        def window(o):
+            rs, idx, counts = [], [], []
+            for d in range(nsp):
+                k, s, dl, p, size = ks[d], ss[d], ds[d], pads[d], x.shape[2 + d]
+                lo, ext = valid_range(o[d], k, s, dl, p, size, needs_no_clip(out_shape[2 + d], k, s, dl, p, size))
+                r = te.reduce_axis(ext, f"r{d}", min=lo)
+                rs.append(r)
+                idx.append(o[d] * s - p + r.var * dl)
+                if include_pad:
+                    # taps inside [-pad_begin, size + pad_end)
+                    base = o[d] * s - p
+                    counts.append(min_(Const(k, "int32"), (Const(size + pads[d + nsp] + dl - 1, "int32") - base) // dl))
+                else:
+                    counts.append(ext)
+            return rs, idx, counts
+
+        names = ["n", "c"] + ["oh", "ow", "od"][:nsp] if nsp <= 3 else None
+
+        lp = node.attrs.get("p")
+
+        def body(n, c, *o):
+            rs, idx, _ = window(o)
+            src = x(n, c, *idx)
+            if lp is not None:
+                src = call("pow", call("fabs", src), Const(lp, x.dtype))
+            return te.max(src, rs) if is_max else te.sum(src, rs)
+        red = te.compute(out_shape, body, "pool", names)
+        if is_max and len(node.outputs) > 1:
+            return [red, self._argmax(node, x, red, window, names)]
+        if is_max:
+            return [red]
+        if lp is not None:
+            return [te.compute(out_shape, lambda *i: call("pow", red(*i), Const(1.0 / lp, x.dtype)), "lp_pool", names)]
+
+        def avg(n, c, *o):
+            _, _, counts = window(o)
+            cnt = counts[0]
+            for cc in counts[1:]:
+                cnt = cnt * cc
+            return red(n, c, *o) / Cast(x.dtype, cnt)
+        return [te.compute(out_shape, avg, "avg", names)]
+
+
+@register
+class MaxPool(_Pool):
+    name = "MaxPool"
+
+    def _argmax(self, node, x, red, window, names):
+        """The first window position holding the maximum, as a flat index into the input
+        (row-major, or column-major over the spatial dims with storage_order=1)."""
+        from ..tir.expr import holds_extreme, select
+        out_shape = node.outputs[0].type.shape
+        C, sp = x.shape[1], x.shape[2:]
+
+        def body(n, c, *o):
+            rs, idx, _ = window(o)
+            if node.attrs.get("storage_order", 0):
+                flat, stride = Const(0, "int32"), 1
+                for d in range(len(sp)):
+                    flat = flat + idx[d] * stride
+                    stride *= sp[d]
+                flat = flat + (n * C + c) * stride
+            else:
+                flat = n * C + c
+                for d in range(len(sp)):
+                    flat = flat * sp[d] + idx[d]
+            miss = Const(np.iinfo(np.int32).max, "int32")
+            return te.min(select(holds_extreme(x(n, c, *idx), red(n, c, *o)), flat, miss), rs)
+        pos = te.compute(out_shape, body, "argmax", names)
+        return te.compute(out_shape, lambda *i: Cast("int64", pos(*i)), "indices", names)
+
+
+@register
+class AveragePool(_Pool):
+    name = "AveragePool"
+
+
+@register
+class LpPool(_Pool):
+    name = "LpPool"
+
+
+@register
+class GlobalPool(Op):
+    names = ("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
+    pattern = Pattern.OUT_ELEMWISE_FUSABLE
+    dtypes = FLOATS
+
+    def infer(self, node):
+        x = node.inputs[0].type
+        if len(x.shape) < 3:
+            raise OpError(node, "input must have rank >= 3")
+        return [TensorType(x.shape[:2] + (1,) * (len(x.shape) - 2), x.dtype)]
+
+    def reference(self, node, x):
+        axes = tuple(range(2, x.ndim))
+        if node.op == "GlobalLpPool":
+            p = float(node.attrs.get("p", 2))
+            return [((np.abs(x.astype(np.float64)) ** p).sum(axis=axes, keepdims=True) ** (1 / p)).astype(x.dtype)]
+        f = np.max if node.op == "GlobalMaxPool" else np.mean
+        return [f(x.astype(np.float64), axis=axes, keepdims=True).astype(x.dtype)]
+
+    def compute(self, node, x):
+        sp = x.shape[2:]
+        out_shape = node.outputs[0].type.shape
+
+        p = float(node.attrs.get("p", 2))
+
+        def body(n, c, *_):
+            rs = [te.reduce_axis(s, f"r{d}") for d, s in enumerate(sp)]
+            src = x(n, c, *[r.var for r in rs])
+            if node.op == "GlobalLpPool":
+                src = call("pow", call("fabs", src), Const(p, x.dtype))
+            return te.max(src, rs) if node.op == "GlobalMaxPool" else te.sum(src, rs)
+        red = te.compute(out_shape, body, "global_pool")
+        if node.op == "GlobalMaxPool":
+            return [red]
+        if node.op == "GlobalLpPool":
+            return [te.compute(out_shape, lambda *i: call("pow", red(*i), Const(1 / p, x.dtype)), "global_lp")]
+        count = float(np.prod(sp))
+        return [te.compute(out_shape, lambda *i: red(*i) / Const(count, x.dtype), "global_avg")]
