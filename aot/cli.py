@@ -166,11 +166,10 @@ def _cmd_project(a):
 def _load_binds(specs):
     """--bind-input NAME=FILE.npy ... -> {name: array}."""
     import numpy as np
+    from .frontend.onnx_import import split_option
     binds = {}
     for spec in specs or []:
-        name, sep, path = spec.rpartition("=")
-        if not sep or not name:
-            raise AotError(f"--bind-input '{spec}' must look like NAME=FILE.npy")
+        name, path = split_option(spec, "--bind-input", "NAME=FILE.npy")
         try:
             binds[name] = np.load(path)
         except (OSError, ValueError) as e:

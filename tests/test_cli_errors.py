@@ -85,6 +85,10 @@ def test_bad_target_and_shape_error(tmp_path):
     assert_user_error(run_cli("compile", str(p), "-o", out, "--board", "qemu-cortex-m4", "--target", "c"), out,
                       "contradicts board 'qemu-cortex-m4'", "c -mcpu=cortex-m4")
     assert_user_error(run_cli("compile", str(p), "-o", out, "--board", "nope"), out, "unknown board 'nope'")
+    assert_user_error(run_cli("compile", str(p), "-o", out, "--input-shape", "x"), out,
+                      "--input-shape 'x' must look like NAME=D0,D1,...")
+    assert_user_error(run_cli("compile", str(p), "-o", out, "--bind-input", "=b.npy"), out,
+                      "--bind-input '=b.npy' must look like NAME=FILE.npy")
     # a node whose shapes do not fit names the node and op
     nodes = [helper.make_node("Add", ["x", "b"], ["y"], name="bad_add")]
     m = make_model(nodes, [vi("x", [2, 3])], [vi("y", None)], [init("b", np.zeros(4, np.float32))])

@@ -150,13 +150,19 @@ def check_declared_outputs(m, values):
                 raise AotError(f"graph output '{vo.name}' is declared with shape {shown} but computes {list(got.shape)}")
 
 
+def split_option(spec, flag, form):
+    """'NAME=VALUE' of a command-line option -> (NAME, VALUE); the name may itself hold '='."""
+    name, sep, value = spec.rpartition("=")
+    if not sep or not name:
+        raise AotError(f"{flag} '{spec}' must look like {form}")
+    return name, value
+
+
 def parse_input_shapes(specs):
     """['x=1,3,224,224', ...] -> {'x': (1, 3, 224, 224)}"""
     out = {}
     for s in specs or []:
-        name, sep, dims = s.rpartition("=")
-        if not sep or not name:
-            raise AotError(f"--input-shape '{s}' must look like NAME=D0,D1,...")
+        name, dims = split_option(s, "--input-shape", "NAME=D0,D1,...")
         try:
             out[name] = tuple(int(d) for d in dims.split(",") if d.strip() != "")
         except ValueError:
