@@ -301,3 +301,18 @@ def test_dequantize_linear_runtime():
     inits = [init("s", np.array([0.1, 0.2, 0.3], np.float32)), init("z", np.array([1, -2, 3], np.int8))]
     m, feeds = single("DequantizeLinear", [[2, 3, 4]], attrs={"axis": 1}, inits=inits, x=[x], dtypes={"x0": TensorProto.INT8})
     check_model(m, feeds)
+
+
+@pytest.mark.parametrize("zp", [np.uint8(128), np.int8(-3)], ids=["uint8", "int8"])
+def test_quantize_linear_rounds_ties_to_even(zp):
+    """Exact .5 ties round half to even, saturating at the type's range: numpy's rint is the
+    independent reference (the fuzzer's QDQ allowance cannot see a rounding-mode bug)."""
+    import aot
+    scale = np.float32(0.25)
+    steps = np.array([-300.5, -129.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 126.5, 127.5, 300.5], np.float32)
+    x = (steps * scale).astype(np.float32)          # exact: the scale is a power of two
+    m, feeds = single("QuantizeLinear", [[steps.size]], inits=[init("s", scale), init("z", zp)], x=[x])
+    info = np.iinfo(zp.dtype)
+    want = np.clip(np.rint(steps.astype(np.float64)) + int(zp), info.min, info.max).astype(zp.dtype)
+    got = aot.run(aot.compile(m), feeds, sanitize=True)["y0"]
+    np.testing.assert_array_equal(got, want)
