@@ -76,9 +76,10 @@ def cached_build(data, out_dir, product, build):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=None, extra_sources=None):
+def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=None, extra_sources=None, mlf=None):
     """Path of an executable built from the MLF (cached by content and flags). extra_sources:
-    {file name: C text} linked in with the harness (the `aot debug` record hook)."""
+    {file name: C text} linked in with the harness (the `aot debug` record hook); mlf: the MLF
+    already read and validated by the caller (read_valid_mlf), so that it is not read twice."""
     from boards import load_board
     from codegen_c.emit import render_template
 
@@ -91,7 +92,7 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
     if werror:
         flags += ["-Wall", "-Wextra", "-Werror", "-pedantic"]
     extra_sources = dict(extra_sources or {})
-    mlf = read_valid_mlf(data)
+    mlf = mlf or read_valid_mlf(data)
     refuse_instrumented(mlf, extra_sources)
     mod = mlf.module_name
     main_c = render_template("host_main.c.j2", **harness_params(mlf))
@@ -146,8 +147,9 @@ def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None,
     """Outputs {name: array} of the MLF run on the host with `inputs` {name: array} (env: added
     to the environment of the run)."""
     data = _tar_bytes(tar)
-    info = read_valid_mlf(data).aot
-    exe = build_host(data, sanitize=sanitize, opt=opt, extra_sources=extra_sources)
+    mlf = read_valid_mlf(data)
+    info = mlf.aot
+    exe = build_host(data, sanitize=sanitize, opt=opt, extra_sources=extra_sources, mlf=mlf)
     with tempfile.TemporaryDirectory() as d:
         args = write_inputs(info, inputs, d)
         outs = [os.path.join(d, f"out{k}.bin") for k in range(len(info["outputs"]))]
