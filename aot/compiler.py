@@ -38,6 +38,8 @@ class Options:
     workspace_pools: list = None       # user pools [(name, size hint bytes or None)], TVM's option
     debug: bool = False                # instrumented build for `aot debug`: main hands each kernel's
                                        # output to tvmgen_<mod>_debug_record right after the kernel
+    external: object = None            # (group, symbol) -> ExternalKernel | None: groups handed to an
+                                       # external backend (executor.build_plan; partitioning plugs in here)
 
 
 @dataclass
@@ -146,7 +148,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     notes = notes1 + notes2
     for n in notes:
         log("note: " + n)
-    plan = build_plan(graph, groups, mod, in_c, out_c, options.align, log=log if progress is None else progress,
+    plan = build_plan(graph, groups, mod, in_c, out_c, options.align, target=target, external=options.external, log=log if progress is None else progress,
                       workspace_io=options.use_workspace_io, in_place=options.in_place, pools=pools)
     check_plan_fits(plan)
     sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug)
@@ -158,7 +160,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         "use_workspace_io": bool(options.use_workspace_io),
         "workspace_pools": plan.pools,
         "workspace_tensors": plan.tensors,
-        "kernels": [c.func.name for c in plan.calls],
+        "kernels": [c.symbol for c in plan.calls],
         "name_notes": notes,
         "sources": src_list,
         "target": target.export(),

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import AotError
+from .liveness import lifetimes
 from .lower import const_param_array, lower_group
+from .schedules import schedule
 from .memory_plan import Buf, lower_bound, plan, verify
 from .names import sanitize
 from .ops.registry import alias_root
@@ -25,12 +27,71 @@ class Arg:
     index: int       # input/output/const index, or workspace byte offset
     dtype: str
     pool: int = 0    # which workspace pool (user pools; 0 for the internal workspace)
+    size: int = 0    # elements (bytes for a kernel's scratch)
+
+
+# -- the kernel protocol: what one step of the executor runs ----------------------------------
+# Every kind has `symbol`, `args` (inputs, then outputs, then its scratch if it has any) and
+# `num_inputs`; the emitter of each target knows how to call each kind (codegen_c/emit.py).
+class _FromLoopIR:
+    """A step whose code is a PrimFunc of ours: its name and parameters say how it is called."""
+
+    @property
+    def symbol(self):
+        return self.func.name
+
+    @property
+    def num_inputs(self):
+        return self.func.num_inputs
 
 
 @dataclass
-class Call:
-    func: object     # PrimFunc
-    args: list       # Arg per parameter
+class GeneratedKernel(_FromLoopIR):
+    """A kernel the compiler generated from loop IR: symbol(args...) -> int32 status."""
+    func: object               # PrimFunc
+    args: list
+    no_alias: bool = True      # no two arguments share storage (its pointers may be restrict)
+
+
+@dataclass
+class ExternalCall:
+    """A call into a library or an accelerator's C API (a plug-in backend's lowering of one
+    group): int32_t symbol(inputs..., outputs..., [scratch,] literals...), 0 on success.
+
+    scratch_bytes: working memory the callee needs, planned in the workspace and live for
+    this step only. sources: {file name: C text} the MLF ships (.c files are compiled with
+    the model; .h files go to the include directory); includes: headers the executor
+    includes to declare symbol (else the emitter declares it from the arguments)."""
+    symbol: str
+    args: list
+    num_inputs: int
+    scratch_bytes: int = 0
+    literals: tuple = ()       # trailing integer arguments: shapes, attributes
+    sources: dict = field(default_factory=dict)
+    includes: tuple = ()
+
+    no_alias = False
+
+
+@dataclass
+class DeviceLaunch(_FromLoopIR):
+    """A generated kernel run on an accelerator device (CUDA, OpenCL): the host enqueues
+    func over `grid` blocks of `block` threads, with device pointers for args."""
+    func: object
+    args: list
+    grid: tuple = (1, 1, 1)
+    block: tuple = (1, 1, 1)
+
+
+@dataclass
+class ExternalKernel:
+    """What an external backend's lowering returns for a group it takes (see build_plan's
+    `external`): the symbol to call and what it needs; the executor supplies the arguments."""
+    symbol: str
+    scratch_bytes: int = 0
+    literals: tuple = ()
+    sources: dict = field(default_factory=dict)
+    includes: tuple = ()
 
 
 @dataclass
@@ -49,11 +110,21 @@ class ExecutorPlan:
 
     @property
     def funcs(self):
+        """The generated functions, in call order."""
         seen, out = set(), []
         for c in self.calls:
-            if id(c.func) not in seen:
-                seen.add(id(c.func))
-                out.append(c.func)
+            f = getattr(c, "func", None)
+            if f is not None and id(f) not in seen:
+                seen.add(id(f))
+                out.append(f)
+        return out
+
+    @property
+    def sources(self):
+        """{file name: text} that external calls bring."""
+        out = {}
+        for c in self.calls:
+            out.update(getattr(c, "sources", {}))
         return out
 
     @property
@@ -62,13 +133,20 @@ class ExecutorPlan:
 
 
 def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, workspace_io=False,
-               in_place=True, pools=None) -> ExecutorPlan:
-    """pools: user workspace pools [(name, size hint or None)], or None for one internal workspace."""
+               in_place=True, pools=None, target=None, external=None) -> ExecutorPlan:
+    """pools: user workspace pools [(name, size hint or None)], or None for one internal workspace.
+    target: the Target whose schedule rules the kernels get (default: plain C).
+    external: a function (group, symbol) -> ExternalKernel | None that hands a group to an
+    external backend instead of generating its kernel (the seam partitioning plugs into)."""
+    if target is None:
+        from .target import Target
+        target = Target("c")
     in_index = {id(v): k for k, v in enumerate(graph.inputs)}
     root = alias_root
     # graph outputs claim their root's storage (aliases of an output write into it)
     out_root = {id(root(v)): k for k, v in enumerate(graph.outputs)}
     kernels = [g for g in groups if not g.alias]
+    lives = lifetimes(graph, kernels, workspace_io)     # the same model order_for_memory optimised
 
     const_ids, constants = {}, []
     intervals = {}
@@ -79,41 +157,51 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         k = used_names.get(base, 0)
         used_names[base] = k + 1
         fname = base if k == 0 else f"{base}_{k}"
-        func, params = lower_group(g, fname)
-        func = legalize(func)
-        verify_accesses(func, access)
+        ext = external(g, fname) if external is not None else None
+        if ext is None:
+            func, params = lower_group(g, fname)
+            func = legalize(schedule(func, target))
+            verify_accesses(func, access)
+            layouts = func.attrs.get("layouts", {})
+        else:
+            params, layouts = [v for v in g.inputs if v is not None], {}
         if log:
-            log(f"lower: {fname}: {' + '.join(g.op_names)}")
+            log(f"lower: {fname}: {' + '.join(g.op_names)}" + (f" -> external {ext.symbol}" if ext else ""))
         args = []
-        for v, stored in params + [(o, None) for o in g.outputs]:
+        for k, v in enumerate(params + list(g.outputs)):
             r = root(v)
+            size = v.type.size
             if workspace_io and (id(r) in in_index or id(r) in out_root):
-                # inputs are live from the start, outputs until the end of the run
-                iv = intervals.setdefault(id(r), [0 if id(r) in in_index else step, step, r])
-                iv[0], iv[1] = min(iv[0], step), max(iv[1], step)
-                if id(r) in out_root:
-                    iv[1] = len(kernels) - 1
-                args.append(Arg("workspace", id(r), v.type.dtype))
+                intervals.setdefault(id(r), [*lives[id(r)].interval(len(kernels)), r])
+                args.append(Arg("workspace", id(r), v.type.dtype, size=size))
             elif id(r) in in_index:
-                args.append(Arg("input", in_index[id(r)], v.type.dtype))
+                args.append(Arg("input", in_index[id(r)], v.type.dtype, size=size))
             elif id(r) in out_root:
-                args.append(Arg("output", out_root[id(r)], v.type.dtype))
+                args.append(Arg("output", out_root[id(r)], v.type.dtype, size=size))
             elif r.is_const:
-                arr = const_param_array(r) if stored is None else stored
-                key = (id(r), arr.shape)      # a packed layout is a constant of its own
+                layout = layouts.get(k)       # the schedule stores this constant in another layout
+                key = (id(r), layout)         # ... which makes it a constant of its own
                 if key not in const_ids:
+                    arr = const_param_array(r) if layout is None else layout.apply(const_param_array(r))
                     const_ids[key] = len(constants)
                     constants.append((f"tvmgen_{mod}_const_{len(constants)}_{sanitize(r.name)}"[:80], arr))
-                args.append(Arg("const", const_ids[key], v.type.dtype))
+                args.append(Arg("const", const_ids[key], v.type.dtype, size=size))
             else:
-                iv = intervals.setdefault(id(r), [step, step, r])
-                iv[0], iv[1] = min(iv[0], step), max(iv[1], step)
-                args.append(Arg("workspace", id(r), v.type.dtype))
-        calls.append(Call(func, args))
+                intervals.setdefault(id(r), [*lives[id(r)].interval(len(kernels)), r])
+                args.append(Arg("workspace", id(r), v.type.dtype, size=size))
+        if ext is None:
+            calls.append(GeneratedKernel(func, args))
+            continue
+        if ext.scratch_bytes:
+            scratch = _Scratch(f"{ext.symbol} scratch", ext.scratch_bytes)
+            intervals[id(scratch)] = [step, step, scratch]
+            args.append(Arg("workspace", id(scratch), "uint8", size=ext.scratch_bytes))
+        calls.append(ExternalCall(ext.symbol, args, len(params), ext.scratch_bytes, tuple(ext.literals),
+                                  dict(ext.sources), tuple(ext.includes)))
 
     if workspace_io:   # inputs no kernel reads still need their place
         for v in graph.inputs:
-            intervals.setdefault(id(v), [0, 0, v])
+            intervals.setdefault(id(v), [*lives[id(v)].interval(len(kernels)), v])
     io_keys = {id(v) for v in graph.inputs} | set(out_root) if workspace_io else set()
     storage = _write_in_place(calls, intervals, io_keys, log) if in_place else {}
     bufs = [Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items() if key not in storage]
@@ -129,9 +217,9 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 a.pool = pool_of[a.index]
                 a.index = offset[a.index]
         keys = [(a.kind, a.pool, a.index) for a in c.args]
-        if len(set(keys)) != len(keys):
+        if isinstance(c, GeneratedKernel):
             # two parameters get the same address (aliases, or an empty tensor): no restrict
-            c.func.attrs["no_restrict"] = True
+            c.no_alias = len(set(keys)) == len(keys)
     rows = []
     for key, (s, e, r) in intervals.items():
         row = {"name": r.name, "bytes": r.type.nbytes, "first": s, "last": e, "offset": offset[key]}
@@ -161,6 +249,14 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
     return ExecutorPlan(mod, ins, outs, constants, calls, total, bound, rows, io_offsets=io_offsets, pools=pool_info)
 
 
+class _Scratch:
+    """A kernel's scratch memory as the planner sees it: a buffer live for one step."""
+
+    def __init__(self, name, nbytes):
+        from .ir.graph import TensorType
+        self.name, self.type = name, TensorType((nbytes,), "uint8")
+
+
 def _find(storage, key):
     while key in storage:
         key = storage[key]
@@ -173,6 +269,8 @@ def _write_in_place(calls, intervals, io_keys, log):
     Returns {output key: input key}; the input's interval is stretched over the output's."""
     storage = {}
     for step, c in enumerate(calls):
+        if not isinstance(c, GeneratedKernel):
+            continue          # only a generated kernel's loop IR can prove an in-place write safe
         n_in = c.func.num_inputs
         for j, a in enumerate(c.args[n_in:], n_in):
             if a.kind != "workspace" or a.index in io_keys or intervals[a.index][0] != step:
@@ -234,6 +332,6 @@ def debug_table(kernels, plan) -> list:
     for k, (g, c) in enumerate(zip(kernels, plan.calls)):
         nodes = [{"name": n.name, "op": n.op} for n in g.nodes]
         for j, v in enumerate(g.outputs):
-            rows.append({"kernel": k, "output": j, "function": c.func.name, "nodes": nodes, "tensor": v.name,
+            rows.append({"kernel": k, "output": j, "function": c.symbol, "nodes": nodes, "tensor": v.name,
                          "dtype": v.type.dtype, "shape": list(v.type.shape), "nbytes": v.type.nbytes})
     return rows

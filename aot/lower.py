@@ -1,10 +1,15 @@
-"""Lower a fused group to one loop-IR PrimFunc.
+"""Lower a fused group to one loop-IR PrimFunc: the plain loop nest of its tensor expressions.
 
 Each node's compute definition contributes tensor-expression stages. Stages without a
 reduction are inlined into their readers. A reduction read by the output at indices that
 are plain output loop variables is computed into a scalar accumulator placed inside just
 those loops (the loops it depends on are moved outermost), so conv + bias + relu, softmax's
 max/sum/normalise, and pooling's divide all become a single loop nest.
+
+The nest keeps the tensor expressions' own loop variables, reduce axes included, and reads
+parameters with one index per dimension, so that a schedule (aot/schedules/ per target, or
+a user's own calls to aot/tir/schedule.py) can split, reorder and re-lay-out them. Nothing
+here is target-specific; aot/tir/flatten.py makes the indices flat afterwards.
 """
 from __future__ import annotations
 
@@ -16,8 +21,8 @@ from . import te
 from .errors import AotError
 from .ops import get_op
 from .tir.expr import Const, Load, Var, max_nan, min_nan, substitute, transform, walk
-from .tir.simplify import simplify_stmt
-from .tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store, stmt_children, walk_stmts
+from .tir.flatten import flat_index
+from .tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store
 
 
 class LowerError(AotError):
@@ -40,10 +45,7 @@ class _Lowering:
     def __init__(self, group, name):
         self.group, self.name = group, name
         self.params = {}         # tensor uid -> (Buffer, stored shape) | ("scalar", Const)
-        self.param_bufs = []     # (Value, Buffer, stored array or None)
-        self.const_uids = {}     # tensor uid -> index in param_bufs, for constant params
-        self.packed = {}         # tensor uid -> dim whose tile lanes are stored innermost
-        self.tile = None         # (axis var, outer var, lane var, tile) while lowering a tiled nest
+        self.param_bufs = []     # (Value, Buffer)
         self.counter = itertools.count()
 
     # -- building stages ------------------------------------------------------
@@ -58,9 +60,7 @@ class _Lowering:
                 stored = const_param_array(v).shape if v.is_const else v.type.shape
                 buf = Buffer(f"p{k}", v.type.dtype, stored)
                 self.params[t.uid] = (buf, stored)
-                if v.is_const:
-                    self.const_uids[t.uid] = len(self.param_bufs)
-                self.param_bufs.append([v, buf, None])
+                self.param_bufs.append((v, buf))
         for n in self.group.nodes:
             op = get_op(n.op)
             ins = [vt[id(v)] if v is not None else None for v in n.inputs]
@@ -77,11 +77,6 @@ class _Lowering:
         buf, stored = entry
         full = ref.tensor.shape
         idx = list(ref.indices)
-        if ref.tensor.uid in self.packed and self.tile is not None:
-            d = self.packed[ref.tensor.uid]
-            _, outer, lane, tile = self.tile
-            idx = idx[:d] + [outer] + idx[d + 1:] + [lane]
-            stored = tuple(stored[:d]) + (stored[d] // tile,) + tuple(stored[d + 1:]) + (tile,)
         if ref.flat:
             if tuple(stored) == tuple(full):
                 return Load(buf, idx[0])
@@ -91,10 +86,8 @@ class _Lowering:
                 multi.append(rem % s)
                 rem = rem // s
             idx = multi[::-1]
-        flat = Const(0, "int32")
-        for i, s in zip(idx, stored):
-            flat = flat * s + (i if s != 1 else Const(0, "int32"))
-        return Load(buf, flat)
+        # a dimension a constant is broadcast along is stored once
+        return Load(buf, tuple(i if s != 1 else Const(0, "int32") for i, s in zip(idx, stored)))
 
     def expand(self, expr, scalars):
         """Inline injective stages and resolve param/reduction reads."""
@@ -154,21 +147,18 @@ class _Lowering:
             for d, i in enumerate(r.indices):
                 if isinstance(i, Var) and id(i) in axis_ids:
                     used.add(axis_ids[id(i)])
-                elif not (isinstance(i, Const) and i.value == 0 and r.tensor.shape[d] == 1):
+                elif isinstance(i, Const) and i.value == 0 and r.tensor.shape[d] == 1:
+                    if d < len(axes) and t.shape[d] == 1:
+                        used.add(d)      # a unit axis: outside the accumulator like the others
+                else:
                     raise LowerError(f"{self.name}: reduction {r.tensor.name} is read at a computed index")
         outer = [a for k, a in enumerate(axes) if k in used]
         inner = [a for k, a in enumerate(axes) if k not in used]
 
-        tiled = self.tile_plan(t, axes, order)
-        if tiled is not None:
-            return self.lower_tiled(t, axes, order[0], value, out_buf, *tiled)
         accs = {r.tensor.uid: Buffer(f"{r.tensor.name}_acc{next(self.counter)}", r.dtype, (1,), "local")
                 for r in order}
         scalars = {uid: Load(b, Const(0, "int32")) for uid, b in accs.items()}
-        flat = Const(0, "int32")
-        for a, s in zip(axes, t.shape):
-            flat = flat * s + a
-        body = Store(out_buf, flat, self.expand(value, scalars))
+        body = Store(out_buf, flat_index(axes, t.shape), self.expand(value, scalars))
         for a in reversed(inner):
             body = For(a, 0, t.shape[axes.index(a)], body)
         # each reduction is computed before (outside) everything that reads it
@@ -176,124 +166,6 @@ class _Lowering:
             body = self.reduction_at(r, accs[r.tensor.uid], scalars, body)
         for a in reversed(outer):
             body = For(a, 0, t.shape[axes.index(a)], body)
-        return body
-
-    # -- register tiling --------------------------------------------------------------
-    MAX_TILE = 8
-
-    def tile_plan(self, t, axes, order):
-        """(axis index, tile) when one full-depth reduction can keep `tile` accumulators along an
-        output axis its reduce bounds do not depend on (conv: output channels; dense: columns)."""
-        if len(order) != 1 or not axes:
-            return None
-        r = order[0]
-        if len(r.indices) != len(axes) or not all(
-                i is a or (isinstance(i, Const) and i.value == 0 and n == 1)
-                for i, a, n in zip(r.indices, axes, t.shape)):
-            return None
-        red = r.tensor.op.body
-        mapping = {id(a): i for a, i in zip(r.tensor.op.axes, r.indices)}
-        bound_vars = set()
-        for ax in red.axes:
-            for e in (substitute(ax.min, mapping), substitute(ax.extent, mapping)):
-                bound_vars.update(id(x) for x in walk(e) if isinstance(x, Var))
-        # prefer the channel axis of NC... layouts, then the innermost free axis
-        candidates = [k for k in range(len(axes)) if id(axes[k]) not in bound_vars and t.shape[k] > 1]
-        if not candidates:
-            return None
-        k = 1 if 1 in candidates and len(axes) >= 3 else candidates[-1]
-        ext = t.shape[k]
-        for tile in range(self.MAX_TILE, 1, -1):
-            if ext % tile == 0:
-                return k, tile
-        return None
-
-    def pack_constants(self, exprs, axis, tile):
-        """Store constants read with the tiled axis as a plain index of one non-innermost dim
-        with that dim's tile lanes innermost, so the lanes read consecutive elements."""
-        uses = {}
-        for e in exprs:
-            for x in walk(self.expand_injective(e)):
-                if isinstance(x, te.TensorRef) and x.tensor.uid in self.const_uids:
-                    uses.setdefault(x.tensor.uid, []).append(x)
-        for uid, refs in uses.items():
-            dims = set()
-            ok = not any(r.flat for r in refs)
-            for r in refs:
-                hit = [d for d, i in enumerate(r.indices) if i is axis]
-                other = any(any(y is axis for y in walk(i)) for d, i in enumerate(r.indices) if d not in hit)
-                if len(hit) != 1 or other:
-                    ok = False
-                dims.update(hit)
-            if not ok or len(dims) != 1:
-                continue
-            d = dims.pop()
-            entry = self.param_bufs[self.const_uids[uid]]
-            v, buf = entry[0], entry[1]
-            arr = const_param_array(v)
-            if d == arr.ndim - 1 or arr.shape[d] != v.type.shape[d] or arr.shape[d] % tile:
-                continue        # already contiguous, broadcast along it, or not a whole number of tiles
-            packed = np.moveaxis(arr.reshape(arr.shape[:d] + (arr.shape[d] // tile, tile) + arr.shape[d + 1:]), d + 1, -1)
-            entry[2] = np.ascontiguousarray(packed)
-            entry[1] = Buffer(buf.name, buf.dtype, packed.shape)
-            self.params[uid] = (entry[1], arr.shape)
-            self.packed[uid] = d
-
-    def expand_injective(self, expr):
-        """expr with injective stages inlined (constants still as TensorRefs)."""
-        def f(e):
-            if isinstance(e, te.TensorRef) and not e.tensor.is_placeholder and not isinstance(e.tensor.op.body, te.Reduce) \
-                    and not e.flat:
-                return self.expand_injective(substitute(e.tensor.op.body, {id(a): i for a, i in zip(e.tensor.op.axes, e.indices)}))
-            return None
-        return transform(expr, f)
-
-    def lanes_vectorize(self, red, mapping, t, k, before_pack):
-        """Keep the lane loops as loops (C compilers vectorize them) when the lanes read
-        consecutive weights and the reduction is one channel axis (pointwise conv, dense); else
-        unroll them into independent scalar accumulators, which C compilers keep in registers."""
-        from .tir.simplify import const_value, simplify
-        contiguous = len(self.packed) > before_pack or k == len(t.shape) - 1
-        rest = [simplify(substitute(ax.extent, mapping)) for ax in red.axes[1:]]
-        return contiguous and all(const_value(e) == 1 for e in rest)
-
-    def lower_tiled(self, t, axes, ref, value, out_buf, k, tile):
-        from .tir.schedule import unroll
-        red = ref.tensor.op.body
-        acc = Buffer(f"{ref.tensor.name}_acc{next(self.counter)}", red.dtype, (tile,), "local")
-        outer_v, lane = Var(axes[k].name + "_o"), Var(axes[k].name + "_t")
-        pos = outer_v * tile + lane
-
-        def at_lane(e):
-            return substitute(e, {id(axes[k]): pos})
-        zero_lane = Load(acc, lane)
-        scalars = {ref.tensor.uid: zero_lane}
-        mapping = {id(a): i for a, i in zip(ref.tensor.op.axes, ref.indices)}
-        raw_src = substitute(red.source, mapping)
-        before_pack = len(self.packed)
-        self.pack_constants([raw_src, value], axes[k], tile)
-        self.tile = (axes[k], outer_v, lane, tile)
-        src = at_lane(self.expand(raw_src, scalars))
-        comb = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b,
-                "max": max_nan, "min": min_nan}[red.combiner](Load(acc, lane), src)
-        lanes = lambda body: For(lane, 0, tile, body, "vectorize")  # noqa: E731
-        loop = lanes(Store(acc, lane, comb))
-        for ax in reversed(red.axes):
-            v = Var(ax.var.name)
-            loop = For(v, substitute(ax.min, mapping), substitute(ax.extent, mapping), _rename(loop, ax.var, v))
-        flat = Const(0, "int32")
-        for a, s in zip(axes, t.shape):
-            flat = flat * s + a
-        epi = lanes(Store(out_buf, at_lane(flat), at_lane(self.expand(value, scalars))))
-        self.tile = None
-        body = Allocate(acc, Seq([lanes(Store(acc, lane, red.init)), loop, epi]))
-        if not self.lanes_vectorize(red, mapping, t, k, before_pack):
-            body = unroll(body, lane)
-        for j in reversed(range(len(axes))):
-            if j == k:
-                body = For(outer_v, 0, t.shape[k] // tile, body)
-            else:
-                body = For(axes[j], 0, t.shape[j], body)
         return body
 
     def reduction_at(self, ref, acc, scalars, rest):
@@ -308,9 +180,7 @@ class _Lowering:
                 "max": max_nan, "min": min_nan}[red.combiner](cur, src)
         loop = Store(acc, zero, comb)
         for ax in reversed(red.axes):
-            v = Var(ax.var.name)
-            loop = For(v, substitute(ax.min, mapping), substitute(ax.extent, mapping),
-                       _rename(loop, ax.var, v))
+            loop = For(ax.var, substitute(ax.min, mapping), substitute(ax.extent, mapping), loop)
         return Allocate(acc, Seq([Store(acc, zero, red.init), loop, rest]))
 
 
@@ -324,15 +194,10 @@ def _f16_boundary(e):
     return e
 
 
-def _rename(stmt, old, new):
-    from .tir.stmt import map_stmt
-    return map_stmt(stmt, fexpr=lambda e: substitute(e, {id(old): new}))
-
-
 def lower_group(group, name) -> tuple:
-    """(PrimFunc, [(input Value, stored array or None)] in parameter order) for one fused group.
-
-    A stored array is given for constants the kernel reads in a packed layout."""
+    """(PrimFunc, [input Value per input parameter]) for one fused group: the plain loop nest,
+    unscheduled. func.attrs["constants"] lists the input parameters that are constants (a
+    schedule may store those in another layout; see aot/tir/schedule.py pack_layout)."""
     lw = _Lowering(group, name)
     out_tensors = lw.build()
     out_bufs = [Buffer(f"T_{t.name}" if len(out_tensors) == 1 else f"T_{t.name}_{k}", t.dtype, t.shape)
@@ -342,37 +207,25 @@ def lower_group(group, name) -> tuple:
         if t.is_placeholder:
             raise LowerError(f"{name}: output is an unmodified input")
         nests.append(lw.lower_output(t, b))
-    body = simplify_stmt(Seq(nests)) or Seq([])
-    params = [(v, arr) for v, _, arr in lw.param_bufs]
-    func = PrimFunc(name, [b for _, b, _ in lw.param_bufs] + out_bufs, body, len(lw.param_bufs))
-    return default_schedule(func), params
+    consts = tuple(k for k, (v, _) in enumerate(lw.param_bufs) if v.is_const)
+    func = PrimFunc(name, [b for _, b in lw.param_bufs] + out_bufs, Seq(nests), len(lw.param_bufs),
+                    {"constants": consts})
+    return func, [v for v, _ in lw.param_bufs]
 
 
-def default_schedule(func: PrimFunc) -> PrimFunc:
-    """Unroll short constant innermost loops (3x3 taps without padding, small channel counts)."""
-    from .tir.schedule import unroll
-    from .tir.simplify import const_value
-    from .tir.stmt import For as _For
-
-    targets = []
-
-    def visit(s):
-        if isinstance(s, _For):
-            if not any(isinstance(x, _For) for x in walk_stmts(s.body)):
-                if (s.kind == "serial" and const_value(s.extent) is not None and const_value(s.min) is not None
-                        and const_value(s.extent) <= 4 and all(v is not s.var for v in targets)):
-                    targets.append(s.var)
-            else:
-                visit(s.body)
-        else:
-            for c in stmt_children(s):
-                visit(c)
-    visit(func.body)
-    if not targets:
-        return func
-    body = func.body
-    for v in targets:
-        body = unroll(body, v)
-    body = simplify_stmt(body) or Seq([])
-    return PrimFunc(func.name, func.params, body, func.num_inputs, func.attrs)
-
+def lower(args, name: str = "main") -> PrimFunc:
+    """The plain loop nest computing tensor expressions (TVM's `lower` without a schedule):
+    args are the placeholders, in parameter order, then the computed tensors. The result keeps
+    the expressions' loop variables (`C.op.axis`, `C.op.reduce_axis`) for aot.tir.schedule;
+    aot.tir.flatten.flatten then makes it ready to render."""
+    ins = [t for t in args if t.is_placeholder]
+    outs = [t for t in args if not t.is_placeholder]
+    if [t.is_placeholder for t in args] != [True] * len(ins) + [False] * len(outs) or not outs:
+        raise LowerError(f"{name}: lower takes the placeholders first, then at least one computed tensor")
+    lw = _Lowering(None, name)
+    in_bufs = [Buffer(t.name, t.dtype, t.shape) for t in ins]
+    for t, b in zip(ins, in_bufs):
+        lw.params[t.uid] = (b, t.shape)
+    out_bufs = [Buffer(t.name, t.dtype, t.shape) for t in outs]
+    body = Seq([lw.lower_output(t, b) for t, b in zip(outs, out_bufs)])
+    return PrimFunc(name, in_bufs + out_bufs, body, len(ins))

@@ -28,6 +28,16 @@ class ComputeOp:
     def __init__(self, axes, body):
         self.axes, self.body = axes, body
 
+    @property
+    def axis(self):
+        """The output's loop variables, outermost first (TVM: C.op.axis)."""
+        return list(self.axes)
+
+    @property
+    def reduce_axis(self):
+        """The loop variables of the reduction, if the body is one (TVM: C.op.reduce_axis)."""
+        return [a.var for a in self.body.axes] if isinstance(self.body, Reduce) else []
+
 
 class Tensor:
     def __init__(self, name, shape, dtype, op):

@@ -1,7 +1,10 @@
 """Loop IR -> C99 text. Renderers only print: every decision was made in the IRs above.
 
-CRenderer is written as a base whose hooks (types, literals, math names, function
-qualifiers) a CUDA renderer overrides, so the loop-nest printing exists once.
+CRenderer is the one loop-nest printer. What differs between C-like dialects is data on the
+class (function prefix, return type and value, restrict keyword, shared-memory prefix,
+barrier, thread indices) and a few small hooks (literals, math function names, the header
+of a loop of each kind), so a dialect (CUDA, OpenCL) is a short subclass that overrides
+only those; see tinygrad's CStyleLanguage for the model.
 """
 from __future__ import annotations
 
@@ -10,10 +13,11 @@ import re
 
 from aot.dtypes import C_TAGS as _TYPE_TAG
 from aot.dtypes import C_TYPES
-from aot.errors import InternalError
+from aot.errors import AotError, InternalError
 from aot.names import C_KEYWORDS
 from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
-from aot.tir.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store, stmt_exprs, walk_stmts
+from aot.tir.simplify import simplify
+from aot.tir.stmt import PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
 
 
 F16_HELPERS = r"""/* float16 is stored as IEEE binary16 bits and computed in float */
@@ -95,10 +99,17 @@ static inline uint16_t aot_f2bf(float f) {
 HALF = {"float16": ("aot_h2f", "aot_f2h"), "bfloat16": ("aot_bf2f", "aot_f2bf")}   # dtype -> (load, store) helpers
 
 
-class CRenderer:
+class CRenderer(StmtVisitor):
+    # -- dialect points: a dialect overrides these -----------------------------------------
     types = C_TYPES
-    kernel_qualifier = ""
-    use_restrict = True
+    function_prefix = ""          # before the return type: "static", 'extern "C" __global__', "__kernel"
+    return_type = "int32_t"       # generated kernels return a status to the executor ...
+    return_value = "0"            # ... which is 0; None for a void kernel
+    restrict = "restrict"         # the no-alias qualifier on pointer parameters ("" for none)
+    shared_prefix = None          # the qualifier of a 'shared' allocation; None: the dialect has none
+    barrier_text = None           # the statement a Barrier prints as; None: the dialect has no threads
+    thread_indices: dict = {}     # thread tag (blockIdx.x ...) -> the expression that reads it
+    name = "C"
 
     def __init__(self):
         self.helpers = {}     # name -> C definition, collected while rendering
@@ -192,44 +203,80 @@ class CRenderer:
             return f"(({self.vtype(e.dtype)}){self.expr(e.a)})"
         raise InternalError(f"cannot render {type(e).__name__}")
 
-    # -- statements ------------------------------------------------------------
-    def stmt(self, s, indent: int):
-        pad = "  " * indent
-        if isinstance(s, For):
-            v = self.names[id(s.var)]
-            from aot.tir.simplify import simplify
-            end = simplify(s.min + s.extent)
-            yield f"{pad}for (int32_t {v} = {self.expr(s.min)}; {v} < {self.expr(end)}; ++{v}) {{"
-            yield from self.stmt(s.body, indent + 1)
-            yield f"{pad}}}"
-        elif isinstance(s, Store):
-            if id(s.buffer) in self.scalars:
-                yield f"{pad}{self.names[id(s.buffer)]} = {self.expr(s.value)};"
-            else:
-                value = self._to_storage(s.buffer, self.expr(s.value))
-                yield f"{pad}{self.names[id(s.buffer)]}[{self.expr(s.index)}] = {value};"
-        elif isinstance(s, Seq):
-            for x in s.stmts:
-                yield from self.stmt(x, indent)
-        elif isinstance(s, Allocate):
-            # a block of its own: unrolled copies of a body may allocate the same buffer
-            b = s.buffer
-            yield f"{pad}{{"
-            if id(b) in self.scalars:
-                yield f"{pad}  {self.vtype(b.dtype)} {self.names[id(b)]};"
-            else:
-                yield f"{pad}  {self.vtype(b.dtype)} {self.names[id(b)]}[{b.size}];"
-            yield from self.stmt(s.body, indent + 1)
-            yield f"{pad}}}"
-        elif isinstance(s, IfThenElse):
-            yield f"{pad}if ({self.expr(s.cond)}) {{"
-            yield from self.stmt(s.then, indent + 1)
-            if s.else_ is not None:
-                yield f"{pad}}} else {{"
-                yield from self.stmt(s.else_, indent + 1)
-            yield f"{pad}}}"
+    # -- statements: one visitor method per statement kind ----------------------------------
+    def emit(self, text):
+        self.lines.append("  " * self.indent + text)
+
+    def block(self, s):
+        self.indent += 1
+        self.visit(s)
+        self.indent -= 1
+
+    def loop_header(self, s, var: str) -> list:
+        """The lines that open loop s (closed by one "}"). Every kind prints as a C loop: 'unroll'
+        and 'vectorize' are hints the C compiler acts on by itself, and a 'parallel' loop's
+        iterations are independent, so running them in order is one valid schedule."""
+        if s.kind == "thread_binding":
+            expr = self.thread_indices.get(s.thread_tag)
+            if expr is None:
+                raise AotError(f"{self.func_name}: loop {s.var.name} is bound to {s.thread_tag}, "
+                               f"but the {self.name} target has no GPU threads")
+            return ["{", f"  const int32_t {var} = {expr};"]
+        end = simplify(s.min + s.extent)
+        return [f"for (int32_t {var} = {self.expr(s.min)}; {var} < {self.expr(end)}; ++{var}) {{"]
+
+    def visit_For(self, s):
+        head = self.loop_header(s, self.names[id(s.var)])
+        for line in head[:-1]:
+            self.emit(line)
+        self.emit(head[-1])
+        self.block(s.body)
+        self.emit("}")
+
+    def visit_Store(self, s):
+        if id(s.buffer) in self.scalars:
+            self.emit(f"{self.names[id(s.buffer)]} = {self.expr(s.value)};")
         else:
-            raise InternalError(f"cannot render {type(s).__name__}")
+            value = self._to_storage(s.buffer, self.expr(s.value))
+            self.emit(f"{self.names[id(s.buffer)]}[{self.expr(s.index)}] = {value};")
+
+    def visit_Allocate(self, s):
+        # a block of its own: unrolled copies of a body may allocate the same buffer
+        b = s.buffer
+        prefix = ""
+        if b.scope == "shared":
+            if self.shared_prefix is None:
+                raise AotError(f"{self.func_name}: {b.name} is in shared memory, which the {self.name} target lacks")
+            prefix = self.shared_prefix + " "
+        self.emit("{")
+        if id(b) in self.scalars:
+            self.emit(f"  {prefix}{self.vtype(b.dtype)} {self.names[id(b)]};")
+        else:
+            self.emit(f"  {prefix}{self.vtype(b.dtype)} {self.names[id(b)]}[{b.size}];")
+        self.block(s.body)
+        self.emit("}")
+
+    def visit_IfThenElse(self, s):
+        self.emit(f"if ({self.expr(s.cond)}) {{")
+        self.block(s.then)
+        if s.else_ is not None:
+            self.emit("} else {")
+            self.block(s.else_)
+        self.emit("}")
+
+    def visit_Barrier(self, s):
+        if self.barrier_text is None:
+            raise AotError(f"{self.func_name}: a barrier needs a target with GPU threads, not {self.name}")
+        self.emit(self.barrier_text)
+
+    def stmt(self, s, indent: int):
+        """The lines of statement s at `indent`."""
+        saved = getattr(self, "lines", None), getattr(self, "indent", 0)
+        self.lines, self.indent = [], indent
+        self.visit(s)
+        lines = self.lines
+        self.lines, self.indent = saved
+        return lines
 
     def _half_helpers(self, dtype):
         if dtype == "float16":
@@ -265,34 +312,32 @@ class CRenderer:
         for b in func.params:
             name(b, b.name)
 
-        def visit(s):
-            if isinstance(s, For):
+        class Names(StmtVisitor):
+            def visit_For(v, s):
                 name(s.var, s.var.name)
-                visit(s.body)
-            elif isinstance(s, Seq):
-                for x in s.stmts:
-                    visit(x)
-            elif isinstance(s, Allocate):
+                v.generic(s)
+
+            def visit_Allocate(v, s):
                 name(s.buffer, s.buffer.name)
-                if s.buffer.size == 1:
+                if s.buffer.size == 1 and s.buffer.scope == "local":
                     self.scalars.add(id(s.buffer))
-                visit(s.body)
-            elif isinstance(s, IfThenElse):
-                visit(s.then)
-                if s.else_ is not None:
-                    visit(s.else_)
-        visit(func.body)
+                v.generic(s)
+        Names().visit(func.body)
 
-    def signature(self, func: PrimFunc) -> str:
-        params = []
-        for k, b in enumerate(func.params):
-            const = "const " if k < func.num_inputs else ""
-            restrict = " restrict" if self.use_restrict and not func.attrs.get("no_restrict") else ""
-            params.append(f"{const}{self.types[b.dtype]}*{restrict} {self.names[id(b)]}")
-        q = f"{self.kernel_qualifier} " if self.kernel_qualifier else ""
-        return f"{q}int32_t {func.name}({', '.join(params) or 'void'})"
+    def param(self, buf, is_input: bool, restrict: bool) -> str:
+        const = "const " if is_input else ""
+        q = f" {self.restrict}" if restrict and self.restrict else ""
+        return f"{const}{self.types[buf.dtype]}*{q} {self.names[id(buf)]}"
 
-    def function(self, func: PrimFunc) -> str:
+    def signature(self, func: PrimFunc, restrict: bool = True) -> str:
+        params = [self.param(b, k < func.num_inputs, restrict) for k, b in enumerate(func.params)]
+        prefix = f"{self.function_prefix} " if self.function_prefix else ""
+        ret = self.return_type if self.return_value is not None else "void"
+        return f"{prefix}{ret} {func.name}({', '.join(params) or 'void'})"
+
+    def function(self, func: PrimFunc, restrict: bool = True) -> str:
+        """The definition of func. restrict=False when the caller may pass one buffer twice."""
+        self.func_name = func.name
         self._assign_names(func)
         used = set()
         for e in stmt_exprs(func.body):
@@ -300,12 +345,13 @@ class CRenderer:
                 if isinstance(x, Load):
                     used.add(id(x.buffer))
         used.update(id(b) for b in _stored_buffers(func.body))
-        lines = [self.signature(func) + " {"]
+        lines = [self.signature(func, restrict) + " {"]
         for b in func.params:
             if id(b) not in used:
                 lines.append(f"  (void){self.names[id(b)]};")
         lines.extend(self.stmt(func.body, 1))
-        lines.append("  return 0;")
+        if self.return_value is not None:
+            lines.append(f"  return {self.return_value};")
         lines.append("}")
         return "\n".join(lines) + "\n"
 

@@ -7,6 +7,7 @@ import os
 import jinja2
 import numpy as np
 
+from aot.errors import AotError
 from aot.names import comment_safe
 
 from .c_renderer import C_TYPES, CRenderer
@@ -72,20 +73,62 @@ def _arg_text(plan, a, is_input):
     return f"({const}{ctype}*)({pool} + {a.index})"
 
 
+class CMain:
+    """The C executor's main: one status-checked call per step, by kernel kind. A target whose
+    main does more (a GPU host launching kernels) subclasses this and adds its kinds."""
+
+    def __init__(self, plan):
+        self.plan = plan
+
+    def call(self, k) -> str:
+        method = getattr(self, "call_" + type(k).__name__, None)
+        if method is None:
+            raise AotError(f"{k.symbol}: a {type(k).__name__} step cannot run from the C executor "
+                           "(it needs a device host, not a C main)")
+        return method(k)
+
+    def args(self, k):
+        return [_arg_text(self.plan, a, j < k.num_inputs) for j, a in enumerate(k.args)]
+
+    def call_GeneratedKernel(self, k):
+        return f"{k.symbol}({', '.join(self.args(k))})"
+
+    def call_ExternalCall(self, k):
+        lits = [f"INT32_C({int(x)})" for x in k.literals]
+        return f"{k.symbol}({', '.join(self.args(k) + lits)})"
+
+    def declarations(self) -> list:
+        """Prototypes of the external symbols that no shipped header declares."""
+        out, seen = [], set()
+        for k in self.plan.calls:
+            if type(k).__name__ != "ExternalCall" or k.includes or k.symbol in seen:
+                continue
+            seen.add(k.symbol)
+            params = [("const " if j < k.num_inputs else "") + f"{C_TYPES[a.dtype]}*" for j, a in enumerate(k.args)]
+            params += ["int32_t"] * len(k.literals)
+            out.append(f"int32_t {k.symbol}({', '.join(params) or 'void'});")
+        return out
+
+    def includes(self) -> list:
+        return sorted({h for k in self.plan.calls for h in getattr(k, "includes", ())})
+
+
 def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm", debug=False):
     """{relative path: text} for the codegen/host tree. debug: main hands every kernel output
     to tvmgen_<mod>_debug_record(kernel, output, data, nbytes) right after the kernel (aot debug)."""
     mod, MOD = plan.model_name, plan.model_name.upper()
     renderer = CRenderer()
-    functions = [{"comment": comment_safe(f.name), "text": renderer.function(f)} for f in plan.funcs]
+    restrict = {id(c.func): c.no_alias for c in plan.calls if hasattr(c, "func")}
+    functions = [{"comment": comment_safe(f.name), "text": renderer.function(f, restrict[id(f)])} for f in plan.funcs]
+    main = CMain(plan)
     calls, used, records = [], set(), []
     for c in plan.calls:
-        n_in = c.func.num_inputs
-        args = [_arg_text(plan, a, k < n_in) for k, a in enumerate(c.args)]
+        n_in = c.num_inputs
+        calls.append(main.call(c))
         used.update((a.kind, a.index if a.kind in ("input", "output") else a.pool) for a in c.args)
-        calls.append(f"{c.func.name}({', '.join(args)})")
-        records.append([{"output": j, "ptr": args[n_in + j], "size": b.size, "ctype": C_TYPES[b.dtype]}
-                        for j, b in enumerate(c.func.params[n_in:])] if debug else [])
+        outs = c.args[n_in:len(c.args) - (1 if getattr(c, "scratch_bytes", 0) else 0)]
+        records.append([{"output": j, "ptr": _arg_text(plan, a, False), "size": a.size, "ctype": C_TYPES[a.dtype]}
+                        for j, a in enumerate(outs)] if debug else [])
     unused = []
     if plan.io_offsets is None:
         unused += [f"{cn}_buffer_var" for k, (cn, _, _) in enumerate(plan.inputs) if ("input", k) not in used]
@@ -113,10 +156,17 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
                            workspace_size=plan.workspace_size, main_prototype=proto,
                            const_section=const_section, workspace_section=workspace_section, **common)
     lib1 = render_template("lib1.c.j2", functions=functions, helpers=renderer.helper_definitions(),
+                           externs=main.declarations(), includes=main.includes(),
                            main_prototype=proto, main_unused=unused, calls=calls, debug=debug,
                            records=records, **common)
-    return {
+    out = {
         f"codegen/host/include/tvmgen_{mod}.h": header,
         f"codegen/host/src/{mod}_lib0.c": lib0,
         f"codegen/host/src/{mod}_lib1.c": lib1,
     }
+    for name, text in sorted(plan.sources.items()):
+        path = f"codegen/host/{'include' if name.endswith('.h') else 'src'}/{name}"
+        if path in out:
+            raise AotError(f"external source '{name}' would replace a generated file")
+        out[path] = text
+    return out

@@ -59,8 +59,9 @@ def make_metadata(plan, target: str, epoch: int, extra: dict) -> dict:
                             "outputs": io_entries(plan.outputs),
                         }],
                         "operator_functions": [
-                            {"function_name": f.name, "workspace": [{"device": 1, "workspace_size_bytes": 0}]}
-                            for f in plan.funcs
+                            {"function_name": name, "workspace": [{"device": 1, "workspace_size_bytes": scratch}]}
+                            for name, scratch in dict((c.symbol, getattr(c, "scratch_bytes", 0))
+                                                      for c in plan.calls).items()
                         ],
                     }
                 },

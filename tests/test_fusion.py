@@ -78,29 +78,19 @@ def _kernel_and_check(transform):
     import tempfile
 
     from aot import te
-    from aot.lower import _Lowering
-    from aot.tir.simplify import simplify_stmt
-    from aot.tir.stmt import Buffer, PrimFunc
+    from aot.lower import lower
+    from aot.tir.flatten import flatten
     from codegen_c.c_renderer import CRenderer
 
-    a = te.placeholder((6, 10), "float32", "a")
-    b = te.placeholder((10, 7), "float32", "b")
+    a = te.placeholder((6, 10), "float32", "A")
+    b = te.placeholder((10, 7), "float32", "B")
 
     def body(i, j):
         r = te.reduce_axis(10, "k")
         return te.sum(a(i, r.var) * b(r.var, j), r)
-    c = te.compute((6, 7), body, "mm", ["i", "j"])
-
-    class G:  # a minimal group: two inputs, one output
-        inputs, nodes, outputs = [], [], []
-    lw = _Lowering(G(), "k")
-    lw.MAX_TILE = 1   # the plain nest: these tests apply their own schedules
-    ba, bb = Buffer("A", "float32", (6, 10)), Buffer("B", "float32", (10, 7))
-    lw.params = {a.uid: (ba, (6, 10)), b.uid: (bb, (10, 7))}
-    out = Buffer("C", "float32", (6, 7))
-    stmt = lw.lower_output(c, out)
-    stmt = simplify_stmt(transform(stmt, c.op.axes))
-    f = PrimFunc("kernel", [ba, bb, out], stmt, 2)
+    c = te.compute((6, 7), body, "C", ["i", "j"])
+    f = lower([a, b, c], "kernel")
+    f = flatten(f.with_body(transform(f.body, c.op.axis)))
     src = "#include <stdint.h>\n#include <math.h>\n" + CRenderer().function(f)
     A = RNG.standard_normal((6, 10)).astype(np.float32)
     B = RNG.standard_normal((10, 7)).astype(np.float32)

@@ -7,7 +7,8 @@ import os
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("aot", "codegen_c", "mlf")
 IR_LAYERS = ("aot.ir", "aot.tir", "aot.te", "aot.ops", "aot.passes", "aot.frontend", "aot.names", "aot.errors",
-             "aot.dtypes", "aot.target", "aot.lower", "aot.executor", "aot.memory_plan")
+             "aot.dtypes", "aot.target", "aot.lower", "aot.schedules", "aot.liveness", "aot.executor",
+             "aot.memory_plan")
 
 
 def _modules():

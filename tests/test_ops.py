@@ -316,3 +316,40 @@ def test_quantize_linear_rounds_ties_to_even(zp):
     want = np.clip(np.rint(steps.astype(np.float64)) + int(zp), info.min, info.max).astype(zp.dtype)
     got = aot.run(aot.compile(m), feeds, sanitize=True)["y0"]
     np.testing.assert_array_equal(got, want)
+
+
+def test_infer_never_writes_node_attrs():
+    """Type inference is read-only: attribute normalisation belongs in canon(), which only the
+    importer calls. Scan every `infer` in aot/ops for writes to some `.attrs` (assignment,
+    augmented assignment, del, or a mutating dict method)."""
+    import ast
+    import pathlib
+
+    def is_attrs(t):
+        if isinstance(t, (ast.Tuple, ast.List)):
+            return any(is_attrs(e) for e in t.elts)
+        if isinstance(t, ast.Subscript):
+            t = t.value
+        return isinstance(t, ast.Attribute) and t.attr == "attrs"
+
+    mutators = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+    ops_dir = pathlib.Path(__file__).resolve().parent.parent / "aot" / "ops"
+    files = sorted(ops_dir.glob("*.py"))
+    assert files
+    bad = []
+    for path in files:
+        for fn in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name != "infer":
+                continue
+            for n in ast.walk(fn):
+                if isinstance(n, (ast.Assign, ast.Delete)):
+                    hit = any(is_attrs(t) for t in n.targets)
+                elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+                    hit = is_attrs(n.target)
+                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+                    hit = n.func.attr in mutators and is_attrs(n.func.value)
+                else:
+                    hit = False
+                if hit:
+                    bad.append(f"{path.name}:{n.lineno}: {ast.unparse(n).splitlines()[0]}")
+    assert not bad, "infer() writes node attributes (move it to canon()):\n" + "\n".join(bad)

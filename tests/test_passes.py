@@ -1,6 +1,6 @@
 """Graph passes: constant folding of exporter shape chains, identity removal, BN folding, DCE."""
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from conftest import check_model, init, make_model, vi
 
@@ -106,3 +106,40 @@ def test_numpy_references_match_onnxruntime():
                        [helper.make_empty_tensor_value_info("o")])
         ref = ort_run(m, dict(zip(names, xs)))["o"]
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5, err_msg=op)
+
+
+def test_passes_never_change_their_input_graph():
+    """Every pass works on its own copy: the graph handed in prints the same, and its values
+    keep their producers and constants, after the pass ran."""
+    from aot.compiler import run_passes
+    from aot.frontend.onnx_import import import_onnx
+    from aot.ir.graph import print_graph
+    from aot.passes.fold_constants import fold_constants
+    from aot.passes.simplify import (eliminate_dead_code, fold_batchnorm, materialize_outputs,
+                                     remove_identities)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])
+    w = numpy_helper.from_array(np.ones((2, 2, 1, 1), np.float32), "w")
+    bn = [numpy_helper.from_array(np.full(2, v, np.float32), n) for n, v in
+          (("s", 2.0), ("b", 0.5), ("m", 0.1), ("v", 1.0))]
+    shape = numpy_helper.from_array(np.array([1, -1], np.int64), "shape")
+    nodes = [helper.make_node("Identity", ["x"], ["i"]),
+             helper.make_node("Conv", ["i", "w"], ["c"]),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]),
+             helper.make_node("Shape", ["n"], ["sh"]),
+             helper.make_node("Relu", ["n"], ["dead"]),
+             helper.make_node("Reshape", ["n", "shape"], ["y"])]
+    g = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                                            helper.make_tensor_value_info("sh", TensorProto.INT64, None)],
+                          [w, shape] + bn)
+    graph = import_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString(), {})
+
+    def snapshot(gr):
+        vals = [v for n in gr.nodes for v in n.inputs + n.outputs if v is not None] + gr.outputs
+        return (print_graph(gr), [(id(v), id(v.producer), id(v.const) if v.const is not None else None)
+                                  for v in vals], [(id(n), list(map(id, n.inputs)), dict(n.attrs)) for n in gr.nodes])
+    for p in (remove_identities, fold_batchnorm, fold_constants, eliminate_dead_code, materialize_outputs):
+        before = snapshot(graph)
+        out, _ = p(graph)
+        assert snapshot(graph) == before, p.__name__
+        graph = out
+    assert len(run_passes(graph, lambda m: None).nodes) == len(graph.nodes)

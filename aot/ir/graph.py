@@ -84,6 +84,23 @@ class Graph:
         return Graph(self.name, list(self.inputs), list(outputs if outputs is not None else self.outputs),
                      list(nodes), self.opset, list(self.output_names))
 
+    def copy(self) -> "Graph":
+        """A graph with its own Values and Nodes (constant arrays and attribute values are
+        shared: they are never written in place). A pass that rewires or re-types values
+        works on a copy, so its input graph stays as it was."""
+        vals = {}
+
+        def v(x):
+            if x is None:
+                return None
+            if id(x) not in vals:
+                vals[id(x)] = Value(x.name, x.type, x.const)
+            return vals[id(x)]
+        ins = [v(x) for x in self.inputs]
+        nodes = [Node(n.op, n.name, [v(x) for x in n.inputs], [v(x) for x in n.outputs], dict(n.attrs))
+                 for n in self.nodes]
+        return Graph(self.name, ins, [v(x) for x in self.outputs], nodes, self.opset, list(self.output_names))
+
     def consumers(self) -> dict:
         """Value -> list of nodes reading it (graph outputs are not nodes; see is_output)."""
         uses: dict = {}

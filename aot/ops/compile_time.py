@@ -25,11 +25,13 @@ class Shape(_CompileTime):
     name = "Shape"
     fold_from_types = True
 
-    def infer(self, node):
-        r = len(node.inputs[0].type.shape)
-        s, e = node.attrs.get("start", 0), node.attrs.get("end", r)
+    def canon(self, ctx):
+        r = len(ctx.input(0).type.shape)
+        s, e = ctx.attrs.get("start", 0), ctx.attrs.get("end", r)
         s, e = (s + r if s < 0 else s), (e + r if e < 0 else e)
-        node.attrs["start"], node.attrs["end"] = max(0, min(s, r)), max(0, min(e, r))
+        ctx.attrs["start"], ctx.attrs["end"] = max(0, min(s, r)), max(0, min(e, r))
+
+    def infer(self, node):
         return [TensorType((max(0, node.attrs["end"] - node.attrs["start"]),), "int64")]
 
     def reference(self, node, x=None):
@@ -90,12 +92,14 @@ class DequantizeLinear(Op):
     min_inputs = 2
 
     def canon(self, ctx):
-        ctx.attrs = {"axis": int(ctx.attrs.get("axis", 1))}
+        axis = int(ctx.attrs.get("axis", 1))
+        if ctx.input(1).type.size > 1:      # the axis only matters for per-axis scales
+            axis = norm_axis(ctx, axis, len(ctx.input(0).type.shape))
+        ctx.attrs = {"axis": axis}
 
     def infer(self, node):
         x, s = node.inputs[0].type, node.inputs[1].type
         if s.size > 1:
-            node.attrs["axis"] = norm_axis(node, node.attrs["axis"], len(x.shape))
             if s.shape != (x.shape[node.attrs["axis"]],):
                 raise OpError(node, "per-axis scale must match the axis size")
         if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].type.dtype != x.dtype:

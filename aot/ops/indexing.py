@@ -7,7 +7,7 @@ from .. import te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const, all_of, and_, eq, ge, le, lt, select
-from .registry import ALL, ONNX_DTYPES, Op, Pattern, norm_axis, register
+from .registry import ALL, ONNX_DTYPES, AxisOp, Op, Pattern, norm_axis, register
 
 I32 = "int32"
 
@@ -24,14 +24,13 @@ def _np_idx(a, n):
 
 
 @register
-class GatherElements(Op):
+class GatherElements(AxisOp):
     name = "GatherElements"
     pattern = Pattern.INJECTIVE
     min_inputs = 2
 
     def infer(self, node):
         x, ind = node.inputs[0].type, node.inputs[1].type
-        node.attrs["axis"] = norm_axis(node, node.attrs.get("axis", 0), len(x.shape))
         if len(ind.shape) != len(x.shape):
             raise OpError(node, "indices must have the data's rank")
         return [TensorType(ind.shape, x.dtype)]
@@ -92,14 +91,13 @@ def _combine(red, a, b):
 
 
 @register
-class ScatterElements(Op):
+class ScatterElements(AxisOp):
     names = ("ScatterElements", "Scatter")
     pattern = Pattern.OPAQUE
     min_inputs = 3
 
     def infer(self, node):
         x = node.inputs[0].type
-        node.attrs["axis"] = norm_axis(node, node.attrs.get("axis", 0), len(x.shape))
         if node.inputs[1].type.shape != node.inputs[2].type.shape:
             raise OpError(node, "indices and updates must have the same shape")
         return [TensorType(x.shape, x.dtype)]
@@ -317,17 +315,17 @@ class OneHot(Op):
 
     def canon(self, ctx):
         depth = ctx.const_input(1, "depth")
-        ctx.attrs = {"depth": int(depth.reshape(-1)[0]), "axis": int(ctx.attrs.get("axis", -1))}
+        axis = int(ctx.attrs.get("axis", -1))
+        r = len(ctx.input(0).type.shape) + 1
+        a = axis + r if axis < 0 else axis
+        if not 0 <= a < r:
+            ctx.error(f"axis {axis} out of range")
+        ctx.attrs = {"depth": int(depth.reshape(-1)[0]), "axis": a}
         ctx.inputs = [ctx.inputs[0], ctx.inputs[2]]
 
     def infer(self, node):
         ind, vals = node.inputs[0].type, node.inputs[1].type
-        r = len(ind.shape) + 1
         a = node.attrs["axis"]
-        a = a + r if a < 0 else a
-        if not 0 <= a < r:
-            raise OpError(node, f"axis {node.attrs['axis']} out of range")
-        node.attrs["axis"] = a
         return [TensorType(ind.shape[:a] + (node.attrs["depth"],) + ind.shape[a:], vals.dtype)]
 
     def reference(self, node, ind, vals):
@@ -378,11 +376,12 @@ class ReverseSequence(Op):
     pattern = Pattern.INJECTIVE
     min_inputs = 2
 
+    def canon(self, ctx):
+        ctx.attrs["batch_axis"] = ctx.attrs.get("batch_axis", 1)
+        ctx.attrs["time_axis"] = ctx.attrs.get("time_axis", 0)
+
     def infer(self, node):
-        x = node.inputs[0].type
-        node.attrs["batch_axis"] = node.attrs.get("batch_axis", 1)
-        node.attrs["time_axis"] = node.attrs.get("time_axis", 0)
-        return [x]
+        return [node.inputs[0].type]
 
     def reference(self, node, x, lens):
         b, t = node.attrs["batch_axis"], node.attrs["time_axis"]
@@ -415,17 +414,17 @@ class Compress(Op):
 
     def canon(self, ctx):
         cond = ctx.const_input(1, "condition")
-        ctx.attrs = {"keep": [int(i) for i in np.nonzero(cond.reshape(-1))[0]],
-                     "axis": ctx.attrs.get("axis")}
+        axis = ctx.attrs.get("axis")
+        if axis is not None:
+            axis = norm_axis(ctx, axis, len(ctx.input(0).type.shape))
+        ctx.attrs = {"keep": [int(i) for i in np.nonzero(cond.reshape(-1))[0]], "axis": axis}
         ctx.drop_inputs_from(1)
 
     def infer(self, node):
         x = node.inputs[0].type
-        keep, axis = node.attrs["keep"], node.attrs["axis"]
-        if axis is None:
+        keep, a = node.attrs["keep"], node.attrs["axis"]
+        if a is None:
             return [TensorType((len(keep),), x.dtype)]
-        a = norm_axis(node, axis, len(x.shape))
-        node.attrs["axis"] = a
         if keep and keep[-1] >= x.shape[a]:
             raise OpError(node, "condition is longer than the axis")
         return [TensorType(x.shape[:a] + (len(keep),) + x.shape[a + 1:], x.dtype)]

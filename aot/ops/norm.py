@@ -198,10 +198,12 @@ class LpNormalization(Op):
     pattern = Pattern.OPAQUE
     dtypes = FLOATS
 
+    def canon(self, ctx):
+        ctx.attrs["axis"] = norm_axis(ctx, ctx.attrs.get("axis", -1), len(ctx.input(0).type.shape))
+        if ctx.attrs.get("p", 2) not in (1, 2):
+            ctx.error("p must be 1 or 2")
+
     def infer(self, node):
-        node.attrs["axis"] = norm_axis(node, node.attrs.get("axis", -1), len(node.inputs[0].type.shape))
-        if node.attrs.get("p", 2) not in (1, 2):
-            raise OpError(node, "p must be 1 or 2")
         return same_as_input(node)
 
     def reference(self, node, x):

@@ -42,13 +42,13 @@ class QuantizeLinear(Op):
         out = zp.type.dtype if zp is not None else ONNX_DTYPES.get(ctx.attrs.get("output_dtype", 2) or 2, "uint8")
         if out not in QTYPES:
             ctx.error(f"quantising to {out} is not supported")
-        ctx.attrs = {"axis": int(ctx.attrs.get("axis", 1)), "out": out}
+        axis = int(ctx.attrs.get("axis", 1))
+        if ctx.input(1).type.size > 1:      # the axis only matters for per-axis scales
+            axis = norm_axis(ctx, axis, max(len(ctx.input(0).type.shape), 1))
+        ctx.attrs = {"axis": axis, "out": out}
 
     def infer(self, node):
-        x = node.inputs[0].type
-        if node.inputs[1].type.size > 1:      # the axis only matters for per-axis scales
-            node.attrs["axis"] = norm_axis(node, node.attrs["axis"], max(len(x.shape), 1))
-        return [TensorType(x.shape, node.attrs["out"])]
+        return [TensorType(node.inputs[0].type.shape, node.attrs["out"])]
 
     def reference(self, node, x, s, zp=None):
         sh = [1] * x.ndim

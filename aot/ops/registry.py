@@ -115,6 +115,14 @@ class Op:
             raise OpError(node, f"input dtype {x.type.dtype} is not supported (supported: {', '.join(self.dtypes)})")
 
 
+class AxisOp(Op):
+    """An op with one `axis` attribute (default 0) into its first input: canon() checks it and
+    makes it non-negative, so infer, reference and compute read a plain index."""
+
+    def canon(self, ctx):
+        ctx.attrs["axis"] = norm_axis(ctx, ctx.attrs.get("axis", 0), len(ctx.input(0).type.shape))
+
+
 def broadcast_shapes(node, *shapes):
     try:
         return tuple(np.broadcast_shapes(*shapes))

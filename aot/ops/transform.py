@@ -7,14 +7,8 @@ from .. import te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Const, all_of, and_, ge, lt, select
-from .registry import Op, Pattern, norm_axis, register
-
-
-def _flat_index(idx, shape):
-    f = Const(0, "int32")
-    for i, s in zip(idx, shape):
-        f = f * s + i
-    return f
+from ..tir.flatten import flat_index
+from .registry import AxisOp, Op, Pattern, norm_axis, register
 
 
 class _ReshapeLike(Op):
@@ -27,7 +21,7 @@ class _ReshapeLike(Op):
 
     def compute(self, node, x):
         shape = node.outputs[0].type.shape
-        return [te.compute(shape, lambda *i: x.flat(_flat_index(i, shape)), "copy")]
+        return [te.compute(shape, lambda *i: x.flat(flat_index(i, shape)), "copy")]
 
     def infer(self, node):
         shape = self.out_shape(node, node.inputs[0].type.shape)
@@ -129,12 +123,14 @@ class Transpose(Op):
     name = "Transpose"
     pattern = Pattern.INJECTIVE
 
+    def canon(self, ctx):
+        ctx.attrs["perm"] = list(ctx.attrs.get("perm") or list(range(len(ctx.input(0).type.shape)))[::-1])
+
     def infer(self, node):
         x = node.inputs[0].type
-        perm = node.attrs.get("perm") or list(range(len(x.shape)))[::-1]
+        perm = node.attrs["perm"]
         if sorted(perm) != list(range(len(x.shape))):
             raise OpError(node, f"perm {perm} is not a permutation of rank {len(x.shape)}")
-        node.attrs["perm"] = list(perm)
         return [TensorType(tuple(x.shape[p] for p in perm), x.dtype)]
 
     def reference(self, node, x):
@@ -153,15 +149,14 @@ class Transpose(Op):
 
 
 @register
-class Concat(Op):
+class Concat(AxisOp):
     name = "Concat"
     pattern = Pattern.INJECTIVE
 
     def infer(self, node):
         ts = [v.type for v in node.inputs]
         r = len(ts[0].shape)
-        axis = norm_axis(node, node.attrs.get("axis", 0), r)
-        node.attrs["axis"] = axis
+        axis = node.attrs["axis"]
         for t in ts[1:]:
             if len(t.shape) != r or t.dtype != ts[0].dtype or any(
                     a != b for k, (a, b) in enumerate(zip(t.shape, ts[0].shape)) if k != axis):
@@ -366,15 +361,14 @@ class Pad(Op):
 
 
 @register
-class Gather(Op):
+class Gather(AxisOp):
     name = "Gather"
     pattern = Pattern.INJECTIVE
     min_inputs = 2
 
     def infer(self, node):
         x, ind = node.inputs[0].type, node.inputs[1].type
-        axis = norm_axis(node, node.attrs.get("axis", 0), len(x.shape))
-        node.attrs["axis"] = axis
+        axis = node.attrs["axis"]
         if ind.dtype not in ("int32", "int64"):
             raise OpError(node, f"indices dtype {ind.dtype} must be int32 or int64")
         return [TensorType(x.shape[:axis] + ind.shape + x.shape[axis + 1:], x.dtype)]

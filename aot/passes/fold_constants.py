@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import get_op
+from . import graph_pass
 
 # Beyond this many elements a folded result is kept only if it is a splat or broadcast view,
 # so that exporters' shape helpers fold but nothing explodes the constant data.
@@ -50,6 +51,7 @@ def fold_node(node):
     return result
 
 
+@graph_pass
 def fold_constants(graph):
     """Replace every foldable node by constants; returns (graph, number folded)."""
     nodes, folded = [], 0

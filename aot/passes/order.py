@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ops.registry import alias_root as _root
+from ..liveness import lifetimes
 
 EXACT_STATE_LIMIT = 20000
 
@@ -28,38 +28,20 @@ class _Val:
 
 class _Problem:
     def __init__(self, graph, kernels, workspace_io):
-        in_ids = {id(v) for v in graph.inputs}
-        out_ids = {id(_root(v)) for v in graph.outputs}
         self.n = len(kernels)
-        self.vals = {}
-        producer = {}
-        for k, g in enumerate(kernels):
-            for o in g.outputs:
-                producer[id(o)] = k
+        self.vals = {key: _Val(lt.nbytes, lt.producer, sum(1 << k for k in set(lt.consumers)), lt.persistent)
+                     for key, lt in lifetimes(graph, kernels, workspace_io).items()}
         self.preds = [0] * self.n
         self.outs = [[] for _ in range(self.n)]
-        for k, g in enumerate(kernels):
-            for v in g.inputs:
-                r = _root(v)
-                if r.is_const:
-                    continue
-                val = self._val(r, producer, in_ids, out_ids, workspace_io)
-                val.consumers |= 1 << k
-                if val.producer >= 0:
-                    self.preds[k] |= 1 << val.producer
-            for o in g.outputs:
-                self.outs[k].append(self._val(o, producer, in_ids, out_ids, workspace_io))
+        for key, v in self.vals.items():
+            if v.producer >= 0:
+                self.outs[v.producer].append(v)
+                for k in range(self.n):
+                    if v.consumers >> k & 1:
+                        self.preds[k] |= 1 << v.producer
         self.out_bytes = [sum(v.size for v in vs) for vs in self.outs]
         # values whose last reader is k, given the set run so far: computed on the fly
         self.reads = [[v for v in self.vals.values() if v.consumers >> k & 1] for k in range(self.n)]
-
-    def _val(self, r, producer, in_ids, out_ids, workspace_io):
-        key = id(r)
-        if key not in self.vals:
-            planned = workspace_io or (key not in in_ids and key not in out_ids)
-            self.vals[key] = _Val(r.type.nbytes if planned else 0, producer.get(key, -1), 0,
-                                  workspace_io and key in out_ids)
-        return self.vals[key]
 
     def live(self, done):
         return sum(v.size for v in self.vals.values()

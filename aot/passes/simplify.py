@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorType, Value
+from . import graph_pass
 from .fold_constants import compact
 
 
@@ -18,6 +19,7 @@ def _rewire(graph, mapping):
     graph.outputs = [m(v) for v in graph.outputs]
 
 
+@graph_pass
 def remove_identities(graph):
     """Identity and (inference) Dropout are no-ops."""
     mapping, nodes = {}, []
@@ -53,6 +55,7 @@ def _scale_rows(w, a):
     return np.broadcast_to(scaled.astype(w.dtype), w.shape)
 
 
+@graph_pass
 def fold_batchnorm(graph):
     """Conv -> BatchNorm becomes one Conv with scaled weights; other constant BatchNorms become Mul+Add."""
     uses = graph.consumers()
@@ -99,6 +102,7 @@ def fold_batchnorm(graph):
     return graph.with_nodes(out), count
 
 
+@graph_pass
 def eliminate_dead_code(graph):
     live = {id(v) for v in graph.outputs}
     keep = []
@@ -110,6 +114,7 @@ def eliminate_dead_code(graph):
     return graph.with_nodes(keep), len(graph.nodes) - len(keep)
 
 
+@graph_pass
 def materialize_outputs(graph):
     """Each graph output must be written by a kernel into the user's own buffer.
 

@@ -172,14 +172,25 @@ class Cast(Expr):
 
 
 class Load(Expr):
-    """Read buffer[index] with a flat element index."""
-    __slots__ = ("buffer", "index")
+    """Read buffer[index]. The index is one flat element index, or (between lowering and
+    flattening, so that schedules can change a buffer's layout) one index per dimension of
+    the buffer's shape. Only flat loads reach the verifier and the renderers."""
+    __slots__ = ("buffer", "indices")
 
-    def __init__(self, buffer, index: Expr):
-        self.buffer, self.index, self.dtype, self._key = buffer, wrap(index), buffer.dtype, None
+    def __init__(self, buffer, index):
+        idx = tuple(wrap(i) for i in index) if isinstance(index, (tuple, list)) else (wrap(index),)
+        if len(idx) != 1 and len(idx) != len(buffer.shape):
+            raise InternalError(f"load of {buffer!r} with {len(idx)} indices")
+        self.buffer, self.indices, self.dtype, self._key = buffer, idx, buffer.dtype, None
+
+    @property
+    def index(self):
+        if len(self.indices) != 1:
+            raise InternalError(f"load of {self.buffer!r} is not flattened")
+        return self.indices[0]
 
     def _make_key(self):
-        return ("load", id(self.buffer), self.index.key())
+        return ("load", id(self.buffer), tuple(i.key() for i in self.indices))
 
 
 # helpers -------------------------------------------------------------------
@@ -240,7 +251,7 @@ def children(e: Expr):
     if isinstance(e, Call):
         return e.args
     if isinstance(e, Load):
-        return (e.index,)
+        return e.indices
     ext = getattr(e, "_children", None)     # nodes defined by the TE layer
     return ext() if ext is not None else ()
 
@@ -261,7 +272,7 @@ def rebuild(e: Expr, kids):
     if isinstance(e, Call):
         return Call(e.fn, kids, e.dtype)
     if isinstance(e, Load):
-        return Load(e.buffer, kids[0])
+        return Load(e.buffer, tuple(kids) if len(kids) > 1 else kids[0])
     return e._rebuild(kids)
 
 

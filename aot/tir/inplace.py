@@ -8,7 +8,7 @@ This covers elementwise chains and the elementwise epilogues of conv/dense (a re
 from __future__ import annotations
 
 from .expr import Load, walk
-from .stmt import For, IfThenElse, Store, walk_stmts
+from .stmt import Store, own_exprs, walk_stmts
 
 
 def writes_over(func, in_bufs, out_buf) -> bool:
@@ -31,17 +31,9 @@ def writes_over(func, in_bufs, out_buf) -> bool:
                             return False
                         covered += 1
         else:
-            for top in _own_exprs(s):
+            for top in own_exprs(s):
                 for e in walk(top):
                     if isinstance(e, Load) and (id(e.buffer) in targets or e.buffer is out_buf):
                         return False
     return covered > 0
 
-
-def _own_exprs(s):
-    """Expressions held by a non-store statement itself (loop bounds, conditions)."""
-    if isinstance(s, For):
-        return [s.min, s.extent]
-    if isinstance(s, IfThenElse):
-        return [s.cond]
-    return []

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .expr import Bin, Call, Cast, Const, Load, Select, Unary, Var
-from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store
+from .stmt import PrimFunc, StmtVisitor
 
 
 def expr_str(e) -> str:
@@ -23,30 +23,50 @@ def expr_str(e) -> str:
     if isinstance(e, Cast):
         return f"{e.dtype}({expr_str(e.a)})"
     if isinstance(e, Load):
-        return f"{e.buffer.name}[{expr_str(e.index)}]"
+        return f"{e.buffer.name}[{', '.join(expr_str(i) for i in e.indices)}]"
     return repr(e)
 
 
-def stmt_lines(s, indent=0):
-    pad = "  " * indent
-    if isinstance(s, For):
-        hint = "" if s.kind == "serial" else f" {s.kind}"
-        yield f"{pad}for {s.var.name} in range({expr_str(s.min)}, {expr_str(s.min)} + {expr_str(s.extent)}){hint}:"
-        yield from stmt_lines(s.body, indent + 1)
-    elif isinstance(s, Store):
-        yield f"{pad}{s.buffer.name}[{expr_str(s.index)}] = {expr_str(s.value)}"
-    elif isinstance(s, Seq):
-        for x in s.stmts:
-            yield from stmt_lines(x, indent)
-    elif isinstance(s, Allocate):
-        yield f"{pad}{s.buffer.name} = allocate({s.buffer.dtype}, {list(s.buffer.shape)}, local)"
-        yield from stmt_lines(s.body, indent)
-    elif isinstance(s, IfThenElse):
-        yield f"{pad}if {expr_str(s.cond)}:"
-        yield from stmt_lines(s.then, indent + 1)
+class _Lines(StmtVisitor):
+    def __init__(self, indent):
+        self.indent, self.lines = indent, []
+
+    def emit(self, text):
+        self.lines.append("  " * self.indent + text)
+
+    def nested(self, s):
+        self.indent += 1
+        self.visit(s)
+        self.indent -= 1
+
+    def visit_For(self, s):
+        hint = "" if s.kind == "serial" else f" {s.kind}" + (f"({s.thread_tag})" if s.thread_tag else "")
+        self.emit(f"for {s.var.name} in range({expr_str(s.min)}, {expr_str(s.min)} + {expr_str(s.extent)}){hint}:")
+        self.nested(s.body)
+
+    def visit_Store(self, s):
+        self.emit(f"{s.buffer.name}[{expr_str(s.index)}] = {expr_str(s.value)}")
+
+    def visit_Allocate(self, s):
+        b = s.buffer
+        self.emit(f"{b.name} = allocate({b.dtype}, {list(b.shape)}, {b.scope})")
+        self.visit(s.body)
+
+    def visit_IfThenElse(self, s):
+        self.emit(f"if {expr_str(s.cond)}:")
+        self.nested(s.then)
         if s.else_ is not None:
-            yield f"{pad}else:"
-            yield from stmt_lines(s.else_, indent + 1)
+            self.emit("else:")
+            self.nested(s.else_)
+
+    def visit_Barrier(self, s):
+        self.emit(f"barrier({s.scope})")
+
+
+def stmt_lines(s, indent=0):
+    p = _Lines(indent)
+    p.visit(s)
+    return p.lines
 
 
 def func_str(f: PrimFunc) -> str:

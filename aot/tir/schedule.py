@@ -1,120 +1,367 @@
-"""Schedule primitives on loop IR: split, reorder, unroll.
+"""Schedule primitives on loop IR.
 
-Each primitive is a function Stmt -> Stmt addressing a loop by its variable; the result
-computes the same values in a different iteration order or structure.
+Each primitive is a function Stmt -> Stmt (or PrimFunc -> PrimFunc for a buffer's layout)
+that addresses loops by their variable and computes the same values in another iteration
+order, structure or memory layout. A primitive that cannot apply raises ScheduleError and
+says why. Lowering keeps the tensor expression's loop variables (reduce axes included), so
+the axes a user names in `te.compute`/`te.reduce_axis` are the ones scheduled here; the
+compiler's own per-target rules (aot/schedules/) are lists of these same calls.
+
+A loop variable may head several loops (after `fission`, or when a reduction is computed
+for two outputs); loop-addressed primitives apply to every loop over that variable.
 """
 from __future__ import annotations
 
-from .expr import Const, Var, lt, substitute
-from .simplify import const_value
-from .stmt import Allocate, For, IfThenElse, Seq, Stmt, map_stmt
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import AotError
+from .expr import Bin, Const, Load, Var, lt, substitute, walk
+from .simplify import const_value, loop_ranges, simplify
+from .stmt import (THREAD_TAGS, Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
+                   Store, map_exprs, own_exprs, walk_stmts)
 
 
-class ScheduleError(Exception):
+class ScheduleError(AotError):
     pass
 
 
+def as_var(x) -> Var:
+    """A loop variable from what a user holds: a Var, a te.IterVar (reduce axis) or a For."""
+    v = getattr(x, "var", x)
+    if not isinstance(v, Var):
+        raise ScheduleError(f"{x!r} is not a loop variable")
+    return v
+
+
+def find_loops(s: Stmt, var: Var):
+    var = as_var(var)
+    return [x for x in walk_stmts(s) if isinstance(x, For) and x.var is var]
+
+
 def find_loop(s: Stmt, var: Var):
-    if isinstance(s, For):
-        if s.var is var:
-            return s
-        return find_loop(s.body, var)
-    if isinstance(s, Seq):
-        for x in s.stmts:
-            r = find_loop(x, var)
-            if r is not None:
-                return r
-    if isinstance(s, Allocate):
-        return find_loop(s.body, var)
-    if isinstance(s, IfThenElse):
-        return find_loop(s.then, var) or (find_loop(s.else_, var) if s.else_ is not None else None)
-    return None
+    """The first loop over var, or None."""
+    loops = find_loops(s, var)
+    return loops[0] if loops else None
 
 
-def _replace_loop(s: Stmt, var: Var, fn):
-    def f(x):
-        if isinstance(x, For) and x.var is var:
-            return fn(x)
-        return None
-    return map_stmt(s, fstmt=f)
+def _loops_of(s, var, what):
+    loops = find_loops(s, var)
+    if not loops:
+        raise ScheduleError(f"{what}: no loop over {var.name}")
+    return loops
 
 
+class _ReplaceLoops(StmtMutator):
+    """Replace every loop matched by `match` (pre-order: the replacement is not visited)."""
+
+    def __init__(self, match, fn):
+        self.match, self.fn = match, fn
+
+    def visit_For(self, s):
+        if self.match(s):
+            return self.fn(s)
+        return super().visit_For(s)
+
+
+def _replace(s, var, fn):
+    return _ReplaceLoops(lambda x: x.var is var, fn).visit(s)
+
+
+def _subst(s, var, value):
+    return map_exprs(s, lambda e: substitute(e, {id(var): value}))
+
+
+# -- loop structure -------------------------------------------------------------------------
 def split(s: Stmt, var: Var, factor: int):
     """Split loop `var` into (outer, inner) with inner extent `factor`; returns (stmt, outer, inner).
 
-    A non-dividing factor guards the tail with a condition."""
-    loop = find_loop(s, var)
-    if loop is None:
-        raise ScheduleError(f"no loop over {var.name}")
-    ext = const_value(loop.extent)
-    if ext is None:
-        raise ScheduleError(f"split needs a constant extent for {var.name}")
+    A factor that does not divide the extent guards the tail with a condition."""
+    var = as_var(var)
+    factor = int(factor)
+    if factor < 1:
+        raise ScheduleError(f"split {var.name}: factor {factor} is not positive")
+    exts = {const_value(x.extent) for x in _loops_of(s, var, "split")}
+    if None in exts or len(exts) != 1:
+        raise ScheduleError(f"split needs one constant extent for {var.name}")
+    ext = exts.pop()
     outer, inner = Var(var.name + "_o"), Var(var.name + "_i")
 
     def fn(x: For):
-        idx = x.min + outer * factor + inner
-        body = map_stmt(x.body, fexpr=lambda e: substitute(e, {id(var): idx}))
+        body = _subst(x.body, var, x.min + outer * factor + inner)
         if ext % factor:
             body = IfThenElse(lt(outer * factor + inner, Const(ext, inner.dtype)), body)
-        n_outer = (ext + factor - 1) // factor
-        return For(outer, 0, n_outer, For(inner, 0, factor, body, x.kind))
+        return For(outer, 0, (ext + factor - 1) // factor, For(inner, 0, factor, body, x.kind, x.thread_tag))
 
-    return _replace_loop(s, var, fn), outer, inner
+    return _replace(s, var, fn), outer, inner
+
+
+def fuse(s: Stmt, outer: Var, inner: Var):
+    """Fuse a loop and the loop directly inside it into one; returns (stmt, fused)."""
+    outer, inner = as_var(outer), as_var(inner)
+    fused = Var(f"{outer.name}_{inner.name}_f")
+
+    def fn(x: For):
+        y = x.body
+        if not isinstance(y, For) or y.var is not inner:
+            raise ScheduleError(f"fuse: {inner.name} is not directly inside {outer.name}")
+        n_in, n_out = const_value(y.extent), const_value(x.extent)
+        if n_in is None or n_out is None or const_value(x.min) is None or const_value(y.min) is None:
+            raise ScheduleError(f"fuse needs constant bounds for {outer.name} and {inner.name}")
+        if any(v is outer for e in (y.min, y.extent) for v in walk(e)):
+            raise ScheduleError(f"fuse: the bounds of {inner.name} depend on {outer.name}")
+        body = _subst(_subst(y.body, outer, x.min + fused // n_in), inner, y.min + fused % n_in)
+        return For(fused, 0, n_out * n_in, body)
+
+    _loops_of(s, outer, "fuse")
+    return _replace(s, outer, fn), fused
 
 
 def reorder(s: Stmt, order):
-    """Reorder a perfect nest of loops (given outermost-first in the new order)."""
+    """Reorder a perfect nest of loops, given outermost-first in the new order. The nest is the
+    first chain of directly nested loops over exactly these variables."""
+    order = [as_var(v) for v in order]
     ids = {id(v) for v in order}
-    first = None
+    if len(ids) != len(order):
+        raise ScheduleError("reorder: a loop is named twice")
 
-    def outermost(x):
-        if isinstance(x, For) and id(x.var) in ids:
-            return x
-        if isinstance(x, For):
-            return outermost(x.body)
-        if isinstance(x, (Seq,)):
-            for y in x.stmts:
-                r = outermost(y)
-                if r is not None:
-                    return r
-        if isinstance(x, Allocate):
-            return outermost(x.body)
-        return None
+    def chain(x):
+        loops = []
+        while isinstance(x, For) and id(x.var) in ids and len(loops) < len(order):
+            loops.append(x)
+            x = x.body
+        return loops, x
 
-    first = outermost(s)
-    if first is None:
-        raise ScheduleError("reorder: loops not found")
-    loops, cur = [], first
-    while isinstance(cur, For) and id(cur.var) in ids and len(loops) < len(order):
-        loops.append(cur)
-        cur = cur.body
-    if len(loops) != len(order):
-        raise ScheduleError("reorder needs a perfect nest of the named loops")
-    bound = {id(l.var) for l in loops}
-    for l in loops:
-        for e in (l.min, l.extent):
-            from .expr import walk
-            if any(isinstance(n, Var) and id(n) in bound for n in walk(e)):
-                raise ScheduleError("reorder: loop bounds depend on reordered loops")
-    by_var = {id(l.var): l for l in loops}
-    body = cur
+    head = next((x for x in walk_stmts(s) if isinstance(x, For) and len(chain(x)[0]) == len(order)), None)
+    if head is None:
+        raise ScheduleError("reorder needs a perfect nest of the loops " + ", ".join(v.name for v in order))
+    loops, body = chain(head)
+    for lp in loops:
+        if any(isinstance(n, Var) and id(n) in ids for e in (lp.min, lp.extent) for n in walk(e)):
+            raise ScheduleError(f"reorder: the bounds of {lp.var.name} depend on a reordered loop")
+    by_var = {id(lp.var): lp for lp in loops}
     for v in reversed(order):
-        l = by_var[id(v)]
-        body = For(l.var, l.min, l.extent, body, l.kind)
-    return _replace_loop(s, first.var, lambda x: body)
+        body = by_var[id(v)].with_body(body)
+    return _ReplaceLoops(lambda x: x is head, lambda x: body).visit(s)
+
+
+def fission(s: Stmt, var: Var):
+    """Distribute loop `var` over the statements of its body: for v {a; b} -> for v {a}; for v {b}.
+
+    Valid when no statement reads what another writes in a different iteration: every buffer
+    one part writes and another touches is indexed by exactly `var` (a per-iteration slot)."""
+    var = as_var(var)
+
+    def fn(x: For):
+        if not isinstance(x.body, Seq):
+            return x
+        parts = x.body.stmts
+        touched = [_accesses(p) for p in parts]
+        for i, (w, _) in enumerate(touched):
+            for j, (_, every) in enumerate(touched):
+                if i == j:
+                    continue
+                for b in w:
+                    if b in every and any(not (len(idx) == 1 and idx[0] is var) for idx in every[b] + touched[i][1][b]):
+                        raise ScheduleError(f"fission {var.name}: {w[b].name} is shared between iterations")
+        return Seq([x.with_body(p) for p in parts])
+
+    _loops_of(s, var, "fission")
+    return _replace(s, var, fn)
+
+
+def _accesses(s):
+    """({id(buffer): buffer} written, {id(buffer): [indices, ...]} every access) in s."""
+    written, every = {}, {}
+    for x in walk_stmts(s):
+        if isinstance(x, Store):
+            written[id(x.buffer)] = x.buffer
+            every.setdefault(id(x.buffer), []).append((x.index,))
+        for e in own_exprs(x):
+            for n in walk(e):
+                if isinstance(n, Load):
+                    every.setdefault(id(n.buffer), []).append(n.indices)
+    return written, every
+
+
+def hoist_allocate(s: Stmt, var: Var):
+    """for v { allocate b[m] {body} } -> allocate b[n*m] { for v {body with b[i] -> b[(v-min)*m + i]} }:
+    every iteration keeps its own slot, so the loop can then be split up (fission) or
+    interchanged with the loops inside it."""
+    var = as_var(var)
+
+    def fn(x: For):
+        if not isinstance(x.body, Allocate):
+            raise ScheduleError(f"hoist_allocate: the body of {var.name} is not an allocation")
+        n, mn = const_value(x.extent), const_value(x.min)
+        if n is None or mn is None:
+            raise ScheduleError(f"hoist_allocate needs constant bounds for {var.name}")
+        old = x.body.buffer
+        new = Buffer(old.name, old.dtype, (n,) + tuple(old.shape), old.scope)
+        slot = (var - mn) * old.size if mn else var * old.size
+        body = _Rebase(old, new, slot).visit(x.body.body)
+        return Allocate(new, x.with_body(body))
+
+    _loops_of(s, var, "hoist_allocate")
+    return _replace(s, var, fn)
+
+
+class _Rebase(StmtMutator):
+    def __init__(self, old, new, offset):
+        self.old, self.new, self.offset = old, new, offset
+
+    def mutate_expr(self, e):
+        def f(x):
+            if isinstance(x, Load) and x.buffer is self.old:
+                if len(x.indices) != 1:
+                    raise ScheduleError(f"hoist_allocate: {self.old.name} is read with one index per dimension")
+                return Load(self.new, simplify(self.offset + x.indices[0]))
+            return None
+        from .expr import transform
+        return transform(e, f)
+
+    def visit_Store(self, s):
+        idx, val = self.mutate_expr(s.index), self.mutate_expr(s.value)
+        if s.buffer is self.old:
+            return Store(self.new, simplify(self.offset + idx), val)
+        return Store(s.buffer, idx, val)
 
 
 def unroll(s: Stmt, var: Var, max_extent: int = 16):
     """Replicate the body of a constant-extent loop (the renderer then sees straight-line code)."""
-    loop = find_loop(s, var)
-    if loop is None:
-        raise ScheduleError(f"no loop over {var.name}")
-    ext, mn = const_value(loop.extent), const_value(loop.min)
-    if ext is None or mn is None or ext > max_extent:
-        raise ScheduleError(f"unroll needs a small constant extent for {var.name}")
+    var = as_var(var)
+    for loop in _loops_of(s, var, "unroll"):
+        ext, mn = const_value(loop.extent), const_value(loop.min)
+        if ext is None or mn is None or ext > max_extent:
+            raise ScheduleError(f"unroll needs a constant extent of at most {max_extent} for {var.name}")
 
     def fn(x: For):
-        return Seq([map_stmt(x.body, fexpr=lambda e, i=i: substitute(e, {id(var): Const(mn + i, var.dtype)}))
-                    for i in range(ext)])
+        mn = const_value(x.min)
+        return Seq([_subst(x.body, var, Const(mn + i, var.dtype)) for i in range(const_value(x.extent))])
 
-    return _replace_loop(s, var, fn)
+    return _replace(s, var, fn)
+
+
+def _set_kind(s, var, kind, tag=None):
+    return _replace(s, var, lambda x: For(x.var, x.min, x.extent, x.body, kind, tag))
+
+
+def vectorize(s: Stmt, var: Var):
+    """Mark loop `var` for the C compiler to vectorize (kept as a loop with independent iterations)."""
+    var = as_var(var)
+    _loops_of(s, var, "vectorize")
+    return _set_kind(s, var, "vectorize")
+
+
+def parallel(s: Stmt, var: Var):
+    """Mark loop `var` as parallel: its iterations write disjoint elements and may run on
+    different cores. Checked: every store inside is indexed by the loop variable, and no
+    buffer written inside is read at another index."""
+    var = as_var(var)
+    for loop in _loops_of(s, var, "parallel"):
+        written, every = _accesses(loop.body)
+        private = {id(x.buffer) for x in walk_stmts(loop.body) if isinstance(x, Allocate)}
+        for key, buf in written.items():
+            if key in private:
+                continue          # allocated inside: each iteration has its own
+            stores = [x.index for x in walk_stmts(loop.body) if isinstance(x, Store) and x.buffer is buf]
+            if not all(any(v is var for v in walk(i)) for i in stores) or \
+                    len({tuple(i.key() for i in idx) for idx in every[key]}) != 1:
+                raise ScheduleError(f"parallel {var.name}: iterations may write the same element of {buf.name}")
+    return _set_kind(s, var, "parallel")
+
+
+def bind(s: Stmt, var: Var, thread_tag: str):
+    """Bind loop `var` to a GPU thread index (blockIdx.x ... threadIdx.z): one iteration per thread."""
+    var = as_var(var)
+    if thread_tag not in THREAD_TAGS:
+        raise ScheduleError(f"bind {var.name}: unknown thread tag {thread_tag!r} (one of {', '.join(THREAD_TAGS)})")
+    for loop in _loops_of(s, var, "bind"):
+        if const_value(loop.min) != 0 or const_value(loop.extent) is None:
+            raise ScheduleError(f"bind {var.name}: a bound loop needs min 0 and a constant extent")
+    return _set_kind(s, var, "thread_binding", thread_tag)
+
+
+# -- buffer layout ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PackLayout:
+    """A row-major array with dimension `dim` split into blocks of `factor`, the position
+    inside a block moved innermost: [.., N, ..] -> [.., N/factor, .., factor]. Constants are
+    stored this way so that the `factor` lanes of a register tile read consecutive elements."""
+    dim: int
+    factor: int
+
+    def shape(self, shape):
+        d, f = self.dim, self.factor
+        return tuple(shape[:d]) + (shape[d] // f,) + tuple(shape[d + 1:]) + (f,)
+
+    def apply(self, a: np.ndarray) -> np.ndarray:
+        d, f = self.dim, self.factor
+        split = a.reshape(a.shape[:d] + (a.shape[d] // f, f) + a.shape[d + 1:])
+        return np.ascontiguousarray(np.moveaxis(split, d + 1, -1))
+
+    def indices(self, idx):
+        """Where element idx of the logical array lives in the packed one."""
+        d, f = self.dim, self.factor
+        return list(idx[:d]) + [idx[d] // f] + list(idx[d + 1:]) + [idx[d] % f]
+
+
+def _divmods(e):
+    return sum(1 for x in walk(e) if isinstance(x, Bin) and x.op in ("floordiv", "floormod"))
+
+
+class _Relayout(StmtMutator):
+    def __init__(self, old, new, layout):
+        self.old, self.new, self.layout, self.ranges, self.failed = old, new, layout, {}, None
+
+    def mutate_expr(self, e):
+        def f(x):
+            if isinstance(x, Load) and x.buffer is self.old:
+                if len(x.indices) != len(self.old.shape):
+                    self.failed = self.failed or x
+                    return None
+                new = [simplify(i, self.ranges) for i in self.layout.indices(x.indices)]
+                if sum(map(_divmods, new)) > sum(_divmods(simplify(i, self.ranges)) for i in x.indices):
+                    self.failed = self.failed or x
+                return Load(self.new, tuple(new))
+            return None
+        from .expr import transform
+        return transform(e, f)
+
+    def visit_For(self, s):
+        outer, self.ranges = self.ranges, loop_ranges(self.ranges, s)
+        try:
+            return s.with_body(self.visit(s.body), self.mutate_expr(s.min), self.mutate_expr(s.extent))
+        finally:
+            self.ranges = outer
+
+
+def pack_layout(func: PrimFunc, param: int, dim: int, factor: int) -> PrimFunc:
+    """Store input parameter `param` (a constant) in PackLayout(dim, factor). The caller must
+    pass the array in that layout: the layout is recorded in func.attrs["layouts"][param], and
+    the executor applies it to the constant it links. Refused when a read of the buffer does
+    not become a plain index in the new layout."""
+    old = func.params[param]
+    if param >= func.num_inputs or param not in func.attrs.get("constants", ()):
+        raise ScheduleError(f"pack_layout: parameter {old.name} is not a constant input")
+    if not 0 <= dim < len(old.shape) or factor < 2 or old.shape[dim] % factor:
+        raise ScheduleError(f"pack_layout: dimension {dim} of {old!r} is not a whole number of {factor}-blocks")
+    layout = PackLayout(dim, factor)
+    new = Buffer(old.name, old.dtype, layout.shape(old.shape), old.scope)
+    mut = _Relayout(old, new, layout)
+    body = mut.visit(func.body)
+    if mut.failed is not None:
+        raise ScheduleError(f"pack_layout: a read of {old.name} does not map to a plain index in the packed layout")
+    if any(isinstance(x, Store) and x.buffer is old for x in walk_stmts(func.body)):
+        raise ScheduleError(f"pack_layout: {old.name} is written")
+    params = [new if k == param else b for k, b in enumerate(func.params)]
+    layouts = dict(func.attrs.get("layouts", {}))
+    if param in layouts:
+        raise ScheduleError(f"pack_layout: {old.name} already has a layout")
+    layouts[param] = layout
+    return func.with_body(body, params, dict(func.attrs, layouts=layouts))
+
+
+__all__ = ["ScheduleError", "as_var", "find_loop", "find_loops", "split", "fuse", "reorder", "fission",
+           "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "pack_layout", "PackLayout"]

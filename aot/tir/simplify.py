@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 
-from ..errors import InternalError
-from .expr import Bin, Cast, Const, Expr, Select, Unary, Var, children, is_float, rebuild
-from .stmt import Allocate, For, IfThenElse, Seq, Stmt, Store
+from .expr import Bin, Cast, Const, Expr, Select, Unary, Var, children, is_float, rebuild, substitute
+from .stmt import Allocate, For, IfThenElse, Seq, Stmt, StmtMutator, map_exprs
 
 Ranges = dict  # id(Var) -> (lo, hi) inclusive integer bounds
 
@@ -177,6 +176,17 @@ def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
                 if op == "floordiv":
                     return _from_linear(q, lin[1] // cb, e.dtype)
                 return Const(lin[1] % cb, e.dtype)
+            if lin is not None:
+                # (cb*q + r) // cb == q + m and (cb*q + r) % cb == r - m*cb when every value of r
+                # lies in [m*cb, (m+1)*cb): how a split or packed index splits back into its parts
+                q = {k: (at, c // cb) for k, (at, c) in lin[0].items() if c % cb == 0}
+                r = {k: v for k, v in lin[0].items() if v[1] % cb}
+                br = bounds(_from_linear(r, lin[1], e.dtype), ranges) if q else None
+                if br is not None and br[0] // cb == br[1] // cb:
+                    m = br[0] // cb
+                    if op == "floordiv":
+                        return _from_linear(q, m, e.dtype)
+                    return _from_linear(r, lin[1] - m * cb, e.dtype)
         if op in ("min", "max", "<", "<=", ">", ">=", "==", "!=") and not fl:
             ba, bb = bounds(a, ranges), bounds(b, ranges)
             if ba is not None and bb is not None:
@@ -242,49 +252,66 @@ def simplify(e: Expr, ranges: Ranges | None = None) -> Expr:
     return e
 
 
-def simplify_stmt(s: Stmt, ranges: Ranges | None = None) -> Stmt | None:
-    """Simplify every expression with the ranges of the enclosing loops; drop empty loops."""
-    ranges = dict(ranges or {})
-    if isinstance(s, For):
-        mn, ext = simplify(s.min, ranges), simplify(s.extent, ranges)
+def loop_ranges(ranges: Ranges, s: For) -> Ranges:
+    """ranges extended with the interval of s.var over the loop (unchanged when unknown)."""
+    lo, n = bounds(s.min, ranges), bounds(s.extent, ranges)
+    if lo is None or n is None:
+        return ranges
+    inner = dict(ranges)
+    inner[id(s.var)] = (lo[0], lo[1] + max(n[1], 1) - 1)
+    return inner
+
+
+class _SimplifyStmt(StmtMutator):
+    """Simplify every expression with the ranges of the enclosing loops; drop empty loops,
+    single-iteration loops and branches whose condition is known."""
+
+    def __init__(self, ranges):
+        self.ranges = ranges
+
+    def mutate_expr(self, e):
+        return simplify(e, self.ranges)
+
+    def visit_For(self, s):
+        mn, ext = self.mutate_expr(s.min), self.mutate_expr(s.extent)
         ce = const_value(ext)
         if ce is not None and ce <= 0:
             return None
-        lo_b, ext_b = bounds(mn, ranges), bounds(ext, ranges)
-        if lo_b is not None and ext_b is not None:
-            ranges[id(s.var)] = (lo_b[0], lo_b[1] + max(ext_b[1], 1) - 1)
-        if ce == 1:
-            # a single-iteration loop is just its body with var = min
-            from .stmt import map_stmt
-            from .expr import substitute
-            body = map_stmt(s.body, fexpr=lambda e: substitute(e, {id(s.var): mn}))
-            return simplify_stmt(body, ranges)
-        body = simplify_stmt(s.body, ranges)
-        if body is None:
-            return None
-        return For(s.var, mn, ext, body, s.kind)
-    if isinstance(s, Store):
-        return Store(s.buffer, simplify(s.index, ranges), simplify(s.value, ranges))
-    if isinstance(s, Seq):
-        parts = [simplify_stmt(x, ranges) for x in s.stmts]
-        parts = [p for p in parts if p is not None]
+        outer = self.ranges
+        self.ranges = loop_ranges(outer, For(s.var, mn, ext, s.body))
+        try:
+            if ce == 1 and s.kind != "thread_binding":
+                # a single-iteration loop is just its body with var = min
+                return self.visit(map_exprs(s.body, lambda e: substitute(e, {id(s.var): mn})))
+            body = self.visit(s.body)
+        finally:
+            self.ranges = outer
+        return None if body is None else s.with_body(body, mn, ext)
+
+    def visit_Seq(self, s):
+        parts = [p for p in (self.visit(x) for x in s.stmts) if p is not None]
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else Seq(parts)
-    if isinstance(s, Allocate):
-        body = simplify_stmt(s.body, ranges)
+
+    def visit_Allocate(self, s):
+        body = self.visit(s.body)
         return None if body is None else Allocate(s.buffer, body)
-    if isinstance(s, IfThenElse):
-        c = simplify(s.cond, ranges)
+
+    def visit_IfThenElse(self, s):
+        c = self.mutate_expr(s.cond)
         cv = const_value(c)
         if cv is True:
-            return simplify_stmt(s.then, ranges)
+            return self.visit(s.then)
         if cv is False:
-            return simplify_stmt(s.else_, ranges) if s.else_ is not None else None
-        then = simplify_stmt(s.then, ranges)
-        els = simplify_stmt(s.else_, ranges) if s.else_ is not None else None
+            return self.visit(s.else_) if s.else_ is not None else None
+        then = self.visit(s.then)
+        els = self.visit(s.else_) if s.else_ is not None else None
         if then is None and els is None:
             return None
         return IfThenElse(c, then if then is not None else Seq([]), els)
-    raise InternalError(f"unknown statement {type(s).__name__}")
 
+
+def simplify_stmt(s: Stmt, ranges: Ranges | None = None) -> Stmt | None:
+    """s simplified under the ranges of its enclosing loops, or None when nothing is left."""
+    return _SimplifyStmt(dict(ranges or {})).visit(s)

@@ -1,4 +1,9 @@
-"""Loop-IR statements, buffers and PrimFunc."""
+"""Loop-IR statements, buffers and PrimFunc, and the one visitor/mutator every pass walks with.
+
+A new statement kind is added here: its class, and one method in StmtVisitor and StmtMutator.
+Passes, the verifier, the printer and the renderers subclass those two and override only
+the statements they care about.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,11 +13,18 @@ import numpy as np
 from ..errors import InternalError
 from .expr import Expr, Var, wrap
 
+SCOPES = ("global", "local", "shared")
+FOR_KINDS = ("serial", "unroll", "vectorize", "parallel", "thread_binding")
+THREAD_TAGS = tuple(f"{a}.{x}" for a in ("blockIdx", "threadIdx") for x in "xyz")
+
 
 class Buffer:
-    """A typed memory region. scope 'global' = a function parameter, 'local' = a local array."""
+    """A typed memory region. scope: 'global' = a function parameter; 'local' = private to one
+    thread of execution (a C local array); 'shared' = shared by the threads of one GPU block."""
 
     def __init__(self, name: str, dtype: str, shape, scope: str = "global"):
+        if scope not in SCOPES:
+            raise InternalError(f"buffer {name}: unknown storage scope {scope!r}")
         self.name, self.dtype, self.shape, self.scope = name, dtype, tuple(int(s) for s in shape), scope
 
     @property
@@ -28,11 +40,23 @@ class Stmt:
 
 
 class For(Stmt):
-    """for var in [min, min+extent); kind is 'serial', 'unroll' or 'vectorize' (hints for renderers
-    and later schedules: a 'vectorize' loop is kept as a loop for the C compiler to vectorize)."""
+    """for var in [min, min+extent).
 
-    def __init__(self, var: Var, min, extent, body: Stmt, kind: str = "serial"):
-        self.var, self.min, self.extent, self.body, self.kind = var, wrap(min), wrap(extent), body, kind
+    kind: 'serial'; 'unroll' and 'vectorize' (hints: the C compiler unrolls/vectorizes it);
+    'parallel' (iterations are independent and may run on different cores); 'thread_binding'
+    (one iteration per GPU thread or block: var is the thread index named by thread_tag)."""
+
+    def __init__(self, var: Var, min, extent, body: Stmt, kind: str = "serial", thread_tag: str | None = None):
+        if kind not in FOR_KINDS:
+            raise InternalError(f"loop {var.name}: unknown loop kind {kind!r}")
+        if (kind == "thread_binding") != (thread_tag is not None) or (thread_tag and thread_tag not in THREAD_TAGS):
+            raise InternalError(f"loop {var.name}: kind {kind!r} with thread tag {thread_tag!r}")
+        self.var, self.min, self.extent, self.body = var, wrap(min), wrap(extent), body
+        self.kind, self.thread_tag = kind, thread_tag
+
+    def with_body(self, body, min=None, extent=None):
+        return For(self.var, self.min if min is None else min, self.extent if extent is None else extent, body,
+                   self.kind, self.thread_tag)
 
 
 class Store(Stmt):
@@ -54,7 +78,7 @@ class Seq(Stmt):
 
 
 class Allocate(Stmt):
-    """A local buffer live for `body`."""
+    """A buffer (local or shared scope) live for `body`."""
 
     def __init__(self, buffer: Buffer, body: Stmt):
         self.buffer, self.body = buffer, body
@@ -63,6 +87,16 @@ class Allocate(Stmt):
 class IfThenElse(Stmt):
     def __init__(self, cond: Expr, then: Stmt, else_: Stmt | None = None):
         self.cond, self.then, self.else_ = cond, then, else_
+
+
+class Barrier(Stmt):
+    """Every thread of a block waits here until all have arrived and their writes to `scope`
+    memory are visible (__syncthreads, barrier(CLK_LOCAL_MEM_FENCE))."""
+
+    def __init__(self, scope: str = "shared"):
+        if scope not in ("shared", "global"):
+            raise InternalError(f"barrier over {scope!r} memory")
+        self.scope = scope
 
 
 @dataclass
@@ -81,27 +115,88 @@ class PrimFunc:
     def outputs(self):
         return self.params[self.num_inputs:]
 
+    def with_body(self, body, params=None, attrs=None):
+        return PrimFunc(self.name, list(self.params if params is None else params), body, self.num_inputs,
+                        dict(self.attrs if attrs is None else attrs))
 
-def map_stmt(s: Stmt, fstmt=None, fexpr=None) -> Stmt:
-    """Rebuild a statement tree, applying fexpr to every expression and fstmt post-order."""
-    fe = fexpr or (lambda e: e)
-    if isinstance(s, For):
-        r = For(s.var, fe(s.min), fe(s.extent), map_stmt(s.body, fstmt, fexpr), s.kind)
-    elif isinstance(s, Store):
-        r = Store(s.buffer, fe(s.index), fe(s.value))
-    elif isinstance(s, Seq):
-        r = Seq([map_stmt(x, fstmt, fexpr) for x in s.stmts])
-    elif isinstance(s, Allocate):
-        r = Allocate(s.buffer, map_stmt(s.body, fstmt, fexpr))
-    elif isinstance(s, IfThenElse):
-        r = IfThenElse(fe(s.cond), map_stmt(s.then, fstmt, fexpr),
-                       map_stmt(s.else_, fstmt, fexpr) if s.else_ is not None else None)
-    else:
+
+# -- the one walker -----------------------------------------------------------------------
+class StmtVisitor:
+    """Pre-order walk. Override visit_<Kind> for the statements a pass cares about; call
+    self.generic(s) to go on into the children, self.visit_expr for each expression held."""
+
+    def visit(self, s):
+        return getattr(self, "visit_" + type(s).__name__, self._unknown)(s)
+
+    def _unknown(self, s):
         raise InternalError(f"unknown statement {type(s).__name__}")
-    if fstmt is not None:
-        r2 = fstmt(r)
-        return r if r2 is None else r2
-    return r
+
+    def visit_expr(self, e):
+        pass
+
+    def generic(self, s):
+        for e in own_exprs(s):
+            self.visit_expr(e)
+        for c in stmt_children(s):
+            self.visit(c)
+
+    visit_For = visit_Store = visit_Seq = visit_Allocate = visit_IfThenElse = visit_Barrier = generic
+
+
+class StmtMutator:
+    """Rebuild a statement tree. visit_<Kind> returns the new statement (or None to drop it);
+    the defaults rebuild with mutate_expr applied to every held expression and the children
+    visited, and return the same object when nothing changed."""
+
+    def visit(self, s):
+        return getattr(self, "visit_" + type(s).__name__, self._unknown)(s)
+
+    def _unknown(self, s):
+        raise InternalError(f"unknown statement {type(s).__name__}")
+
+    def mutate_expr(self, e):
+        return e
+
+    def visit_For(self, s):
+        mn, ext, body = self.mutate_expr(s.min), self.mutate_expr(s.extent), self.visit(s.body)
+        if mn is s.min and ext is s.extent and body is s.body:
+            return s
+        return s.with_body(body if body is not None else Seq([]), mn, ext)
+
+    def visit_Store(self, s):
+        idx, val = self.mutate_expr(s.index), self.mutate_expr(s.value)
+        return s if idx is s.index and val is s.value else Store(s.buffer, idx, val)
+
+    def visit_Seq(self, s):
+        parts = [self.visit(x) for x in s.stmts]
+        if all(p is x for p, x in zip(parts, s.stmts)):
+            return s
+        return Seq(parts)
+
+    def visit_Allocate(self, s):
+        body = self.visit(s.body)
+        return s if body is s.body else Allocate(s.buffer, body if body is not None else Seq([]))
+
+    def visit_IfThenElse(self, s):
+        c, t = self.mutate_expr(s.cond), self.visit(s.then)
+        e = self.visit(s.else_) if s.else_ is not None else None
+        if c is s.cond and t is s.then and e is s.else_:
+            return s
+        return IfThenElse(c, t if t is not None else Seq([]), e)
+
+    def visit_Barrier(self, s):
+        return s
+
+
+def own_exprs(s):
+    """The expressions a statement holds itself (not those of its children)."""
+    if isinstance(s, For):
+        return [s.min, s.extent]
+    if isinstance(s, Store):
+        return [s.index, s.value]
+    if isinstance(s, IfThenElse):
+        return [s.cond]
+    return []
 
 
 def stmt_children(s: Stmt):
@@ -115,6 +210,16 @@ def stmt_children(s: Stmt):
     return []
 
 
+class _Exprs(StmtMutator):
+    def __init__(self, fexpr):
+        self.mutate_expr = fexpr
+
+
+def map_exprs(s: Stmt, fexpr) -> Stmt:
+    """s with fexpr applied to every expression it holds."""
+    return _Exprs(fexpr).visit(s)
+
+
 def walk_stmts(s: Stmt):
     yield s
     for c in stmt_children(s):
@@ -123,20 +228,5 @@ def walk_stmts(s: Stmt):
 
 def stmt_exprs(s: Stmt):
     """Every top-level expression in a statement tree."""
-    if isinstance(s, For):
-        yield s.min
-        yield s.extent
-        yield from stmt_exprs(s.body)
-    elif isinstance(s, Store):
-        yield s.index
-        yield s.value
-    elif isinstance(s, Seq):
-        for x in s.stmts:
-            yield from stmt_exprs(x)
-    elif isinstance(s, Allocate):
-        yield from stmt_exprs(s.body)
-    elif isinstance(s, IfThenElse):
-        yield s.cond
-        yield from stmt_exprs(s.then)
-        if s.else_ is not None:
-            yield from stmt_exprs(s.else_)
+    for x in walk_stmts(s):
+        yield from own_exprs(x)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .expr import INDEX, Bin, Const, Load, Select, Unary, children, substitute, walk
-from .simplify import bounds, simplify
-from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Store
+from .simplify import bounds, loop_ranges, simplify
+from .stmt import PrimFunc, StmtVisitor
 
 
 class AccessError(AssertionError):
@@ -167,34 +167,40 @@ def _expr(e, ranges, report, where, guarded, loops, cache):
         _expr(k, ranges, report, where, guarded, loops, cache)
 
 
-def _stmt(s, ranges, report, where, guarded, loops, cache):
-    if isinstance(s, For):
-        lo, n = bounds(s.min, ranges), bounds(s.extent, ranges)
-        inner = dict(ranges)
-        if lo is not None and n is not None:
-            if n[1] <= 0:
-                return
-            inner[id(s.var)] = (lo[0], lo[1] + n[1] - 1)
-        _stmt(s.body, inner, report, where, guarded, loops + [(s.var, s.min, s.extent)], cache)
-    elif isinstance(s, Store):
-        if guarded:
-            report.guarded += 1
+class _Verify(StmtVisitor):
+    def __init__(self, report, where):
+        self.report, self.where = report, where
+        self.ranges, self.guarded, self.loops, self.cache = {}, False, [], {}
+
+    def visit_expr(self, e):
+        _expr(e, self.ranges, self.report, self.where, self.guarded, self.loops, self.cache)
+
+    def visit_For(self, s):
+        n = bounds(s.extent, self.ranges)
+        if bounds(s.min, self.ranges) is not None and n is not None and n[1] <= 0:
+            return
+        saved = self.ranges, self.loops
+        self.ranges, self.loops = loop_ranges(self.ranges, s), self.loops + [(s.var, s.min, s.extent)]
+        self.visit(s.body)
+        self.ranges, self.loops = saved
+
+    def visit_Store(self, s):
+        if self.guarded:
+            self.report.guarded += 1
         else:
-            _check(s.buffer, s.index, ranges, report, where, loops, cache)
-        _expr(s.value, ranges, report, where, guarded, loops, cache)
-    elif isinstance(s, Seq):
-        for x in s.stmts:
-            _stmt(x, ranges, report, where, guarded, loops, cache)
-    elif isinstance(s, Allocate):
-        _stmt(s.body, ranges, report, where, guarded, loops, cache)
-    elif isinstance(s, IfThenElse):
-        _expr(s.cond, ranges, report, where, guarded, loops, cache)
-        _stmt(s.then, ranges, report, where, True, loops, cache)
+            _check(s.buffer, s.index, self.ranges, self.report, self.where, self.loops, self.cache)
+        self.visit_expr(s.value)
+
+    def visit_IfThenElse(self, s):
+        self.visit_expr(s.cond)
+        saved, self.guarded = self.guarded, True
+        self.visit(s.then)
         if s.else_ is not None:
-            _stmt(s.else_, ranges, report, where, True, loops, cache)
+            self.visit(s.else_)
+        self.guarded = saved
 
 
 def verify_accesses(func: PrimFunc, report: AccessReport | None = None) -> AccessReport:
     report = report or AccessReport()
-    _stmt(func.body, {}, report, func.name, False, [], {})
+    _Verify(report, func.name).visit(func.body)
     return report

@@ -1,0 +1,20 @@
+"""Per-target schedule rules: the step between lowering (a plain loop nest) and rendering.
+
+A rule is a function PrimFunc -> PrimFunc written with the primitives of aot/tir/schedule.py,
+the same ones a user calls. Rules are registered under a target key (Target.keys: "cpu",
+"arm_cpu", later "gpu"); `schedule(func, target)` applies the rules of the first of the
+target's keys that has any, in registration order. A new target's schedule is a new module
+here that registers its rules; lowering and the renderers do not change.
+"""
+from __future__ import annotations
+
+from ..tir.flatten import flatten
+from . import cpu  # noqa: F401  registers the CPU rules
+from .registry import register, rules_for  # noqa: F401
+
+
+def schedule(func, target):
+    """func (plain, from lowering) scheduled for target, with flat indices."""
+    for rule in rules_for(target):
+        func = rule(func)
+    return flatten(func)

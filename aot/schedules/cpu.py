@@ -1,0 +1,144 @@
+"""Schedule rules for CPUs (host and Cortex-M): register tiles for reductions, constants
+packed for them, short loops unrolled."""
+from __future__ import annotations
+
+from ..tir.expr import Var, walk
+from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout, reorder, split, unroll,
+                            vectorize)
+from ..tir.simplify import const_value, simplify, simplify_stmt
+from ..tir.stmt import Allocate, For, Seq, Store, own_exprs, walk_stmts
+from .registry import register
+
+MAX_TILE = 8          # accumulators kept in registers per output tile
+
+
+def _nests(body):
+    return list(body.stmts) if isinstance(body, Seq) else [body]
+
+
+def _accumulation(nest):
+    """(output loops, reduce loops, accumulator) when nest is a perfect nest of output loops
+    around one scalar accumulator: init; reduce loops; store the output. Else None."""
+    loops, x = [], nest
+    while isinstance(x, For):
+        loops.append(x)
+        x = x.body
+    if not loops or not isinstance(x, Allocate) or x.buffer.size != 1 or not isinstance(x.body, Seq):
+        return None
+    acc, parts = x.buffer, x.body.stmts
+    if len(parts) != 3 or not all(isinstance(p, (Store, For)) for p in parts) or \
+            not isinstance(parts[0], Store) or parts[0].buffer is not acc or \
+            not isinstance(parts[2], Store) or parts[2].buffer is acc:
+        return None
+    red, y = [], parts[1]
+    while isinstance(y, For):
+        red.append(y)
+        y = y.body
+    if not isinstance(y, Store) or y.buffer is not acc:
+        return None
+    return loops, red, acc
+
+
+def _tile_axis(loops, red):
+    """(position, tile): the output loop to keep `tile` accumulators along. It must not bound
+    the reduction (conv: output channels; dense: columns); the channel axis of NC... layouts
+    first, then the innermost such loop; the largest tile up to MAX_TILE dividing its extent."""
+    bound = {id(v) for r in red for e in (r.min, r.extent) for v in walk(e) if isinstance(v, Var)}
+    cands = [k for k, lp in enumerate(loops) if id(lp.var) not in bound and (const_value(lp.extent) or 0) > 1
+             and const_value(lp.min) == 0]
+    if not cands:
+        return None
+    k = 1 if 1 in cands and len(loops) >= 3 else cands[-1]
+    ext = const_value(loops[k].extent)
+    for tile in range(MAX_TILE, 1, -1):
+        if ext % tile == 0:
+            return k, tile
+    return None
+
+
+def _packable(func, buf, lane_index):
+    """The dimension of constant `buf` indexed by the tiled axis (lane_index), when every read
+    uses it as the whole index of one dimension before the innermost and nowhere else."""
+    key, dims = lane_index.key(), set()
+    lane_vars = {id(v) for v in walk(lane_index) if isinstance(v, Var)}
+    for s in walk_stmts(func.body):
+        for e in own_exprs(s):
+            for x in walk(e):
+                if getattr(x, "buffer", None) is not buf:
+                    continue
+                if len(x.indices) != len(buf.shape):
+                    return None
+                hit = [d for d, i in enumerate(x.indices) if simplify(i).key() == key]
+                if len(hit) != 1 or any(id(v) in lane_vars for d, i in enumerate(x.indices)
+                                        if d != hit[0] for v in walk(i)):
+                    return None
+                dims.add(hit[0])
+    if len(dims) != 1:
+        return None
+    d = dims.pop()
+    return d if d != len(buf.shape) - 1 else None
+
+
+@register("cpu")
+def register_tiles(func):
+    """Keep `tile` accumulators of a reduction along one output axis (split it, move the lanes
+    inside the reduction), store the constants the lanes read so they are consecutive, and
+    leave the lane loops for the C compiler to vectorize when they read consecutive weights
+    over one reduce loop (pointwise conv, dense); else unroll them into scalars that stay in
+    registers."""
+    nests = _nests(func.body)
+    for n, nest in enumerate(nests):
+        found = _accumulation(nest)
+        plan = found and _tile_axis(found[0], found[1])
+        if not plan:
+            continue
+        loops, red, _ = found
+        k, tile = plan
+        s, outer, lane = split(nest, loops[k].var, tile)
+        if k + 1 < len(loops):
+            s = reorder(s, [lp.var for lp in loops[k + 1:]] + [lane])
+        s = fission(hoist_allocate(s, lane), lane)
+        if red:
+            s = reorder(s, [r.var for r in red] + [lane])
+        nests[n] = s
+        func = func.with_body(Seq(nests))
+        packed = False
+        for p in func.attrs.get("constants", ()):
+            shape = func.params[p].shape
+            d = _packable(func, func.params[p], simplify(outer * tile + lane))
+            if d is None or shape[d] % tile or p in func.attrs.get("layouts", {}):
+                continue
+            if all(n == 1 for n in shape[d + 1:]):
+                packed = True       # the lanes read consecutive elements as it is stored
+                continue
+            try:
+                func = pack_layout(func, p, d, tile)
+                packed = True
+            except ScheduleError:
+                continue
+        nests = _nests(func.body)
+        contiguous = packed or k == len(loops) - 1
+        one_loop = all(const_value(r.extent) == 1 for r in red[1:])
+        nests[n] = vectorize(nests[n], lane) if contiguous and one_loop else unroll(nests[n], lane, MAX_TILE)
+        func = func.with_body(Seq(nests))
+    return func.with_body(simplify_stmt(func.body) or Seq([]))
+
+
+@register("cpu")
+def unroll_short_loops(func):
+    """Unroll constant innermost loops of at most 4 iterations (3x3 taps without padding,
+    small channel counts)."""
+    def short(lp):
+        return (lp.kind == "serial" and const_value(lp.min) is not None and (const_value(lp.extent) or 5) <= 4
+                and not any(isinstance(x, For) for x in walk_stmts(lp.body)))
+    loops = [x for x in walk_stmts(func.body) if isinstance(x, For)]
+    targets = []
+    for lp in loops:
+        if short(lp) and all(v is not lp.var for v in targets) and all(short(x) for x in loops if x.var is lp.var):
+            targets.append(lp.var)
+    if not targets:
+        return func
+    body = func.body
+    for v in targets:
+        body = unroll(body, v)
+    return func.with_body(simplify_stmt(body) or Seq([]))

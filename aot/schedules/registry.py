@@ -1,0 +1,20 @@
+"""The rule table: target key -> schedule rules, in registration order."""
+from __future__ import annotations
+
+_RULES: dict = {}
+
+
+def register(key: str):
+    """Decorator: add a rule for targets with `key` among their keys."""
+    def deco(fn):
+        _RULES.setdefault(key, []).append(fn)
+        return fn
+    return deco
+
+
+def rules_for(target) -> list:
+    """The rules of the first of the target's keys that has any."""
+    for key in target.keys:
+        if key in _RULES:
+            return list(_RULES[key])
+    return []

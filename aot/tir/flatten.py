@@ -1,0 +1,28 @@
+"""Flatten multi-dimensional buffer reads to row-major element indices: the last step of
+scheduling, after which only flat accesses reach the verifier and the renderers."""
+from __future__ import annotations
+
+from .expr import Const, Load, transform
+from .simplify import simplify_stmt
+from .stmt import PrimFunc, Seq, StmtMutator
+
+
+def flat_index(indices, shape):
+    flat = Const(0, "int32")
+    for i, n in zip(indices, shape):
+        flat = flat * n + i
+    return flat
+
+
+class _Flatten(StmtMutator):
+    def mutate_expr(self, e):
+        def f(x):
+            if isinstance(x, Load) and len(x.indices) != 1:
+                return Load(x.buffer, flat_index(x.indices, x.buffer.shape))
+            return None
+        return transform(e, f)
+
+
+def flatten(func: PrimFunc) -> PrimFunc:
+    """func with flat indices everywhere, simplified."""
+    return func.with_body(simplify_stmt(_Flatten().visit(func.body)) or Seq([]))
