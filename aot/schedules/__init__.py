@@ -17,4 +17,4 @@ def schedule(func, target):
     """func (plain, from lowering) scheduled for target, with flat indices."""
     for rule in rules_for(target):
         func = rule(func)
-    return flatten(func)
+    return func if func.attrs.get("flat") else flatten(func)

@@ -3,6 +3,7 @@ packed for them, short loops unrolled."""
 from __future__ import annotations
 
 from ..tir.expr import Var, walk
+from ..tir.flatten import flatten
 from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout, reorder, split, unroll,
                             vectorize)
 from ..tir.simplify import const_value, simplify, simplify_stmt
@@ -121,7 +122,11 @@ def register_tiles(func):
         one_loop = all(const_value(r.extent) == 1 for r in red[1:])
         nests[n] = vectorize(nests[n], lane) if contiguous and one_loop else unroll(nests[n], lane, MAX_TILE)
         func = func.with_body(Seq(nests))
-    return func.with_body(simplify_stmt(func.body) or Seq([]))
+    return func
+
+
+# layouts are settled: flat indices, simplified (extent-1 loops gone) for the loop rules below
+register("cpu")(flatten)
 
 
 @register("cpu")

@@ -293,6 +293,11 @@ def substitute(e: Expr, mapping: dict) -> Expr:
 
 
 def walk(e: Expr):
-    yield e
-    for k in children(e):
-        yield from walk(k)
+    """Every node of e, pre-order (iterative: deep index expressions cost no generator chain)."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        yield x
+        kids = children(x)
+        if kids:
+            stack.extend(reversed(kids))

@@ -24,5 +24,6 @@ class _Flatten(StmtMutator):
 
 
 def flatten(func: PrimFunc) -> PrimFunc:
-    """func with flat indices everywhere, simplified."""
-    return func.with_body(simplify_stmt(_Flatten().visit(func.body)) or Seq([]))
+    """func with flat indices everywhere, simplified. After this no buffer's layout can
+    change; loop transformations still can."""
+    return func.with_body(simplify_stmt(_Flatten().visit(func.body)) or Seq([]), attrs=dict(func.attrs, flat=True))

@@ -221,9 +221,14 @@ def map_exprs(s: Stmt, fexpr) -> Stmt:
 
 
 def walk_stmts(s: Stmt):
-    yield s
-    for c in stmt_children(s):
-        yield from walk_stmts(c)
+    """Every statement of s, pre-order."""
+    stack = [s]
+    while stack:
+        x = stack.pop()
+        yield x
+        kids = stmt_children(x)
+        if kids:
+            stack.extend(reversed(kids))
 
 
 def stmt_exprs(s: Stmt):

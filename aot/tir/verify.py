@@ -86,11 +86,13 @@ def _distribute(e):
 def _endpoints(index, loops):
     """Exact (lo, hi) of index over the loop nest, substituting each loop's first or last
     value from the inside out; None when the index is not monotone in some loop."""
-    lo, hi = index, index
+    lo = hi = simplify(_distribute(index))
     for var, mn, ext in reversed(loops):
         last = mn + ext - Const(1, "int32")
         for which in ("lo", "hi"):
-            e = simplify(_distribute(lo if which == "lo" else hi))
+            e = lo if which == "lo" else hi
+            if not any(x is var for x in walk(e)):
+                continue        # independent of this loop: nothing to substitute
             sg = _sign(e, var)
             if sg is None:
                 return None
