@@ -292,12 +292,17 @@ def substitute(e: Expr, mapping: dict) -> Expr:
     return transform(e, lambda x: mapping.get(id(x)) if isinstance(x, Var) else None)
 
 
-def walk(e: Expr):
-    """Every node of e, pre-order (iterative: deep index expressions cost no generator chain)."""
-    stack = [e]
+def preorder(root, kids_of):
+    """Every node under root, pre-order (iterative: deep trees cost no generator chain)."""
+    stack = [root]
     while stack:
         x = stack.pop()
         yield x
-        kids = children(x)
+        kids = kids_of(x)
         if kids:
             stack.extend(reversed(kids))
+
+
+def walk(e: Expr):
+    """Every node of e, pre-order."""
+    return preorder(e, children)

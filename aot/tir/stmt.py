@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InternalError
-from .expr import Expr, Var, wrap
+from .expr import Expr, Var, preorder, wrap
 
 SCOPES = ("global", "local", "shared")
 FOR_KINDS = ("serial", "unroll", "vectorize", "parallel", "thread_binding")
@@ -222,13 +222,7 @@ def map_exprs(s: Stmt, fexpr) -> Stmt:
 
 def walk_stmts(s: Stmt):
     """Every statement of s, pre-order."""
-    stack = [s]
-    while stack:
-        x = stack.pop()
-        yield x
-        kids = stmt_children(x)
-        if kids:
-            stack.extend(reversed(kids))
+    return preorder(s, stmt_children)
 
 
 def stmt_exprs(s: Stmt):
