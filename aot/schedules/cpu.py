@@ -87,8 +87,9 @@ def register_tiles(func):
     leave the lane loops for the C compiler to vectorize when they read consecutive weights
     over one reduce loop (pointwise conv, dense); else unroll them into scalars that stay in
     registers."""
-    nests = _nests(func.body)
-    for n, nest in enumerate(nests):
+    for n in range(len(_nests(func.body))):
+        nests = _nests(func.body)      # afresh: packing a constant rewrites every nest reading it
+        nest = nests[n]
         found = _accumulation(nest)
         plan = found and _tile_axis(found[0], found[1])
         if not plan:
@@ -109,7 +110,7 @@ def register_tiles(func):
             d = _packable(func, func.params[p], simplify(outer * tile + lane))
             if d is None or shape[d] % tile or p in func.attrs.get("layouts", {}):
                 continue
-            if all(n == 1 for n in shape[d + 1:]):
+            if all(x == 1 for x in shape[d + 1:]):
                 packed = True       # the lanes read consecutive elements as it is stored
                 continue
             try:
