@@ -70,8 +70,6 @@ class ExternalCall:
     sources: dict = field(default_factory=dict)
     includes: tuple = ()
 
-    no_alias = False
-
 
 @dataclass
 class DeviceLaunch(_FromLoopIR):

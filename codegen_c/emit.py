@@ -118,7 +118,8 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     to tvmgen_<mod>_debug_record(kernel, output, data, nbytes) right after the kernel (aot debug)."""
     mod, MOD = plan.model_name, plan.model_name.upper()
     renderer = CRenderer()
-    restrict = {id(c.func): c.no_alias for c in plan.calls if hasattr(c, "func")}
+    # only a generated kernel's call site is known alias-free; anything else prints without restrict
+    restrict = {id(c.func): getattr(c, "no_alias", False) for c in plan.calls if hasattr(c, "func")}
     functions = [{"comment": comment_safe(f.name), "text": renderer.function(f, restrict[id(f)])} for f in plan.funcs]
     main = CMain(plan)
     calls, used, records = [], set(), []

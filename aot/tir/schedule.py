@@ -40,12 +40,6 @@ def find_loops(s: Stmt, var: Var):
     return [x for x in walk_stmts(s) if isinstance(x, For) and x.var is var]
 
 
-def find_loop(s: Stmt, var: Var):
-    """The first loop over var, or None."""
-    loops = find_loops(s, var)
-    return loops[0] if loops else None
-
-
 def _loops_of(s, var, what):
     loops = find_loops(s, var)
     if not loops:
@@ -363,5 +357,5 @@ def pack_layout(func: PrimFunc, param: int, dim: int, factor: int) -> PrimFunc:
     return func.with_body(body, params, dict(func.attrs, layouts=layouts))
 
 
-__all__ = ["ScheduleError", "as_var", "find_loop", "find_loops", "split", "fuse", "reorder", "fission",
+__all__ = ["ScheduleError", "as_var", "find_loops", "split", "fuse", "reorder", "fission",
            "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "pack_layout", "PackLayout"]
