@@ -17,12 +17,16 @@ def _cmd_compile(a):
         if m.startswith("lower: "):
             print("\r\033[K" + m[:100], end="", file=sys.stderr, flush=True)
     progress = show_progress if not a.verbose and sys.stderr.isatty() else None
-    target = Target(a.target or "c")
+    from .uma.backend import load_backend_file, split_targets
+    for path in a.backend or ():
+        load_backend_file(path)
+    target, backends = split_targets(a.target or "c")
     if a.board:
         implied = board_target(a.board)
         if a.target is not None and target != implied:
             raise AotError(f"--target '{target}' contradicts board '{a.board}', whose target is '{implied}'")
         target = implied
+    target = [b.target for b in backends] + [target]
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=target,
                    bind_inputs=_load_binds(a.bind_input))
     if a.const_section:
@@ -219,6 +223,7 @@ def info_summary(m) -> dict:
         "constants_size_bytes": mem["constants_size_bytes"],
         "io_size_bytes": mem["io_size_bytes"],
         "kernels": [f["function_name"] for f in m.module["memory"]["functions"]["operator_functions"]],
+        "external_functions": m.aot.get("external_functions", []),
     }
 
 
@@ -256,6 +261,11 @@ def _cmd_info(a):
             print(f"  workspace {s['workspace_size_bytes']} bytes (lower bound {s['workspace_lower_bound_bytes']}), "
                   f"constants {s['constants_size_bytes']} bytes, io {s['io_size_bytes']} bytes")
             print(f"  {len(s['kernels'])} kernels: " + ", ".join(s["kernels"]))
+            for f in s["external_functions"]:
+                nodes = ", ".join(f"{n['name']} ({n['op']}" + (f" in {n['composite']})" if "composite" in n else ")")
+                                  for n in f["nodes"])
+                print(f"  external {f['name']} on {f['compiler']}: {nodes} -> calls {', '.join(f['calls'])}"
+                      + (f", scratch {f['scratch_bytes']} bytes" if f["scratch_bytes"] else ""))
     return 2 if problems else 0
 
 
@@ -272,6 +282,8 @@ def main(argv=None):
     c.add_argument("--target", help="TVM-style target string, e.g. 'c -mcpu=cortex-m4' (default: 'c', or the "
                                      "board's target with --board)")
     c.add_argument("--board", help="the board the code is for: implies its target (boards/<name>/board.json)")
+    c.add_argument("--backend", action="append", metavar="FILE.py",
+                   help="load a plug-in backend module (aot.uma); name it in --target, e.g. 'vanilla_accelerator, c'")
     c.add_argument("--const-section", help="linker section of the constants (default .rodata.tvm)")
     c.add_argument("--workspace-section", help="linker section of the workspace (default .bss.noinit.tvm)")
     c.add_argument("--use-workspace-io", action="store_true",

@@ -29,7 +29,8 @@ class Options:
     model_name: str = "default"
     input_shapes: dict = field(default_factory=dict)
     bind_inputs: dict = field(default_factory=dict)   # input name -> value fixed at compile time
-    target: object = "c"               # a Target or its TVM-style string
+    target: object = "c"               # a Target, its TVM-style string, or a target list whose plug-in
+                                       # backends (aot.uma) come first: "vanilla_accelerator, c"
     const_section: str = ".rodata.tvm"
     workspace_section: str = ".bss.noinit.tvm"
     align: int = 16
@@ -117,10 +118,14 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     from codegen_c.emit import emit_c, render_template
     from mlf.writer import empty_param_dict, make_metadata, metadata_json, source_date_epoch, write_tar
 
+    from .uma import external_lowering, partition_for
+    from .uma.backend import split_targets
+    from .passes.partition import external_functions, renumber_functions
+
     options = options or Options()
     log = log or (lambda msg: None)
-    target = Target(options.target)
-    log(f"target: {target}")
+    target, backends = split_targets(options.target)
+    log(f"target: {target}" + "".join(f"; backend {b.target}" for b in backends))
     mod = model_c_name(options.model_name)
     if not mod or mod == "_":
         raise AotError(f"--model-name '{options.model_name}' gives no usable C identifier")
@@ -134,21 +139,25 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     pools = check_pools(options.workspace_pools, options.use_workspace_io)
     graph = import_onnx(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
+    if backends:
+        graph = partition_for(backends, graph, mod, log)
     check_supported(graph)
-    groups = fuse_ops(graph)
-    kernels = [g for g in groups if not g.alias]
-    log(f"pass fuse_ops: {len(graph.nodes)} nodes -> {len(kernels)} kernels "
-        f"({len(groups) - len(kernels)} reshape-like aliases need no kernel)")
-    for g in kernels:
-        log(f"  {group_name(g)}: {', '.join(n.name for n in g.nodes)}")
-    groups = order_for_memory(graph, groups, options.use_workspace_io, log=log)
+    groups = fuse_and_order(graph, options, log)
+    order = [g.nodes[0].name for g in groups if g.nodes[0] in external_functions(graph)]
+    renamed_graph, renamed = renumber_functions(graph, order, mod)
+    if renamed:      # numbered in execution order, which the memory-aware order may change
+        log(f"pass renumber_functions: {renamed} external function(s) renamed to follow the execution order")
+        graph = renamed_graph
+        groups = fuse_and_order(graph, options, lambda m: None)
 
     in_c, notes1 = unique_c_names([v.name for v in graph.inputs], reserved=("WORKSPACE",))
     out_c, notes2 = unique_c_names(graph.output_names, reserved=["WORKSPACE"] + in_c)
     notes = notes1 + notes2
     for n in notes:
         log("note: " + n)
-    plan = build_plan(graph, groups, mod, in_c, out_c, options.align, target=target, external=options.external, log=log if progress is None else progress,
+    external = _chain(options.external, external_lowering(backends) if backends else None)
+    plan = build_plan(graph, groups, mod, in_c, out_c, options.align, target=target, external=external,
+                      log=log if progress is None else progress,
                       workspace_io=options.use_workspace_io, in_place=options.in_place, pools=pools)
     check_plan_fits(plan)
     sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug)
@@ -165,11 +174,18 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         "sources": src_list,
         "target": target.export(),
     }
+    if plan.devices:
+        from codegen_c.emit import device_member
+        extra["devices"] = [device_member(d) for d in plan.devices]
+    if backends:
+        extra["backends"] = [b.target.export() for b in backends]
+        extra["external_functions"] = external_table(graph, plan)
     if options.debug:
         extra["debug_records"] = debug_table([g for g in groups if not g.alias], plan)
     epoch = source_date_epoch()
     files = dict(sources)
-    files["metadata.json"] = metadata_json(make_metadata(plan, str(target), epoch, extra))
+    files["metadata.json"] = metadata_json(make_metadata(plan, [str(b.target) for b in backends] + [str(target)],
+                                                         epoch, extra))
     files[f"parameters/{mod}.params"] = empty_param_dict()
     files[f"src/{mod}.relay"] = print_graph(graph)
     files.update(_runtime_files())
@@ -178,6 +194,52 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     tar = write_tar(files, epoch)
     log(f"mlf: {len(files)} members, {len(tar)} bytes")
     return CompileResult(tar, plan, graph, notes)
+
+
+def fuse_and_order(graph, options, log):
+    groups = fuse_ops(graph)
+    kernels = [g for g in groups if not g.alias]
+    log(f"pass fuse_ops: {len(graph.nodes)} nodes -> {len(kernels)} kernels "
+        f"({len(groups) - len(kernels)} reshape-like aliases need no kernel)")
+    for g in kernels:
+        log(f"  {group_name(g)}: {', '.join(n.name for n in g.nodes)}")
+    return order_for_memory(graph, groups, options.use_workspace_io, log=log)
+
+
+def _chain(*hooks):
+    """The first external hook that takes a group."""
+    hooks = [h for h in hooks if h is not None]
+    if not hooks:
+        return None
+
+    def external(group, symbol):
+        for h in hooks:
+            k = h(group, symbol)
+            if k is not None:
+                return k
+        return None
+    return external
+
+
+def external_table(graph, plan):
+    """metadata.json's record of the partitioned functions: which nodes went to which backend."""
+    calls = {c.symbol: c for c in plan.calls}
+    rows = []
+    for n in graph.nodes:
+        if n.op != "Function" or not n.attrs.get("Compiler"):
+            continue
+        sym, body = n.attrs["global_symbol"], n.attrs["body"]
+        c = calls[sym]
+        rows.append({"name": sym, "compiler": n.attrs["Compiler"],
+                     "nodes": [dict({"name": x.name, "op": x.op}, **({"composite": m.attrs["Composite"]}
+                                                                        if m.op == "Function" else {}))
+                               for m in body.nodes
+                               for x in (m.attrs["body"].nodes if m.op == "Function" else [m])],
+                     "inputs": [v.name for v in n.inputs], "outputs": [v.name for v in n.outputs],
+                     "calls": [e.symbol for e in c.body], "scratch_bytes": c.scratch_bytes,
+                     "device": c.device})
+    rows.sort(key=lambda r: list(calls).index(r["name"]))
+    return rows
 
 
 def check_plan_fits(plan):

@@ -53,15 +53,28 @@ class GeneratedKernel(_FromLoopIR):
     no_alias: bool = True      # no two arguments share storage (its pointers may be restrict)
 
 
+@dataclass(frozen=True)
+class ExternCall:
+    """One C call in an external function's body: symbol(args...) -> int32 status. Each arg is
+    ("param", k): the function's k-th tensor (inputs, then outputs); ("scratch", byte offset,
+    dtype): a place in its scratch; ("device",): its device context; or an int / float literal."""
+    symbol: str
+    args: tuple
+
+
 @dataclass
 class ExternalCall:
     """A call into a library or an accelerator's C API (a plug-in backend's lowering of one
-    group): int32_t symbol(inputs..., outputs..., [scratch,] literals...), 0 on success.
+    group): int32_t symbol(inputs..., outputs..., [scratch,] literals..., [device context]),
+    0 on success.
 
     scratch_bytes: working memory the callee needs, planned in the workspace and live for
     this step only. sources: {file name: C text} the MLF ships (.c files are compiled with
     the model; .h files go to the include directory); includes: headers the executor
-    includes to declare symbol (else the emitter declares it from the arguments)."""
+    includes to declare the callees (else the emitter declares symbol from the arguments).
+    body: when not empty, symbol is a function the emitter defines (a partitioned region,
+    tvmgen_<mod>_<compiler>_main_<N>) that makes these calls in order. device: the backend
+    whose device context (TVM's device API) the call takes, or None."""
     symbol: str
     args: list
     num_inputs: int
@@ -69,6 +82,8 @@ class ExternalCall:
     literals: tuple = ()       # trailing integer arguments: shapes, attributes
     sources: dict = field(default_factory=dict)
     includes: tuple = ()
+    body: tuple = ()
+    device: str = None
 
 
 @dataclass
@@ -90,6 +105,8 @@ class ExternalKernel:
     literals: tuple = ()
     sources: dict = field(default_factory=dict)
     includes: tuple = ()
+    body: tuple = ()           # ExternCalls of the function symbol names (see ExternalCall)
+    device: str = None
 
 
 @dataclass
@@ -122,7 +139,19 @@ class ExecutorPlan:
         """{file name: text} that external calls bring."""
         out = {}
         for c in self.calls:
-            out.update(getattr(c, "sources", {}))
+            for name, text in getattr(c, "sources", {}).items():
+                if out.setdefault(name, text) != text:
+                    raise AotError(f"two external backends ship different files named '{name}'")
+        return out
+
+    @property
+    def devices(self):
+        """The backends whose device context run takes, in order of first use."""
+        out = []
+        for c in self.calls:
+            d = getattr(c, "device", None)
+            if d and d not in out:
+                out.append(d)
         return out
 
     @property
@@ -164,7 +193,8 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         else:
             params, layouts = [v for v in g.inputs if v is not None], {}
         if log:
-            log(f"lower: {fname}: {' + '.join(g.op_names)}" + (f" -> external {ext.symbol}" if ext else ""))
+            log(f"lower: {fname}: {' + '.join(g.op_names)}" if ext is None else
+                f"lower: {ext.symbol}: external, calls {', '.join(c.symbol for c in ext.body) or ext.symbol}")
         args = []
         for k, v in enumerate(params + list(g.outputs)):
             r = root(v)
@@ -195,7 +225,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             intervals[id(scratch)] = [step, step, scratch]
             args.append(Arg("workspace", id(scratch), "uint8", size=ext.scratch_bytes))
         calls.append(ExternalCall(ext.symbol, args, len(params), ext.scratch_bytes, tuple(ext.literals),
-                                  dict(ext.sources), tuple(ext.includes)))
+                                  dict(ext.sources), tuple(ext.includes), tuple(ext.body), ext.device))
 
     if workspace_io:   # inputs no kernel reads still need their place
         for v in graph.inputs:

@@ -51,7 +51,8 @@ def harness_params(m):
                 inputs=[{"c": t["c_name"]} for t in a["inputs"]],
                 outputs=[{"c": t["c_name"]} for t in a["outputs"]],
                 workspace_io=a.get("use_workspace_io", False),
-                pools=[{"c": p["c"], "C": p["c"].upper()} for p in a.get("workspace_pools") or []])
+                pools=[{"c": p["c"], "C": p["c"].upper()} for p in a.get("workspace_pools") or []],
+                devices=list(a.get("devices", [])))
 
 
 def cached_build(data, out_dir, product, build):

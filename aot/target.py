@@ -4,6 +4,7 @@
     Target("c -mcpu=cortex-m4")                   keys arm_cpu,cpu (what schedule rules key on)
     Target("c -mcpu=cortex-m55", host="c")        a target with its host (heterogeneous builds)
     Target.list("c -mcpu=cortex-m4; c")           a target list
+    Target.list("vanilla_accelerator, c")         tvmc's form: plug-in backends first, C for the rest
 
 The same call shapes as tvm.target.Target. The canonical string (str(t)) is what metadata.json
 and the generated files record: attributes in a fixed order, defaults left out, so equal targets
@@ -24,6 +25,14 @@ KINDS = {
 }
 HINTS = {"llvm": " (aot emits C: use 'c' with -mcpu)"}
 LIBS = {"c": ()}            # external libraries a kind can call: none yet (cuDNN, cuBLAS: issue 12)
+EXTERNAL = set()            # kinds registered by plug-in backends (aot.uma): they take only what they claim
+
+
+def register_kind(name, attrs=()):
+    """A plug-in backend's target kind (UMABackend.register): its options are strings."""
+    KINDS[name] = {"attrs": {a: "str" for a in attrs}, "keys": (name,)}
+    LIBS[name] = ()
+    EXTERNAL.add(name)
 _VALUE_RE = re.compile(r"^[A-Za-z0-9_.+\-]+$")
 
 
@@ -53,11 +62,30 @@ class Target:
 
     @classmethod
     def list(cls, text: str):
-        """'t1; t2' (TVM's target list for heterogeneous builds) -> [Target, ...]"""
-        items = [s.strip() for s in str(text).split(";")]
+        """'t1; t2' (TVM's target list for heterogeneous builds), or tvmc's 't1, t2', where a
+        comma starts a new target when a target kind follows it ('c -libs=a,b' stays one)
+        -> [Target, ...]"""
+        items = []
+        for part in str(text).split(";"):
+            pieces = part.split(",")
+            cur = pieces[0]
+            for p in pieces[1:]:
+                word = p.split()[0] if p.split() else ""
+                if p[:1].isspace() or word in KINDS:
+                    items.append(cur)
+                    cur = p
+                else:
+                    cur += "," + p
+            items.append(cur)
+        items = [s.strip() for s in items]
         if not all(items):
             raise AotError(f"target list '{text}' has an empty entry")
         return [cls(s) for s in items]
+
+    @property
+    def is_external(self):
+        """A plug-in backend's target (it compiles only what it claims)."""
+        return self.kind in EXTERNAL
 
     def get(self, name, default=None):
         return dict(self.attrs).get(name, default)
@@ -106,8 +134,12 @@ def _parse(text):
         raise AotError("empty target: give a target such as 'c' or 'c -mcpu=cortex-m4'")
     kind, opts = parts[0], parts[1:]
     if kind not in KINDS:
+        plugins = sorted(EXTERNAL)
         raise AotError(f"target kind '{kind}' is not supported{HINTS.get(kind, '')}; "
-                       f"supported: {', '.join(sorted(KINDS))}")
+                       f"supported: {', '.join(sorted(set(KINDS) - EXTERNAL))}"
+                       + (f"; registered backends: {', '.join(plugins)}" if plugins else "")
+                       + ("" if kind in HINTS else
+                          " (a plug-in backend must be registered first: aot compile --backend FILE.py)"))
     spec = KINDS[kind]["attrs"]
     found = {}
     for o in opts:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import jinja2
 import numpy as np
 
 from aot.errors import AotError
-from aot.names import comment_safe
+from aot.names import comment_safe, sanitize
 
 from .c_renderer import C_TYPES, CRenderer
 
@@ -57,6 +58,7 @@ def _main_prototype(plan):
         params += [f"{C_TYPES[t.dtype]}* {c}_buffer_var" for c, _, t in plan.outputs]
     params += ["const void* const* constants", "uint8_t* workspace"]
     params += [f"uint8_t* workspace_{k}" for k in range(1, len(plan.pools))]
+    params += [f"void* {device_param(d)}" for d in plan.devices]
     return f"int32_t tvmgen_{mod}___tvm_main__({', '.join(params)})"
 
 
@@ -71,6 +73,35 @@ def _arg_text(plan, a, is_input):
         return f"(const {ctype}*)constants[{a.index}]"
     pool = f"workspace_{a.pool}" if a.pool else "workspace"
     return f"({const}{ctype}*)({pool} + {a.index})"
+
+
+def device_member(backend):
+    """The backend's member of struct tvmgen_<mod>_devices (TVM: 'ethos-u' -> ethos_u)."""
+    return sanitize(backend)
+
+
+def device_param(backend):
+    return f"device_context_{device_member(backend)}"
+
+
+def device_hook(backend, what):
+    """TVMDevice<Name><what>: TVM's device API ('ethos-u' -> TVMDeviceEthosUActivate)."""
+    camel = "".join(w[:1].upper() + w[1:] for w in re.split(r"[^A-Za-z0-9]+", backend) if w)
+    return f"TVMDevice{camel}{what}"
+
+
+def _literal(x):
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise AotError(f"call_extern literal {x} is not a finite number")
+        t = "%.9g" % x
+        return t + ("f" if any(c in t for c in ".eE") else ".0f")
+    x = int(x)
+    if -(1 << 31) < x < (1 << 31):
+        return str(x)
+    if 0 <= x < (1 << 32):
+        return f"{x}u"
+    raise AotError(f"call_extern literal {x} does not fit 32 bits")
 
 
 class CMain:
@@ -95,7 +126,41 @@ class CMain:
 
     def call_ExternalCall(self, k):
         lits = [f"INT32_C({int(x)})" for x in k.literals]
-        return f"{k.symbol}({', '.join(self.args(k) + lits)})"
+        dev = [device_param(k.device)] if k.device else []
+        return f"{k.symbol}({', '.join(self.args(k) + lits + dev)})"
+
+    def external_function(self, k) -> str:
+        """The definition of a partitioned region's function: its calls in order, each checked."""
+        params = []
+        for j, a in enumerate(k.args):
+            const = "const " if j < k.num_inputs else ""
+            params.append(f"{const}{C_TYPES[a.dtype]}* p{j}")
+        if k.scratch_bytes:
+            params[-1] = "uint8_t* scratch"
+        if k.device:
+            params.append(f"void* {device_param(k.device)}")
+        n_tensors = len(k.args) - (1 if k.scratch_bytes else 0)
+        used, lines = set(), []
+        for c in k.body:
+            args = []
+            for a in c.args:
+                if isinstance(a, tuple) and a[0] == "param":
+                    if not 0 <= a[1] < n_tensors:
+                        raise AotError(f"{k.symbol}: call {c.symbol} names parameter {a[1]} of {n_tensors}")
+                    used.add(f"p{a[1]}")
+                    args.append(f"({C_TYPES[k.args[a[1]].dtype]}*)p{a[1]}")
+                elif isinstance(a, tuple) and a[0] == "scratch":
+                    used.add("scratch")
+                    args.append(f"({C_TYPES[a[2]]}*)(scratch + {a[1]})")
+                elif isinstance(a, tuple) and a[0] == "device":
+                    used.add(device_param(k.device))
+                    args.append(device_param(k.device))
+                else:
+                    args.append(_literal(a))
+            lines.append(f"  if ({c.symbol}({', '.join(args)}) != 0) {{\n    return -1;\n  }}")
+        unused = [p.rsplit(" ", 1)[1] for p in params if p.rsplit(" ", 1)[1].lstrip("*") not in used]
+        head = f"int32_t {k.symbol}({', '.join(params) or 'void'}) {{"
+        return "\n".join([head] + [f"  (void){u};" for u in unused] + lines + ["  return 0;", "}"])
 
     def declarations(self) -> list:
         """Prototypes of the external symbols that no shipped header declares."""
@@ -103,9 +168,13 @@ class CMain:
         for k in self.plan.calls:
             if type(k).__name__ != "ExternalCall" or k.includes or k.symbol in seen:
                 continue
+            if k.body:
+                raise AotError(f"{k.symbol}: its calls ({', '.join(sorted({c.symbol for c in k.body}))}) need a "
+                               "header that declares them: give the backend's header in _register_codegen(includes=...)")
             seen.add(k.symbol)
             params = [("const " if j < k.num_inputs else "") + f"{C_TYPES[a.dtype]}*" for j, a in enumerate(k.args)]
             params += ["int32_t"] * len(k.literals)
+            params += ["void*"] if k.device else []
             out.append(f"int32_t {k.symbol}({', '.join(params) or 'void'});")
         return out
 
@@ -122,6 +191,20 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     restrict = {id(c.func): getattr(c, "no_alias", False) for c in plan.calls if hasattr(c, "func")}
     functions = [{"comment": comment_safe(f.name), "text": renderer.function(f, restrict[id(f)])} for f in plan.funcs]
     main = CMain(plan)
+    functions += [{"comment": comment_safe(f"{c.symbol}: external function (" + ", ".join(e.symbol for e in c.body) + ")"),
+                   "text": main.external_function(c)} for c in plan.calls if getattr(c, "body", ())]
+    devices = plan.devices
+    clash = [d for d in devices if [device_member(e) for e in devices].count(device_member(d)) > 1]
+    if clash:
+        raise AotError(f"backends {', '.join(repr(d) for d in clash)} have the same C name in struct "
+                       f"tvmgen_{mod}_devices: rename one")
+    hooks = [device_hook(d, w) for d in devices for w in ("Open", "Activate", "Deactivate", "Close")]
+    opens = [f"{device_hook(d, 'Open')}({device_param(d)})" for d in devices]
+    closes = [f"{device_hook(d, 'Close')}({device_param(d)})" for d in reversed(devices)]
+    activate = [[f"{device_hook(c.device, 'Activate')}({device_param(c.device)})"] if getattr(c, "device", None)
+                else [] for c in plan.calls]
+    deactivate = [[f"{device_hook(c.device, 'Deactivate')}({device_param(c.device)})"] if getattr(c, "device", None)
+                  else [] for c in plan.calls]
     calls, used, records = [], set(), []
     for c in plan.calls:
         n_in = c.num_inputs
@@ -147,7 +230,8 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     constants = [{"name": name, "ctype": C_TYPES[str(a.dtype)], "size": max(a.size, 1),
                   "comment": comment_safe(f"{list(a.shape)} {a.dtype}"),
                   "body": _format_values(a) if a.size else "  0"} for name, a in plan.constants]
-    common = dict(mod=mod, MOD=MOD, target=comment_safe(target))
+    common = dict(mod=mod, MOD=MOD, target=comment_safe(target), devices=[device_member(d) for d in devices],
+                  devices_param=f", struct tvmgen_{mod}_devices* devices" if devices else "")
     ws_io = plan.io_offsets is not None
     pools = [dict(p, C=p["c"].upper()) for p in plan.pools]
     header = render_template("model.h.j2", inputs=io(plan.inputs, "input"), outputs=io(plan.outputs, "output"),
@@ -158,7 +242,8 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
                            const_section=const_section, workspace_section=workspace_section, **common)
     lib1 = render_template("lib1.c.j2", functions=functions, helpers=renderer.helper_definitions(),
                            externs=main.declarations(), includes=main.includes(),
-                           main_prototype=proto, main_unused=unused, calls=calls, debug=debug,
+                           main_prototype=proto, main_unused=unused, calls=calls, debug=debug, hooks=hooks,
+                           opens=opens, closes=closes, activate=activate, deactivate=deactivate,
                            records=records, **common)
     out = {
         f"codegen/host/include/tvmgen_{mod}.h": header,

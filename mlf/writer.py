@@ -30,7 +30,8 @@ def empty_param_dict() -> bytes:
     return struct.pack("<QQQQ", TVM_NDARRAY_LIST_MAGIC, 0, 0, 0)
 
 
-def make_metadata(plan, target: str, epoch: int, extra: dict) -> dict:
+def make_metadata(plan, target, epoch: int, extra: dict) -> dict:
+    """target: the target string, or the list of them (plug-in backends first, as given)."""
     mod = plan.model_name
 
     def io_entries(lst):
@@ -45,7 +46,7 @@ def make_metadata(plan, target: str, epoch: int, extra: dict) -> dict:
                 "model_name": mod,
                 "executors": ["aot"],
                 "style": "full-model",
-                "target": [target],
+                "target": list(target) if isinstance(target, (list, tuple)) else [target],
                 "export_datetime": when,
                 "external_dependencies": [],
                 "memory": {

@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("aot", "codegen_c", "mlf")
 IR_LAYERS = ("aot.ir", "aot.tir", "aot.te", "aot.ops", "aot.passes", "aot.frontend", "aot.names", "aot.errors",
              "aot.dtypes", "aot.target", "aot.lower", "aot.schedules", "aot.liveness", "aot.executor",
-             "aot.memory_plan")
+             "aot.memory_plan", "aot.relay", "aot.uma")
 
 
 def _modules():

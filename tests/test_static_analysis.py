@@ -173,3 +173,26 @@ def test_harnesses(compiled, tmp_path):
         for path, incs in _render_harnesses(tars[c.name], roots[c.name], str(tmp_path / c.name)):
             jobs.append((os.path.relpath(path, str(tmp_path)), [path], incs, str(tmp_path), ()))
     assert_clean(jobs)
+
+
+def test_partitioned_models_and_their_harnesses(tmp_path):
+    """The code plug-in backends bring: external functions, TVM's device API (devices struct,
+    hooks, the harnesses' NULL contexts) and the example backends' own sources."""
+    import aot
+    from test_uma import EXAMPLES, MODELS, backend, conv_model
+    cases = {"vanilla": ("vanilla", "vanilla_accelerator, c", conv_model().SerializeToString()),
+             "conv_bias_relu": ("conv_bias_relu", "conv_bias_relu, c", conv_model().SerializeToString()),
+             "npu_ad": ("npu", "npu, c", os.path.join(MODELS, "anomaly_detection", "ad01_fp32.onnx"))}
+    jobs = []
+    for name, (example, target, model) in cases.items():
+        assert os.path.isdir(os.path.join(EXAMPLES, example))
+        backend(example)
+        tar = aot.compile(model, target=target).tar
+        root = str(tmp_path / name)
+        with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+            t.extractall(root, filter="data")
+        srcs, incs = analyze.prepare_mlf(root)
+        jobs.append((name, srcs, incs, root, ()))
+        for path, hincs in _render_harnesses(tar, root, str(tmp_path / "harness" / name)):
+            jobs.append((os.path.relpath(path, str(tmp_path)), [path], hincs, str(tmp_path), ()))
+    assert_clean(jobs)

@@ -501,7 +501,8 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
         label = f"node '{n.name or n.output[0] if n.output else k}' ({n.op_type})"
         if n.domain not in ("", "ai.onnx"):
             problems.append(f"{label}: operator domain '{n.domain}' is not supported")
-        elif n.op_type not in ("Constant", "If", "Scan") and n.op_type not in REGISTRY and not _has_function(n.op_type, opset):
+        elif n.op_type not in ("Constant", "If", "Scan") and (n.op_type not in REGISTRY or getattr(
+                REGISTRY[n.op_type], "internal", False)) and not _has_function(n.op_type, opset):
             problems.append(f"{label}: operator {n.op_type} is not supported")
     if problems:
         raise UnsupportedError(problems)
@@ -576,13 +577,15 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
             expanded += 1
             continue
         op_def = REGISTRY.get(pn.op_type)
+        if op_def is not None and getattr(op_def, "internal", False):
+            op_def = None           # the compiler's own ops (Function, Copy) are not ONNX's
         if op_def is not None and hasattr(op_def, "expand_onnx"):
             # ops defined as a composition of other ops (recurrent cells, TopK's two stages)
             sub = op_def.expand_onnx(pn, values, node_opset, _Named(pn))
             queue.extendleft(reversed([(b, node_opset) for b in sub]))
             expanded += 1
             continue
-        if pn.op_type != "Constant" and pn.op_type not in REGISTRY:
+        if pn.op_type != "Constant" and op_def is None:
             body, body_opset = _expand_function(pn, node_opset, values, k)
             queue.extendleft(reversed([(b, body_opset) for b in body]))
             expanded += 1

@@ -88,18 +88,12 @@ class Graph:
         """A graph with its own Values and Nodes (constant arrays and attribute values are
         shared: they are never written in place). A pass that rewires or re-types values
         works on a copy, so its input graph stays as it was."""
-        vals = {}
+        return copy_graph(self.name, self.nodes, self.inputs, self.outputs, self.opset, list(self.output_names))
 
-        def v(x):
-            if x is None:
-                return None
-            if id(x) not in vals:
-                vals[id(x)] = Value(x.name, x.type, x.const)
-            return vals[id(x)]
-        ins = [v(x) for x in self.inputs]
-        nodes = [Node(n.op, n.name, [v(x) for x in n.inputs], [v(x) for x in n.outputs], dict(n.attrs))
-                 for n in self.nodes]
-        return Graph(self.name, ins, [v(x) for x in self.outputs], nodes, self.opset, list(self.output_names))
+    def extract(self, name, nodes, inputs, outputs) -> "Graph":
+        """A self-contained graph of `nodes` (copies, with values of their own): inputs[k] becomes
+        its inputs[k], outputs[k] its outputs[k]. Annotation attributes ("@...") are left out."""
+        return copy_graph(name, nodes, inputs, outputs, self.opset, keep=lambda k: not k.startswith("@"))
 
     def consumers(self) -> dict:
         """Value -> list of nodes reading it (graph outputs are not nodes; see is_output)."""
@@ -120,6 +114,23 @@ class Graph:
         return out
 
 
+def copy_graph(name, nodes, inputs, outputs, opset, output_names=None, keep=lambda k: True):
+    """A Graph of copies of `nodes` and of every value they touch (constant arrays and attribute
+    values are shared: they are never written in place)."""
+    vals = {}
+
+    def v(x):
+        if x is None:
+            return None
+        if id(x) not in vals:
+            vals[id(x)] = Value(x.name, x.type, x.const)
+        return vals[id(x)]
+    ins = [v(x) for x in inputs]
+    copied = [Node(n.op, n.name, [v(x) for x in n.inputs], [v(x) for x in n.outputs],
+                   {k: a for k, a in n.attrs.items() if keep(k)}) for n in nodes]
+    return Graph(name, ins, [v(x) for x in outputs], copied, opset, output_names)
+
+
 def _fmt_attr(v):
     if isinstance(v, float):
         return f"{v:g}"
@@ -131,18 +142,40 @@ def _fmt_attr(v):
 
 
 def print_graph(g: Graph) -> str:
-    """Readable text form (stored in the MLF as src/<mod>.relay)."""
-    lines = [f"graph {g.name} (opset {g.opset}) {{"]
+    """Readable text form (stored in the MLF as src/<mod>.relay). A Function node's body (a
+    partitioned region, a composite) prints after the graph that calls it, named by its
+    global_symbol or node name."""
+    lines, bodies = [], []
+    _print(g, f"graph {g.name}", lines, bodies)
+    while bodies:
+        name, body = bodies.pop(0)
+        lines.append("")
+        _print(body, f"def @{name}", lines, bodies)
+    return "\n".join(lines) + "\n"
+
+
+def _print(g, head, lines, bodies):
+    lines.append(f"{head} (opset {g.opset}) {{")
     for v in g.inputs:
-        lines.append(f"  input %{v.name}: {v.type}")
+        lines.append(f"  input %{v.name}: {v.type}" + (" const" if v.is_const else ""))
+    ins_ids = {id(v) for v in g.inputs}
     for c in g.constants():
-        lines.append(f"  const %{c.name}: {c.type}")
+        if id(c) not in ins_ids:
+            lines.append(f"  const %{c.name}: {c.type}")
     for n in g.nodes:
         outs = ", ".join(f"%{o.name}: {o.type}" for o in n.outputs)
         ins = ", ".join("_" if v is None else f"%{v.name}" for v in n.inputs)
-        attrs = ", ".join(f"{k}={_fmt_attr(v)}" for k, v in sorted(n.attrs.items()))
+        attrs = []
+        for k, v in sorted(n.attrs.items()):
+            if isinstance(v, Graph):
+                name = n.attrs.get("global_symbol") or n.name
+                bodies.append((name, v))
+                v = f"@{name}"
+            else:
+                v = _fmt_attr(v)
+            attrs.append(f"{k}={v}")
+        attrs = ", ".join(attrs)
         lines.append(f"  {outs} = {n.op}({ins}{'; ' + attrs if attrs else ''})  # {n.name}")
     lines.append("  return " + ", ".join(f"%{v.name}" if v.name == n else f"{n}=%{v.name}"
                                          for v, n in zip(g.outputs, g.output_names)))
     lines.append("}")
-    return "\n".join(lines) + "\n"

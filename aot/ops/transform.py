@@ -112,6 +112,7 @@ class Unsqueeze(_ReshapeLike):
 class Copy(_ReshapeLike):
     """Internal: an explicit copy (e.g. a graph output that is also an input or a constant)."""
     name = "Copy"
+    internal = True
     alias = False
 
     def out_shape(self, node, in_shape):

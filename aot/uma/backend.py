@@ -1,0 +1,350 @@
+"""UMABackend: an accelerator or kernel library plugged in from Python (TVM's UMA, for the C path).
+
+    class VanillaAcceleratorBackend(UMABackend):
+        target_name = "vanilla_accelerator"
+
+        def __init__(self):
+            super().__init__()
+            self._register_pattern("conv2d", is_op("Conv")(wildcard(), is_constant()), predicate=same_stride1)
+            self._register_lowering("conv2d", lower_conv2d)
+            self._register_codegen(fmt="c", includes=["vanilla.h"], sources=["src/vanilla.c", "src/vanilla.h"])
+
+    VanillaAcceleratorBackend().register()      # then target "vanilla_accelerator, c"
+
+What a backend claims (patterns, or single ops with _register_op) is cut out of the graph by
+the partition passes (aot/passes/partition.py); each region becomes one C function,
+tvmgen_<mod>_<target_name>_main_<N>, whose body is the calls the lowerings return, and the
+executor calls it in order with the rest, its tensors planned in the same workspace.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import re
+
+from ..errors import AotError
+from ..executor import ExternalKernel, ExternCall
+from ..memory_plan import Buf, plan
+from .lowering import DEVICE, Call, Tensor, _Device
+
+REGISTRY: dict = {}
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
+_INCLUDE_RE = re.compile(r'#include\s*[<"]([^">]+)[">]')
+_FILE_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./\-]*$")
+SCRATCH_ALIGN = 16
+
+
+class BackendError(AotError):
+    pass
+
+
+class UMABackend:
+    """Subclass it: set target_name, register in __init__, then call register()."""
+    target_name: str = ""
+
+    def __init__(self, merge_compiler_regions=True):
+        self.merge_compiler_regions = merge_compiler_regions
+        self._patterns = []          # (name, pattern, predicate)
+        self._ops = []               # (op, predicate)
+        self._lowerings = {}         # pattern name or op -> fn(Call) -> ExternCall | [ExternCall]
+        self._includes = []
+        self._sources = {}
+        self._device = False
+        self._target_attrs = {}      # name -> default
+        self.target = None           # the Target the build names this backend with
+
+    # -- registration (TVM's UMA method names) ---------------------------------------------
+    def _register_pattern(self, name, pattern, predicate=None):
+        """Claim every match of pattern (a dataflow pattern) that predicate(match) accepts; its
+        nodes become one composite named '<target_name>.<name>', lowered by the lowering
+        registered under name."""
+        from ..relay.dataflow_pattern import DFPattern
+        if not isinstance(pattern, DFPattern):
+            raise BackendError(f"backend '{self._name()}': pattern '{name}' is not a dataflow pattern")
+        self._patterns.append((str(name), pattern, predicate))
+
+    def _register_op(self, op, predicate=None):
+        """Claim single nodes of op (that predicate(node) accepts), lowered by the lowering
+        registered under op."""
+        from ..ops import REGISTRY as OPS
+        if op not in OPS:
+            raise BackendError(f"backend '{self._name()}': _register_op('{op}'): no such op")
+        self._ops.append((op, predicate))
+
+    def _register_lowering(self, name, fn):
+        self._lowerings[str(name)] = fn
+
+    def _register_codegen(self, fmt="c", includes=None, sources=None):
+        """includes: header names the executor includes (or a callable returning #include
+        lines, as in TVM); sources: files the MLF ships, paths relative to the backend's module
+        (or {name: text}). .c files are compiled with the model, .h files are headers."""
+        if fmt != "c":
+            raise BackendError(f"backend '{self._name()}': codegen format '{fmt}' is not supported (only 'c')")
+        if callable(includes):
+            includes = _INCLUDE_RE.findall(includes())
+        self._includes = [str(h) for h in (includes or ())]
+        bad = [h for h in self._includes if not _FILE_RE.match(h)]
+        if bad:
+            raise BackendError(f"backend '{self._name()}': include '{bad[0]}' is not a plain header path")
+        if isinstance(sources, dict):
+            items = [(os.path.basename(k), v) for k, v in sources.items()]
+        else:
+            try:
+                here = os.path.dirname(os.path.abspath(inspect.getfile(type(self))))
+            except (TypeError, OSError):          # a class typed into an interpreter: no module file
+                here = os.getcwd()
+            items = []
+            for path in sources or ():
+                full = path if os.path.isabs(path) else os.path.join(here, path)
+                try:
+                    with open(full, encoding="utf-8") as f:
+                        items.append((os.path.basename(full), f.read()))
+                except (OSError, UnicodeDecodeError) as e:
+                    raise BackendError(f"backend '{self._name()}': cannot read source '{path}': "
+                                       f"{getattr(e, 'strerror', None) or e}")
+        for name, text in items:
+            if not _FILE_RE.match(name) or not name.endswith((".c", ".h")) or name.startswith("tvmgen_"):
+                raise BackendError(f"backend '{self._name()}': source '{name}' must be a .c or .h file name "
+                                   "of letters, digits, '_', '-' and '.' (not tvmgen_*)")
+            self._sources[name] = text
+
+    def _register_device_context(self):
+        """The backend's calls get a device context: run takes struct tvmgen_<mod>_devices,
+        and TVMDevice<Name>Open/Activate/Deactivate/Close are called around them (TVM's
+        device API)."""
+        self._device = True
+
+    def _register_target_attr(self, name, default=None):
+        """An option of the backend's target string: 'npu -sram_words=65536'."""
+        self._target_attrs[name] = default
+
+    def get_target_attr(self, name):
+        if name not in self._target_attrs:
+            raise BackendError(f"backend '{self._name()}' has no target attribute '{name}'")
+        value = self.target.get(name) if self.target is not None else None
+        return self._target_attrs[name] if value is None else value
+
+    def register(self):
+        """Make the backend a target kind: 'target_name, c' then hands it what it claims."""
+        from ..target import register_kind
+        name = self._name()
+        if not _NAME_RE.match(name):
+            raise BackendError(f"backend target_name '{name}' must be lower case letters, digits, '_' or '-'")
+        register_kind(name, list(self._target_attrs))
+        REGISTRY[name] = self
+        return self
+
+    def _name(self):
+        return self.target_name or type(self).__name__
+
+    # -- used by the partitioner and the executor ---------------------------------------------
+    def claims(self, node) -> bool:
+        comp = node.attrs.get("Composite", "") if node.op == "Function" else ""
+        if comp:
+            return comp.split(".", 1)[0] == self.target_name
+        for op, predicate in self._ops:
+            if node.op == op and (predicate is None or self._guard(predicate, f"predicate of op {op}")(node)):
+                return True
+        return False
+
+    def patterns(self):
+        return [(f"{self.target_name}.{name}", pat, self._guard(pred, f"predicate of pattern '{name}'"))
+                for name, pat, pred in self._patterns]
+
+    def _guard(self, fn, what):
+        """fn (the backend's own code, given a match or a node), its failures reported by name."""
+        if fn is None:
+            return None
+
+        def guarded(x):
+            try:
+                return fn(x)
+            except AotError:
+                raise
+            except Exception as e:
+                node = x.nodes[-1] if hasattr(x, "nodes") else x
+                raise BackendError(f"backend '{self.target_name}': {what} failed on node '{node.name}' "
+                                   f"({node.op}): {type(e).__name__}: {e}") from None
+        return guarded
+
+    def partition(self, graph, mod="default", log=None):
+        """graph with what this backend claims cut out into its external functions."""
+        return partition_for([self], graph, mod, log)
+
+    def lower_function(self, fn) -> ExternalKernel:
+        """A partitioned Function node -> the ExternalKernel the executor calls."""
+        body = fn.attrs["body"]
+        n_in = len(body.inputs)
+        key = {id(v): ("param", k) for k, v in enumerate(body.inputs)}
+        for j, v in enumerate(body.outputs):
+            key.setdefault(id(v), ("param", n_in + j))
+        bufs = []
+        for i, n in enumerate(body.nodes):       # values made and used inside: in its scratch
+            for o in n.outputs:
+                if id(o) not in key:
+                    last = max([j for j, m in enumerate(body.nodes) if any(x is o for x in m.inputs)], default=i)
+                    bufs.append(Buf(id(o), max(o.type.nbytes, 1), i, last))
+                    key[id(o)] = ("scratch", id(o))
+        scratch = plan(bufs, SCRATCH_ALIGN) if bufs else 0
+        offset = {b.key: b.offset for b in bufs}
+        calls = []
+        for n in body.nodes:
+            calls.extend(self._lower_unit(fn, n, key, offset))
+        return ExternalKernel(fn.attrs["global_symbol"], scratch_bytes=scratch, sources=dict(self._sources),
+                              includes=tuple(self._includes), body=tuple(calls),
+                              device=self.target_name if self._device else None)
+
+    def _lower_unit(self, fn, n, key, offset):
+        comp = n.attrs.get("Composite", "") if n.op == "Function" else ""
+        name = comp.split(".", 1)[1] if comp else n.op
+        nodes = n.attrs["body"].nodes if comp else [n]
+        what = f"backend '{self.target_name}': node '{nodes[-1].name}' ({comp or n.op}) in {fn.attrs['global_symbol']}"
+        lowering = self._lowerings.get(name)
+        if lowering is None:
+            raise BackendError(f"{what}: no lowering is registered for '{name}' (use _register_lowering)")
+        tensors = {}
+
+        def tensor(v):
+            if id(v) not in tensors:
+                tensors[id(v)] = Tensor(v, key[id(v)])
+            return tensors[id(v)]
+        unit = Call(name, nodes, [tensor(v) for v in n.inputs if v is not None], [tensor(v) for v in n.outputs],
+                    self._device)
+        try:
+            result = lowering(unit)
+        except Exception as e:          # the backend's own code: any failure is its report
+            detail = str(e) if isinstance(e, AotError) else f"{type(e).__name__}: {e}"
+            raise BackendError(f"{what}: lowering failed: {detail}") from None
+        result = [result] if isinstance(result, ExternCall) else list(result or [])
+        if not result or not all(isinstance(c, ExternCall) for c in result):
+            raise BackendError(f"{what}: the lowering must return call_extern(...) or a list of them, "
+                               f"not {result!r}")
+        known = {id(t) for t in tensors.values()}
+        out = []
+        for c in result:
+            args = []
+            for a in c.args:
+                if isinstance(a, Tensor):
+                    if id(a) not in known:
+                        raise BackendError(f"{what}: call {c.symbol} passes {a!r}, which is not an input or output "
+                                           "of this unit")
+                    args.append(("param", a.key[1]) if a.key[0] == "param" else ("scratch", offset[a.key[1]], a.dtype))
+                elif isinstance(a, _Device):
+                    args.append(("device",))
+                else:
+                    args.append(a)
+            out.append(ExternCall(c.symbol, tuple(args)))
+        return out
+
+
+def get_backend(name):
+    return REGISTRY.get(name)
+
+
+def split_targets(spec):
+    """A target, a target string or list ('vanilla_accelerator, c'), or a list of targets ->
+    (the C target for what no backend claims, [registered backends in priority order])."""
+    from ..target import Target
+    if isinstance(spec, Target):
+        items = [spec]
+    elif isinstance(spec, str):
+        items = Target.list(spec)
+    else:
+        items = [t if isinstance(t, Target) else Target(t) for t in spec]
+    main = [t for t in items if not t.is_external]
+    if len(main) != 1:
+        raise AotError(f"target list '{', '.join(str(t) for t in items)}' must name exactly one code-generation "
+                       f"target for what the backends do not take (such as 'c'), not {len(main)}")
+    backends = []
+    for t in items:
+        if t.is_external:
+            b = REGISTRY[t.kind]
+            if b in backends:
+                raise AotError(f"target list names backend '{t.kind}' twice")
+            b.target = t
+            backends.append(b)
+    return main[0], backends
+
+
+def partition_for(backends, graph, mod="default", log=None):
+    """Run the partition passes for backends, in priority order (the target list's order)."""
+    from ..passes.partition import annotate_target, merge_composite, merge_compiler_regions, partition_graph
+    log = log or (lambda m: None)
+    patterns = [p for b in backends for p in b.patterns()]
+    graph, n = merge_composite(graph, patterns)
+    log(f"pass merge_composite: {n} composite(s) matched")
+    graph, n = annotate_target(graph, [(b.target_name, b.claims) for b in backends])
+    log(f"pass annotate_target: {n} node(s) claimed by " + ", ".join(b.target_name for b in backends))
+    merging = {b.target_name for b in backends if b.merge_compiler_regions}
+    graph, n = merge_compiler_regions(graph, merging)
+    log(f"pass merge_compiler_regions: {n} region(s)")
+    graph, n = partition_graph(graph, mod)
+    log(f"pass partition_graph: {n} external function(s)")
+    for f in graph.nodes:
+        if f.op == "Function" and f.attrs.get("Compiler"):
+            body = f.attrs["body"]
+            log(f"  {f.attrs['global_symbol']}: " + "; ".join(
+                ", ".join(f"{x.name} ({x.op})" for x in m.attrs["body"].nodes) + f" as {m.attrs['Composite']}"
+                if m.op == "Function" else f"{m.name} ({m.op})" for m in body.nodes))
+    return graph
+
+
+def external_lowering(backends):
+    """The executor's `external` hook: a group that is one partitioned Function node goes to
+    the backend named by its Compiler attribute."""
+    by_name = {b.target_name: b for b in backends}
+
+    def lower(group, symbol):
+        if len(group.nodes) != 1 or group.nodes[0].op != "Function":
+            return None
+        fn = group.nodes[0]
+        compiler = fn.attrs.get("Compiler")
+        if not compiler:
+            return None
+        if compiler not in by_name:
+            raise BackendError(f"{fn.attrs['global_symbol']}: backend '{compiler}' is not in the target list")
+        return by_name[compiler].lower_function(fn)
+    return lower
+
+
+__all__ = ["UMABackend", "REGISTRY", "get_backend", "partition_for", "external_lowering", "DEVICE"]
+
+
+def load_backend_file(path):
+    """Import a backend module (aot compile --backend FILE.py) and register the UMABackend
+    subclasses it defines that it did not register itself. Returns their target names."""
+    import importlib.util
+    import sys
+    if not os.path.isfile(path):
+        raise BackendError(f"--backend '{path}': no such file")
+    name = "aot_backend_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None:
+        raise BackendError(f"--backend '{path}': not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    before = dict(REGISTRY)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except AotError as e:
+        raise BackendError(f"--backend '{path}': {e}") from None
+    except Exception as e:          # the user's module: report where, not our traceback
+        import traceback
+        tb = traceback.extract_tb(e.__traceback__)
+        where = next((f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(tb)
+                      if os.path.abspath(f.filename) == os.path.abspath(path)), os.path.basename(path))
+        raise BackendError(f"--backend '{path}' failed to load at {where}: {type(e).__name__}: {e}") from None
+    names = [n for n, b in REGISTRY.items() if before.get(n) is not b]
+    for obj in vars(module).values():
+        if (isinstance(obj, type) and issubclass(obj, UMABackend) and obj is not UMABackend
+                and obj.__module__ == name and obj.target_name and obj.target_name not in names):
+            try:
+                obj().register()
+            except AotError as e:
+                raise BackendError(f"--backend '{path}': {e}") from None
+            except Exception as e:
+                raise BackendError(f"--backend '{path}': {obj.__name__}() failed: {type(e).__name__}: {e}") from None
+            names.append(obj.target_name)
+    if not names:
+        raise BackendError(f"--backend '{path}' defines no UMABackend subclass with a target_name")
+    return names
