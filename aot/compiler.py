@@ -143,7 +143,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         graph = partition_for(backends, graph, mod, log)
     check_supported(graph)
     groups = fuse_and_order(graph, options, log)
-    order = [g.nodes[0].name for g in groups if g.nodes[0] in external_functions(graph)]
+    ext = {id(n) for n in external_functions(graph)}
+    order = [g.nodes[0].name for g in groups if id(g.nodes[0]) in ext]
     renamed_graph, renamed = renumber_functions(graph, order, mod)
     if renamed:      # numbered in execution order, which the memory-aware order may change
         log(f"pass renumber_functions: {renamed} external function(s) renamed to follow the execution order")

@@ -131,14 +131,12 @@ class CMain:
 
     def external_function(self, k) -> str:
         """The definition of a partitioned region's function: its calls in order, each checked."""
-        params = []
-        for j, a in enumerate(k.args):
-            const = "const " if j < k.num_inputs else ""
-            params.append(f"{const}{C_TYPES[a.dtype]}* p{j}")
+        params = [(("const " if j < k.num_inputs else "") + f"{C_TYPES[a.dtype]}*", f"p{j}")
+                  for j, a in enumerate(k.args)]
         if k.scratch_bytes:
-            params[-1] = "uint8_t* scratch"
+            params[-1] = ("uint8_t*", "scratch")
         if k.device:
-            params.append(f"void* {device_param(k.device)}")
+            params.append(("void*", device_param(k.device)))
         n_tensors = len(k.args) - (1 if k.scratch_bytes else 0)
         used, lines = set(), []
         for c in k.body:
@@ -158,8 +156,8 @@ class CMain:
                 else:
                     args.append(_literal(a))
             lines.append(f"  if ({c.symbol}({', '.join(args)}) != 0) {{\n    return -1;\n  }}")
-        unused = [p.rsplit(" ", 1)[1] for p in params if p.rsplit(" ", 1)[1].lstrip("*") not in used]
-        head = f"int32_t {k.symbol}({', '.join(params) or 'void'}) {{"
+        unused = [name for _, name in params if name not in used]
+        head = f"int32_t {k.symbol}({', '.join(f'{t} {name}' for t, name in params) or 'void'}) {{"
         return "\n".join([head] + [f"  (void){u};" for u in unused] + lines + ["  return 0;", "}"])
 
     def declarations(self) -> list:
