@@ -28,13 +28,14 @@ def as_array(v):
 
 
 class AotRep(BackendRep):
-    def __init__(self, model: onnx.ModelProto, opt="-O0"):
+    def __init__(self, model: onnx.ModelProto, opt="-O0", target="c"):
         for vi in list(model.graph.input) + list(model.graph.output):
             if not vi.type.HasField("tensor_type"):
                 kind = vi.type.WhichOneof("value")
                 raise AotError(f"'{vi.name}' is a {kind.replace('_type', '')}; only tensor inputs and outputs are supported")
         self.model = model
         self.opt = opt
+        self.target = target
         inits = {i.name for i in model.graph.initializer}
         self.input_names = [i.name for i in model.graph.input if i.name not in inits]
         self.output_names = [o.name for o in model.graph.output]
@@ -49,7 +50,7 @@ class AotRep(BackendRep):
             # declared dims may be symbolic: the values at hand give them
             shapes = {n: tuple(feeds[n].shape) for n in self.input_names if n not in binds and n in feeds}
             try:
-                return compile_model(data, Options(bind_inputs=binds, input_shapes=shapes)), binds
+                return compile_model(data, Options(bind_inputs=binds, input_shapes=shapes, target=self.target)), binds
             except NeedsConstantError as e:
                 if e.value_name in feeds and e.value_name not in binds:
                     binds[e.value_name] = feeds[e.value_name]
@@ -83,7 +84,7 @@ class AotBackend(Backend):
     @classmethod
     def prepare(cls, model, device="CPU", **kwargs):
         super().prepare(model, device, **kwargs)
-        return AotRep(model, kwargs.get("opt", "-O0"))
+        return AotRep(model, kwargs.get("opt", "-O0"), kwargs.get("target", "c"))
 
     @classmethod
     def run_model(cls, model, inputs, device="CPU", **kwargs):

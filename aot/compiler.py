@@ -125,6 +125,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     options = options or Options()
     log = log or (lambda msg: None)
     target, backends = split_targets(options.target)
+    if target.libs:
+        raise AotError(f"target '{target}': -libs={','.join(target.libs)} is not available yet (generated kernels only)")
     log(f"target: {target}" + "".join(f"; backend {b.target}" for b in backends))
     mod = model_c_name(options.model_name)
     if not mod or mod == "_":
@@ -161,7 +163,13 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
                       log=log if progress is None else progress,
                       workspace_io=options.use_workspace_io, in_place=options.in_place, pools=pools)
     check_plan_fits(plan)
-    sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug)
+    if target.is_device:
+        from codegen_c.emit_gpu import emit_gpu
+        if options.debug:
+            raise AotError(f"aot debug is for C targets, not '{target}'")
+        sources = emit_gpu(plan, target)
+    else:
+        sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug)
     src_list = sorted(s for s in sources if s.endswith(".c"))
     extra = {
         "inputs": [{"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype} for c, n, t in plan.inputs],
@@ -175,6 +183,10 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         "sources": src_list,
         "target": target.export(),
     }
+    if target.is_device:     # what a build adds for the device: nvcc for the kernels, the runtime to link
+        extra["device"] = {"api": target.kind,
+                           "sources": sorted(s for s in sources if s.endswith(".cu")),
+                           "libs": ["-lOpenCL"] if target.kind == "opencl" else ["-lcudart"]}
     if plan.devices:
         from codegen_c.emit import device_member
         extra["devices"] = [device_member(d) for d in plan.devices]
@@ -190,8 +202,10 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     files[f"parameters/{mod}.params"] = empty_param_dict()
     files[f"src/{mod}.relay"] = print_graph(graph)
     files.update(_runtime_files())
-    files["mlf.mk"] = render_template("mlf.mk.j2", mod=mod, MOD=mod.upper(), sources=src_list)
-    files["mlf.cmake"] = render_template("mlf.cmake.j2", mod=mod, MOD=mod.upper(), sources=src_list)
+    files["mlf.mk"] = render_template("mlf.mk.j2", mod=mod, MOD=mod.upper(), sources=src_list,
+                                      device=extra.get("device"))
+    files["mlf.cmake"] = render_template("mlf.cmake.j2", mod=mod, MOD=mod.upper(), sources=src_list,
+                                         device=extra.get("device"))
     tar = write_tar(files, epoch)
     log(f"mlf: {len(files)} members, {len(tar)} bytes")
     return CompileResult(tar, plan, graph, notes)

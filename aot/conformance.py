@@ -74,7 +74,7 @@ def _dtypes(case):
                             if i.type.HasField("tensor_type")}))
 
 
-def run_case(index):
+def run_case(index, target="c"):
     from .backend import AotBackend, as_array
     from .errors import AotError
     case = cases()[index]
@@ -82,7 +82,7 @@ def run_case(index):
     opset = next((o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx")), 0)
     base = dict(name=case.name, op=op, dtypes=_dtypes(case), opset=opset)
     try:
-        rep = AotBackend.prepare(case.model)
+        rep = AotBackend.prepare(case.model, target=target)
         for inputs, outputs in case.data_sets:
             got = rep.run(list(inputs))
             for g, r in zip(got, outputs):

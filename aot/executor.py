@@ -218,7 +218,11 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 intervals.setdefault(id(r), [*lives[id(r)].interval(len(kernels)), r])
                 args.append(Arg("workspace", id(r), v.type.dtype, size=size))
         if ext is None:
-            calls.append(GeneratedKernel(func, args))
+            if target.is_device:
+                grid, block = func.attrs.get("launch", ((1, 1, 1), (1, 1, 1)))
+                calls.append(DeviceLaunch(func, args, tuple(grid), tuple(block)))
+            else:
+                calls.append(GeneratedKernel(func, args))
             continue
         if ext.scratch_bytes:
             scratch = _Scratch(f"{ext.symbol} scratch", ext.scratch_bytes)

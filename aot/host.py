@@ -117,14 +117,39 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
         if sanitize:
             # custom sections keep ASan from guarding the workspace; keep alignment only
             defines = [f"-DTVMGEN_{mod.upper()}_WORKSPACE_ATTRIBUTE=__attribute__((aligned(16)))"]
-        cmd = [cc, *flags, *defines, "-I", os.path.join(tmp, "codegen/host/include"),
-               "-I", os.path.join(tmp, "runtime/include"), *srcs, "-o", os.path.join(tmp, "model"), "-lm"]
+        incs, objs, libs = device_build(mlf, tmp, flags)
+        cmd = [cc, *flags, *defines, *incs, "-I", os.path.join(tmp, "codegen/host/include"),
+               "-I", os.path.join(tmp, "runtime/include"), *srcs, *objs, "-o", os.path.join(tmp, "model"), "-lm", *libs]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise BuildError(f"host build of generated code failed ({cc}):\n{r.stderr[-4000:]}")
 
     cached_build(data, out_dir, "model", build)
     return exe
+
+
+CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+
+
+def device_build(mlf, tmp, flags):
+    """(include flags, objects, link flags) that a GPU module's host build adds: the CUDA kernels
+    compiled by nvcc, and the OpenCL or CUDA runtime to link."""
+    dev = mlf.aot.get("device")
+    if not dev:
+        return [], [], []
+    if dev["api"] == "opencl":
+        return [], [], list(dev["libs"])
+    nvcc = shutil.which("nvcc") or os.path.join(CUDA_HOME, "bin", "nvcc")
+    objs = []
+    for s in dev["sources"]:
+        obj = os.path.join(tmp, os.path.basename(s) + ".o")
+        cmd = [nvcc, "-O2", "-Werror", "all-warnings", "-c", os.path.join(tmp, s), "-o", obj]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise BuildError(f"nvcc failed on {s}:\n{r.stderr[-4000:]}")
+        objs.append(obj)
+    return (["-isystem", os.path.join(CUDA_HOME, "include")], objs,   # its headers are not -pedantic clean
+            ["-L", os.path.join(CUDA_HOME, "lib64"), *dev["libs"], "-lstdc++"])
 
 
 def write_inputs(info, inputs, d):

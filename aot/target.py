@@ -8,7 +8,7 @@
 
 The same call shapes as tvm.target.Target. The canonical string (str(t)) is what metadata.json
 and the generated files record: attributes in a fixed order, defaults left out, so equal targets
-print alike. Kinds other than "c" (cuda and opencl come with their renderers) are refused by name.
+print alike. Kinds: "c", "cuda" (-libs=cudnn,cublas), "opencl", and the kinds plug-in backends register.
 """
 from __future__ import annotations
 
@@ -22,9 +22,13 @@ KINDS = {
     "c": {"attrs": {"keys": "list", "mcpu": "str", "march": "str", "mattr": "list", "model": "str",
                     "libs": "list"},
           "keys": ("cpu",)},
+    # GPUs: generated kernels with block/thread binding, a host-side executor in C (issue 12)
+    "cuda": {"attrs": {"keys": "list", "arch": "str", "model": "str", "libs": "list"}, "keys": ("cuda", "gpu")},
+    "opencl": {"attrs": {"keys": "list", "device": "str", "model": "str"}, "keys": ("opencl", "gpu")},
 }
+DEVICE_KINDS = ("cuda", "opencl")    # kinds whose kernels run on a device the host C drives
 HINTS = {"llvm": " (aot emits C: use 'c' with -mcpu)"}
-LIBS = {"c": ()}            # external libraries a kind can call: none yet (cuDNN, cuBLAS: issue 12)
+LIBS = {"c": (), "cuda": ("cudnn", "cublas"), "opencl": ()}   # external libraries a kind can call
 EXTERNAL = set()            # kinds registered by plug-in backends (aot.uma): they take only what they claim
 
 
@@ -81,6 +85,11 @@ class Target:
         if not all(items):
             raise AotError(f"target list '{text}' has an empty entry")
         return [cls(s) for s in items]
+
+    @property
+    def is_device(self):
+        """Kernels run on a device (a GPU) that generated host C drives."""
+        return self.kind in DEVICE_KINDS
 
     @property
     def is_external(self):

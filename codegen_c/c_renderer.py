@@ -44,7 +44,7 @@ static inline float aot_h2f(uint16_t h) {
 }
 static inline uint16_t aot_f2h(float f) {
   union { float f; uint32_t u; } v;
-  uint32_t sign, exp, mant, half, rem;
+  uint32_t sign, exp, mant, hv, rem;
   int32_t e;
   v.f = f;
   sign = (v.u >> 16) & 0x8000u;
@@ -64,20 +64,20 @@ static inline uint16_t aot_f2h(float f) {
     }
     mant |= 0x800000u;
     shift = (uint32_t)(14 - e);
-    half = mant >> shift;
+    hv = mant >> shift;
     rem = mant & ((1u << shift) - 1u);
     mid = 1u << (shift - 1u);
-    if (rem > mid || (rem == mid && (half & 1u) != 0u)) {
-      half++;
+    if (rem > mid || (rem == mid && (hv & 1u) != 0u)) {
+      hv++;
     }
-    return (uint16_t)(sign | half);
+    return (uint16_t)(sign | hv);
   }
-  half = sign | ((uint32_t)e << 10) | (mant >> 13);
+  hv = sign | ((uint32_t)e << 10) | (mant >> 13);
   rem = mant & 0x1FFFu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u) != 0u)) {
-    half++;   /* a carry into the exponent is the correct rounding */
+  if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u) != 0u)) {
+    hv++;   /* a carry into the exponent is the correct rounding */
   }
-  return (uint16_t)half;
+  return (uint16_t)hv;
 }"""
 
 
@@ -109,6 +109,7 @@ class CRenderer(StmtVisitor):
     shared_prefix = None          # the qualifier of a 'shared' allocation; None: the dialect has none
     barrier_text = None           # the statement a Barrier prints as; None: the dialect has no threads
     thread_indices: dict = {}     # thread tag (blockIdx.x ...) -> the expression that reads it
+    helper_prefix = "static inline"   # what the small helper functions are declared with
     name = "C"
 
     def __init__(self):
@@ -329,6 +330,10 @@ class CRenderer(StmtVisitor):
         q = f" {self.restrict}" if restrict and self.restrict else ""
         return f"{const}{self.types[buf.dtype]}*{q} {self.names[id(buf)]}"
 
+    def prologue(self, func: PrimFunc, restrict: bool) -> list:
+        """Lines before the body (a dialect whose parameters are not typed pointers makes them here)."""
+        return []
+
     def signature(self, func: PrimFunc, restrict: bool = True) -> str:
         params = [self.param(b, k < func.num_inputs, restrict) for k, b in enumerate(func.params)]
         prefix = f"{self.function_prefix} " if self.function_prefix else ""
@@ -345,7 +350,7 @@ class CRenderer(StmtVisitor):
                 if isinstance(x, Load):
                     used.add(id(x.buffer))
         used.update(id(b) for b in _stored_buffers(func.body))
-        lines = [self.signature(func, restrict) + " {"]
+        lines = [self.signature(func, restrict) + " {"] + self.prologue(func, restrict)
         for b in func.params:
             if id(b) not in used:
                 lines.append(f"  (void){self.names[id(b)]};")
@@ -356,7 +361,8 @@ class CRenderer(StmtVisitor):
         return "\n".join(lines) + "\n"
 
     def helper_definitions(self) -> str:
-        return "\n".join(self.helpers[k] for k in sorted(self.helpers))
+        text = "\n".join(self.helpers[k] for k in sorted(self.helpers))
+        return text.replace("static inline ", self.helper_prefix + " ")
 
 
 def _stored_buffers(s):

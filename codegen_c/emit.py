@@ -233,7 +233,8 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     ws_io = plan.io_offsets is not None
     pools = [dict(p, C=p["c"].upper()) for p in plan.pools]
     header = render_template("model.h.j2", inputs=io(plan.inputs, "input"), outputs=io(plan.outputs, "output"),
-                             workspace_size=plan.workspace_size, workspace_io=ws_io, pools=pools, **common)
+                             workspace_size=plan.workspace_size, workspace_io=ws_io, pools=pools, device_api=None,
+                             **common)
     lib0 = render_template("lib0.c.j2", inputs=io(plan.inputs, "input"), outputs=io(plan.outputs, "output"),
                            constants=constants, workspace_io=ws_io, pools=pools,
                            workspace_size=plan.workspace_size, main_prototype=proto,

@@ -90,7 +90,19 @@ def metadata_problems(meta, files) -> list:
     kernels = aot.get("kernels", [])
     if not (isinstance(kernels, list) and all(isinstance(k, str) for k in kernels)):
         p.append("aot.kernels is not a list of names")
-    for f in (hdr_name, f"codegen/host/src/{mod}_lib0.c", f"codegen/host/src/{mod}_lib1.c",
+    device = aot.get("device")
+    lib1 = f"codegen/host/src/{mod}_lib1.{'cu' if isinstance(device, dict) and device.get('api') == 'cuda' else 'c'}"
+    if device is not None:
+        if not (isinstance(device, dict) and device.get("api") in ("cuda", "opencl")
+                and isinstance(device.get("sources"), list) and isinstance(device.get("libs"), list)
+                and all(isinstance(x, str) and x.startswith("-l") and _c_ident(x[2:]) for x in device["libs"])):
+            p.append("aot.device is not {api: cuda|opencl, sources: [...], libs: [-lNAME, ...]}")
+        else:
+            for src in device["sources"]:
+                if not (isinstance(src, str) and src.startswith("codegen/host/src/") and src.endswith(".cu")
+                        and ".." not in src and src in files):
+                    p.append(f"aot.device.sources names {_show(src)}, which is not a .cu member of codegen/host/src")
+    for f in (hdr_name, f"codegen/host/src/{mod}_lib0.c", lib1,
               f"parameters/{mod}.params", f"src/{mod}.relay", "runtime/include/tvm/runtime/c_runtime_api.h"):
         if f not in files:
             p.append(f"missing member ./{f}")

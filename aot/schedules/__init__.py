@@ -9,7 +9,7 @@ here that registers its rules; lowering and the renderers do not change.
 from __future__ import annotations
 
 from ..tir.flatten import flatten
-from . import cpu  # noqa: F401  registers the CPU rules
+from . import cpu, gpu  # noqa: F401  register the CPU and GPU rules
 from .registry import register, rules_for  # noqa: F401
 
 

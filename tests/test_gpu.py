@@ -1,0 +1,188 @@
+"""GPU targets: the same loop IR bound to blocks and threads, rendered as OpenCL C and CUDA C,
+driven by generated host C. The OpenCL MLFs run on PoCL (OpenCL on the CPU) and must match
+onnxruntime, which checks the GPU schedules (binding, guards) on every commit; the CUDA MLFs
+compile with nvcc -Werror all-warnings and link (no GPU here: tests/test_gpu.py says so by
+not running them).
+
+CI installs PoCL and sets AOT_REQUIRE_OPENCL=1 and AOT_REQUIRE_NVCC=1, so there a missing
+platform or compiler is a failure, not a skip."""
+import ctypes.util
+import io
+import json
+import os
+import shutil
+import tarfile
+
+import numpy as np
+import pytest
+
+from conftest import ort_run
+
+from aot.errors import AotError
+
+MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "models",
+                      "mlperf_tiny")
+MLPERF = ["anomaly_detection/ad01_fp32.onnx", "keyword_spotting/kws_ref_model_float32.onnx",
+          "visual_wake_words/vww_96_float.onnx", "image_classification/pretrainedResnet.onnx"]
+
+
+def _has_opencl():
+    return ctypes.util.find_library("OpenCL") is not None and os.path.isdir("/etc/OpenCL/vendors") \
+        and bool(os.listdir("/etc/OpenCL/vendors"))
+
+
+HAS_OPENCL, HAS_NVCC = _has_opencl(), shutil.which("nvcc") is not None or os.path.exists("/usr/local/cuda/bin/nvcc")
+if not HAS_OPENCL and os.environ.get("AOT_REQUIRE_OPENCL") == "1":
+    raise RuntimeError("AOT_REQUIRE_OPENCL=1 but no OpenCL platform (CI installs pocl-opencl-icd)")
+if not HAS_NVCC and os.environ.get("AOT_REQUIRE_NVCC") == "1":
+    raise RuntimeError("AOT_REQUIRE_NVCC=1 but nvcc is not installed")
+opencl = pytest.mark.skipif(not HAS_OPENCL, reason="no OpenCL platform (apt-get install pocl-opencl-icd ocl-icd-opencl-dev)")
+nvcc = pytest.mark.skipif(not HAS_NVCC, reason="nvcc not installed")
+
+
+def small_models():
+    from test_boards import _mlp
+    from test_c_client import small_cnn
+    from test_memory import _residual_model, _two_branch_model
+    from test_uma import conv_model
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    return {"small_cnn": (small_cnn(), {"x": x}), "residual": _residual_model(), "two_branch": _two_branch_model(),
+            "mlp_softmax": _mlp(), "convs": (conv_model(), {"x": x})}
+
+
+def members(tar):
+    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+        return {m.name.lstrip("./"): t.extractfile(m).read() for m in t.getmembers() if m.isfile()}
+
+
+def check_opencl(model, feeds, rtol=1e-4, atol=1e-5):
+    import aot
+    res = aot.compile(model if isinstance(model, str) else model.SerializeToString(), target="opencl")
+    outs = aot.run(res, feeds)
+    for k, r in ort_run(model, feeds).items() if not isinstance(model, str) else _ort_file(model, feeds).items():
+        np.testing.assert_allclose(outs[k], r, rtol=rtol, atol=atol * max(1.0, float(np.abs(r).max())), err_msg=k)
+    return res
+
+
+def _ort_file(path, feeds):
+    import onnxruntime as ort
+    s = ort.InferenceSession(path)
+    return {o.name: v for o, v in zip(s.get_outputs(), s.run(None, feeds))}
+
+
+def _feeds(path):
+    import onnxruntime as ort
+    s = ort.InferenceSession(path)
+    rng = np.random.default_rng(1)
+    return {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
+            for i in s.get_inputs()}
+
+
+@opencl
+@pytest.mark.parametrize("name", ["small_cnn", "residual", "two_branch", "mlp_softmax", "convs"])
+def test_opencl_small_models_on_pocl_match_onnxruntime(name):
+    model, feeds = small_models()[name]
+    res = check_opencl(model, feeds)
+    files = members(res.tar)
+    cl = files["codegen/host/src/default_kernels.cl"].decode()
+    assert "__kernel void" in cl and "get_group_id(0)" in cl and "get_local_id(0)" in cl
+    meta = json.loads(files["metadata.json"])["modules"]["default"]
+    assert meta["aot"]["device"]["api"] == "opencl" and meta["aot"]["target"]["kind"] == "opencl"
+
+
+@opencl
+@pytest.mark.slow
+@pytest.mark.parametrize("rel", MLPERF)
+def test_opencl_mlperf_tiny_on_pocl(rel):
+    path = os.path.join(MODELS, rel)
+    check_opencl(path, _feeds(path))
+
+
+@opencl
+@pytest.mark.conformance
+@pytest.mark.xdist_group("gpu_conformance")
+def test_opencl_node_test_subset_matches_the_c_path():
+    """Every 12th ONNX node test: what passes on the C path passes on OpenCL too."""
+    from aot.conformance import cases, run_case
+    idx = list(range(0, len(cases()), 12))
+    on_c = [run_case(k) for k in idx]
+    todo = [k for k, r in zip(idx, on_c) if r.status == "pass"]
+    results = [run_case(k, target="opencl") for k in todo]
+    bad = [(r.name, r.status, r.reason) for r in results if r.status != "pass"]
+    assert len(todo) > 100 and not bad, bad
+
+
+@nvcc
+@pytest.mark.parametrize("name", ["small_cnn", "residual", "two_branch", "mlp_softmax", "convs"])
+def test_cuda_mlf_compiles_with_nvcc_and_links(name):
+    import aot
+    from aot.host import build_host
+    model, _ = small_models()[name]
+    res = aot.compile(model.SerializeToString(), target="cuda")
+    files = members(res.tar)
+    cu = files["codegen/host/src/default_lib1.cu"].decode()
+    assert 'extern "C" __global__ void __launch_bounds__(' in cu and "<<<dim3(" in cu
+    assert "cudaMalloc" in files["codegen/host/src/default_lib0.c"].decode()
+    mk = files["mlf.mk"].decode()
+    assert "default_lib1.cu" in mk and "-lcudart" in mk
+    assert os.path.exists(build_host(res.tar))      # nvcc -Werror all-warnings, gcc -Werror -pedantic, link
+
+
+@nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("rel", MLPERF)
+def test_cuda_mlperf_tiny_compiles_and_links(rel):
+    import aot
+    from aot.host import build_host
+    assert os.path.exists(build_host(aot.compile(os.path.join(MODELS, rel), target="cuda").tar))
+
+
+def _lowered(nodes, inputs, outputs, inits=()):
+    from conftest import make_model
+    from aot.frontend.onnx_import import import_onnx
+    from aot.lower import lower_group
+    from aot.passes.fuse import fuse_ops
+    from aot.schedules import schedule
+    from aot.target import Target
+    g = import_onnx(make_model(nodes, inputs, outputs, inits).SerializeToString(), {})
+    (grp,) = [x for x in fuse_ops(g) if not x.alias]
+    func, _ = lower_group(grp, "k")
+    return schedule(func, Target("cuda"))
+
+
+def _loops(func):
+    from aot.tir.stmt import For, walk_stmts
+    return [s for s in walk_stmts(func.body) if isinstance(s, For)]
+
+
+def test_gpu_schedule_binds_independent_loops_and_keeps_reductions_serial():
+    from onnx import helper
+    from conftest import vi
+    f = _lowered([helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
+                 [vi("x", [3, 50, 7])], [vi("y", [3, 7])],
+                 [__import__("conftest").init("axes", np.array([1], np.int64))])
+    kinds = [(lp.kind, lp.thread_tag) for lp in _loops(f)]
+    assert ("thread_binding", "blockIdx.x") in kinds and ("thread_binding", "threadIdx.x") in kinds
+    assert [k for k in kinds if k[0] == "serial"]                 # the 50-long reduction stays in the thread
+    assert f.attrs["launch"] == ((1, 1, 1), (21, 1, 1))           # 3*7 outputs, one thread each
+    g = _lowered([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4, 1000])], [vi("y", [4, 1000])])
+    assert g.attrs["launch"] == ((16, 1, 1), (256, 1, 1))          # 4000 threads in blocks of 256, tail guarded
+
+
+def test_gpu_renderers_are_short_dialects():
+    from codegen_c.c_renderer import CRenderer
+    from codegen_c.cuda_renderer import CUDARenderer
+    from codegen_c.opencl_renderer import OpenCLRenderer
+    for cls in (CUDARenderer, OpenCLRenderer):
+        own = {k for k in vars(cls) if not k.startswith("__")}
+        assert own <= set(vars(CRenderer)) | {"name"}, own - set(vars(CRenderer))   # only dialect points
+
+
+def test_gpu_targets_refuse_what_they_cannot_do():
+    import aot
+    model, _ = small_models()["small_cnn"]
+    data = model.SerializeToString()
+    with pytest.raises(AotError, match="workspace pools and --use-workspace-io are for C targets"):
+        aot.compile(data, target="cuda", use_workspace_io=True)
+    with pytest.raises(AotError, match="option '-libs' is not known for kind 'opencl'"):
+        aot.compile(data, target="opencl -libs=cudnn")
