@@ -125,8 +125,11 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     options = options or Options()
     log = log or (lambda msg: None)
     target, backends = split_targets(options.target)
-    if target.libs:
-        raise AotError(f"target '{target}': -libs={','.join(target.libs)} is not available yet (generated kernels only)")
+    if target.libs:          # cuda -libs=cudnn,cublas: built-in backends, after the user's in priority
+        from codegen_c.libs import lib_backends
+        for b in lib_backends(target):
+            b.target = target
+            backends.append(b)
     log(f"target: {target}" + "".join(f"; backend {b.target}" for b in backends))
     mod = model_c_name(options.model_name)
     if not mod or mod == "_":
@@ -186,8 +189,9 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     if target.is_device:     # what a build adds for the device: nvcc for the kernels, the runtime to link
         extra["device"] = {"api": target.kind,
                            "sources": sorted(s for s in sources if s.endswith(".cu")),
-                           "libs": ["-lOpenCL"] if target.kind == "opencl" else ["-lcudart"]}
-    if plan.devices:
+                           "libs": ["-lOpenCL"] if target.kind == "opencl" else
+                           [f"-l{lib}" for lib in target.libs] + ["-lcudart"]}
+    if plan.devices and not target.is_device:     # a GPU host makes its libraries' contexts itself
         from codegen_c.emit import device_member
         extra["devices"] = [device_member(d) for d in plan.devices]
     if backends:

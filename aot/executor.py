@@ -84,6 +84,7 @@ class ExternalCall:
     includes: tuple = ()
     body: tuple = ()
     device: str = None
+    device_setup: tuple = ()   # (create, destroy) symbols a GPU host makes the device context with
 
 
 @dataclass
@@ -107,6 +108,7 @@ class ExternalKernel:
     includes: tuple = ()
     body: tuple = ()           # ExternCalls of the function symbol names (see ExternalCall)
     device: str = None
+    device_setup: tuple = ()
 
 
 @dataclass
@@ -229,7 +231,8 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             intervals[id(scratch)] = [step, step, scratch]
             args.append(Arg("workspace", id(scratch), "uint8", size=ext.scratch_bytes))
         calls.append(ExternalCall(ext.symbol, args, len(params), ext.scratch_bytes, tuple(ext.literals),
-                                  dict(ext.sources), tuple(ext.includes), tuple(ext.body), ext.device))
+                                  dict(ext.sources), tuple(ext.includes), tuple(ext.body), ext.device,
+                                  tuple(ext.device_setup)))
 
     if workspace_io:   # inputs no kernel reads still need their place
         for v in graph.inputs:

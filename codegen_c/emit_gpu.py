@@ -9,7 +9,7 @@ from aot.names import comment_safe
 
 from .c_renderer import C_TYPES
 from .cuda_renderer import CUDARenderer
-from .emit import _format_values, render_template
+from .emit import CMain, _format_values, device_member, render_template
 from .opencl_renderer import FP64, PREAMBLE, OpenCLRenderer
 
 CONST_ALIGN = 256        # every constant starts at a multiple of this in the device's constant buffer
@@ -30,10 +30,14 @@ def emit_gpu(plan, target):
     api = target.kind
     if plan.pools or plan.io_offsets is not None:
         raise AotError(f"target '{target}': workspace pools and --use-workspace-io are for C targets")
-    bad = [c.symbol for c in plan.calls if type(c).__name__ != "DeviceLaunch"]
-    if bad:
-        raise AotError(f"target '{target}': {bad[0]} is not a device kernel (external calls on a GPU target come "
-                       "with the -libs backends)")
+    for c in plan.calls:
+        if type(c).__name__ == "ExternalCall":
+            if api != "cuda" or not c.body:
+                raise AotError(f"target '{target}': {c.symbol} is an external call, which only the cuda target's "
+                               "backends (-libs, or a plug-in backend's function) can make")
+            if c.device and not c.device_setup:
+                raise AotError(f"target '{target}': backend '{c.device}' has a device context but no create/destroy "
+                               "functions for a GPU host (_register_device_context(create=..., destroy=...))")
     n_in = len(plan.inputs)
     offsets, at = [], 0
     for _, a in plan.constants:
@@ -53,17 +57,35 @@ def emit_gpu(plan, target):
         return "DEV.workspace", a.index
 
     renderer = CUDARenderer() if api == "cuda" else OpenCLRenderer()
+    launches = [c for c in plan.calls if type(c).__name__ == "DeviceLaunch"]
+    externals = [c for c in plan.calls if type(c).__name__ == "ExternalCall"]
     kernels, index, bodies = [], {}, []
-    for c in plan.calls:
+    for c in launches:
         if c.symbol not in index:
             index[c.symbol] = len(kernels)
             kernels.append(c.symbol)
             bodies.append(renderer.function(c.func, False))
     steps = []
     for c in plan.calls:
-        args = [dict(zip(("mem", "offset"), mem(a)), ctype=C_TYPES[a.dtype]) for a in c.args]
-        steps.append({"symbol": c.symbol, "kernel": index[c.symbol], "args": args, "grid": list(c.grid),
-                      "block": list(c.block), "launcher": f"{c.symbol}_launch"})
+        args = [dict(zip(("mem", "offset"), mem(a)), ctype=C_TYPES[a.dtype],
+                     const="const " if j < c.num_inputs else "") for j, a in enumerate(c.args)]
+        if type(c).__name__ == "ExternalCall":
+            if c.scratch_bytes:
+                args[-1]["ctype"] = "uint8_t"
+            steps.append({"symbol": c.symbol, "external": True, "args": args,
+                          "device": f"DEV.ctx_{device_member(c.device)}" if c.device else None})
+            continue
+        steps.append({"symbol": c.symbol, "external": False, "kernel": index[c.symbol], "args": args,
+                      "grid": list(c.grid), "block": list(c.block), "launcher": f"{c.symbol}_launch"})
+    main = CMain(plan)
+    ext_defs = [main.external_function(c) for c in externals]
+    contexts, seen = [], set()
+    for c in externals:
+        if c.device and c.device not in seen:
+            seen.add(c.device)
+            contexts.append({"member": f"ctx_{device_member(c.device)}", "create": c.device_setup[0],
+                             "destroy": c.device_setup[1]})
+    includes = sorted({h for c in externals for h in c.includes})
     io = [{"c": cn, "nbytes": t.nbytes, "io": k} for k, (cn, _, t) in enumerate(plan.inputs)]
     outs = [{"c": cn, "nbytes": t.nbytes, "io": n_in + k} for k, (cn, _, t) in enumerate(plan.outputs)]
     common = dict(mod=mod, MOD=MOD, target=comment_safe(str(target)), devices=[], devices_param="")
@@ -86,7 +108,7 @@ def emit_gpu(plan, target):
     else:
         launchers = []
         wrappers = []
-        for c in plan.calls:
+        for c in launches:
             if any(w["launcher"] == f"{c.symbol}_launch" for w in launchers):
                 continue
             params = [("const " if k < c.func.num_inputs else "") + f"{C_TYPES[b.dtype]}* p{k}"
@@ -106,5 +128,11 @@ def emit_gpu(plan, target):
     out[f"codegen/host/src/{mod}_lib0.c"] = render_template(
         "gpu_lib0.c.j2", api=api, constants=constants, kernels=kernels, steps=steps, inputs=io, outputs=outs,
         io=io + outs, n_io=len(io) + len(outs), workspace_size=plan.workspace_size, constants_size=at,
-        n_source_lines=n_lines, launchers=launchers, **common)
+        n_source_lines=n_lines, launchers=launchers, externals=ext_defs, contexts=contexts, includes=includes,
+        **common)
+    for name, text in sorted(plan.sources.items()):
+        path = f"codegen/host/{'include' if name.endswith('.h') else 'src'}/{name}"
+        if path in out:
+            raise AotError(f"external source '{name}' would replace a generated file")
+        out[path] = text
     return out

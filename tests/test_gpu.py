@@ -186,3 +186,111 @@ def test_gpu_targets_refuse_what_they_cannot_do():
         aot.compile(data, target="cuda", use_workspace_io=True)
     with pytest.raises(AotError, match="option '-libs' is not known for kind 'opencl'"):
         aot.compile(data, target="opencl -libs=cudnn")
+
+
+def _libs_model():
+    """conv(+bias) -> relu -> conv (asymmetric pads) -> flatten -> matmul -> add -> softmax."""
+    from onnx import helper
+    from conftest import init, make_model, vi
+    r = np.random.default_rng(2)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[0, 0, 1, 1], strides=[2, 2]),
+             helper.make_node("Flatten", ["c2"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "wd"], ["m"], name="dense"),
+             helper.make_node("Add", ["m", "bd"], ["a"], name="bias"),
+             helper.make_node("Softmax", ["a"], ["y"], name="softmax")]
+    inits = [init("w1", r.standard_normal((4, 3, 3, 3)).astype(np.float32)), init("b1", r.standard_normal(4).astype(np.float32)),
+             init("w2", r.standard_normal((4, 4, 3, 3)).astype(np.float32)),
+             init("wd", r.standard_normal((64, 10)).astype(np.float32)), init("bd", r.standard_normal(10).astype(np.float32))]
+    return make_model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", [1, 10])], inits)
+
+
+def test_cudnn_cublas_take_conv_and_dense_and_generated_kernels_the_rest():
+    import aot
+    from aot.executor import DeviceLaunch, ExternalCall
+    res = aot.compile(_libs_model().SerializeToString(), target="cuda -libs=cudnn,cublas")
+    fns = {n.attrs["global_symbol"]: n for n in res.graph.nodes if n.op == "Function"}
+    # the partition: the symmetric-padded conv to cuDNN, the matmul to cuBLAS; the conv cuDNN cannot
+    # pad (TF-style asymmetric) and every epilogue stay in the graph as generated kernels
+    assert {s: [m.op for m in f.attrs["body"].nodes] for s, f in fns.items()} == {
+        "tvmgen_default_cudnn_main_0": ["Conv"], "tvmgen_default_cublas_main_0": ["MatMul"]}
+    assert sorted(n.op for n in res.graph.nodes if n.op != "Function") == ["Add", "Conv", "Flatten", "Relu", "Softmax"]
+    steps = [(type(c).__name__, c.symbol) for c in res.plan.calls]
+    assert steps[0] == ("ExternalCall", "tvmgen_default_cudnn_main_0")
+    assert ("ExternalCall", "tvmgen_default_cublas_main_0") in steps
+    ext = {c.symbol: c for c in res.plan.calls if isinstance(c, ExternalCall)}
+    assert [e.symbol for e in ext["tvmgen_default_cudnn_main_0"].body] == ["aot_cudnn_conv2d"]
+    assert [e.symbol for e in ext["tvmgen_default_cublas_main_0"].body] == ["aot_cublas_matmul"]
+    assert ext["tvmgen_default_cudnn_main_0"].scratch_bytes >= 16 << 20      # its workspace is in the plan
+    launches = [c for c in res.plan.calls if isinstance(c, DeviceLaunch)]
+    assert len(launches) == len(res.plan.calls) - 2 and all(c.grid[0] >= 1 for c in launches)
+    files = members(res.tar)
+    lib0 = files["codegen/host/src/default_lib0.c"].decode()
+    assert "aot_cudnn_create(&DEV.ctx_cudnn, (void*)DEV.stream)" in lib0 and "aot_cublas_destroy(DEV.ctx_cublas)" in lib0
+    assert "codegen/host/src/aot_cudnn.c" in files and "codegen/host/src/aot_cublas.c" in files
+    meta = json.loads(files["metadata.json"])["modules"]["default"]["aot"]
+    assert meta["device"]["libs"] == ["-lcudnn", "-lcublas", "-lcudart"]
+    assert [f["compiler"] for f in meta["external_functions"]] == ["cudnn", "cublas"]
+
+
+@nvcc
+def test_cudnn_cublas_mlf_compiles_and_links():
+    import aot
+    from aot.host import build_host
+    assert os.path.exists(build_host(aot.compile(_libs_model().SerializeToString(),
+                                                 target="cuda -libs=cudnn,cublas").tar))
+
+
+@nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("rel", MLPERF)
+def test_cudnn_cublas_mlperf_tiny_compiles_and_links(rel):
+    import aot
+    from aot.host import build_host
+    res = aot.compile(os.path.join(MODELS, rel), target="cuda -libs=cudnn,cublas")
+    assert any(n.op == "Function" for n in res.graph.nodes)
+    assert os.path.exists(build_host(res.tar))
+
+
+@opencl
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet"])
+def test_opencl_light_models_on_pocl(name):
+    """The ONNX light models that fit the time budget on PoCL's CPU device (the others are
+    minutes each with one thread per output element)."""
+    import aot
+    import onnx
+    from onnx import numpy_helper
+    from test_models import LIGHT_DIR, runner_input
+    model = onnx.load(os.path.join(LIGHT_DIR, f"light_{name}.onnx"))
+    xname, x = runner_input(model)
+    out = aot.run(aot.compile(model.SerializeToString(), target="opencl"), {xname: x})
+    expected = numpy_helper.to_array(onnx.load_tensor(os.path.join(LIGHT_DIR, f"light_{name}_output_0.pb")))
+    np.testing.assert_allclose(out[model.graph.output[0].name], expected, rtol=1e-3, atol=1e-7)
+    ref = ort_run(model, {xname: x})
+    np.testing.assert_allclose(out[model.graph.output[0].name], ref[model.graph.output[0].name], rtol=1e-3, atol=1e-6)
+
+
+@nvcc
+@pytest.mark.conformance
+@pytest.mark.xdist_group("gpu_conformance")
+def test_cuda_node_test_subset_compiles_and_links():
+    """Every 24th ONNX node test that passes on the C path: its CUDA MLF builds (nvcc -Werror
+    all-warnings, gcc -pedantic host, link). Inputs that parameterise shapes are bound as the
+    conformance runner binds them."""
+    from aot.backend import AotBackend, as_array
+    from aot.conformance import cases, run_case
+    from aot.host import build_host
+    built = 0
+    for k in range(0, len(cases()), 24):
+        if run_case(k).status != "pass":
+            continue
+        case = cases()[k]
+        rep = AotBackend.prepare(case.model, target="cuda")
+        inputs, _ = case.data_sets[0]
+        feeds = {n: as_array(v) for n, v in zip(rep.input_names, inputs)}
+        result, _ = rep.compile(feeds)
+        assert os.path.exists(build_host(result.tar)), case.name
+        built += 1
+    assert built > 40

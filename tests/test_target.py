@@ -34,7 +34,8 @@ def test_host_and_target_lists():
 
 @pytest.mark.parametrize("text,needle", [
     ("", "empty target"),
-    ("cuda", "target kind 'cuda' is not supported"),
+    ("rocm", "target kind 'rocm' is not supported"),
+    ("cuda -libs=cmsis-nn", "library 'cmsis-nn' is not supported for kind 'cuda'"),
     ("llvm -mcpu=x", "aot emits C"),
     ("c mcpu=cortex-m4", "must look like -name=value"),
     ("c -mcpu=", "must look like -name=value"),
@@ -44,6 +45,7 @@ def test_host_and_target_lists():
     ("c -libs=cmsis-nn", "library 'cmsis-nn'"),
 ])
 def test_bad_targets_are_refused_by_name(text, needle):
+    """(cuda and opencl are kinds now; see test_gpu_targets_parse)"""
     with pytest.raises(AotError, match=needle.replace("(", r"\(")):
         Target(text)
 
@@ -71,3 +73,10 @@ def test_recorded_in_metadata_and_sources():
         lib0 = tf.extractfile("./codegen/host/src/default_lib0.c").read().decode()
     assert "(target: c -mcpu=cortex-m55)" in lib0
     assert aot.compile(m, target="c -mcpu=cortex-m55").tar == res.tar
+
+
+def test_gpu_targets_parse():
+    t = Target("cuda -arch=sm_80 -libs=cudnn,cublas")
+    assert t.is_device and t.keys == ("cuda", "gpu") and t.libs == ("cudnn", "cublas")
+    assert str(t) == "cuda -arch=sm_80 -libs=cudnn,cublas"
+    assert Target("opencl").keys == ("opencl", "gpu") and not Target("c").is_device

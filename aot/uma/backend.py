@@ -50,6 +50,7 @@ class UMABackend:
         self._includes = []
         self._sources = {}
         self._device = False
+        self._device_setup = ()
         self._target_attrs = {}      # name -> default
         self.target = None           # the Target the build names this backend with
 
@@ -108,11 +109,14 @@ class UMABackend:
                                    "of letters, digits, '_', '-' and '.' (not tvmgen_*)")
             self._sources[name] = text
 
-    def _register_device_context(self):
-        """The backend's calls get a device context: run takes struct tvmgen_<mod>_devices,
-        and TVMDevice<Name>Open/Activate/Deactivate/Close are called around them (TVM's
-        device API)."""
+    def _register_device_context(self, create=None, destroy=None):
+        """The backend's calls get a device context. On a C target, run takes it in struct
+        tvmgen_<mod>_devices and TVMDevice<Name>Open/Activate/Deactivate/Close are called around
+        the calls (TVM's device API). On a GPU target the host makes it: int32_t create(void**
+        context, void* stream) at init, int32_t destroy(void* context) at deinit (a library
+        handle bound to the module's stream)."""
         self._device = True
+        self._device_setup = (create, destroy) if create else ()
 
     def _register_target_attr(self, name, default=None):
         """An option of the backend's target string: 'npu -sram_words=65536'."""
@@ -185,16 +189,18 @@ class UMABackend:
                     last = max([j for j, m in enumerate(body.nodes) if any(x is o for x in m.inputs)], default=i)
                     bufs.append(Buf(id(o), max(o.type.nbytes, 1), i, last))
                     key[id(o)] = ("scratch", id(o))
+        units = [self._lower_unit(fn, i, n, key, bufs) for i, n in enumerate(body.nodes)]
         scratch = plan(bufs, SCRATCH_ALIGN) if bufs else 0
         offset = {b.key: b.offset for b in bufs}
-        calls = []
-        for n in body.nodes:
-            calls.extend(self._lower_unit(fn, n, key, offset))
+        calls = [ExternCall(c.symbol, tuple(("scratch", offset[a[1]], a[2]) if isinstance(a, tuple) and a[0] == "scratch"
+                                            else a for a in c.args)) for u in units for c in u]
         return ExternalKernel(fn.attrs["global_symbol"], scratch_bytes=scratch, sources=dict(self._sources),
                               includes=tuple(self._includes), body=tuple(calls),
-                              device=self.target_name if self._device else None)
+                              device=self.target_name if self._device else None, device_setup=self._device_setup)
 
-    def _lower_unit(self, fn, n, key, offset):
+    def _lower_unit(self, fn, step, n, key, bufs):
+        """The unit's calls, scratch places still symbolic ("scratch", key, dtype); a scratch the
+        lowering asks for joins bufs, live at this unit's step only."""
         comp = n.attrs.get("Composite", "") if n.op == "Function" else ""
         name = comp.split(".", 1)[1] if comp else n.op
         nodes = n.attrs["body"].nodes if comp else [n]
@@ -208,8 +214,17 @@ class UMABackend:
             if id(v) not in tensors:
                 tensors[id(v)] = Tensor(v, key[id(v)])
             return tensors[id(v)]
+
+        def scratch(nbytes):
+            nbytes = int(nbytes)
+            if nbytes < 1:
+                raise BackendError(f"{what}: call.scratch({nbytes}) must ask for at least one byte")
+            t = _Scratch(f"{fn.attrs['global_symbol']}_scratch{len(bufs)}", nbytes)
+            bufs.append(Buf(id(t), nbytes, step, step))
+            tensors[id(t)] = Tensor(t, ("scratch", id(t)))
+            return tensors[id(t)]
         unit = Call(name, nodes, [tensor(v) for v in n.inputs if v is not None], [tensor(v) for v in n.outputs],
-                    self._device)
+                    self._device, scratch)
         try:
             result = lowering(unit)
         except Exception as e:          # the backend's own code: any failure is its report
@@ -228,13 +243,21 @@ class UMABackend:
                     if id(a) not in known:
                         raise BackendError(f"{what}: call {c.symbol} passes {a!r}, which is not an input or output "
                                            "of this unit")
-                    args.append(("param", a.key[1]) if a.key[0] == "param" else ("scratch", offset[a.key[1]], a.dtype))
+                    args.append(("param", a.key[1]) if a.key[0] == "param" else ("scratch", a.key[1], a.dtype))
                 elif isinstance(a, _Device):
                     args.append(("device",))
                 else:
                     args.append(a)
             out.append(ExternCall(c.symbol, tuple(args)))
         return out
+
+
+class _Scratch:
+    """What call.scratch(nbytes) hands a lowering: bytes of the function's scratch for one unit."""
+
+    def __init__(self, name, nbytes):
+        from ..ir.graph import TensorType
+        self.name, self.type, self.const = name, TensorType((nbytes,), "uint8"), None
 
 
 def get_backend(name):

@@ -78,9 +78,15 @@ class Call:
     prefix) or the op's name; `nodes` the graph nodes inside (ops and attrs); `inputs` and
     `outputs` Tensors in the order the pattern bound them (for a single op: the op's)."""
 
-    def __init__(self, name, nodes, inputs, outputs, device):
+    def __init__(self, name, nodes, inputs, outputs, device, scratch=None):
         self.name, self.nodes, self.inputs, self.outputs = name, list(nodes), list(inputs), list(outputs)
         self._device = device
+        self._scratch = scratch
+
+    def scratch(self, nbytes):
+        """A uint8 Tensor of nbytes working memory for this unit's calls, planned in the workspace
+        (16-byte aligned) and live while the unit runs."""
+        return self._scratch(nbytes)
 
     @property
     def device(self):

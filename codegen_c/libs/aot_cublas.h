@@ -1,0 +1,16 @@
+/* aot's cuBLAS calls for the cuda target's -libs=cublas (shipped in the MLF). */
+#ifndef AOT_CUBLAS_H_
+#define AOT_CUBLAS_H_
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+int32_t aot_cublas_create(void** context, void* stream);
+int32_t aot_cublas_destroy(void* context);
+int32_t aot_cublas_matmul(void* context, const float* a, const float* b, float* c, int32_t batch, int32_t m,
+                          int32_t n, int32_t k, int32_t stride_a, int32_t stride_b, int32_t trans_a,
+                          int32_t trans_b, float alpha);
+#ifdef __cplusplus
+}
+#endif
+#endif /* AOT_CUBLAS_H_ */
