@@ -16,6 +16,7 @@ from .memory_plan import Buf, lower_bound, plan, verify
 from .names import sanitize
 from .ops.registry import alias_root
 from .passes.fuse import group_name
+from .tir.launch import launch_shape
 from .tir.legalize import legalize
 from .tir.inplace import writes_over
 from .tir.verify import AccessReport, verify_accesses
@@ -220,8 +221,9 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 intervals.setdefault(id(r), [*lives[id(r)].interval(len(kernels)), r])
                 args.append(Arg("workspace", id(r), v.type.dtype, size=size))
         if ext is None:
-            if target.is_device:
-                grid, block = func.attrs.get("launch", ((1, 1, 1), (1, 1, 1)))
+            if target.is_device:     # the launch the bound loops ask for, checked (a user's schedule too)
+                grid, block = launch_shape(func)
+                func = func.with_body(func.body, attrs=dict(func.attrs, launch=(grid, block)))
                 calls.append(DeviceLaunch(func, args, tuple(grid), tuple(block)))
             else:
                 calls.append(GeneratedKernel(func, args))

@@ -294,3 +294,27 @@ def test_cuda_node_test_subset_compiles_and_links():
         assert os.path.exists(build_host(result.tar)), case.name
         built += 1
     assert built > 40
+
+
+def test_launch_shape_checks_the_binding():
+    from aot.tir.expr import Var, lt
+    from aot.tir.launch import launch_shape
+    from aot.tir.schedule import ScheduleError
+    from aot.tir.stmt import Barrier, For, IfThenElse, PrimFunc, Seq
+    tx, ty, bx = Var("tx"), Var("ty"), Var("bx")
+
+    def fn(body):
+        return PrimFunc("k", [], body, 0)
+    ok = For(bx, 0, 8, For(tx, 0, 64, Barrier(), "thread_binding", "threadIdx.x"), "thread_binding", "blockIdx.x")
+    assert launch_shape(fn(ok)) == ((8, 1, 1), (64, 1, 1))
+    two = Seq([For(tx, 0, 64, Barrier(), "thread_binding", "threadIdx.x"),
+               For(ty, 0, 32, Barrier(), "thread_binding", "threadIdx.x")])
+    with pytest.raises(ScheduleError, match="extents 64 and 32"):
+        launch_shape(fn(two))
+    with pytest.raises(ScheduleError, match="exceeds the limit of 1024"):
+        launch_shape(fn(For(tx, 0, 2048, Barrier(), "thread_binding", "threadIdx.x")))
+    divergent = For(tx, 0, 64, IfThenElse(lt(tx, 10), Barrier()), "thread_binding", "threadIdx.x")
+    with pytest.raises(ScheduleError, match="barrier under a condition"):
+        launch_shape(fn(divergent))
+    uniform = For(tx, 0, 64, IfThenElse(lt(bx, 10), Barrier()), "thread_binding", "threadIdx.x")
+    assert launch_shape(fn(For(bx, 0, 4, uniform, "thread_binding", "blockIdx.x")))[1] == (64, 1, 1)

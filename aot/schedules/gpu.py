@@ -10,6 +10,7 @@ may be bound: a loop whose iterations could write one element stays serial insid
 from __future__ import annotations
 
 from ..tir.flatten import flatten
+from ..tir.launch import launch_shape
 from ..tir.schedule import ScheduleError, bind, fuse, parallel, split
 from ..tir.simplify import const_value, simplify_stmt
 from ..tir.stmt import For
@@ -52,4 +53,5 @@ def bind_threads(func):
                             f"{MAX_BLOCKS} this schedule launches")
     body, outer, inner = split(body, var, threads)
     body = simplify_stmt(bind(bind(body, outer, "blockIdx.x"), inner, "threadIdx.x"))
-    return func.with_body(body, attrs=dict(func.attrs, launch=((blocks, 1, 1), (threads, 1, 1))))
+    func = func.with_body(body)
+    return func.with_body(body, attrs=dict(func.attrs, launch=launch_shape(func)))
