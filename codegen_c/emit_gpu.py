@@ -15,12 +15,15 @@ from .opencl_renderer import FP64, PREAMBLE, OpenCLRenderer
 CONST_ALIGN = 256        # every constant starts at a multiple of this in the device's constant buffer
 
 
-def _c_string_lines(text):
-    """text as C string literals, one per line (each short enough for ISO C's limits)."""
+def _c_string_lines(text, chunk=1000):
+    """text as C string literals, one per line or per `chunk` characters of a longer line (ISO C
+    guarantees string literals of 4095 characters; OpenCL joins the pieces back)."""
     out = []
     for line in text.splitlines(keepends=True):
-        esc = line.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        out.append(f'"{esc}"')
+        for k in range(0, len(line), chunk):
+            piece = line[k:k + chunk]
+            esc = piece.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+            out.append(f'"{esc}"')
     return out
 
 
