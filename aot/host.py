@@ -44,6 +44,14 @@ def refuse_instrumented(m, extra_sources):
                        f"'aot debug --mlf', or link your own tvmgen_{m.module_name}_debug_record")
 
 
+def refuse_device(m, board):
+    """A GPU module's host C drives a CUDA or OpenCL device: no microcontroller board runs it."""
+    dev = m.aot.get("device")
+    if dev:
+        raise AotError(f"module '{m.module_name}' runs its kernels on the {dev['api']} device: build it for the host "
+                       f"(--board host), not for board '{board}'")
+
+
 def harness_params(m):
     """Template parameters shared by the host, firmware and project harnesses."""
     a = m.aot

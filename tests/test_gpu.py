@@ -338,3 +338,15 @@ def test_opencl_kernel_with_a_very_long_line_builds_and_matches():
     (k,) = [k for k, c in enumerate(cases()) if c.name in names]
     r = run_case(k, target="opencl")
     assert r.status == "pass", r.reason
+
+
+def test_a_gpu_module_is_refused_by_board_builds(tmp_path):
+    import aot
+    from aot.firmware import build_firmware
+    from aot.project import export_project
+    model, _ = small_models()["small_cnn"]
+    tar = aot.compile(model.SerializeToString(), target="opencl").tar
+    with pytest.raises(AotError, match="runs its kernels on the opencl device: build it for the host"):
+        build_firmware(tar, "qemu-cortex-m4")
+    with pytest.raises(AotError, match="runs its kernels on the opencl device"):
+        export_project(tar, "qemu-cortex-m4", str(tmp_path / "p"))
