@@ -180,6 +180,16 @@ class CMain:
         return sorted({h for k in self.plan.calls for h in getattr(k, "includes", ())})
 
 
+def with_external_sources(out, plan):
+    """out plus the C files external calls bring: headers to include/, sources to src/."""
+    for name, text in sorted(plan.sources.items()):
+        path = f"codegen/host/{'include' if name.endswith('.h') else 'src'}/{name}"
+        if path in out:
+            raise AotError(f"external source '{name}' would replace a generated file")
+        out[path] = text
+    return out
+
+
 def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm", debug=False):
     """{relative path: text} for the codegen/host tree. debug: main hands every kernel output
     to tvmgen_<mod>_debug_record(kernel, output, data, nbytes) right after the kernel (aot debug)."""
@@ -249,9 +259,4 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
         f"codegen/host/src/{mod}_lib0.c": lib0,
         f"codegen/host/src/{mod}_lib1.c": lib1,
     }
-    for name, text in sorted(plan.sources.items()):
-        path = f"codegen/host/{'include' if name.endswith('.h') else 'src'}/{name}"
-        if path in out:
-            raise AotError(f"external source '{name}' would replace a generated file")
-        out[path] = text
-    return out
+    return with_external_sources(out, plan)

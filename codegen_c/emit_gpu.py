@@ -9,7 +9,7 @@ from aot.names import comment_safe
 
 from .c_renderer import C_TYPES
 from .cuda_renderer import CUDARenderer
-from .emit import CMain, _format_values, device_member, render_template
+from .emit import CMain, _format_values, device_member, render_template, with_external_sources
 from .opencl_renderer import FP64, PREAMBLE, OpenCLRenderer
 
 CONST_ALIGN = 256        # every constant starts at a multiple of this in the device's constant buffer
@@ -133,9 +133,4 @@ def emit_gpu(plan, target):
         io=io + outs, n_io=len(io) + len(outs), workspace_size=plan.workspace_size, constants_size=at,
         n_source_lines=n_lines, launchers=launchers, externals=ext_defs, contexts=contexts, includes=includes,
         **common)
-    for name, text in sorted(plan.sources.items()):
-        path = f"codegen/host/{'include' if name.endswith('.h') else 'src'}/{name}"
-        if path in out:
-            raise AotError(f"external source '{name}' would replace a generated file")
-        out[path] = text
-    return out
+    return with_external_sources(out, plan)
