@@ -243,6 +243,7 @@ def _chain(*hooks):
 def external_table(graph, plan):
     """metadata.json's record of the partitioned functions: which nodes went to which backend."""
     calls = {c.symbol: c for c in plan.calls}
+    rank = {sym: k for k, sym in enumerate(calls)}
     rows = []
     for n in graph.nodes:
         if n.op != "Function" or not n.attrs.get("Compiler"):
@@ -257,7 +258,7 @@ def external_table(graph, plan):
                      "inputs": [v.name for v in n.inputs], "outputs": [v.name for v in n.outputs],
                      "calls": [e.symbol for e in c.body], "scratch_bytes": c.scratch_bytes,
                      "device": c.device})
-    rows.sort(key=lambda r: list(calls).index(r["name"]))
+    rows.sort(key=lambda r: rank[r["name"]])
     return rows
 
 
