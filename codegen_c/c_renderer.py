@@ -17,7 +17,7 @@ from aot.errors import AotError, InternalError
 from aot.names import C_KEYWORDS
 from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
 from aot.tir.simplify import simplify
-from aot.tir.stmt import PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
+from aot.tir.stmt import Allocate, PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
 
 
 F16_HELPERS = r"""/* float16 is stored as IEEE binary16 bits and computed in float */
@@ -222,7 +222,8 @@ class CRenderer(StmtVisitor):
             if expr is None:
                 raise AotError(f"{self.func_name}: loop {s.var.name} is bound to {s.thread_tag}, "
                                f"but the {self.name} target has no GPU threads")
-            return ["{", f"  const int32_t {var} = {expr};"]
+            used = any(x is s.var for e in stmt_exprs(s.body) for x in walk(e))
+            return ["{", f"  const int32_t {var} = {expr};"] + ([] if used else [f"  (void){var};"])
         end = simplify(s.min + s.extent)
         return [f"for (int32_t {var} = {self.expr(s.min)}; {var} < {self.expr(end)}; ++{var}) {{"]
 
@@ -242,20 +243,31 @@ class CRenderer(StmtVisitor):
             self.emit(f"{self.names[id(s.buffer)]}[{self.expr(s.index)}] = {value};")
 
     def visit_Allocate(self, s):
-        # a block of its own: unrolled copies of a body may allocate the same buffer
         b = s.buffer
-        prefix = ""
-        if b.scope == "shared":
-            if self.shared_prefix is None:
-                raise AotError(f"{self.func_name}: {b.name} is in shared memory, which the {self.name} target lacks")
-            prefix = self.shared_prefix + " "
+        if b.scope == "shared":        # declared at the kernel's scope (function() does it)
+            self.visit(s.body)
+            return
+        # a block of its own: unrolled copies of a body may allocate the same buffer
         self.emit("{")
         if id(b) in self.scalars:
-            self.emit(f"  {prefix}{self.vtype(b.dtype)} {self.names[id(b)]};")
+            self.emit(f"  {self.vtype(b.dtype)} {self.names[id(b)]};")
         else:
-            self.emit(f"  {prefix}{self.vtype(b.dtype)} {self.names[id(b)]}[{b.size}];")
+            self.emit(f"  {self.vtype(b.dtype)} {self.names[id(b)]}[{b.size}];")
         self.block(s.body)
         self.emit("}")
+
+    def shared_declarations(self, func: PrimFunc) -> list:
+        """A block's shared buffers, declared at the kernel's outermost scope: OpenCL C allows
+        __local variables nowhere else, and in CUDA it is where a reader looks for them."""
+        lines = []
+        for x in walk_stmts(func.body):
+            if isinstance(x, Allocate) and x.buffer.scope == "shared":
+                if self.shared_prefix is None:
+                    raise AotError(f"{self.func_name}: {x.buffer.name} is in shared memory, which the {self.name} "
+                                   "target lacks")
+                b = x.buffer
+                lines.append(f"  {self.shared_prefix} {self.vtype(b.dtype)} {self.names[id(b)]}[{b.size}];")
+        return lines
 
     def visit_IfThenElse(self, s):
         self.emit(f"if ({self.expr(s.cond)}) {{")
@@ -350,7 +362,8 @@ class CRenderer(StmtVisitor):
                 if isinstance(x, Load):
                     used.add(id(x.buffer))
         used.update(id(b) for b in _stored_buffers(func.body))
-        lines = [self.signature(func, restrict) + " {"] + self.prologue(func, restrict)
+        lines = [self.signature(func, restrict) + " {"] + self.prologue(func, restrict) + \
+            self.shared_declarations(func)
         for b in func.params:
             if id(b) not in used:
                 lines.append(f"  (void){self.names[id(b)]};")

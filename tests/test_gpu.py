@@ -155,18 +155,66 @@ def _loops(func):
     return [s for s in walk_stmts(func.body) if isinstance(s, For)]
 
 
-def test_gpu_schedule_binds_independent_loops_and_keeps_reductions_serial():
+def test_gpu_schedule_tiles_accumulations_and_binds_independent_loops():
     from onnx import helper
     from conftest import vi
+    from aot.tir.stmt import Allocate, Barrier, walk_stmts
     f = _lowered([helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)],
                  [vi("x", [3, 50, 7])], [vi("y", [3, 7])],
                  [__import__("conftest").init("axes", np.array([1], np.int64))])
     kinds = [(lp.kind, lp.thread_tag) for lp in _loops(f)]
-    assert ("thread_binding", "blockIdx.x") in kinds and ("thread_binding", "threadIdx.x") in kinds
-    assert [k for k in kinds if k[0] == "serial"]                 # the 50-long reduction stays in the thread
-    assert f.attrs["launch"] == ((1, 1, 1), (21, 1, 1))           # 3*7 outputs, one thread each
+    assert {("thread_binding", f"{k}.{a}") for k in ("blockIdx", "threadIdx") for a in "xy"} <= set(kinds)
+    assert [k for k in kinds if k[0] == "serial"]                 # chunks of the 50-long reduction, in the thread
+    assert f.attrs["launch"] == ((1, 1, 1), (8, 4, 1))            # a 4x8 tile of the 3x7 outputs, edges guarded
+    shared = [s.buffer for s in walk_stmts(f.body) if isinstance(s, Allocate) and s.buffer.scope == "shared"]
+    assert [b.shape for b in shared] == [(4, 16, 8)]     # the block's 4 rows x a 16-chunk x 8 columns (edges zeroed)
+    assert sum(isinstance(s, Barrier) for s in walk_stmts(f.body)) == 2
     g = _lowered([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4, 1000])], [vi("y", [4, 1000])])
     assert g.attrs["launch"] == ((16, 1, 1), (256, 1, 1))          # 4000 threads in blocks of 256, tail guarded
+    assert not any(isinstance(s, Allocate) and s.buffer.scope == "shared" for s in walk_stmts(g.body))
+
+
+def _long_reductions():
+    from onnx import helper
+    from conftest import init, make_model, vi
+    r = np.random.default_rng(5)
+    x = r.standard_normal((2, 1000)).astype(np.float32)
+    return {
+        "softmax": (make_model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [vi("x", [2, 1000])],
+                               [vi("y", [2, 1000])]), {"x": x}),
+        "sum_to_scalar": (make_model([helper.make_node("ReduceSum", ["x"], ["y"], keepdims=0)], [vi("x", [3, 50, 7])],
+                                     [vi("y", [])]), {"x": r.standard_normal((3, 50, 7)).astype(np.float32)}),
+        "max_rows": (make_model([helper.make_node("ReduceMax", ["x"], ["y"], keepdims=1, axes=[1])], [vi("x", [3, 500])],
+                                [vi("y", [3, 1])]), {"x": r.standard_normal((3, 500)).astype(np.float32)}),
+        "dense_long_k": (make_model([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)], [vi("x", [1, 700])],
+                                    [vi("y", [1, 10])], [init("w", r.standard_normal((10, 700)).astype(np.float32)),
+                                                         init("b", r.standard_normal(10).astype(np.float32))]),
+                         {"x": r.standard_normal((1, 700)).astype(np.float32)}),
+    }
+
+
+def test_gpu_schedule_spreads_few_long_reductions_over_a_block():
+    """Softmax over 1000 classes: one block per row, 256 threads, each reduction combined in
+    shared memory in 8 pairwise steps; the 12-class softmax of KWS stays one thread per row."""
+    from onnx import helper
+    from conftest import vi
+    from aot.tir.stmt import Allocate, Barrier, walk_stmts
+    f = _lowered([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [vi("x", [2, 1000])], [vi("y", [2, 1000])])
+    assert f.attrs["launch"] == ((2, 1, 1), (256, 1, 1))
+    red = [s.buffer for s in walk_stmts(f.body) if isinstance(s, Allocate) and s.buffer.scope == "shared"]
+    assert [b.shape for b in red] == [(256,), (256,)]               # the max and the sum
+    assert sum(isinstance(s, Barrier) for s in walk_stmts(f.body)) == 2 * (1 + 8 + 1)
+    g = _lowered([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [vi("x", [1, 12])], [vi("y", [1, 12])])
+    assert not any(isinstance(s, Barrier) for s in walk_stmts(g.body))
+
+
+@opencl
+@pytest.mark.parametrize("name", ["softmax", "sum_to_scalar", "max_rows", "dense_long_k"])
+def test_opencl_long_reductions_across_threads_match_onnxruntime(name):
+    model, feeds = _long_reductions()[name]
+    res = check_opencl(model, feeds)
+    src = next(v for k, v in members(res.tar).items() if k.endswith(".cl")).decode()
+    assert "_red[" in src and "barrier(CLK_LOCAL_MEM_FENCE);" in src
 
 
 def test_gpu_renderers_are_short_dialects():

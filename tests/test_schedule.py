@@ -227,3 +227,41 @@ def test_a_dialect_is_a_short_subclass():
     from aot.errors import AotError
     with pytest.raises(AotError, match="no GPU threads"):
         CRenderer().function(PrimFunc("k", [src, dst], s, 1))
+
+
+def test_cache_read_local_stages_each_chunk(tmp_path):
+    """A user schedule: the reduction in chunks of 4, each chunk of A's row and B's column
+    copied into local arrays first; the result matches numpy under ASan/UBSan."""
+    a, b, c = _matmul()
+    f = lower([a, b, c], "mm_cached")
+    (k,) = c.op.reduce_axis
+    s, ko, ki = tsch.split(f.body, k, 4)
+    s, a_l = tsch.cache_read(s, f.params[0], ko, "local")
+    s, b_l = tsch.cache_read(s, f.params[1], ko, "local")
+    assert a_l.shape == (1, 4) and b_l.shape == (4, 1) and a_l.scope == "local"
+    f = flatten(f.with_body(s))
+    (A, B), got, src = _build_and_run(f, tmp_path)
+    np.testing.assert_allclose(got.reshape(M, N), A @ B, rtol=1e-5, atol=1e-5)
+    assert "A_local[4]" in src and "B_local[4]" in src
+
+
+def test_cache_read_shared_spans_the_block_and_refuses_what_it_cannot_stage(monkeypatch):
+    from aot.tir.stmt import Allocate, Barrier, walk_stmts
+    a, b, c = _matmul()
+    f = lower([a, b, c], "mm_shared")
+    i, j = c.op.axis
+    (k,) = c.op.reduce_axis
+    with pytest.raises(tsch.ScheduleError, match="inside a GPU block"):
+        tsch.cache_read(f.body, f.params[0], k, "shared")
+    with pytest.raises(tsch.ScheduleError, match="does not read C"):
+        tsch.cache_read(f.body, f.params[2], i, "local")
+    s = tsch.bind(tsch.bind(f.body, i, "threadIdx.y"), j, "threadIdx.x")
+    s, ko, _ = tsch.split(s, k, 4)
+    s, a_s = tsch.cache_read(s, f.params[0], ko, "shared")
+    s, b_s = tsch.cache_read(s, f.params[1], ko, "shared")
+    assert a_s.shape == (M, 4) and b_s.shape == (4, N)           # every row/column of the block's threads
+    assert sum(isinstance(x, Barrier) for x in walk_stmts(s)) == 2  # one fill barrier, one end barrier, shared
+    assert sum(isinstance(x, Allocate) and x.buffer.scope == "shared" for x in walk_stmts(s)) == 2
+    monkeypatch.setattr(tsch, "MAX_SHARED_BYTES", 16)     # A[:, k] of the block is 6 floats
+    with pytest.raises(tsch.ScheduleError, match="needs 24 bytes, more than the 16 of shared memory"):
+        tsch.cache_read(tsch.bind(tsch.bind(f.body, i, "threadIdx.y"), j, "threadIdx.x"), f.params[0], k, "shared")

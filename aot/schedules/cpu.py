@@ -8,36 +8,10 @@ from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout,
                             vectorize)
 from ..tir.simplify import const_value, simplify, simplify_stmt
 from ..tir.stmt import Allocate, For, Seq, Store, own_exprs, walk_stmts
+from .nests import accumulation as _accumulation, nests as _nests
 from .registry import register
 
 MAX_TILE = 8          # accumulators kept in registers per output tile
-
-
-def _nests(body):
-    return list(body.stmts) if isinstance(body, Seq) else [body]
-
-
-def _accumulation(nest):
-    """(output loops, reduce loops, accumulator) when nest is a perfect nest of output loops
-    around one scalar accumulator: init; reduce loops; store the output. Else None."""
-    loops, x = [], nest
-    while isinstance(x, For):
-        loops.append(x)
-        x = x.body
-    if not loops or not isinstance(x, Allocate) or x.buffer.size != 1 or not isinstance(x.body, Seq):
-        return None
-    acc, parts = x.buffer, x.body.stmts
-    if len(parts) != 3 or not all(isinstance(p, (Store, For)) for p in parts) or \
-            not isinstance(parts[0], Store) or parts[0].buffer is not acc or \
-            not isinstance(parts[2], Store) or parts[2].buffer is acc:
-        return None
-    red, y = [], parts[1]
-    while isinstance(y, For):
-        red.append(y)
-        y = y.body
-    if not isinstance(y, Store) or y.buffer is not acc:
-        return None
-    return loops, red, acc
 
 
 def _tile_axis(loops, red):

@@ -1,23 +1,156 @@
-"""Schedule rules for GPUs (CUDA, OpenCL): the outer loops whose iterations write disjoint
-elements become one fused loop, split into blocks of threads (blockIdx.x x threadIdx.x).
+"""Schedule rules for GPUs (CUDA, OpenCL), by the shape of the lowered nest:
 
-Every kernel kind gets this rule today: elementwise and injective kernels get a thread per
-element. Conv, dense and pooling get a thread per output element, with the reduction kept
-serial in the thread's own accumulator. Softmax-like kernels, whose top-level statement is
-not one loop, run as a single thread. The "parallel" primitive's check decides which loops
-may be bound: a loop whose iterations could write one element stays serial inside the thread.
+- few long reductions (softmax rows, a scalar, a dense layer with a long inner dimension):
+  one block per row, its reductions shared by the threads (gpu_reduce.py);
+- an accumulation (conv, dense, matmul, pooling and reductions with a constant outer reduce
+  loop): a 2-D tile of outputs per block, one per thread, the reduction in chunks whose
+  inputs the block first stages in shared memory (cache_read), between barriers;
+- everything else (elementwise, injective, softmax rows, depthwise convs whose reduce loops
+  are clipped by padding): the outer loops whose iterations write disjoint elements fuse
+  into one loop, split into blocks of threads (blockIdx.x x threadIdx.x). The "parallel"
+  primitive's check decides which loops may be bound; the rest stays serial in the thread.
 """
 from __future__ import annotations
 
 from ..tir.flatten import flatten
 from ..tir.launch import launch_shape
-from ..tir.schedule import ScheduleError, bind, fuse, parallel, split
+from ..tir.expr import Load, all_of, walk
+from ..tir.schedule import ScheduleError, bind, cache_read, fuse, parallel, reorder, split
 from ..tir.simplify import const_value, simplify_stmt
-from ..tir.stmt import For
+from ..tir.stmt import Allocate, For, IfThenElse, Seq, Store, own_exprs, walk_stmts
+from .gpu_reduce import reduce_rows
+from .nests import accumulation
 from .registry import register
 
 THREADS_PER_BLOCK = 256     # a multiple of every vendor's warp/wavefront size; well under every limit
 MAX_BLOCKS = 65535          # gridDim.x is larger on CUDA, but this also fits OpenCL's minimum guarantees
+
+
+TILE = 16                   # outputs per block along each of the two tiled axes
+CHUNKS = (16, 8, 4, 2, 1)   # reduce-loop chunk sizes to try, largest first, until the tiles fit in shared memory
+
+
+def _pow2_at_least(n, cap):
+    p = 1
+    while p < n and p < cap:
+        p *= 2
+    return p
+
+
+def _tiled_axes(loops, red):
+    """(y, x): the output loops to tile over the block's threads. x is the innermost loop with
+    more than one iteration; y the channel loop of an NC... layout (output channels share the
+    input tile, positions share the weight tile), else the loop before x; None when none."""
+    cand = [k for k, lp in enumerate(loops) if const_value(lp.extent) > 1]
+    if not cand:
+        return None, None
+    x = cand[-1]
+    y = 1 if len(loops) >= 3 and 1 in cand and x != 1 else next((k for k in reversed(cand) if k < x), None)
+    return y, x
+
+
+def _guard_stores(nest):
+    """Move the split tails' guards from around a thread's accumulation onto its final store.
+    A barrier inside the reduction must be reached by every thread of the block, including
+    those past the edge; their reduction reads only the staged tiles (in range for every
+    thread of the block by construction) and their result is dropped."""
+    def go(x):
+        if isinstance(x, For):
+            return x.with_body(go(x.body))
+        conds = []
+        while isinstance(x, IfThenElse) and x.else_ is None:
+            conds.append(x.cond)
+            x = x.then
+        if not conds:
+            return x
+        if not isinstance(x, Allocate) or not isinstance(x.body, Seq):
+            raise ScheduleError("a split tail guards more than one accumulation")
+        *work, store = x.body.stmts
+        for part in work:       # the tile fills read global memory, each read guarded by the buffer's bounds
+            for st in walk_stmts(part):
+                if isinstance(st, Store) and st.buffer.scope == "local" and \
+                        any(isinstance(ld, Load) and ld.buffer.scope == "global" for ld in walk(st.value)):
+                    raise ScheduleError("the reduction reads global memory outside the staged tiles")
+        return Allocate(x.buffer, Seq(work + [IfThenElse(all_of(conds), store)]))
+    return go(nest)
+
+
+def _one(body):
+    return body.stmts[0] if isinstance(body, Seq) and len(body.stmts) == 1 else body
+
+
+def _launched(func, body):
+    """func with `body`, flat, its launch shape recorded; None when the binding cannot launch."""
+    out = flatten(func.with_body(body))
+    try:
+        return out.with_body(out.body, attrs=dict(out.attrs, launch=launch_shape(out)))
+    except ScheduleError:
+        return None
+
+
+@register("gpu")
+def reduce_across_threads(func):
+    if func.attrs.get("flat"):
+        return func
+    body = _one(func.body)
+    s = reduce_rows(body, _parallel_prefix(body))
+    return (s is not None and _launched(func, s)) or func
+
+
+@register("gpu")
+def tile_accumulation(func):
+    """The tiled shared-memory schedule, for a kernel that is one accumulation nest whose outer
+    reduce loop has constant bounds; other kernels are left to bind_threads."""
+    body = _one(func.body)
+    found = accumulation(body)
+    if found is None or func.attrs.get("flat"):
+        return func
+    loops, red, _ = found
+    if not red or const_value(red[0].min) != 0 or const_value(red[0].extent) is None or \
+            any(const_value(lp.min) != 0 or const_value(lp.extent) is None for lp in loops):
+        return func
+    y, x = _tiled_axes(loops, red)
+    if x is None:
+        return func
+    tx = _pow2_at_least(const_value(loops[x].extent), TILE if y is not None else 128)
+    ty = _pow2_at_least(const_value(loops[y].extent), TILE) if y is not None else 1
+    others = [lp.var for k, lp in enumerate(loops) if k not in (x, y)]
+    tiled = ([loops[y].var] if y is not None else []) + [loops[x].var]
+    inputs = {id(b) for b in func.inputs}
+    for chunk in CHUNKS:
+        try:
+            s = reorder(body, others + tiled) if len(loops) > 1 else body
+            bound = []
+            if y is not None:
+                s, y_o, y_t = split(s, loops[y].var, ty)
+            s, x_o, x_t = split(s, loops[x].var, tx)
+            if y is not None:
+                s = reorder(s, others + [y_o, x_o, y_t, x_t])
+                bound += [(y_o, "blockIdx.y"), (y_t, "threadIdx.y")]
+            bound += [(x_o, "blockIdx.x"), (x_t, "threadIdx.x")]
+            z = others[0] if others else None
+            for v in others[1:]:
+                s, z = fuse(s, z, v)
+            if z is not None:
+                bound.append((z, "blockIdx.z"))
+            for v, tag in bound:
+                s = bind(s, v, tag)
+            s, k_o, _ = split(s, red[0].var, min(chunk, const_value(red[0].extent)))
+            k_loop = next(lp for lp in walk_stmts(s) if isinstance(lp, For) and lp.var is k_o)
+            read = []
+            for st in walk_stmts(k_loop.body):
+                for e in own_exprs(st):
+                    read += [ld.buffer for ld in walk(e) if isinstance(ld, Load) and id(ld.buffer) in inputs
+                             and ld.buffer not in read]
+            for b in read:
+                s, _ = cache_read(s, b, k_o, "shared")
+            s = simplify_stmt(_guard_stores(s))
+        except ScheduleError:
+            continue
+        out = _launched(func, s)
+        if out is not None:
+            return out
+    return func
 
 
 def _parallel_prefix(body):
@@ -36,6 +169,8 @@ def _parallel_prefix(body):
 
 @register("gpu")
 def bind_threads(func):
+    if "launch" in func.attrs:
+        return func
     func = flatten(func)
     loops = _parallel_prefix(func.body)
     if not loops:

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AotError
-from .expr import Bin, Const, Load, Var, lt, substitute, walk
-from .simplify import const_value, loop_ranges, simplify
-from .stmt import (THREAD_TAGS, Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
-                   Store, map_exprs, own_exprs, walk_stmts)
+from .expr import INDEX, Bin, Const, Load, Var, all_of, ge, lt, substitute, transform, walk
+from .simplify import const_value, from_linear, linear_form, loop_ranges, simplify
+from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
+                   StmtVisitor, Store, map_exprs, own_exprs, walk_stmts)
 
 
 class ScheduleError(AotError):
@@ -85,10 +85,19 @@ def split(s: Stmt, var: Var, factor: int):
     def fn(x: For):
         body = _subst(x.body, var, x.min + outer * factor + inner)
         if ext % factor:
-            body = IfThenElse(lt(outer * factor + inner, Const(ext, inner.dtype)), body)
+            body = _guard_innermost(body, lt(outer * factor + inner, Const(ext, inner.dtype)))
         return For(outer, 0, (ext + factor - 1) // factor, For(inner, 0, factor, body, x.kind, x.thread_tag))
 
     return _replace(s, var, fn), outer, inner
+
+
+def _guard_innermost(body, cond):
+    """The tail guard of a split, inside the loops directly nested in the split loop (as TVM
+    places it): the nest stays perfect, so it can still be reordered, and the loops of a tail
+    iteration merely run empty."""
+    if isinstance(body, For):
+        return body.with_body(_guard_innermost(body.body, cond))
+    return IfThenElse(cond, body)
 
 
 def fuse(s: Stmt, outer: Var, inner: Var):
@@ -277,6 +286,175 @@ def bind(s: Stmt, var: Var, thread_tag: str):
     return _set_kind(s, var, "thread_binding", thread_tag)
 
 
+# -- memory hierarchy -------------------------------------------------------------------------
+MAX_SHARED_BYTES = 48 * 1024     # what every CUDA device gives a block without opting in; OpenCL guarantees 32 KiB
+
+
+def _enclosing(s, target):
+    """The loops around statement `target` in s, outermost first."""
+    path = []
+
+    def go(x, acc):
+        if x is target:
+            path.extend(acc)
+            return True
+        kids = [x.body] if isinstance(x, (For, Allocate)) else \
+            list(x.stmts) if isinstance(x, Seq) else \
+            [x.then] + ([x.else_] if x.else_ is not None else []) if isinstance(x, IfThenElse) else []
+        return any(go(k, acc + [x] if isinstance(x, For) else acc) for k in kids)
+
+    go(s, [])
+    return path
+
+
+class _Reads(StmtVisitor):
+    """Every read of `buffer` in a statement, with the loop ranges in force there."""
+
+    def __init__(self, buffer, ranges):
+        self.buffer, self.ranges, self.found = buffer, ranges, []
+
+    def visit_expr(self, e):
+        self.found.extend((x, self.ranges) for x in walk(e) if isinstance(x, Load) and x.buffer is self.buffer)
+
+    def visit_For(self, s):
+        self.generic_exprs(s)
+        outer, self.ranges = self.ranges, loop_ranges(self.ranges, s)
+        self.visit(s.body)
+        self.ranges = outer
+
+    def generic_exprs(self, s):
+        for e in own_exprs(s):
+            self.visit_expr(e)
+
+
+def _box(index, varying, ranges, what):
+    """(fixed terms, lowest offset, highest offset) of an index over the varying loops: the
+    index is fixed + sum(coeff * var) + c, and every var's range is known."""
+    form = linear_form(simplify(index))
+    if form is None:
+        raise ScheduleError(f"{what}: an index is not an integer expression")
+    fixed, lo, hi = {}, form[1], form[1]
+    for key, (atom, c) in form[0].items():
+        if isinstance(atom, Var) and id(atom) in varying:
+            r = ranges.get(id(atom))
+            if r is None:
+                raise ScheduleError(f"{what}: the range of loop {atom.name} is not known")
+            lo, hi = lo + min(c * r[0], c * r[1]), hi + max(c * r[0], c * r[1])
+        elif any(isinstance(v, Var) and id(v) in varying for v in walk(atom)):
+            raise ScheduleError(f"{what}: an index is not affine in the loops the cache spans: {atom.key()}")
+        else:
+            fixed[key] = (atom, c)
+    return fixed, lo, hi
+
+
+def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared"):
+    """Stage what the body of loop `at` reads of `buffer` in a buffer of `scope`, filled at the
+    start of every iteration of `at`; returns (stmt, cache buffer).
+
+    The cache holds the bounding box of the elements read, over the loops inside `at` and, for
+    "shared", over the block's threads (the threadIdx loops around `at`): those threads fill it
+    together, a barrier follows the fill, and another ends the iteration so that no thread
+    refills it while another still reads it. Elements of the box outside `buffer` are
+    zero-filled and never read. Every read must be affine in the loops the box spans."""
+    at = as_var(at)
+    what = f"cache_read {buffer.name} at {at.name}"
+    if scope not in ("shared", "local"):
+        raise ScheduleError(f"{what}: scope {scope!r} is not 'shared' or 'local'")
+    loops = _loops_of(s, at, "cache_read")
+    if len(loops) != 1:
+        raise ScheduleError(f"{what}: {at.name} heads {len(loops)} loops")
+    target = loops[0]
+    path = _enclosing(s, target)
+    ranges = {}
+    for lp in path + [target]:
+        ranges = loop_ranges(ranges, lp)
+    threads = [lp for lp in path if lp.kind == "thread_binding" and lp.thread_tag.startswith("threadIdx")] \
+        if scope == "shared" else []
+    if scope == "shared" and not threads and not any(lp.kind == "thread_binding" for lp in path):
+        raise ScheduleError(f"{what}: a shared cache needs the loop inside a GPU block (bind the loops around it)")
+    reads = _Reads(buffer, ranges)
+    reads.visit(target.body)
+    if not reads.found:
+        raise ScheduleError(f"{what}: the loop does not read {buffer.name}")
+    if any(isinstance(x, Store) and x.buffer is buffer for x in walk_stmts(target.body)):
+        raise ScheduleError(f"{what}: the loop writes {buffer.name}")
+    inner = {id(x.var) for x in walk_stmts(target.body) if isinstance(x, For)}
+    varying = inner | {id(lp.var) for lp in threads}
+    ndim = {len(ld.indices) for ld, _ in reads.found}
+    if len(ndim) != 1:
+        raise ScheduleError(f"{what}: {buffer.name} is read both flat and by dimension")
+    ndim = ndim.pop()
+    shape = buffer.shape if ndim == len(buffer.shape) else (buffer.size,)
+    start, extent = [], []
+    for d in range(ndim):
+        boxes = [_box(ld.indices[d], varying, r, what) for ld, r in reads.found]
+        keys = {frozenset((k, c) for k, (_, c) in b[0].items()) for b in boxes}
+        if len(keys) != 1:
+            raise ScheduleError(f"{what}: the reads of dimension {d} are not at constant distances")
+        lo, hi = min(b[1] for b in boxes), max(b[2] for b in boxes)
+        start.append(simplify(from_linear(boxes[0][0], lo, INDEX)))
+        extent.append(hi - lo + 1)
+    cache = Buffer(f"{buffer.name}_{scope}", buffer.dtype, extent, scope)
+    nbytes = cache.size * np.dtype(buffer.dtype if buffer.dtype != "bfloat16" else "uint16").itemsize
+    if scope == "shared" and nbytes > MAX_SHARED_BYTES:
+        raise ScheduleError(f"{what}: the cache needs {nbytes} bytes, more than the {MAX_SHARED_BYTES} of shared "
+                            "memory a block may use")
+
+    class Redirect(StmtMutator):
+        def mutate_expr(self, e):
+            def f(x):
+                if isinstance(x, Load) and x.buffer is buffer:
+                    return Load(cache, tuple(simplify(i - st) for i, st in zip(x.indices, start)))
+                return None
+            return transform(e, f)
+
+    # the fill: element `flat` of the box, spread over the block's threads
+    nthreads, tid = 1, Const(0, INDEX)
+    for lp in sorted(threads, key=lambda lp: lp.thread_tag, reverse=True):      # z, y, x: x varies fastest
+        tid, nthreads = tid * const_value(lp.extent) + lp.var, nthreads * const_value(lp.extent)
+    e = Var(f"{buffer.name}_fill")
+    flat = e * nthreads + tid
+    src, inside, stride = [], [], cache.size
+    for d in range(ndim):
+        stride //= extent[d]
+        if d == 0:
+            pos = Bin("floordiv", flat, Const(stride, INDEX)) if stride > 1 else flat
+        elif stride > 1:
+            pos = Bin("floormod", Bin("floordiv", flat, Const(stride, INDEX)), Const(extent[d], INDEX))
+        else:
+            pos = Bin("floormod", flat, Const(extent[d], INDEX))
+        src.append(simplify(start[d] + pos))
+        inside += [ge(src[-1], Const(0, INDEX)), lt(src[-1], Const(shape[d], INDEX))]
+    copy = IfThenElse(all_of(inside), Store(cache, flat, Load(buffer, tuple(src))),
+                      Store(cache, flat, Const(0, buffer.dtype)))
+    if cache.size % nthreads:
+        copy = IfThenElse(lt(flat, Const(cache.size, INDEX)), copy)
+    fill = For(e, 0, -(-cache.size // nthreads), copy)
+
+    def fn(x: For):
+        body = Redirect().visit(x.body)
+        if scope == "local":
+            return x.with_body(Allocate(cache, Seq([fill, body])))
+        caches = []            # the shared caches staged here before: their fills and barriers are shared
+        while isinstance(body, Allocate) and body.buffer.scope == "shared":
+            caches.append(body.buffer)
+            body = body.body
+        parts = body.stmts if isinstance(body, Seq) else [body]
+        fills = next((k for k, p in enumerate(parts) if isinstance(p, Barrier)), None)
+        if fills and isinstance(parts[-1], Barrier) and all(
+                isinstance(q, Store) and q.buffer.scope == "shared" for p in parts[:fills] for q in walk_stmts(p)
+                if isinstance(q, Store)):
+            new = Seq([fill] + parts)         # another cache's fill and barriers are there: share them
+        else:
+            new = Seq([fill, Barrier("shared")] + parts + [Barrier("shared")])
+        new = Allocate(cache, new)
+        for b in reversed(caches):
+            new = Allocate(b, new)
+        return x.with_body(new)
+
+    return _ReplaceLoops(lambda x: x is target, fn).visit(s), cache
+
+
 # -- buffer layout ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PackLayout:
@@ -358,4 +536,4 @@ def pack_layout(func: PrimFunc, param: int, dim: int, factor: int) -> PrimFunc:
 
 
 __all__ = ["ScheduleError", "as_var", "find_loops", "split", "fuse", "reorder", "fission",
-           "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "pack_layout", "PackLayout"]
+           "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "cache_read", "pack_layout", "PackLayout"]

@@ -86,7 +86,13 @@ def _linear(e: Expr):
     return {e.key(): (e, 1)}, 0
 
 
-def _from_linear(terms, c, dtype):
+def linear_form(e: Expr):
+    """e as ({atom_key: (atom, coeff)}, constant), or None when e is not an integer expression.
+    Atoms are the maximal sub-expressions that are not sums or constant multiples."""
+    return _linear(e)
+
+
+def from_linear(terms, c, dtype):
     """Rebuild sum(coeff*atom) + c with positive terms first: (i*8 + j - 9), (1 - i)."""
     def term(atom, k):
         return atom if k == 1 else Bin("*", atom, Const(k, dtype))
@@ -162,7 +168,7 @@ def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
         if not fl and e.dtype != "bool" and op in ("+", "-", "*"):
             lin = _linear(e)
             if lin is not None:
-                return _from_linear(lin[0], lin[1], e.dtype)
+                return from_linear(lin[0], lin[1], e.dtype)
         if not fl and op in ("floordiv", "floormod") and cb is not None and cb > 0:
             if cb == 1:
                 return a if op == "floordiv" else Const(0, e.dtype)
@@ -174,19 +180,19 @@ def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
                 # (k*cb*x + c) // cb == k*x + c // cb  (exact for floor semantics)
                 q = {k: (at, c // cb) for k, (at, c) in lin[0].items()}
                 if op == "floordiv":
-                    return _from_linear(q, lin[1] // cb, e.dtype)
+                    return from_linear(q, lin[1] // cb, e.dtype)
                 return Const(lin[1] % cb, e.dtype)
             if lin is not None:
                 # (cb*q + r) // cb == q + m and (cb*q + r) % cb == r - m*cb when every value of r
                 # lies in [m*cb, (m+1)*cb): how a split or packed index splits back into its parts
                 q = {k: (at, c // cb) for k, (at, c) in lin[0].items() if c % cb == 0}
                 r = {k: v for k, v in lin[0].items() if v[1] % cb}
-                br = bounds(_from_linear(r, lin[1], e.dtype), ranges) if q else None
+                br = bounds(from_linear(r, lin[1], e.dtype), ranges) if q else None
                 if br is not None and br[0] // cb == br[1] // cb:
                     m = br[0] // cb
                     if op == "floordiv":
-                        return _from_linear(q, m, e.dtype)
-                    return _from_linear(r, lin[1] - m * cb, e.dtype)
+                        return from_linear(q, m, e.dtype)
+                    return from_linear(r, lin[1] - m * cb, e.dtype)
         if op in ("min", "max", "<", "<=", ">", ">=", "==", "!=") and not fl:
             ba, bb = bounds(a, ranges), bounds(b, ranges)
             if ba is not None and bb is not None:

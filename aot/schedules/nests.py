@@ -1,0 +1,31 @@
+"""Shapes of lowered loop nests that schedule rules recognise, shared by the CPU and GPU rules."""
+from __future__ import annotations
+
+from ..tir.stmt import Allocate, For, Seq, Store
+
+
+def nests(body):
+    return list(body.stmts) if isinstance(body, Seq) else [body]
+
+
+def accumulation(nest):
+    """(output loops, reduce loops, accumulator) when nest is a perfect nest of output loops
+    around one scalar accumulator: init; reduce loops; store the output. Else None."""
+    loops, x = [], nest
+    while isinstance(x, For):
+        loops.append(x)
+        x = x.body
+    if not loops or not isinstance(x, Allocate) or x.buffer.size != 1 or not isinstance(x.body, Seq):
+        return None
+    acc, parts = x.buffer, x.body.stmts
+    if len(parts) != 3 or not all(isinstance(p, (Store, For)) for p in parts) or \
+            not isinstance(parts[0], Store) or parts[0].buffer is not acc or \
+            not isinstance(parts[2], Store) or parts[2].buffer is acc:
+        return None
+    red, y = [], parts[1]
+    while isinstance(y, For):
+        red.append(y)
+        y = y.body
+    if not isinstance(y, Store) or y.buffer is not acc:
+        return None
+    return loops, red, acc
