@@ -86,6 +86,7 @@ class ExternalCall:
     body: tuple = ()
     device: str = None
     device_setup: tuple = ()   # (create, destroy) symbols a GPU host makes the device context with
+    init_body: tuple = ()      # ExternCalls (literals and the device context only) the host's init makes once
 
 
 @dataclass
@@ -110,6 +111,7 @@ class ExternalKernel:
     body: tuple = ()           # ExternCalls of the function symbol names (see ExternalCall)
     device: str = None
     device_setup: tuple = ()
+    init_body: tuple = ()
 
 
 @dataclass
@@ -234,7 +236,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             args.append(Arg("workspace", id(scratch), "uint8", size=ext.scratch_bytes))
         calls.append(ExternalCall(ext.symbol, args, len(params), ext.scratch_bytes, tuple(ext.literals),
                                   dict(ext.sources), tuple(ext.includes), tuple(ext.body), ext.device,
-                                  tuple(ext.device_setup)))
+                                  tuple(ext.device_setup), tuple(ext.init_body)))
 
     if workspace_io:   # inputs no kernel reads still need their place
         for v in graph.inputs:

@@ -129,6 +129,12 @@ class CMain:
         dev = [device_param(k.device)] if k.device else []
         return f"{k.symbol}({', '.join(self.args(k) + lits + dev)})"
 
+    @staticmethod
+    def init_call(c, context) -> str:
+        """An at_init call as a C statement of the host's init: literals and the device context."""
+        args = [context if isinstance(a, tuple) and a[0] == "device" else _literal(a) for a in c.args]
+        return f"if ({c.symbol}({', '.join(args)}) != 0) {{\n    return -1;\n  }}"
+
     def external_function(self, k) -> str:
         """The definition of a partitioned region's function: its calls in order, each checked."""
         params = [(("const " if j < k.num_inputs else "") + f"{C_TYPES[a.dtype]}*", f"p{j}")
@@ -194,6 +200,11 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     """{relative path: text} for the codegen/host tree. debug: main hands every kernel output
     to tvmgen_<mod>_debug_record(kernel, output, data, nbytes) right after the kernel (aot debug)."""
     mod, MOD = plan.model_name, plan.model_name.upper()
+    for c in plan.calls:
+        if getattr(c, "init_body", ()):
+            raise AotError(f"target '{target}': backend '{c.device or c.symbol}' asks for calls at init "
+                           f"({', '.join(sorted({i.symbol for i in c.init_body}))}), which need a target whose "
+                           "host has an init entry point (cuda)")
     renderer = CRenderer()
     # only a generated kernel's call site is known alias-free; anything else prints without restrict
     restrict = {id(c.func): getattr(c, "no_alias", False) for c in plan.calls if hasattr(c, "func")}

@@ -89,6 +89,8 @@ def emit_gpu(plan, target):
             seen.add(c.device)
             contexts.append({"member": f"ctx_{device_member(c.device)}", "create": c.device_setup[0],
                              "destroy": c.device_setup[1]})
+    init_calls = [CMain.init_call(i, f"DEV.ctx_{device_member(c.device)}" if c.device else "0")
+                  for c in externals for i in c.init_body]
     includes = sorted({h for c in externals for h in c.includes})
     io = [{"c": cn, "nbytes": t.nbytes, "io": k} for k, (cn, _, t) in enumerate(plan.inputs)]
     outs = [{"c": cn, "nbytes": t.nbytes, "io": n_in + k} for k, (cn, _, t) in enumerate(plan.outputs)]
@@ -129,5 +131,6 @@ def emit_gpu(plan, target):
         "gpu_lib0.c.j2", api=api, constants=constants, kernels=kernels, steps=steps, inputs=io, outputs=outs,
         io=io + outs, n_io=len(io) + len(outs), workspace_size=plan.workspace_size, constants_size=at,
         n_source_lines=n_lines, launchers=launchers, externals=ext_defs, contexts=contexts, includes=includes,
+        init_calls=init_calls,
         **common)
     return with_external_sources(out, plan)

@@ -259,23 +259,35 @@ def test_cudnn_cublas_take_conv_and_dense_and_generated_kernels_the_rest():
     from aot.executor import DeviceLaunch, ExternalCall
     res = aot.compile(_libs_model().SerializeToString(), target="cuda -libs=cudnn,cublas")
     fns = {n.attrs["global_symbol"]: n for n in res.graph.nodes if n.op == "Function"}
-    # the partition: the symmetric-padded conv to cuDNN, the matmul to cuBLAS; the conv cuDNN cannot
-    # pad (TF-style asymmetric) and every epilogue stay in the graph as generated kernels
-    assert {s: [m.op for m in f.attrs["body"].nodes] for s, f in fns.items()} == {
-        "tvmgen_default_cudnn_main_0": ["Conv"], "tvmgen_default_cublas_main_0": ["MatMul"]}
-    assert sorted(n.op for n in res.graph.nodes if n.op != "Function") == ["Add", "Conv", "Flatten", "Relu", "Softmax"]
+    # the partition: the symmetric-padded conv with its bias and relu to cuDNN's fused form, the
+    # matmul to cuBLAS; the conv cuDNN cannot pad (TF-style asymmetric) and every other epilogue
+    # stay in the graph as generated kernels
+    def ops(f):
+        return [(m.attrs.get("Composite"), [x.op for x in m.attrs["body"].nodes]) if m.op == "Function" else m.op
+                for m in f.attrs["body"].nodes]
+    assert {s: ops(f) for s, f in fns.items()} == {
+        "tvmgen_default_cudnn_main_0": [("cudnn.conv2d_bias_relu", ["Conv", "Relu"])],
+        "tvmgen_default_cublas_main_0": ["MatMul"]}
+    assert sorted(n.op for n in res.graph.nodes if n.op != "Function") == ["Add", "Conv", "Flatten", "Softmax"]
     steps = [(type(c).__name__, c.symbol) for c in res.plan.calls]
     assert steps[0] == ("ExternalCall", "tvmgen_default_cudnn_main_0")
     assert ("ExternalCall", "tvmgen_default_cublas_main_0") in steps
     ext = {c.symbol: c for c in res.plan.calls if isinstance(c, ExternalCall)}
-    assert [e.symbol for e in ext["tvmgen_default_cudnn_main_0"].body] == ["aot_cudnn_conv2d"]
+    cudnn = ext["tvmgen_default_cudnn_main_0"]
+    assert [e.symbol for e in cudnn.body] == ["aot_cudnn_conv2d"] and cudnn.body[0].args[-1] == 1     # relu fused
+    assert [e.symbol for e in cudnn.init_body] == ["aot_cudnn_conv2d_plan"]     # algorithm chosen at init
     assert [e.symbol for e in ext["tvmgen_default_cublas_main_0"].body] == ["aot_cublas_matmul"]
-    assert ext["tvmgen_default_cudnn_main_0"].scratch_bytes >= 16 << 20      # its workspace is in the plan
+    assert cudnn.scratch_bytes >= 16 << 20      # its workspace is in the plan
     launches = [c for c in res.plan.calls if isinstance(c, DeviceLaunch)]
     assert len(launches) == len(res.plan.calls) - 2 and all(c.grid[0] >= 1 for c in launches)
     files = members(res.tar)
     lib0 = files["codegen/host/src/default_lib0.c"].decode()
     assert "aot_cudnn_create(&DEV.ctx_cudnn, (void*)DEV.stream)" in lib0 and "aot_cublas_destroy(DEV.ctx_cublas)" in lib0
+    init = lib0[lib0.index("_init(void) {"):lib0.index("DEV.ready = 1;")]
+    assert init.index("aot_cudnn_create(") < init.index(
+        "aot_cudnn_conv2d_plan(DEV.ctx_cudnn, 1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 8, 8, 1, 1, 16777216)")
+    run = lib0[lib0.index("_run(struct"):]
+    assert "aot_cudnn_conv2d_plan" not in run and "tvmgen_default_cudnn_main_0(" in run
     assert "codegen/host/src/aot_cudnn.c" in files and "codegen/host/src/aot_cublas.c" in files
     meta = json.loads(files["metadata.json"])["modules"]["default"]["aot"]
     assert meta["device"]["libs"] == ["-lcudnn", "-lcublas", "-lcudart"]

@@ -446,3 +446,33 @@ def test_names_from_a_backend_cannot_reach_c_unchecked():
         b._register_op("Relu6")
     with pytest.raises(AotError, match="cannot read source"):
         b._register_codegen(sources=["no/such/file.c"])
+
+
+def test_init_calls_need_a_host_with_an_init_entry_point():
+    """call.at_init: a GPU host makes the calls in tvmgen_<mod>_init; the C interface has no
+    init, so a C target names the backend and the calls it cannot place."""
+    import aot
+    from aot.errors import AotError
+    from aot.uma import UMABackend, call_extern
+
+    class Setup(UMABackend):
+        target_name = "setup-probe"
+
+        def __init__(self):
+            super().__init__()
+            self._register_op("Relu")
+
+            def lower(c):
+                c.at_init(call_extern("probe_prepare", c.device, c.inputs[0].size))
+                return call_extern("probe_relu", c.device, c.inputs[0], c.outputs[0], c.inputs[0].size, 0.0)
+            self._register_lowering("Relu", lower)
+            self._register_device_context()
+            self._register_codegen(includes=["probe.h"], sources={"probe.h": PROBE_H, "probe.c": PROBE_C})
+    Setup().register()
+    m = make_model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2, 5])], [vi("y", [2, 5])])
+    with pytest.raises(AotError, match="backend 'setup-probe' asks for calls at init \\(probe_prepare\\), which need "
+                                       "a target whose host has an init entry point"):
+        aot.compile(m.SerializeToString(), target="setup-probe, c")
+    from aot.uma.lowering import Call
+    with pytest.raises(AotError, match="is not a call_extern"):
+        Call("Relu", [], [], [], True).at_init("probe_prepare()")

@@ -189,16 +189,18 @@ class UMABackend:
                     last = max([j for j, m in enumerate(body.nodes) if any(x is o for x in m.inputs)], default=i)
                     bufs.append(Buf(id(o), max(o.type.nbytes, 1), i, last))
                     key[id(o)] = ("scratch", id(o))
-        units = [self._lower_unit(fn, i, n, key, bufs) for i, n in enumerate(body.nodes)]
+        inits = []
+        units = [self._lower_unit(fn, i, n, key, bufs, inits) for i, n in enumerate(body.nodes)]
         scratch = plan(bufs, SCRATCH_ALIGN) if bufs else 0
         offset = {b.key: b.offset for b in bufs}
         calls = [ExternCall(c.symbol, tuple(("scratch", offset[a[1]], a[2]) if isinstance(a, tuple) and a[0] == "scratch"
                                             else a for a in c.args)) for u in units for c in u]
         return ExternalKernel(fn.attrs["global_symbol"], scratch_bytes=scratch, sources=dict(self._sources),
                               includes=tuple(self._includes), body=tuple(calls),
-                              device=self.target_name if self._device else None, device_setup=self._device_setup)
+                              device=self.target_name if self._device else None, device_setup=self._device_setup,
+                              init_body=tuple(inits))
 
-    def _lower_unit(self, fn, step, n, key, bufs):
+    def _lower_unit(self, fn, step, n, key, bufs, inits):
         """The unit's calls, scratch places still symbolic ("scratch", key, dtype); a scratch the
         lowering asks for joins bufs, live at this unit's step only."""
         comp = n.attrs.get("Composite", "") if n.op == "Function" else ""
@@ -230,6 +232,8 @@ class UMABackend:
         except Exception as e:          # the backend's own code: any failure is its report
             detail = str(e) if isinstance(e, AotError) else f"{type(e).__name__}: {e}"
             raise BackendError(f"{what}: lowering failed: {detail}") from None
+        inits.extend(ExternCall(c.symbol, tuple(("device",) if isinstance(a, _Device) else a for a in c.args))
+                     for c in unit.init_calls)
         result = [result] if isinstance(result, ExternCall) else list(result or [])
         if not result or not all(isinstance(c, ExternCall) for c in result):
             raise BackendError(f"{what}: the lowering must return call_extern(...) or a list of them, "

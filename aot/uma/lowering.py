@@ -82,6 +82,21 @@ class Call:
         self.name, self.nodes, self.inputs, self.outputs = name, list(nodes), list(inputs), list(outputs)
         self._device = device
         self._scratch = scratch
+        self.init_calls = []
+
+    def at_init(self, *calls):
+        """Calls the host makes once, in tvmgen_<mod>_init after the device contexts exist, not on
+        every run: a library's per-call-site setup (descriptors, algorithm choice). They take
+        literals and call.device only (no tensor exists yet). A GPU host makes them; a C target,
+        whose interface has no init entry point, refuses a backend that asks for them."""
+        for c in calls:
+            if not isinstance(c, ExternCall):
+                raise AotError(f"call.at_init: {c!r} is not a call_extern(...)")
+            bad = [a for a in c.args if isinstance(a, Tensor)]
+            if bad:
+                raise AotError(f"call.at_init: {c.symbol} passes {bad[0]!r}; an init call takes literals and "
+                               "call.device only")
+        self.init_calls.extend(calls)
 
     def scratch(self, nbytes):
         """A uint8 Tensor of nbytes working memory for this unit's calls, planned in the workspace

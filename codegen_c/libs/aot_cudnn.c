@@ -1,84 +1,194 @@
-/* A 2-D convolution (+ bias) through cuDNN: NCHW float32, any stride, dilation and group count,
- * symmetric padding. The algorithm is cuDNN's best by its heuristics among those whose working
- * memory fits the scratch the static plan gave this call; FMA math, no TF32. */
+/* 2-D convolutions through cuDNN: NCHW float32, any stride, dilation and group count, symmetric
+ * padding, with or without a bias, optionally with a fused ReLU.
+ *
+ * Every call site is planned once, by aot_cudnn_conv2d_plan from the host's init: descriptors
+ * made and the algorithm chosen (cuDNN's best by its heuristics among those whose working
+ * memory fits the scratch the static plan gives the call). aot_cudnn_conv2d then only looks its
+ * plan up and runs it. Call sites with the same parameters share one plan. FMA math, no TF32. */
 #include "aot_cudnn.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
 #define AOT_CUDNN_ALGOS 8
+#define AOT_CUDNN_KEY 18
+
+typedef struct {
+  int32_t key[AOT_CUDNN_KEY];
+  cudnnTensorDescriptor_t xd, yd, bd;
+  cudnnFilterDescriptor_t fd;
+  cudnnConvolutionDescriptor_t cd;
+  cudnnActivationDescriptor_t ad;
+  cudnnConvolutionFwdAlgo_t algo;
+} aot_cudnn_plan;
+
+typedef struct {
+  cudnnHandle_t handle;
+  aot_cudnn_plan* plans;
+  int32_t n_plans;
+  int32_t capacity;
+} aot_cudnn_context;
 
 int32_t aot_cudnn_create(void** context, void* stream) {
-  cudnnHandle_t h;
-  if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) {
+  aot_cudnn_context* ctx = (aot_cudnn_context*)calloc(1, sizeof *ctx);
+  if (ctx == 0) {
     return -1;
   }
-  if (cudnnSetStream(h, (cudaStream_t)stream) != CUDNN_STATUS_SUCCESS) {
-    (void)cudnnDestroy(h);
+  if (cudnnCreate(&ctx->handle) != CUDNN_STATUS_SUCCESS) {
+    free(ctx);
     return -1;
   }
-  *context = (void*)h;
+  if (cudnnSetStream(ctx->handle, (cudaStream_t)stream) != CUDNN_STATUS_SUCCESS) {
+    (void)cudnnDestroy(ctx->handle);
+    free(ctx);
+    return -1;
+  }
+  *context = (void*)ctx;
   return 0;
 }
 
+static void aot_cudnn_release(aot_cudnn_plan* p) {
+  if (p->ad != 0) (void)cudnnDestroyActivationDescriptor(p->ad);
+  if (p->cd != 0) (void)cudnnDestroyConvolutionDescriptor(p->cd);
+  if (p->fd != 0) (void)cudnnDestroyFilterDescriptor(p->fd);
+  if (p->bd != 0) (void)cudnnDestroyTensorDescriptor(p->bd);
+  if (p->yd != 0) (void)cudnnDestroyTensorDescriptor(p->yd);
+  if (p->xd != 0) (void)cudnnDestroyTensorDescriptor(p->xd);
+}
+
 int32_t aot_cudnn_destroy(void* context) {
-  return cudnnDestroy((cudnnHandle_t)context) == CUDNN_STATUS_SUCCESS ? 0 : -1;
+  aot_cudnn_context* ctx = (aot_cudnn_context*)context;
+  int32_t i, rc;
+  if (ctx == 0) {
+    return 0;
+  }
+  for (i = 0; i < ctx->n_plans; ++i) {
+    aot_cudnn_release(&ctx->plans[i]);
+  }
+  free(ctx->plans);
+  rc = cudnnDestroy(ctx->handle) == CUDNN_STATUS_SUCCESS ? 0 : -1;
+  free(ctx);
+  return rc;
+}
+
+static aot_cudnn_plan* aot_cudnn_find(aot_cudnn_context* ctx, const int32_t* key) {
+  int32_t i;
+  for (i = 0; i < ctx->n_plans; ++i) {
+    if (memcmp(ctx->plans[i].key, key, sizeof ctx->plans[i].key) == 0) {
+      return &ctx->plans[i];
+    }
+  }
+  return 0;
+}
+
+static int32_t aot_cudnn_make(aot_cudnn_context* ctx, aot_cudnn_plan* p, uint32_t scratch_bytes) {
+  const int32_t* k = p->key;  /* n c h w  k r s  groups  pad_h pad_w  stride_h stride_w  dil_h dil_w  oh ow  bias relu */
+  cudnnConvolutionFwdAlgoPerf_t perf[AOT_CUDNN_ALGOS];
+  int returned = 0, i;
+  if (k[7] < 1 || k[1] % k[7] != 0) {
+    return -1;
+  }
+  if (cudnnCreateTensorDescriptor(&p->xd) != CUDNN_STATUS_SUCCESS ||
+      cudnnCreateTensorDescriptor(&p->yd) != CUDNN_STATUS_SUCCESS ||
+      cudnnCreateTensorDescriptor(&p->bd) != CUDNN_STATUS_SUCCESS ||
+      cudnnCreateFilterDescriptor(&p->fd) != CUDNN_STATUS_SUCCESS ||
+      cudnnCreateConvolutionDescriptor(&p->cd) != CUDNN_STATUS_SUCCESS ||
+      cudnnCreateActivationDescriptor(&p->ad) != CUDNN_STATUS_SUCCESS) {
+    return -1;
+  }
+  if (cudnnSetTensor4dDescriptor(p->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, k[0], k[1], k[2], k[3]) !=
+          CUDNN_STATUS_SUCCESS ||
+      cudnnSetTensor4dDescriptor(p->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, k[0], k[4], k[14], k[15]) !=
+          CUDNN_STATUS_SUCCESS ||
+      cudnnSetTensor4dDescriptor(p->bd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, k[4], 1, 1) != CUDNN_STATUS_SUCCESS ||
+      cudnnSetFilter4dDescriptor(p->fd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k[4], k[1] / k[7], k[5], k[6]) !=
+          CUDNN_STATUS_SUCCESS ||
+      cudnnSetConvolution2dDescriptor(p->cd, k[8], k[9], k[10], k[11], k[12], k[13], CUDNN_CROSS_CORRELATION,
+                                      CUDNN_DATA_FLOAT) != CUDNN_STATUS_SUCCESS ||
+      cudnnSetConvolutionGroupCount(p->cd, k[7]) != CUDNN_STATUS_SUCCESS ||
+      cudnnSetConvolutionMathType(p->cd, CUDNN_FMA_MATH) != CUDNN_STATUS_SUCCESS ||
+      /* ONNX's Relu keeps a NaN */
+      cudnnSetActivationDescriptor(p->ad, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0) != CUDNN_STATUS_SUCCESS) {
+    return -1;
+  }
+  if (cudnnGetConvolutionForwardAlgorithm_v7(ctx->handle, p->xd, p->fd, p->cd, p->yd, AOT_CUDNN_ALGOS, &returned,
+                                             perf) != CUDNN_STATUS_SUCCESS) {
+    return -1;
+  }
+  for (i = 0; i < returned; ++i) {
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= (size_t)scratch_bytes) {
+      p->algo = perf[i].algo;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+int32_t aot_cudnn_conv2d_plan(void* context, int32_t n, int32_t c, int32_t h, int32_t wd, int32_t k, int32_t r,
+                              int32_t s, int32_t groups, int32_t pad_h, int32_t pad_w, int32_t stride_h,
+                              int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t oh, int32_t ow, int32_t bias,
+                              int32_t relu, uint32_t scratch_bytes) {
+  aot_cudnn_context* ctx = (aot_cudnn_context*)context;
+  int32_t key[AOT_CUDNN_KEY];
+  aot_cudnn_plan* p;
+  key[0] = n, key[1] = c, key[2] = h, key[3] = wd, key[4] = k, key[5] = r, key[6] = s, key[7] = groups;
+  key[8] = pad_h, key[9] = pad_w, key[10] = stride_h, key[11] = stride_w, key[12] = dil_h, key[13] = dil_w;
+  key[14] = oh, key[15] = ow, key[16] = bias, key[17] = relu;
+  if (ctx == 0) {
+    return -1;
+  }
+  if (aot_cudnn_find(ctx, key) != 0) {
+    return 0;
+  }
+  if (ctx->n_plans == ctx->capacity) {
+    int32_t cap = ctx->capacity ? 2 * ctx->capacity : 16;
+    aot_cudnn_plan* grown = (aot_cudnn_plan*)realloc(ctx->plans, (size_t)cap * sizeof *grown);
+    if (grown == 0) {
+      return -1;
+    }
+    ctx->plans = grown;
+    ctx->capacity = cap;
+  }
+  p = &ctx->plans[ctx->n_plans];
+  memset(p, 0, sizeof *p);
+  memcpy(p->key, key, sizeof key);
+  if (aot_cudnn_make(ctx, p, scratch_bytes) != 0) {
+    aot_cudnn_release(p);
+    return -1;
+  }
+  ctx->n_plans += 1;
+  return 0;
 }
 
 int32_t aot_cudnn_conv2d(void* context, const float* x, const float* w, const float* bias, float* y,
                          uint8_t* scratch, uint32_t scratch_bytes, int32_t n, int32_t c, int32_t h, int32_t wd,
                          int32_t k, int32_t r, int32_t s, int32_t groups, int32_t pad_h, int32_t pad_w,
-                         int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t oh, int32_t ow) {
-  cudnnHandle_t handle = (cudnnHandle_t)context;
-  cudnnTensorDescriptor_t xd = 0, yd = 0, bd = 0;
-  cudnnFilterDescriptor_t fd = 0;
-  cudnnConvolutionDescriptor_t cd = 0;
-  cudnnConvolutionFwdAlgoPerf_t perf[AOT_CUDNN_ALGOS];
-  int returned = 0, i, ok = 0;
-  int32_t rc = -1;
+                         int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t oh, int32_t ow,
+                         int32_t relu) {
+  aot_cudnn_context* ctx = (aot_cudnn_context*)context;
   const float one = 1.0f, zero = 0.0f;
-  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  if (handle == 0 || groups < 1 || c % groups != 0) {
+  int32_t key[AOT_CUDNN_KEY];
+  const aot_cudnn_plan* p;
+  key[0] = n, key[1] = c, key[2] = h, key[3] = wd, key[4] = k, key[5] = r, key[6] = s, key[7] = groups;
+  key[8] = pad_h, key[9] = pad_w, key[10] = stride_h, key[11] = stride_w, key[12] = dil_h, key[13] = dil_w;
+  key[14] = oh, key[15] = ow, key[16] = bias != 0, key[17] = relu;
+  if (ctx == 0 || (relu && bias == 0) || (p = aot_cudnn_find(ctx, key)) == 0) {
+    return -1;  /* not planned: the host's init makes every call site's plan */
+  }
+  if (relu) {  /* y = relu(conv(x) + bias); z (= y, weighted 0) is only read for its descriptor */
+    return cudnnConvolutionBiasActivationForward(ctx->handle, &one, p->xd, x, p->fd, w, p->cd, p->algo, scratch,
+                                                 (size_t)scratch_bytes, &zero, p->yd, y, p->bd, bias, p->ad, p->yd,
+                                                 y) == CUDNN_STATUS_SUCCESS ? 0 : -1;
+  }
+  if (cudnnConvolutionForward(ctx->handle, &one, p->xd, x, p->fd, w, p->cd, p->algo, scratch, (size_t)scratch_bytes,
+                              &zero, p->yd, y) != CUDNN_STATUS_SUCCESS) {
     return -1;
   }
-  if (cudnnCreateTensorDescriptor(&xd) != CUDNN_STATUS_SUCCESS || cudnnCreateTensorDescriptor(&yd) != CUDNN_STATUS_SUCCESS ||
-      cudnnCreateTensorDescriptor(&bd) != CUDNN_STATUS_SUCCESS || cudnnCreateFilterDescriptor(&fd) != CUDNN_STATUS_SUCCESS ||
-      cudnnCreateConvolutionDescriptor(&cd) != CUDNN_STATUS_SUCCESS) {
-    goto done;
+  if (bias != 0 && cudnnAddTensor(ctx->handle, &one, p->bd, bias, &one, p->yd, y) != CUDNN_STATUS_SUCCESS) {
+    return -1;
   }
-  if (cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, wd) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, oh, ow) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, k, 1, 1) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetFilter4dDescriptor(fd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c / groups, r, s) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetConvolution2dDescriptor(cd, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, CUDNN_CROSS_CORRELATION,
-                                      CUDNN_DATA_FLOAT) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetConvolutionGroupCount(cd, groups) != CUDNN_STATUS_SUCCESS ||
-      cudnnSetConvolutionMathType(cd, CUDNN_FMA_MATH) != CUDNN_STATUS_SUCCESS) {
-    goto done;
-  }
-  if (cudnnGetConvolutionForwardAlgorithm_v7(handle, xd, fd, cd, yd, AOT_CUDNN_ALGOS, &returned, perf) !=
-      CUDNN_STATUS_SUCCESS) {
-    goto done;
-  }
-  for (i = 0; i < returned && !ok; ++i) {
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= (size_t)scratch_bytes) {
-      algo = perf[i].algo;
-      ok = 1;
-    }
-  }
-  if (!ok || cudnnConvolutionForward(handle, &one, xd, x, fd, w, cd, algo, scratch, (size_t)scratch_bytes, &zero, yd,
-                                     y) != CUDNN_STATUS_SUCCESS) {
-    goto done;
-  }
-  if (bias != 0 && cudnnAddTensor(handle, &one, bd, bias, &one, yd, y) != CUDNN_STATUS_SUCCESS) {
-    goto done;
-  }
-  rc = 0;
-done:
-  if (cd != 0) (void)cudnnDestroyConvolutionDescriptor(cd);
-  if (fd != 0) (void)cudnnDestroyFilterDescriptor(fd);
-  if (bd != 0) (void)cudnnDestroyTensorDescriptor(bd);
-  if (yd != 0) (void)cudnnDestroyTensorDescriptor(yd);
-  if (xd != 0) (void)cudnnDestroyTensorDescriptor(xd);
-  return rc;
+  return 0;
 }

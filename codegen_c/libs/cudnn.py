@@ -1,9 +1,13 @@
 """-libs=cudnn: 2-D convolutions (NCHW float32, any stride, dilation and groups, symmetric
-padding, with or without the bias input) through cudnnConvolutionForward + cudnnAddTensor.
-The algorithm works in a scratch of WORKSPACE_BYTES that the static plan gives each call. A
-batch norm or an activation after it stays a generated kernel (TVM's fusion boundary)."""
+padding, with or without the bias input) through cuDNN. A convolution with its bias followed
+by a Relu is one cudnnConvolutionBiasActivationForward; otherwise cudnnConvolutionForward (+
+cudnnAddTensor for the bias). Each call site's descriptors and algorithm are made once at the
+host's init (call.at_init); the algorithm works in a scratch of WORKSPACE_BYTES that the
+static plan gives each call. A batch norm or another activation after it stays a generated
+kernel (TVM's fusion boundary)."""
 from __future__ import annotations
 
+from aot.relay.dataflow_pattern import is_constant, is_op, wildcard
 from aot.uma import UMABackend, call_extern
 
 WORKSPACE_BYTES = 16 << 20
@@ -16,17 +20,25 @@ def _fits(node):
             and list(a["pads"][:2]) == list(a["pads"][2:]))
 
 
+def _fits_match(match):
+    return _fits(next(n for n in match.nodes if n.op == "Conv"))
+
+
 def lower(call):
     node = call.node("Conv")
     a = node.attrs
     x, w = call.inputs[0], call.inputs[1]
     bias = call.inputs[2] if len(call.inputs) > 2 else 0
+    relu = 1 if call.has("Relu") else 0
     y = call.outputs[0]
     n, c, h, wd = x.shape
     k, _, r, s = w.shape
+    params = (n, c, h, wd, k, r, s, a["group"], a["pads"][0], a["pads"][1], a["strides"][0], a["strides"][1],
+              a["dilations"][0], a["dilations"][1], y.shape[2], y.shape[3])
+    call.at_init(call_extern("aot_cudnn_conv2d_plan", call.device, *params, 0 if bias == 0 else 1, relu,
+                             WORKSPACE_BYTES))
     return call_extern("aot_cudnn_conv2d", call.device, x, w, bias, y, call.scratch(WORKSPACE_BYTES), WORKSPACE_BYTES,
-                       n, c, h, wd, k, r, s, a["group"], a["pads"][0], a["pads"][1], a["strides"][0], a["strides"][1],
-                       a["dilations"][0], a["dilations"][1], y.shape[2], y.shape[3])
+                       *params, relu)
 
 
 class CudnnBackend(UMABackend):
@@ -34,6 +46,9 @@ class CudnnBackend(UMABackend):
 
     def __init__(self):
         super().__init__(merge_compiler_regions=False)     # one library call per function
+        conv_bias = is_op("Conv")(wildcard(), is_constant(), is_constant())
+        self._register_pattern("conv2d_bias_relu", is_op("Relu")(conv_bias), predicate=_fits_match)
+        self._register_lowering("conv2d_bias_relu", lower)
         self._register_op("Conv", predicate=_fits)
         self._register_lowering("Conv", lower)
         self._register_device_context(create="aot_cudnn_create", destroy="aot_cudnn_destroy")
