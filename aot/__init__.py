@@ -25,17 +25,21 @@ def compile(model, output=None, model_name="default", input_shapes=None, target=
     return res
 
 
-def run(mlf, inputs, board="host", sanitize=False, opt=None, profile=False):
+def run(mlf, inputs, board="host", sanitize=False, opt=None, profile=False, device=None):
     """Build an MLF (path, bytes or CompileResult) for `board`, run it on `inputs` {name: array},
     return outputs. On a QEMU board, profile=True returns (outputs, stats) with the instructions
-    per inference and the stack used."""
+    per inference and the stack used. device: "cuda" or "opencl" to run a GPU module on the
+    host's GPU (nvcc builds the kernels) or OpenCL platform; checked against the MLF's target
+    (by default the MLF's own), refused by name when this machine has no such device."""
     from .host import run_host
     if hasattr(mlf, "tar"):
         mlf = mlf.tar
     if board == "host":
         if profile:
             raise AotError("profile is for emulated boards (qemu-cortex-*); the host reports latency instead")
-        return run_host(mlf, inputs, sanitize=sanitize, opt=opt)
+        return run_host(mlf, inputs, sanitize=sanitize, opt=opt, device=device)
+    if device is not None:
+        raise AotError(f"device '{device}' is for the host board; '{board}' runs C")
     from .firmware import run_firmware
     if sanitize:
         raise AotError("sanitize is for the host board")

@@ -177,12 +177,47 @@ def write_inputs(info, inputs, d):
     return paths
 
 
-def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None, extra_sources=None, env=None):
+def cuda_device_count():
+    """CUDA GPUs the driver sees (0 without a driver): nvcc builds anywhere, a kernel runs only here."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return 0
+    n = ctypes.c_int(0)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(n)) != 0:
+        return 0
+    return n.value
+
+
+def opencl_platform_present():
+    import ctypes.util
+    vendors = "/etc/OpenCL/vendors"
+    return ctypes.util.find_library("OpenCL") is not None and os.path.isdir(vendors) and bool(os.listdir(vendors))
+
+
+def check_device(info, device=None):
+    """Refuse, by name, a run whose device is not the MLF's or is not on this machine."""
+    api = (info.get("device") or {}).get("api")
+    if device is not None and device != api:
+        raise AotError(f"device '{device}': the MLF was compiled for "
+                       + (f"the {api} target" if api else "a C target (it runs on the CPU; leave device unset)"))
+    if api == "cuda" and cuda_device_count() == 0:
+        raise AotError("no CUDA GPU on this machine: the CUDA MLF compiles and links here "
+                       "(aot.host.build_host), but its kernels run only where the CUDA driver sees a GPU")
+    if api == "opencl" and not opencl_platform_present():
+        raise AotError("no OpenCL platform on this machine (on a CPU: apt-get install pocl-opencl-icd "
+                       "ocl-icd-opencl-dev)")
+
+
+def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None, extra_sources=None, env=None,
+             device=None):
     """Outputs {name: array} of the MLF run on the host with `inputs` {name: array} (env: added
-    to the environment of the run)."""
+    to the environment of the run; device: see aot.run)."""
     data = _tar_bytes(tar)
     mlf = read_valid_mlf(data)
     info = mlf.aot
+    check_device(info, device)
     exe = build_host(data, sanitize=sanitize, opt=opt, extra_sources=extra_sources, mlf=mlf)
     with tempfile.TemporaryDirectory() as d:
         args = write_inputs(info, inputs, d)

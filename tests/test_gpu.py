@@ -6,7 +6,6 @@ not running them).
 
 CI installs PoCL and sets AOT_REQUIRE_OPENCL=1 and AOT_REQUIRE_NVCC=1, so there a missing
 platform or compiler is a failure, not a skip."""
-import ctypes.util
 import io
 import json
 import os
@@ -19,6 +18,7 @@ import pytest
 from conftest import ort_run
 
 from aot.errors import AotError
+from aot.host import cuda_device_count, opencl_platform_present
 
 MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "models",
                       "mlperf_tiny")
@@ -26,12 +26,8 @@ MLPERF = ["anomaly_detection/ad01_fp32.onnx", "keyword_spotting/kws_ref_model_fl
           "visual_wake_words/vww_96_float.onnx", "image_classification/pretrainedResnet.onnx"]
 
 
-def _has_opencl():
-    return ctypes.util.find_library("OpenCL") is not None and os.path.isdir("/etc/OpenCL/vendors") \
-        and bool(os.listdir("/etc/OpenCL/vendors"))
-
-
-HAS_OPENCL, HAS_NVCC = _has_opencl(), shutil.which("nvcc") is not None or os.path.exists("/usr/local/cuda/bin/nvcc")
+HAS_OPENCL = opencl_platform_present()
+HAS_NVCC = shutil.which("nvcc") is not None or os.path.exists("/usr/local/cuda/bin/nvcc")
 if not HAS_OPENCL and os.environ.get("AOT_REQUIRE_OPENCL") == "1":
     raise RuntimeError("AOT_REQUIRE_OPENCL=1 but no OpenCL platform (CI installs pocl-opencl-icd)")
 if not HAS_NVCC and os.environ.get("AOT_REQUIRE_NVCC") == "1":
@@ -410,3 +406,23 @@ def test_a_gpu_module_is_refused_by_board_builds(tmp_path):
         build_firmware(tar, "qemu-cortex-m4")
     with pytest.raises(AotError, match="runs its kernels on the opencl device"):
         export_project(tar, "qemu-cortex-m4", str(tmp_path / "p"))
+
+
+def test_run_checks_the_device_against_the_mlf_and_the_machine():
+    import aot
+    model, feeds = small_models()["mlp_softmax"]
+    cuda = aot.compile(model.SerializeToString(), target="cuda")
+    with pytest.raises(AotError, match="device 'opencl': the MLF was compiled for the cuda target"):
+        aot.run(cuda, feeds, device="opencl")
+    c = aot.compile(model.SerializeToString())
+    with pytest.raises(AotError, match="device 'cuda': the MLF was compiled for a C target"):
+        aot.run(c, feeds, device="cuda")
+    with pytest.raises(AotError, match="device 'cuda' is for the host board"):
+        aot.run(c, feeds, board="qemu-cortex-m4", device="cuda")
+    if cuda_device_count() == 0:
+        with pytest.raises(AotError, match="no CUDA GPU on this machine"):
+            aot.run(cuda, feeds, device="cuda")
+    else:       # a lent GPU: the CUDA MLF runs and matches onnxruntime
+        outs = aot.run(cuda, feeds, device="cuda")
+        for k, r in ort_run(model, feeds).items():
+            np.testing.assert_allclose(outs[k], r, rtol=1e-4, atol=1e-5)
