@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from .errors import AotError
 from .executor import build_plan, debug_table
-from .frontend.onnx_import import check_supported, import_onnx
+from .frontend import import_model
+from .frontend.onnx_import import check_supported
 from .ir.graph import print_graph
 from .names import MAX_MODEL_NAME, model_c_name, unique_c_names
 from .passes.fold_constants import fold_constants
@@ -114,6 +115,15 @@ def _runtime_files():
     return out
 
 
+def io_entry(plan, kind, k):
+    """An input's or output's metadata entry; a quantised one has its scale and zero point."""
+    c, n, t = (plan.inputs if kind == "input" else plan.outputs)[k]
+    entry = {"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype}
+    if (kind, k) in plan.io_quant:
+        entry["scale"], entry["zero_point"] = plan.io_quant[(kind, k)]
+    return entry
+
+
 def compile_model(model, options: Options | None = None, log=None, progress=None) -> CompileResult:
     from codegen_c.emit import emit_c, render_template
     from mlf.writer import empty_param_dict, make_metadata, metadata_json, source_date_epoch, write_tar
@@ -142,7 +152,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
             raise AotError(f"{what} section name '{sec}' may only contain letters, digits, '.' and '_'")
 
     pools = check_pools(options.workspace_pools, options.use_workspace_io)
-    graph = import_onnx(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
+    graph = import_model(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
     if backends:
         graph = partition_for(backends, graph, mod, log)
@@ -166,6 +176,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
                       log=log if progress is None else progress,
                       workspace_io=options.use_workspace_io, in_place=options.in_place, pools=pools)
     check_plan_fits(plan)
+    plan.io_quant = dict(graph.io_quant)
     if target.is_device:
         from codegen_c.emit_gpu import emit_gpu
         if options.debug:
@@ -175,8 +186,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug)
     src_list = sorted(s for s in sources if s.endswith(".c"))
     extra = {
-        "inputs": [{"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype} for c, n, t in plan.inputs],
-        "outputs": [{"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype} for c, n, t in plan.outputs],
+        "inputs": [io_entry(plan, "input", k) for k in range(len(plan.inputs))],
+        "outputs": [io_entry(plan, "output", k) for k in range(len(plan.outputs))],
         "workspace_lower_bound_bytes": plan.workspace_lower_bound,
         "use_workspace_io": bool(options.use_workspace_io),
         "workspace_pools": plan.pools,
@@ -264,7 +275,7 @@ def external_table(graph, plan):
 
 def check_plan_fits(plan):
     """Static arrays beyond 2 GiB fit neither a 32-bit target nor the host's default code model."""
-    from .frontend.onnx_import import MAX_TENSOR_BYTES
+    from .frontend.builder import MAX_TENSOR_BYTES
     for what, n in (("workspace", plan.workspace_size), ("constants", plan.constants_size)):
         if n > MAX_TENSOR_BYTES:
             raise AotError(f"the model's {what} needs {n:,} bytes, more than a static array may hold in the "

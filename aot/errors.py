@@ -40,3 +40,7 @@ class InternalError(Exception):
 
 class BuildError(Exception):
     """Generated code failed to build or run: a compiler bug, never a user error."""
+
+
+class TFLiteError(AotError):
+    """A .tflite file the frontend cannot read: malformed, or outside what it supports."""

@@ -127,6 +127,7 @@ class ExecutorPlan:
     notes: list = field(default_factory=list)
     io_offsets: dict = None      # ("input"|"output", index) -> workspace offset (use_workspace_io)
     pools: list = field(default_factory=list)   # user workspace pools: {name, c, size, hint}; [] = internal
+    io_quant: dict = field(default_factory=dict)   # ("input" | "output", k) -> (scale, zero point)
 
     @property
     def funcs(self):

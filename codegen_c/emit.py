@@ -75,6 +75,16 @@ def _arg_text(plan, a, is_input):
     return f"({const}{ctype}*)({pool} + {a.index})"
 
 
+def quant_macros(plan, kind, k):
+    """The scale (a float literal that reads back as the model's float32) and zero point of a
+    quantised input or output, for the header's macros."""
+    q = getattr(plan, "io_quant", {}).get((kind, k))
+    if q is None:
+        return {}
+    zp = int(q[1])
+    return {"scale": f"{float(np.float32(q[0])):.9g}f", "zero_point": f"({zp})" if zp < 0 else str(zp)}
+
+
 def device_member(backend):
     """The backend's member of struct tvmgen_<mod>_devices (TVM: 'ethos-u' -> ethos_u)."""
     return sanitize(backend)
@@ -243,8 +253,9 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
             unused.append(f"workspace_{k}" if k else "workspace")
     proto = _main_prototype(plan)
     def io(lst, kind):
-        return [{"c": c, "nbytes": t.nbytes,
-                 "offset": plan.io_offsets[(kind, k)] if plan.io_offsets is not None else None}
+        return [dict({"c": c, "nbytes": t.nbytes,
+                      "offset": plan.io_offsets[(kind, k)] if plan.io_offsets is not None else None},
+                     **quant_macros(plan, kind, k))
                 for k, (c, _, t) in enumerate(lst)]
     constants = [{"name": name, "ctype": C_TYPES[str(a.dtype)], "size": max(a.size, 1),
                   "comment": comment_safe(f"{list(a.shape)} {a.dtype}"),

@@ -6,6 +6,7 @@ are C identifiers, sources are C files inside codegen/host/src, shapes are non-n
 byte sizes agree with metadata and with the header's size macros)."""
 from __future__ import annotations
 
+import math
 import re
 
 from aot.dtypes import BYTES as DTYPE_BYTES
@@ -168,6 +169,13 @@ def _tensors(aot, kind, main, macros, mod, c_seen, p):
         if dtype not in DTYPE_BYTES:
             p.append(f"{where}: dtype {_show(dtype)} is not one of {', '.join(sorted(DTYPE_BYTES))}")
             continue
+        if ("scale" in t) != ("zero_point" in t):
+            p.append(f"{where}: a quantised tensor has both a scale and a zero point")
+        elif "scale" in t and not (isinstance(t["scale"], (int, float)) and not isinstance(t["scale"], bool)
+                                   and math.isfinite(t["scale"]) and t["scale"] > 0 and _is_int(t["zero_point"],
+                                                                                                 -(1 << 31), 1 << 31)):
+            p.append(f"{where}: scale {_show(t['scale'])} and zero point {_show(t['zero_point'])} are not a positive "
+                     "number and an integer")
         if not (isinstance(shape, list) and len(shape) <= 32 and all(_is_int(d, 0, MAX_TENSOR_BYTES) for d in shape)):
             p.append(f"{where}: shape {_show(shape)} is not a list of non-negative integers")
             continue

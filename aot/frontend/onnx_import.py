@@ -7,29 +7,13 @@ import os
 import numpy as np
 
 from ..errors import AotError, OpError, UnsupportedError
-from ..ir.graph import Graph, Node, TensorType, Value
-from ..ops import REGISTRY, ImportCtx, get_op
+from ..ir.graph import Graph, TensorType, Value
+from ..ops import REGISTRY, get_op
 from ..ops.registry import ONNX_DTYPES
-from ..passes.fold_constants import compact, fold_node
+from ..passes.fold_constants import compact
+from .builder import MAX_TENSOR_BYTES, add_node, check_tensor_size
 
 MIN_OPSET = 7
-# The generated code indexes every tensor with int32_t and 32-bit targets address at most 4 GiB:
-# a tensor with more elements or bytes than int32_t holds cannot be compiled correctly.
-MAX_TENSOR_ELEMENTS = (1 << 31) - 1
-MAX_TENSOR_BYTES = (1 << 31) - 1
-
-
-def check_tensor_size(what, shape, dtype):
-    """Refuse a tensor the generated code's int32_t indexing cannot address."""
-    n = 1
-    for d in shape:
-        n *= int(d)
-    nbytes = n * np.dtype(dtype).itemsize
-    if n > MAX_TENSOR_ELEMENTS or nbytes > MAX_TENSOR_BYTES:
-        raise AotError(f"{what} has shape {list(shape)}: {n:,} elements of {dtype} ({nbytes:,} bytes), more than "
-                       f"the generated code can index (int32_t indices, at most {MAX_TENSOR_BYTES:,} bytes a tensor)")
-
-
 def _load(model):
     import onnx
     if isinstance(model, onnx.ModelProto):
@@ -602,24 +586,8 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
         ins = [values[i] if i else None for i in pn.input]
         while ins and ins[-1] is None:
             ins.pop()
-        op = get_op(pn.op_type)
-        ctx = ImportCtx(nname, pn.op_type, attrs, ins, node_opset, len([o for o in pn.output]))
-        if len([v for v in ins if v is not None]) < op.min_inputs:
-            ctx.error(f"needs at least {op.min_inputs} input(s)")
-        op.canon(ctx)
-        outs = [Value(o or f"{nname}_unused{j}", TensorType((), "float32")) for j, o in enumerate(pn.output)]
-        node = Node(pn.op_type, nname, ctx.inputs, outs, ctx.attrs)
-        types = op.infer(node)
-        for o, t in zip(outs, types):
-            check_tensor_size(f"node '{nname}' ({pn.op_type}): output '{o.name}'", t.shape, t.dtype)
-            o.type = t
-        vals = fold_node(node)
-        if vals is not None:
-            for o, val in zip(outs, vals):
-                o.const, o.producer = val, None
-            folded += 1
-        else:
-            nodes.append(node)
+        outs, was_folded = add_node(nodes, pn.op_type, nname, attrs, ins, node_opset, list(pn.output))
+        folded += was_folded
         for o in outs:
             values[o.name] = o
 

@@ -74,6 +74,9 @@ class Graph:
     nodes: list = field(default_factory=list)
     opset: int = 0
     output_names: list = None   # the model's names for its outputs (kept when values are rewired)
+    # quantised inputs and outputs: ("input" | "output", position) -> (scale, zero point), so that
+    # the interface can tell firmware how to quantise its data (real = scale * (q - zero point))
+    io_quant: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.output_names is None:
@@ -82,13 +85,15 @@ class Graph:
     def with_nodes(self, nodes, outputs=None) -> "Graph":
         """A new graph sharing this one's values, with a different node list."""
         return Graph(self.name, list(self.inputs), list(outputs if outputs is not None else self.outputs),
-                     list(nodes), self.opset, list(self.output_names))
+                     list(nodes), self.opset, list(self.output_names), dict(self.io_quant))
 
     def copy(self) -> "Graph":
         """A graph with its own Values and Nodes (constant arrays and attribute values are
         shared: they are never written in place). A pass that rewires or re-types values
         works on a copy, so its input graph stays as it was."""
-        return copy_graph(self.name, self.nodes, self.inputs, self.outputs, self.opset, list(self.output_names))
+        g = copy_graph(self.name, self.nodes, self.inputs, self.outputs, self.opset, list(self.output_names))
+        g.io_quant = dict(self.io_quant)
+        return g
 
     def extract(self, name, nodes, inputs, outputs) -> "Graph":
         """A self-contained graph of `nodes` (copies, with values of their own): inputs[k] becomes

@@ -10,11 +10,23 @@ from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Const
 from .registry import FLOATS, Op, Pattern, register
-from .window import needs_no_clip, out_size, spatial_ref_slices, valid_range, window_attrs
+from .window import (from_nchw, join_index, nchw_shape, needs_no_clip, out_size, spatial, spatial_ref_slices,
+                     split_index, to_nchw, valid_range, window_attrs)
+
+
+def kernel_spatial(w_shape, layout):
+    """The kernel's spatial extent: weights are OIHW with NCHW data, OHWI with NHWC data."""
+    return list(w_shape[2:]) if layout == "NCHW" else list(w_shape[1:-1])
+
+
+def weight_in_channels(w_shape, layout):
+    return w_shape[1] if layout == "NCHW" else w_shape[-1]
 
 
 @register
 class Conv(Op):
+    """ONNX's Conv; with layout="NHWC" (TFLite's CONV_2D and DEPTHWISE_CONV_2D) the data is
+    channels-last and the weights OHWI, computed as stored."""
     name = "Conv"
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
     dtypes = FLOATS
@@ -24,8 +36,9 @@ class Conv(Op):
         w = ctx.input(1)
         if len(w.type.shape) < 3:
             ctx.error("weight must have rank >= 3")
-        kernel = ctx.attrs.get("kernel_shape") or list(w.type.shape[2:])
-        if list(kernel) != list(w.type.shape[2:]):
+        ks = kernel_spatial(w.type.shape, ctx.attrs.get("layout", "NCHW"))
+        kernel = ctx.attrs.get("kernel_shape") or ks
+        if list(kernel) != ks:
             ctx.error("kernel_shape does not match the weight shape")
         attrs = window_attrs(ctx, kernel)
         attrs["group"] = int(ctx.attrs.get("group", 1))
@@ -34,24 +47,29 @@ class Conv(Op):
     def infer(self, node):
         x, w = node.inputs[0].type, node.inputs[1].type
         a, nsp = node.attrs, len(node.attrs["kernel_shape"])
+        layout = a.get("layout", "NCHW")
         if len(x.shape) != nsp + 2:
             raise OpError(node, f"input rank {len(x.shape)} does not match the weight rank {len(w.shape)}")
         g = a["group"]
-        if x.shape[1] != w.shape[1] * g or w.shape[0] % g:
-            raise OpError(node, f"channels do not match: input {x.shape[1]}, weight {list(w.shape)}, group {g}")
+        cin = x.shape[1] if layout == "NCHW" else x.shape[-1]
+        if cin != weight_in_channels(w.shape, layout) * g or w.shape[0] % g:
+            raise OpError(node, f"channels do not match: input {cin}, weight {list(w.shape)}, group {g}")
         b = node.inputs[2] if len(node.inputs) > 2 else None
         if b is not None and tuple(b.type.shape) != (w.shape[0],):
             raise OpError(node, f"bias shape {list(b.type.shape)} must be [{w.shape[0]}]")
-        sp = [out_size(node, x.shape[2 + d], a["kernel_shape"][d], a["strides"][d], a["dilations"][d],
+        size = spatial(x.shape, layout)
+        sp = [out_size(node, size[d], a["kernel_shape"][d], a["strides"][d], a["dilations"][d],
                         a["pads"][d], a["pads"][d + nsp]) for d in range(nsp)]
-        return [TensorType((x.shape[0], w.shape[0], *sp), x.dtype)]
+        return [TensorType(join_index(x.shape[0], w.shape[0], sp, layout), x.dtype)]
 
     def reference(self, node, x, w, b=None):
         a, nsp = node.attrs, len(node.attrs["kernel_shape"])
+        layout = a.get("layout", "NCHW")
+        x, w = to_nchw(x, layout), to_nchw(w, layout)
         g, M = a["group"], w.shape[0]
         pads = [(0, 0), (0, 0)] + [(a["pads"][d], a["pads"][d + nsp]) for d in range(nsp)]
         xp = np.pad(x.astype(np.float64), pads)
-        out_shape = node.outputs[0].type.shape
+        out_shape = nchw_shape(node.outputs[0].type.shape, layout)
         y = np.zeros(out_shape, np.float64)
         cg, mg = w.shape[1], M // g
         for gi in range(g):
@@ -64,37 +82,44 @@ class Conv(Op):
                 y[:, gi * mg:(gi + 1) * mg] += np.einsum("nc...,mc->nm...", patch, ws[(slice(None), slice(None)) + off])
         if b is not None:
             y += b.reshape((1, -1) + (1,) * nsp)
-        return [y.astype(x.dtype)]
+        return [from_nchw(y, layout).astype(x.dtype)]
 
     def compute(self, node, x, w, b=None):
         conv = conv_sum(node, x, w, lambda v: v, lambda v: v)
         if b is None:
             return [conv]
         names = [a.name for a in conv.op.axes]
-        return [te.compute(conv.shape, lambda n, m, *o: conv(n, m, *o) + b(m), "conv_bias", names)]
+        layout = node.attrs.get("layout", "NCHW")
+        return [te.compute(conv.shape, lambda *i: conv(*i) + b(split_index(i, layout)[1]), "conv_bias", names)]
 
 
 def conv_sum(node, x, w, xload, wload):
     """The convolution reduction; xload/wload adapt the loaded values (zero points, widening)."""
     a = node.attrs
     nsp, g = len(a["kernel_shape"]), a["group"]
+    layout = a.get("layout", "NCHW")
     out_shape = node.outputs[0].type.shape
-    M, cg = w.shape[0], w.shape[1]
+    M, cg = w.shape[0], weight_in_channels(w.shape, layout)
     mg = M // g
-    names = ["n", "oc"] + ["oh", "ow", "od"][:nsp] if nsp <= 3 else None
+    sp_names = ["oh", "ow", "od"][:nsp]
+    names = list(join_index("n", "oc", sp_names, layout)) if nsp <= 3 else None
+    in_size, out_sp = spatial(x.shape, layout), spatial(out_shape, layout)
 
-    def body(n, m, *o):
+    def body(*i):
+        n, m, o = split_index(i, layout)
         rc = te.reduce_axis(cg, "rc")
         rs, idx = [], []
         for d in range(nsp):
             k, s, dl, p = a["kernel_shape"][d], a["strides"][d], a["dilations"][d], a["pads"][d]
-            size = x.shape[2 + d]
-            lo, ext = valid_range(o[d], k, s, dl, p, size, needs_no_clip(out_shape[2 + d], k, s, dl, p, size))
+            size = in_size[d]
+            lo, ext = valid_range(o[d], k, s, dl, p, size, needs_no_clip(out_sp[d], k, s, dl, p, size))
             r = te.reduce_axis(ext, "r" + "hwd"[d] if nsp <= 3 else f"r{d}", min=lo)
             rs.append(r)
             idx.append(o[d] * s - p + r.var * dl)
         cin = rc.var if g == 1 else (m // mg) * cg + rc.var
-        return te.sum(xload(x(n, cin, *idx)) * wload(w(m, rc.var, *[r.var for r in rs])), [rc] + rs)
+        taps = [r.var for r in rs]
+        wi = (m, rc.var, *taps) if layout == "NCHW" else (m, *taps, rc.var)
+        return te.sum(xload(x(*join_index(n, cin, idx, layout))) * wload(w(*wi)), [rc] + rs)
 
     return te.compute(out_shape, body, "conv", names)
 

@@ -10,10 +10,12 @@ from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const, call, min_
 from .registry import FLOATS, Op, Pattern, register
-from .window import needs_no_clip, out_size, valid_range, window_attrs
+from .window import (from_nchw, join_index, nchw_shape, needs_no_clip, out_size, spatial, split_index, to_nchw,
+                     valid_range, window_attrs)
 
 
 class _Pool(Op):
+    """With layout="NHWC" (TFLite's pools) the data is channels-last, pooled as stored."""
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
     dtypes = FLOATS
 
@@ -34,12 +36,17 @@ class _Pool(Op):
     def infer(self, node):
         x, a = node.inputs[0].type, node.attrs
         nsp = len(a["kernel_shape"])
+        layout = a.get("layout", "NCHW")
         if len(x.shape) != nsp + 2:
             raise OpError(node, f"input rank {len(x.shape)} does not match a {nsp}-D kernel")
-        sp = [out_size(node, x.shape[2 + d], a["kernel_shape"][d], a["strides"][d], a["dilations"][d],
+        size = spatial(x.shape, layout)
+        sp = [out_size(node, size[d], a["kernel_shape"][d], a["strides"][d], a["dilations"][d],
                         a["pads"][d], a["pads"][d + nsp], a["ceil_mode"]) for d in range(nsp)]
-        out = [TensorType((*x.shape[:2], *sp), x.dtype)]
+        c = x.shape[1] if layout == "NCHW" else x.shape[-1]
+        out = [TensorType(join_index(x.shape[0], c, sp, layout), x.dtype)]
         if len(node.outputs) > 1:      # MaxPool's Indices: flat positions in the input
+            if layout != "NCHW":
+                raise OpError(node, "MaxPool's Indices output is for NCHW data")
             out.append(TensorType((*x.shape[:2], *sp), "int64"))
         return out
 
@@ -50,7 +57,9 @@ class _Pool(Op):
 
     def reference(self, node, x):
         nsp, ks, ss, ds, pads = self._windows(node)
-        out_shape = node.outputs[0].type.shape
+        layout = node.attrs.get("layout", "NCHW")
+        x = to_nchw(x, layout)
+        out_shape = nchw_shape(node.outputs[0].type.shape, layout)
         is_max = node.op == "MaxPool"
         acc = np.full(out_shape, -np.inf if is_max else 0.0)
         cnt = np.zeros(out_shape[2:])
@@ -80,37 +89,46 @@ class _Pool(Op):
             acc = acc / (cnt_pad if node.attrs.get("count_include_pad") else cnt)
         if len(node.outputs) > 1:
             raise NotImplementedError   # Indices are never folded; computed by the kernel
-        return [acc.astype(x.dtype)]
+        return [from_nchw(acc, layout).astype(x.dtype)]
+
+    def taps(self, node, x, o):
+        """(reduce axes, input spatial indices, tap counts per dim) of the window at output
+        position o: the taps inside the input (counts include the padding with count_include_pad)."""
+        nsp, ks, ss, ds, pads = self._windows(node)
+        layout = node.attrs.get("layout", "NCHW")
+        in_size, out_sp = spatial(x.shape, layout), spatial(node.outputs[0].type.shape, layout)
+        rs, idx, counts = [], [], []
+        for d in range(nsp):
+            k, s, dl, p, size = ks[d], ss[d], ds[d], pads[d], in_size[d]
+            lo, ext = valid_range(o[d], k, s, dl, p, size, needs_no_clip(out_sp[d], k, s, dl, p, size))
+            r = te.reduce_axis(ext, f"r{d}", min=lo)
+            rs.append(r)
+            idx.append(o[d] * s - p + r.var * dl)
+            if node.attrs.get("count_include_pad", 0):
+                # taps inside [-pad_begin, size + pad_end)
+                base = o[d] * s - p
+                counts.append(min_(Const(k, "int32"), (Const(size + pads[d + nsp] + dl - 1, "int32") - base) // dl))
+            else:
+                counts.append(ext)
+        return rs, idx, counts
 
     def compute(self, node, x):
-        nsp, ks, ss, ds, pads = self._windows(node)
+        nsp = len(node.attrs["kernel_shape"])
+        layout = node.attrs.get("layout", "NCHW")
         out_shape = node.outputs[0].type.shape
         is_max = node.op == "MaxPool"
-        include_pad = node.attrs.get("count_include_pad", 0)
 
         def window(o):
-            rs, idx, counts = [], [], []
-            for d in range(nsp):
-                k, s, dl, p, size = ks[d], ss[d], ds[d], pads[d], x.shape[2 + d]
-                lo, ext = valid_range(o[d], k, s, dl, p, size, needs_no_clip(out_shape[2 + d], k, s, dl, p, size))
-                r = te.reduce_axis(ext, f"r{d}", min=lo)
-                rs.append(r)
-                idx.append(o[d] * s - p + r.var * dl)
-                if include_pad:
-                    # taps inside [-pad_begin, size + pad_end)
-                    base = o[d] * s - p
-                    counts.append(min_(Const(k, "int32"), (Const(size + pads[d + nsp] + dl - 1, "int32") - base) // dl))
-                else:
-                    counts.append(ext)
-            return rs, idx, counts
+            return self.taps(node, x, o)
 
-        names = ["n", "c"] + ["oh", "ow", "od"][:nsp] if nsp <= 3 else None
+        names = list(join_index("n", "c", ["oh", "ow", "od"][:nsp], layout)) if nsp <= 3 else None
 
         lp = node.attrs.get("p")
 
-        def body(n, c, *o):
+        def body(*i):
+            n, c, o = split_index(i, layout)
             rs, idx, _ = window(o)
-            src = x(n, c, *idx)
+            src = x(*join_index(n, c, idx, layout))
             if lp is not None:
                 src = call("pow", call("fabs", src), Const(lp, x.dtype))
             return te.max(src, rs) if is_max else te.sum(src, rs)
@@ -122,18 +140,19 @@ class _Pool(Op):
         if lp is not None:
             return [te.compute(out_shape, lambda *i: call("pow", red(*i), Const(1.0 / lp, x.dtype)), "lp_pool", names)]
 
-        def avg(n, c, *o):
-            _, _, counts = window(o)
+        def avg(*i):
+            _, _, counts = window(split_index(i, layout)[2])
             cnt = counts[0]
             for cc in counts[1:]:
                 cnt = cnt * cc
-            return red(n, c, *o) / Cast(x.dtype, cnt)
+            return red(*i) / Cast(x.dtype, cnt)
         return [te.compute(out_shape, avg, "avg", names)]
 
 
 @register
 class MaxPool(_Pool):
     name = "MaxPool"
+    dtypes = FLOATS + ("int8", "uint8", "int16")    # a max is exact on quantised values (TFLite's int8 pool)
 
     def _argmax(self, node, x, red, window, names):
         """The first window position holding the maximum, as a flat index into the input

@@ -1,15 +1,61 @@
 """Sliding-window arithmetic shared by convolutions and pools: attributes, output sizes, valid ranges."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import OpError
 from ..tir.expr import Const, max_, min_
 from .registry import ImportCtx
 
 
+LAYOUTS = ("NCHW", "NHWC")
+
+
+def layout_of(ctx) -> str:
+    """The data layout attribute: "NCHW" (ONNX: channels before the spatial dims) or "NHWC"
+    (TFLite: channels last, kept as it is stored so that no transpose surrounds the op)."""
+    layout = ctx.attrs.get("layout", "NCHW")
+    if layout not in LAYOUTS:
+        ctx.error(f"layout {layout!r} is not supported (one of {', '.join(LAYOUTS)})")
+    return layout
+
+
+def spatial(shape, layout):
+    """The spatial dimensions of a shape in `layout`."""
+    return tuple(shape[2:]) if layout == "NCHW" else tuple(shape[1:-1])
+
+
+def channels(shape, layout):
+    return shape[1] if layout == "NCHW" else shape[-1]
+
+
+def split_index(idx, layout):
+    """(n, c, spatial indices) of an index tuple in `layout`."""
+    return (idx[0], idx[1], list(idx[2:])) if layout == "NCHW" else (idx[0], idx[-1], list(idx[1:-1]))
+
+
+def join_index(n, c, sp, layout):
+    """The index tuple in `layout` of batch n, channel c, spatial position sp."""
+    return (n, c, *sp) if layout == "NCHW" else (n, *sp, c)
+
+
+def nchw_shape(shape, layout):
+    return tuple(shape) if layout == "NCHW" else (shape[0], shape[-1], *shape[1:-1])
+
+
+def to_nchw(a, layout):
+    return a if layout == "NCHW" else np.moveaxis(a, -1, 1)
+
+
+def from_nchw(a, layout):
+    return a if layout == "NCHW" else np.moveaxis(a, 1, -1)
+
+
 def window_attrs(ctx: ImportCtx, kernel, with_dilation=True):
-    """Canonical strides/pads/dilations for conv and pooling, resolving auto_pad."""
+    """Canonical strides/pads/dilations (and the layout) for conv and pooling, resolving auto_pad."""
     x = ctx.inputs[0]
     nsp = len(kernel)
+    layout = layout_of(ctx)
     if x.type.shape and len(x.type.shape) != nsp + 2:
         ctx.error(f"input rank {len(x.type.shape)} does not match a {nsp}-D kernel")
     a = ctx.attrs
@@ -25,7 +71,7 @@ def window_attrs(ctx: ImportCtx, kernel, with_dilation=True):
         auto = auto.decode()
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         for d in range(nsp):
-            size = x.type.shape[2 + d]
+            size = spatial(x.type.shape, layout)[d]
             out = -(-size // strides[d])
             total = max((out - 1) * strides[d] + (kernel[d] - 1) * dil[d] + 1 - size, 0)
             small = total // 2
@@ -34,7 +80,10 @@ def window_attrs(ctx: ImportCtx, kernel, with_dilation=True):
         pads = [0] * (2 * nsp)
     elif auto not in ("NOTSET", ""):
         ctx.error(f"auto_pad={auto} is not supported")
-    return {"kernel_shape": list(kernel), "strides": strides, "pads": pads, "dilations": dil}
+    attrs = {"kernel_shape": list(kernel), "strides": strides, "pads": pads, "dilations": dil}
+    if layout != "NCHW":
+        attrs["layout"] = layout
+    return attrs
 
 
 def out_size(node, size, k, s, d, pb, pe, ceil_mode=False):

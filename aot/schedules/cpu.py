@@ -7,7 +7,7 @@ from ..tir.flatten import flatten
 from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout, reorder, split, unroll,
                             vectorize)
 from ..tir.simplify import const_value, simplify, simplify_stmt
-from ..tir.stmt import Allocate, For, Seq, Store, own_exprs, walk_stmts
+from ..tir.stmt import For, Seq, own_exprs, walk_stmts
 from .nests import accumulation as _accumulation, nests as _nests
 from .registry import register
 

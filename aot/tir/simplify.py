@@ -122,7 +122,10 @@ def _fold_const_bin(op, a, b, dtype):
         if op == "/":
             if fl:
                 return a / b if b != 0 else None
-            return int(a / b) if b != 0 else None   # C truncating division
+            if b == 0:
+                return None
+            q = abs(int(a)) // abs(int(b))          # C truncating division, exact for int64
+            return q if (a < 0) == (b < 0) else -q
         if op == "floordiv": return a // b if b != 0 and not fl else None
         if op == "floormod": return a % b if b != 0 and not fl else None
         if op == "min": return min(a, b)

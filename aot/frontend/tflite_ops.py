@@ -1,0 +1,458 @@
+"""TFLite builtin operators -> graph-IR nodes: one converter per builtin, registered by name.
+
+A converter maps the TFLite op onto the registered ops (aot/ops/) with their canonical
+attributes, as ONNX's canon() does; the op semantics stay in the op classes. NHWC data stays
+NHWC: Conv and the pools take layout="NHWC", weights keep TFLite's OHWI order (a depthwise
+filter [1, H, W, C*M] is re-ordered once at import, being a constant)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops.fixed_point import activation_range, quantize_multiplier, softmax_tables
+from ..errors import TFLiteError
+
+CONVERTERS: dict = {}
+# ops that only move or compare int8 values: TFLite Micro requires their inputs and output to share
+# one scale and zero point, and the float op computes them exactly on the raw integers
+SAME_QUANT_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "MAX_POOL_2D", "PAD", "PADV2", "CONCATENATION", "SPLIT",
+                  "SLICE", "STRIDED_SLICE", "TRANSPOSE", "MAXIMUM", "MINIMUM"}
+INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D",
+            "SOFTMAX"} | SAME_QUANT_OPS     # the converters that have an integer path
+PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
+
+
+def converts(*names):
+    def deco(fn):
+        for n in names:
+            CONVERTERS[n] = fn
+        return fn
+    return deco
+
+
+class Converter:
+    """Graph values by TFLite tensor index, and what converters need to add nodes."""
+
+    def __init__(self, builder, values):
+        self.b, self.values = builder, values
+
+    def convert(self, op):
+        if quantised(op) and op.name not in INT8_OPS:
+            raise TFLiteError(f"{op}: the integer (int8) kernel of {op.name} is not supported yet")
+        if quantised(op) and op.name in SAME_QUANT_OPS:
+            acts = [t for t in op.inputs + op.outputs if t is not None and t.dtype in ("int8", "int16")]
+            if len({qparams(t, op) for t in acts}) > 1:
+                raise TFLiteError(f"{op}: its int8 inputs and outputs must share one scale and zero point "
+                                  "(as TFLite Micro requires)")
+        outs = CONVERTERS[op.name](self, op)
+        if len(outs) != len(op.outputs):
+            raise TFLiteError(f"{op}: makes {len(outs)} outputs, the model declares {len(op.outputs)}")
+        for t, v in zip(op.outputs, outs):
+            if tuple(v.type.shape) != t.shape or v.type.dtype != t.dtype:
+                raise TFLiteError(f"{op}: {t} is declared {t.dtype}{list(t.shape)}, the operator computes "
+                                  f"{v.type.dtype}{list(v.type.shape)}")
+            self.values[t.index] = v
+
+    def value(self, t, op):
+        """The graph value of tensor t: computed by an earlier operator, or its constant (an int8
+        weight of a float op, as a hybrid model has, is dequantised here)."""
+        if t is None:
+            return None
+        if t.index in self.values:
+            return self.values[t.index]
+        if t.data is None:
+            raise TFLiteError(f"{op}: reads {t}, which no earlier operator writes and which has no data")
+        data = t.data
+        if quantised(op):
+            return self.b.const(t.name, data)           # an integer kernel reads it as stored
+        if t.quantised and data.dtype.kind in "iu" and t.dtype != "int32":
+            data = dequantise(t)
+        elif data.dtype == np.float16:
+            data = data.astype(np.float32)
+        v = self.b.const(t.name, data)
+        self.values[t.index] = v
+        return v
+
+    def raw(self, t, op):
+        """A constant as stored (int8 weights of an integer kernel stay int8)."""
+        if t is None or t.data is None:
+            raise TFLiteError(f"{op}: {t} must be a constant")
+        return self.b.const(t.name, t.data)
+
+    def inputs(self, op, n=None):
+        ins = [self.value(t, op) for t in op.inputs]
+        return ins if n is None else (ins + [None] * n)[:n]
+
+    def const(self, op, k, what):
+        """Input k's constant value (an axis, a shape, paddings)."""
+        t = op.inputs[k] if k < len(op.inputs) else None
+        if t is None or t.data is None:
+            raise TFLiteError(f"{op}: its {what} (input {k}) must be a constant")
+        return t.data
+
+    def node(self, op_type, inputs, attrs=None, name=None, **kw):
+        return self.b.op(op_type, inputs, attrs, name=name, **kw)
+
+    def ints(self, values):
+        return self.b.const("shape", np.asarray(values, np.int64))
+
+    def activation(self, v, op):
+        """The op's fused activation after v (on quantised values: the clamp TFLite applies)."""
+        code = op.opt("FusedActivationFunction", 0)
+        name = f"{op.outputs[0].name}_act"
+        if code == 0:
+            return v
+        if quantised(op):
+            out = op.outputs[0]
+            lo, hi = activation_range(code, *qparams(out, op), out.dtype)
+            bounds = [self.b.const(k, np.asarray(b, out.dtype)) for k, b in (("lo", lo), ("hi", hi))]
+            return self.node("Clip", [v] + bounds, name=name)
+        if code == 1:
+            return self.node("Relu", [v], name=name)
+        if code in (2, 3):
+            lo, hi = (-1.0, 1.0) if code == 2 else (0.0, 6.0)
+            return self.node("Clip", [v, self.b.const("lo", np.float32(lo)), self.b.const("hi", np.float32(hi))],
+                             name=name)
+        if code == 4:
+            return self.node("Tanh", [v], name=name)
+        raise TFLiteError(f"{op}: fused activation {code} is not supported")
+
+    def reshape(self, v, shape, name):
+        if tuple(v.type.shape) == tuple(shape):
+            return v
+        return self.node("Reshape", [v, self.ints(list(shape))], name=name)
+
+
+def quantised(op):
+    """Whether op computes on quantised integers: an activation (a non-constant input or output)
+    is int8/int16."""
+    return any(t is not None and t.data is None and t.dtype in ("int8", "uint8", "int16")
+               for t in op.inputs + op.outputs)
+
+
+def qparams(t, op):
+    """(scale, zero point) of a per-tensor quantised tensor."""
+    if not t.quantised:
+        raise TFLiteError(f"{op}: {t} is {t.dtype} without quantisation parameters (scale, zero point)")
+    if len(t.scale) != 1:
+        raise TFLiteError(f"{op}: {t} has per-channel parameters where one scale is expected")
+    return np.float32(t.scale[0]), int(t.zero_point[0])
+
+
+def requant_attrs(op, x, out, reals):
+    """The attributes (and per-channel constant inputs) of a requantising integer op: reals are
+    the per-tensor or per-channel real multipliers, in float64 as TFLite Micro computes them."""
+    xs, xz = qparams(x, op)
+    os_, oz = qparams(out, op)
+    lo, hi = activation_range(op.opt("FusedActivationFunction", 0), os_, oz, out.dtype)
+    attrs = {"x_zp": xz, "out_zp": oz, "act_min": lo, "act_max": hi, "out_dtype": out.dtype}
+    pairs = [quantize_multiplier(float(r)) for r in np.atleast_1d(reals)]
+    if len(pairs) == 1:
+        attrs["multiplier"], attrs["shift"] = pairs[0]
+        return attrs, []
+    return attrs, [np.array([p[0] for p in pairs], np.int32), np.array([p[1] for p in pairs], np.int32)]
+
+
+def _weights_scales(w, op):
+    if not w.quantised:
+        raise TFLiteError(f"{op}: {w} is {w.dtype} without quantisation parameters")
+    if np.any(w.zero_point != 0):
+        raise TFLiteError(f"{op}: {w} has a non-zero zero point; TFLite's int8 kernels take symmetric weights")
+    return w.scale
+
+
+def dequantise(t):
+    """real = scale * (q - zero_point), per tensor or along t.axis."""
+    sh = [1] * t.data.ndim
+    if len(t.scale) > 1:
+        sh[t.axis] = -1
+    q = t.data.astype(np.float32) - t.zero_point.astype(np.float32).reshape(sh)
+    return (q * t.scale.reshape(sh)).astype(np.float32)
+
+
+def _out(op):
+    return op.outputs[0].name
+
+
+# -- convolutions and dense -----------------------------------------------------------------
+def _window(op):
+    return {"layout": "NHWC", "strides": [op.opt("StrideH"), op.opt("StrideW")], "auto_pad": PADDING[op.opt("Padding")]}
+
+
+def _conv_node(cx, op, x, w, b, attrs):
+    """A float Conv + activation, or on int8 a QConv with TFLite's per-channel multipliers:
+    real = double(input scale) * double(filter scale[c]) / double(output scale)."""
+    if not quantised(op):
+        y = cx.node("Conv", [x, w] + ([b] if b is not None else []), attrs, name=_out(op))
+        return [cx.activation(y, op)]
+    xs = qparams(op.inputs[0], op)[0]
+    ws = _weights_scales(op.inputs[1], op)
+    os_ = qparams(op.outputs[0], op)[0]
+    reals = np.float64(xs) * ws.astype(np.float64) / np.float64(os_)
+    qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals)
+    ins = [x, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
+    while ins and ins[-1] is None:
+        ins.pop()
+    return [cx.node("QConv", ins, dict(attrs, **qa), name=_out(op))]
+
+
+@converts("CONV_2D")
+def conv_2d(cx, op):
+    x, w, b = cx.inputs(op, 3)          # an int8 kernel's weights as stored, a float one's dequantised
+    cin, wc = x.type.shape[-1], w.type.shape[-1]
+    if len(w.type.shape) != 4 or cin % wc:
+        raise TFLiteError(f"{op}: filter {list(w.type.shape)} does not fit {cin} input channels")
+    attrs = dict(_window(op), dilations=[op.opt("DilationHFactor"), op.opt("DilationWFactor")], group=cin // wc)
+    return _conv_node(cx, op, x, w, b, attrs)
+
+
+@converts("DEPTHWISE_CONV_2D")
+def depthwise_conv_2d(cx, op):
+    x, _, b = cx.inputs(op, 3)
+    wt = op.inputs[1]
+    if wt.data is None or len(wt.shape) != 4 or wt.shape[0] != 1:
+        raise TFLiteError(f"{op}: the filter must be a constant [1, H, W, C*M]")
+    c = x.type.shape[-1]
+    if wt.shape[-1] % c:
+        raise TFLiteError(f"{op}: filter {list(wt.shape)} is not a multiple of {c} input channels")
+    w = cx.value(wt, op)
+    # [1, H, W, C*M] -> OHWI with I = 1: output channel c*M + m reads input channel c (group c)
+    w = cx.b.const(wt.name, np.ascontiguousarray(np.transpose(w.const, (3, 1, 2, 0))))
+    attrs = dict(_window(op), dilations=[op.opt("DilationHFactor"), op.opt("DilationWFactor")], group=c)
+    return _conv_node(cx, op, x, w, b, attrs)
+
+
+@converts("FULLY_CONNECTED")
+def fully_connected(cx, op):
+    x, w, b = cx.inputs(op, 3)
+    if op.opt("WeightsFormat", 0) != 0:
+        raise TFLiteError(f"{op}: shuffled weight formats are not supported")
+    k = w.type.shape[-1]
+    if x.type.size % k:
+        raise TFLiteError(f"{op}: input {list(x.type.shape)} does not divide into rows of {k}")
+    rows = cx.reshape(x, (x.type.size // k, k), f"{_out(op)}_rows")
+    if quantised(op):
+        # double(input scale) * double(filter scale) / double(output scale): with the product taken
+        # in float instead, 3 of 64,000 AD01 outputs on random inputs are 1 LSB off TFLite Micro
+        w = cx.raw(op.inputs[1], op)
+        ws = _weights_scales(op.inputs[1], op)
+        xs, os_ = qparams(op.inputs[0], op)[0], qparams(op.outputs[0], op)[0]
+        reals = np.float64(xs) * ws.astype(np.float64) / np.float64(os_)
+        qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals)
+        ins = [rows, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
+        while ins and ins[-1] is None:
+            ins.pop()
+        y = cx.node("QDense", ins, qa, name=_out(op))
+    else:
+        y = cx.activation(cx.node("Gemm", [rows, w] + ([b] if b is not None else []), {"transB": 1}, name=_out(op)),
+                          op)
+    return [cx.reshape(y, op.outputs[0].shape, f"{_out(op)}_shape")]
+
+
+@converts("BATCH_MATMUL")
+def batch_matmul(cx, op):
+    a, b = cx.inputs(op, 2)
+
+    def adj(v, flag, what):
+        if not flag:
+            return v
+        perm = list(range(len(v.type.shape)))
+        perm[-2:] = perm[-2:][::-1]
+        return cx.node("Transpose", [v], {"perm": perm}, name=f"{_out(op)}_{what}")
+    return [cx.node("MatMul", [adj(a, op.opt("AdjX"), "adj_x"), adj(b, op.opt("AdjY"), "adj_y")], name=_out(op))]
+
+
+# -- elementwise ------------------------------------------------------------------------------
+def _qadd(cx, op):
+    """TFLite's int8 ADD: both inputs to twice the larger scale with 20 bits of headroom."""
+    (s1, z1), (s2, z2) = qparams(op.inputs[0], op), qparams(op.inputs[1], op)
+    so, zo = qparams(op.outputs[0], op)
+    left = 20 if op.outputs[0].dtype == "int8" else 15
+    twice = 2.0 * np.float64(max(s1, s2))
+    m1, sh1 = quantize_multiplier(np.float64(s1) / twice)
+    m2, sh2 = quantize_multiplier(np.float64(s2) / twice)
+    mo, sho = quantize_multiplier(twice / ((1 << left) * np.float64(so)))
+    lo, hi = activation_range(op.opt("FusedActivationFunction", 0), so, zo, op.outputs[0].dtype)
+    attrs = {"x_zp": z1, "y_zp": z2, "out_zp": zo, "left_shift": left, "x_multiplier": m1, "x_shift": sh1,
+             "y_multiplier": m2, "y_shift": sh2, "multiplier": mo, "shift": sho, "act_min": lo, "act_max": hi,
+             "out_dtype": op.outputs[0].dtype}
+    return [cx.node("QAdd", [cx.raw(t, op) if t.data is not None else cx.value(t, op) for t in op.inputs[:2]],
+                    attrs, name=_out(op))]
+
+
+def _binary(onnx_op, fused=True):
+    def conv(cx, op):
+        if onnx_op == "Add" and quantised(op):
+            return _qadd(cx, op)
+        a, b = cx.inputs(op, 2)
+        y = cx.node(onnx_op, [a, b], name=_out(op))
+        return [cx.activation(y, op) if fused else y]
+    return conv
+
+
+for _name, _onnx, _fused in (("ADD", "Add", True), ("SUB", "Sub", True), ("MUL", "Mul", True), ("DIV", "Div", True),
+                             ("MAXIMUM", "Max", False), ("MINIMUM", "Min", False)):
+    converts(_name)(_binary(_onnx, _fused))
+
+
+def _unary(onnx_op):
+    def conv(cx, op):
+        return [cx.node(onnx_op, cx.inputs(op, 1), name=_out(op))]
+    return conv
+
+
+for _name, _onnx in (("LOGISTIC", "Sigmoid"), ("TANH", "Tanh"), ("RELU", "Relu"), ("HARD_SWISH", "HardSwish"),
+                     ("ABS", "Abs"), ("EXP", "Exp"), ("SQRT", "Sqrt"), ("NEG", "Neg")):
+    converts(_name)(_unary(_onnx))
+
+
+@converts("RELU6", "RELU_N1_TO_1")
+def relu_clip(cx, op):
+    lo, hi = (0.0, 6.0) if op.name == "RELU6" else (-1.0, 1.0)
+    (x,) = cx.inputs(op, 1)
+    return [cx.node("Clip", [x, cx.b.const("lo", np.float32(lo)), cx.b.const("hi", np.float32(hi))], name=_out(op))]
+
+
+@converts("LEAKY_RELU")
+def leaky_relu(cx, op):
+    return [cx.node("LeakyRelu", cx.inputs(op, 1), {"alpha": float(op.opt("Alpha"))}, name=_out(op))]
+
+
+@converts("PRELU")
+def prelu(cx, op):
+    return [cx.node("PRelu", cx.inputs(op, 2), name=_out(op))]
+
+
+@converts("SOFTMAX")
+def softmax(cx, op):
+    (x,) = cx.inputs(op, 1)
+    beta = float(op.opt("Beta", 1.0))
+    if quantised(op):
+        si, _ = qparams(op.inputs[0], op)
+        so, zo = qparams(op.outputs[0], op)
+        if op.inputs[0].dtype != "int8" or op.outputs[0].dtype != "int8" or so != np.float32(1 / 256) or zo != -128:
+            raise TFLiteError(f"{op}: an int8 softmax needs an int8 input and an int8 output of scale 1/256 and "
+                              "zero point -128 (what TFLite Micro supports)")
+        exp_t, sum_t, _ = softmax_tables(np.float32(beta), si)
+        return [cx.node("QSoftmax", [x, cx.b.const(f"{_out(op)}_exp", exp_t), cx.b.const(f"{_out(op)}_sum", sum_t)],
+                        {"out_dtype": "int8"}, name=_out(op))]
+    if beta != 1.0:
+        x = cx.node("Mul", [x, cx.b.const("beta", np.float32(beta))], name=f"{_out(op)}_beta")
+    return [cx.node("Softmax", [x], {"axis": -1}, name=_out(op))]
+
+
+@converts("DEQUANTIZE")
+def dequantize(cx, op):
+    t = op.inputs[0]
+    if t.data is None:
+        raise TFLiteError(f"{op}: dequantising a computed tensor needs the integer kernels, which are not "
+                          "supported yet")
+    data = dequantise(t) if t.quantised else t.data.astype(np.float32)      # float16 weights in a float model
+    return [cx.b.const(_out(op), data)]
+
+
+# -- pooling and reductions --------------------------------------------------------------------
+@converts("AVERAGE_POOL_2D", "MAX_POOL_2D")
+def pool_2d(cx, op):
+    (x,) = cx.inputs(op, 1)
+    attrs = dict(_window(op), kernel_shape=[op.opt("FilterHeight"), op.opt("FilterWidth")])
+    if quantised(op) and op.name == "AVERAGE_POOL_2D":
+        (si, zi), (so, zo) = qparams(op.inputs[0], op), qparams(op.outputs[0], op)
+        if si != so or zi != zo:
+            raise TFLiteError(f"{op}: input and output quantisation differ; TFLite's int8 pool keeps them equal")
+        lo, hi = activation_range(op.opt("FusedActivationFunction", 0), so, zo, op.outputs[0].dtype)
+        return [cx.node("QAvgPool", [x], dict(attrs, act_min=lo, act_max=hi, out_dtype=op.outputs[0].dtype),
+                        name=_out(op))]
+    y = cx.node("AveragePool" if op.name == "AVERAGE_POOL_2D" else "MaxPool", [x], attrs, name=_out(op))
+    return [cx.activation(y, op)]
+
+
+@converts("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD")
+def reduce(cx, op):
+    (x,) = cx.inputs(op, 1)
+    axes = [int(a) for a in np.asarray(cx.const(op, 1, "axes")).reshape(-1)]
+    onnx_op = {"MEAN": "ReduceMean", "SUM": "ReduceSum", "REDUCE_MAX": "ReduceMax", "REDUCE_MIN": "ReduceMin",
+               "REDUCE_PROD": "ReduceProd"}[op.name]
+    return [cx.node(onnx_op, [x, cx.ints(axes)], {"keepdims": int(bool(op.opt("KeepDims", False)))},
+                    name=_out(op))]
+
+
+# -- shapes and data movement ------------------------------------------------------------------
+@converts("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+def reshape(cx, op):
+    """The declared output shape is the new shape: no -1 to resolve, and it is checked against
+    what the model's own shape option or input say."""
+    (x,) = cx.inputs(op, 1)
+    shape = op.outputs[0].shape
+    if int(np.prod(shape, dtype=np.int64)) != x.type.size:
+        raise TFLiteError(f"{op}: cannot reshape {list(x.type.shape)} to {list(shape)}")
+    return [cx.node("Reshape", [x, cx.ints(list(shape))], name=_out(op))]
+
+
+@converts("TRANSPOSE")
+def transpose(cx, op):
+    (x,) = cx.inputs(op, 1)
+    perm = [int(p) for p in np.asarray(cx.const(op, 1, "permutation")).reshape(-1)]
+    return [cx.node("Transpose", [x], {"perm": perm}, name=_out(op))]
+
+
+@converts("CONCATENATION")
+def concatenation(cx, op):
+    ins = cx.inputs(op)
+    y = cx.node("Concat", ins, {"axis": int(op.opt("Axis"))}, name=_out(op))
+    return [cx.activation(y, op)]
+
+
+@converts("PAD", "PADV2")
+def pad(cx, op):
+    x = cx.value(op.inputs[0], op)
+    p = np.asarray(cx.const(op, 1, "paddings"), np.int64).reshape(-1, 2)
+    ins = [x, cx.ints(list(p[:, 0]) + list(p[:, 1]))]
+    if op.name == "PADV2" and len(op.inputs) > 2 and op.inputs[2] is not None:
+        ins.append(cx.b.const("pad_value", np.asarray(cx.const(op, 2, "constant value"), x.type.dtype).reshape(())))
+    elif quantised(op):          # PAD pads with the real value 0: the zero point
+        ins.append(cx.b.const("pad_value", np.asarray(qparams(op.inputs[0], op)[1], x.type.dtype).reshape(())))
+    return [cx.node("Pad", ins, name=_out(op))]
+
+
+@converts("SPLIT")
+def split(cx, op):
+    axis = int(np.asarray(cx.const(op, 0, "axis")).reshape(()))
+    x = cx.value(op.inputs[1], op)
+    n = int(op.opt("NumSplits"))
+    return list(cx.node("Split", [x], {"axis": axis, "num_outputs": n}, name=_out(op), n_outputs=n)) if n > 1 \
+        else [cx.node("Identity", [x], name=_out(op))]
+
+
+@converts("SLICE")
+def slice_(cx, op):
+    (x,) = cx.inputs(op, 1)
+    begin = [int(v) for v in np.asarray(cx.const(op, 1, "begin")).reshape(-1)]
+    size = [int(v) for v in np.asarray(cx.const(op, 2, "size")).reshape(-1)]
+    end = [d if s == -1 else b + s for b, s, d in zip(begin, size, x.type.shape)]
+    return [cx.node("Slice", [x, cx.ints(begin), cx.ints(end)], name=_out(op))]
+
+
+@converts("STRIDED_SLICE")
+def strided_slice(cx, op):
+    (x,) = cx.inputs(op, 1)
+    if op.opt("EllipsisMask", 0) or op.opt("NewAxisMask", 0):
+        raise TFLiteError(f"{op}: ellipsis and new-axis masks are not supported")
+    begin = [int(v) for v in np.asarray(cx.const(op, 1, "begin")).reshape(-1)]
+    end = [int(v) for v in np.asarray(cx.const(op, 2, "end")).reshape(-1)]
+    strides = [int(v) for v in np.asarray(cx.const(op, 3, "strides")).reshape(-1)] if len(op.inputs) > 3 \
+        else [1] * len(begin)
+    bm, em, sm = op.opt("BeginMask", 0), op.opt("EndMask", 0), op.opt("ShrinkAxisMask", 0)
+    big = np.iinfo(np.int64).max
+    for d in range(len(begin)):
+        if op.opt("Offset", False):
+            end[d] = begin[d] + end[d]
+        if bm >> d & 1:
+            begin[d] = 0 if strides[d] > 0 else big
+        if em >> d & 1:
+            end[d] = big if strides[d] > 0 else -big
+        if sm >> d & 1:
+            end[d] = begin[d] + 1 if begin[d] != -1 else big
+            strides[d] = 1
+    y = cx.node("Slice", [x, cx.ints(begin), cx.ints(end), cx.ints(list(range(len(begin)))), cx.ints(strides)],
+                name=f"{_out(op)}_slice" if sm else _out(op))
+    return [cx.reshape(y, op.outputs[0].shape, _out(op))]

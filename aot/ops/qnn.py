@@ -1,0 +1,308 @@
+"""Integer-only kernels with TFLite's arithmetic: int8 in, int32 accumulation, fixed-point
+requantisation (fixed_point.py), the fused activation as a clamp, int8 out. The TFLite frontend
+makes them (and precomputes every multiplier exactly as TFLite Micro's Prepare does); their
+outputs match TFLite Micro's reference kernels bit for bit.
+
+Per-tensor multipliers are attributes; per-channel ones are int32 constant inputs (one per
+output channel), loaded by the kernel.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .. import te
+from ..errors import OpError
+from ..ir.graph import TensorType
+from ..tir.expr import Bin, Cast, Const, Select, gt, max_, min_
+from .conv import Conv, conv_sum
+from .fixed_point import (ACCUMULATION_INTEGER_BITS, leading_zeros, mbqm, mbqm_np, newton_step, rdbpot,
+                          reciprocal_half, sat_mul_pot, softmax_np, srdhm)
+from .pool import AveragePool
+from .registry import Op, Pattern, broadcast_shapes, register
+from .window import from_nchw, join_index, nchw_shape, split_index, to_nchw
+
+QTYPES = ("int8", "int16")
+# the quantisation attributes a frontend gives these ops (the canonical window attributes come
+# from Conv's and AveragePool's canon)
+QUANT_ATTRS = ("x_zp", "w_zp", "out_zp", "act_min", "act_max", "out_dtype", "multiplier", "shift")
+
+
+def _i32(v):
+    return Const(int(v), "int32")
+
+
+def _clamp_cast(v, node):
+    a = node.attrs
+    return Cast(a["out_dtype"], min_(max_(v, _i32(a["act_min"])), _i32(a["act_max"])))
+
+
+def _requant_np(acc, mult, shift, node):
+    a = node.attrs
+    out = mbqm_np(acc, mult, shift) + a["out_zp"]
+    return np.clip(out, a["act_min"], a["act_max"]).astype(a["out_dtype"])
+
+
+def _channel_params(node, k):
+    """(multiplier, shift) of per-channel inputs k, k+1, or of the per-tensor attributes."""
+    if len(node.inputs) > k and node.inputs[k] is not None:
+        return node.inputs[k].const.astype(np.int64), node.inputs[k + 1].const.astype(np.int64)
+    return np.int64(node.attrs["multiplier"]), np.int64(node.attrs["shift"])
+
+
+class _Requantised(Op):
+    """acc (int32, from the op's own reduction) + bias -> requantised, clamped output."""
+    internal = True            # made by the TFLite frontend, never named by an ONNX model
+    pattern = Pattern.OUT_ELEMWISE_FUSABLE
+    dtypes = QTYPES
+    min_inputs = 2
+
+    def requant(self, node, acc, bias, mult, shift, channel_axis):
+        """The output compute of an accumulation `acc` whose channel is index channel_axis."""
+        a = node.attrs
+
+        def body(*i):
+            c = i[channel_axis]
+            v = acc(*i)
+            if bias is not None:
+                v = v + bias(c)
+            if mult is None:
+                r = mbqm(v, int(a["multiplier"]), int(a["shift"]))
+            else:
+                r = mbqm(v, mult(c), shift(c))
+            return _clamp_cast(r + _i32(a["out_zp"]), node)
+        return te.compute(acc.shape, body, "requant", [ax.name for ax in acc.op.axes])
+
+
+@register
+class QDense(_Requantised):
+    """TFLite FULLY_CONNECTED, int8: inputs x [N, K], w [O, K], bias [O] int32 (or None), then
+    optionally per-channel multiplier [O] and shift [O] (int32 constants)."""
+    name = "QDense"
+
+    def infer(self, node):
+        x, w = node.inputs[0].type, node.inputs[1].type
+        if len(x.shape) != 2 or len(w.shape) != 2 or x.shape[1] != w.shape[1]:
+            raise OpError(node, f"input {list(x.shape)} and weights {list(w.shape)} do not match")
+        return [TensorType((x.shape[0], w.shape[0]), node.attrs["out_dtype"])]
+
+    def reference(self, node, x, w, bias=None, mult=None, shift=None):
+        a = node.attrs
+        acc = (x.astype(np.int64) - a["x_zp"]) @ (w.astype(np.int64) - a.get("w_zp", 0)).T
+        if bias is not None:
+            acc = acc + bias.astype(np.int64)
+        m, s = _channel_params(node, 3)
+        return [_requant_np(acc, m, s, node)]
+
+    def compute(self, node, x, w, bias=None, mult=None, shift=None):
+        a = node.attrs
+        K = x.shape[1]
+        xz, wz = _i32(a["x_zp"]), _i32(a.get("w_zp", 0))
+
+        def body(i, j):
+            r = te.reduce_axis(K, "rk")
+            return te.sum((Cast("int32", x(i, r.var)) - xz) * (Cast("int32", w(j, r.var)) - wz), r)
+        acc = te.compute(node.outputs[0].type.shape, body, "qdense", ["i", "j"])
+        return [self.requant(node, acc, bias, mult, shift, 1)]
+
+
+@register
+class QConv(_Requantised, Conv):
+    """TFLite CONV_2D and DEPTHWISE_CONV_2D, int8, NHWC: inputs x, w (OHWI; a depthwise filter
+    re-ordered to [C*M, H, W, 1] with group C), bias [O] int32 (or None), then optionally
+    per-channel multiplier and shift. Padded taps are skipped, as TFLite does."""
+    name = "QConv"
+
+    def canon(self, ctx):
+        keep = {k: ctx.attrs[k] for k in QUANT_ATTRS if k in ctx.attrs}
+        Conv.canon(self, ctx)
+        ctx.attrs.update(keep)
+
+    def infer(self, node):
+        t = Conv.infer(self, node)[0]
+        return [TensorType(t.shape, node.attrs["out_dtype"])]
+
+    def check(self, node):
+        Op.check(self, node)
+
+    def reference(self, node, x, w, bias=None, mult=None, shift=None):
+        a = node.attrs
+        layout = a.get("layout", "NCHW")
+        xz = x.astype(np.float64) - a["x_zp"]
+        acc = Conv.reference(self, node, xz, w.astype(np.float64))[0]        # exact: integers well below 2^53
+        acc = np.rint(to_nchw(acc, layout)).astype(np.int64)
+        if bias is not None:
+            acc = acc + bias.astype(np.int64).reshape(1, -1, *([1] * (acc.ndim - 2)))
+        m, s = _channel_params(node, 3)
+        if np.ndim(m):
+            sh = (1, -1) + (1,) * (acc.ndim - 2)
+            m, s = m.reshape(sh), s.reshape(sh)
+        return [from_nchw(_requant_np(acc, m, s, node), layout)]
+
+    def compute(self, node, x, w, bias=None, mult=None, shift=None):
+        xz = _i32(node.attrs["x_zp"])
+        acc = conv_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v))
+        layout = node.attrs.get("layout", "NCHW")
+        return [self.requant(node, acc, bias, mult, shift, 1 if layout == "NCHW" else len(acc.shape) - 1)]
+
+
+@register
+class QAdd(Op):
+    """TFLite ADD, int8: both inputs rescaled to a common scale with 20 bits of headroom, added,
+    rescaled to the output (attrs: zero points, three multiplier/shift pairs, left_shift)."""
+    name = "QAdd"
+    internal = True
+    pattern = Pattern.BROADCAST
+    dtypes = QTYPES
+    min_inputs = 2
+
+    def infer(self, node):
+        return [TensorType(broadcast_shapes(node, node.inputs[0].type.shape, node.inputs[1].type.shape),
+                           node.attrs["out_dtype"])]
+
+    def reference(self, node, x, y):
+        a = node.attrs
+        sx = (x.astype(np.int64) - a["x_zp"]) * (1 << a["left_shift"])
+        sy = (y.astype(np.int64) - a["y_zp"]) * (1 << a["left_shift"])
+        total = mbqm_np(sx, a["x_multiplier"], a["x_shift"]) + mbqm_np(sy, a["y_multiplier"], a["y_shift"])
+        return [_requant_np(total, a["multiplier"], a["shift"], node)]
+
+    def compute(self, node, x, y):
+        a = node.attrs
+        shape = node.outputs[0].type.shape
+
+        def load(t, i):
+            return t(*te.broadcast_index(list(i), t.shape))
+
+        def body(*i):
+            sx = (Cast("int32", load(x, i)) - _i32(a["x_zp"])) * _i32(1 << a["left_shift"])
+            sy = (Cast("int32", load(y, i)) - _i32(a["y_zp"])) * _i32(1 << a["left_shift"])
+            total = mbqm(sx, int(a["x_multiplier"]), int(a["x_shift"])) + \
+                mbqm(sy, int(a["y_multiplier"]), int(a["y_shift"]))
+            return _clamp_cast(mbqm(total, int(a["multiplier"]), int(a["shift"])) + _i32(a["out_zp"]), node)
+        return [te.compute(shape, body, "qadd")]
+
+
+@register
+class QAvgPool(AveragePool):
+    """TFLite AVERAGE_POOL_2D, int8, NHWC: the sum of the window's valid taps divided by their
+    count, rounded half away from zero, clamped to the activation range (same scale in and out)."""
+    name = "QAvgPool"
+    internal = True
+    dtypes = QTYPES
+
+    def canon(self, ctx):
+        keep = {k: ctx.attrs[k] for k in QUANT_ATTRS if k in ctx.attrs}
+        AveragePool.canon(self, ctx)
+        ctx.attrs.update(keep)
+
+    def infer(self, node):
+        return [TensorType(AveragePool.infer(self, node)[0].shape, node.attrs["out_dtype"])]
+
+    def reference(self, node, x):
+        a = node.attrs
+        s = np.rint(_window_sums(node, x.astype(np.float64))).astype(np.int64)
+        n = np.rint(_window_sums(node, np.ones(x.shape))).astype(np.int64)
+        q = np.where(s > 0, (s + n // 2) // n, -((n // 2 - s) // n))        # C's division truncates toward 0
+        return [np.clip(q, a["act_min"], a["act_max"]).astype(a["out_dtype"])]
+
+    def compute(self, node, x):
+        layout = node.attrs.get("layout", "NCHW")
+        out_shape = node.outputs[0].type.shape
+
+        def body(*i):
+            n, c, o = split_index(i, layout)
+            rs, idx, _ = self.taps(node, x, o)
+            return te.sum(Cast("int32", x(*join_index(n, c, idx, layout))), rs)
+        total = te.compute(out_shape, body, "qpool")
+
+        def avg(*i):
+            _, _, counts = self.taps(node, x, split_index(i, layout)[2])
+            cnt = counts[0]
+            for cc in counts[1:]:
+                cnt = cnt * cc
+            s, half = total(*i), Bin("/", cnt, _i32(2))
+            return _clamp_cast(Select(gt(s, _i32(0)), Bin("/", s + half, cnt), Bin("/", s - half, cnt)), node)
+        return [te.compute(out_shape, avg, "qavg")]
+
+
+def _window_sums(node, x):
+    """The sum over each pooling window's taps inside the input, in the node's layout (numpy)."""
+    a = node.attrs
+    layout = a.get("layout", "NCHW")
+    x = to_nchw(x, layout)
+    nsp = len(a["kernel_shape"])
+    out_shape = nchw_shape(node.outputs[0].type.shape, layout)
+    acc = np.zeros(out_shape, np.float64)
+    grids = np.meshgrid(*[np.arange(n) for n in out_shape[2:]], indexing="ij")
+    for off in itertools.product(*[range(k) for k in a["kernel_shape"]]):
+        pos = [g * s - p + o * d for g, s, p, o, d in zip(grids, a["strides"], a["pads"][:nsp], off, a["dilations"])]
+        valid = np.ones(out_shape[2:], bool)
+        for dd, pp in enumerate(pos):
+            valid &= (pp >= 0) & (pp < x.shape[2 + dd])
+        clipped = [np.clip(pp, 0, n - 1) for pp, n in zip(pos, x.shape[2:])]
+        acc = acc + np.where(valid, x[(slice(None), slice(None)) + tuple(clipped)], 0.0)
+    return from_nchw(acc, layout)
+
+
+def _let(shape, fn, name):
+    """A per-row value the kernel keeps in a local (a one-step reduction), so that the
+    expressions that read it several times do not repeat its computation."""
+    def body(*i):
+        one = te.reduce_axis(1, f"{name}_k")
+        return te.sum(fn(*i), one)
+    return te.compute(shape, body, name)
+
+
+@register
+class QSoftmax(Op):
+    """TFLite SOFTMAX, int8 in and out (scale 1/256, zero point -128), over the last axis:
+    inputs x and two int32[256] constants, TFLite's exp(-d * scale * beta) in Q0.31 and its
+    Q12.19 term of the sum for each d = row max - x (fixed_point.softmax_tables, computed once
+    at compile time with gemmlowp's fixed-point exp); the kernel sums the terms and takes the
+    reciprocal with gemmlowp's Newton-Raphson iteration, as TFLite does per row."""
+    name = "QSoftmax"
+    internal = True
+    pattern = Pattern.OPAQUE
+    dtypes = ("int8",)
+    min_inputs = 3
+
+    def infer(self, node):
+        return [TensorType(node.inputs[0].type.shape, node.attrs.get("out_dtype", "int8"))]
+
+    def reference(self, node, x, exp_t, sum_t):
+        return [softmax_np(x, exp_t, sum_t, node.attrs.get("out_dtype", "int8"))]
+
+    def compute(self, node, x, exp_t, sum_t):
+        shape = x.shape
+        rows, depth = shape[:-1], shape[-1]
+        out_dtype = node.attrs.get("out_dtype", "int8")
+        info = np.iinfo(out_dtype)
+
+        def xi(*i):
+            return Cast("int32", x(*i))
+
+        def max_body(*r):
+            k = te.reduce_axis(depth, "rc")
+            return te.max(xi(*r, k.var), k)
+        mx = te.compute(rows, max_body, "row_max")
+
+        def total_body(*r):
+            k = te.reduce_axis(depth, "rs")
+            return te.sum(sum_t(mx(*r) - xi(*r, k.var)), k)
+        total = te.compute(rows, total_body, "exp_sum")
+        clz = _let(rows, lambda *r: leading_zeros(total(*r)), "clz")
+        half = _let(rows, lambda *r: reciprocal_half(total(*r), clz(*r)), "half")
+        xs = _let(rows, lambda *r: Const(1515870810, "int32") + srdhm(half(*r), Const(-1010580540, "int32")), "x0")
+        for step in range(3):
+            prev = xs
+            xs = _let(rows, lambda *r, p=prev: newton_step(p(*r), half(*r)), f"x{step + 1}")
+        scale = _let(rows, lambda *r, p=xs: sat_mul_pot(p(*r), 1), "recip")
+
+        def body(*i):
+            r = i[:-1]
+            exponent = _i32(ACCUMULATION_INTEGER_BITS + 31 - 8 * np.dtype(out_dtype).itemsize) - clz(*r)
+            v = rdbpot(srdhm(scale(*r), exp_t(mx(*r) - xi(*i))), exponent) + _i32(int(info.min))
+            return Cast(out_dtype, min_(max_(v, _i32(int(info.min))), _i32(int(info.max))))
+        return [te.compute(shape, body, "qsoftmax")]

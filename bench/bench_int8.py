@@ -1,0 +1,68 @@
+"""The four MLPerf Tiny int8 .tflite models: workspace + input/output bytes next to TensorFlow Lite
+Micro's arena for the same file (measured in the same run with the tflite-micro wheel's
+RecordingMicroAllocator; its arena holds inputs and outputs too), and on the emulated boards
+the flash, RAM and instructions per inference of our firmware (arm-none-eabi-gcc -O2, QEMU
+-icount), each checked bit-exact against TFLM on the input it ran.
+
+  python bench/bench_int8.py [--boards qemu-cortex-m4,qemu-cortex-m55]
+"""
+import argparse
+import contextlib
+import io
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+MLPERF = os.path.join(ROOT, "..", "shared", "models", "mlperf_tiny")
+MODELS = ["anomaly_detection/ad01_int8.tflite", "keyword_spotting/kws_ref_model.tflite",
+          "visual_wake_words/vww_96_int8.tflite", "image_classification/pretrainedResnet_quant.tflite"]
+GOAL = 0.8
+
+
+def main():
+    import numpy as np
+    import aot
+    from aot.firmware import measure
+    from bench_memory import tflm_arena
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--boards", default="qemu-cortex-m4,qemu-cortex-m55")
+    ap.add_argument("--opt", default="-O2")
+    a = ap.parse_args()
+    print(f"{'model':28s} {'workspace':>9s} {'io':>6s} {'ws+io':>7s} {'TFLM arena':>10s} {'ours/TFLM':>9s} "
+          f"{'goal':>5s}")
+    results = []
+    for rel in MODELS:
+        p = os.path.join(MLPERF, rel)
+        with contextlib.redirect_stderr(io.StringIO()):
+            res = aot.compile(p)
+        plan = res.plan
+        io_bytes = sum(t.nbytes for _, _, t in plan.inputs) + sum(t.nbytes for _, _, t in plan.outputs)
+        arena = tflm_arena(p)
+        ratio = (plan.workspace_size + io_bytes) / arena if isinstance(arena, int) else None
+        print(f"{os.path.basename(rel)[:-7]:28s} {plan.workspace_size:9,d} {io_bytes:6,d} "
+              f"{plan.workspace_size + io_bytes:7,d} {str(arena):>10s} "
+              f"{'-' if ratio is None else f'{ratio:.3f}':>9s} {'met' if ratio and ratio <= GOAL else 'not met':>5s}",
+              flush=True)
+        results.append((rel, res))
+    print()
+    print(f"{'model':28s} {'board':16s} {'flash B':>9s} {'RAM B':>8s} {'instructions':>13s}  matches TFLM")
+    from tflite_micro.python.tflite_micro import runtime
+    for rel, res in results:
+        x = res.graph.inputs[0]
+        feed = np.random.default_rng(0).integers(-128, 128, x.type.shape).astype(np.int8)
+        it = runtime.Interpreter.from_file(os.path.join(MLPERF, rel), arena_size=8 * 1024 * 1024)
+        it.set_input(feed, 0)
+        it.invoke()
+        ref = it.get_output(0)
+        for board in a.boards.split(","):
+            rep, outs = measure(res.tar, board, a.opt, inputs={x.name: feed})
+            same = outs is not None and np.array_equal(outs[res.graph.output_names[0]], ref)
+            print(f"{os.path.basename(rel)[:-7]:28s} {board:16s} {rep['flash']:9,d} {rep['ram']:8,d} "
+                  f"{rep['instructions']:13,d}  {'yes' if same else 'NO'}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
