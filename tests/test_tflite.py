@@ -97,6 +97,13 @@ def test_malformed_tflite_files_are_refused_by_name(tmp_path):
     sy = short.tensor("y", [1, 2], "float32")
     short.op("FULLY_CONNECTED", [sx, sw, None], [sy])
     cases["size.tflite"] = (short.finish(inputs=[sx], outputs=[sy]), ["tensor 1 'w'", "holds 20 bytes", "needs 32"])
+    noq = ModelBuilder()
+    qx = noq.tensor("x", [1, 4], "int8", scale=0.1, zero_point=0)
+    qw = noq.tensor("w", [2, 4], "int8", data=np.ones((2, 4), np.int8), scale=0.1, zero_point=0)
+    qy = noq.tensor("y", [1, 2], "int8")                    # no quantisation parameters
+    noq.op("FULLY_CONNECTED", [qx, qw, None], [qy])
+    cases["noquant.tflite"] = (noq.finish(inputs=[qx], outputs=[qy]),
+                               ["operator 0 (FULLY_CONNECTED)", "tensor 2 'y'", "without quantisation parameters"])
     for name, (data, needles) in cases.items():
         p = tmp_path / name
         p.write_bytes(data)
