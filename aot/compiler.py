@@ -19,6 +19,7 @@ from .names import MAX_MODEL_NAME, model_c_name, unique_c_names
 from .passes.fold_constants import fold_constants
 from .passes.fuse import fuse_ops, group_name
 from .passes.order import order_for_memory
+from .passes.qdq import fold_qdq
 from .passes.simplify import eliminate_dead_code, fold_batchnorm, materialize_outputs, remove_identities
 from .target import Target
 
@@ -90,6 +91,7 @@ def run_passes(graph, log):
     passes = [
         ("remove_identities", remove_identities, "Identity/Dropout nodes removed"),
         ("fold_batchnorm", fold_batchnorm, "BatchNormalization nodes folded"),
+        ("fold_qdq", fold_qdq, "QuantizeLinear(op(DequantizeLinear)) chains made integer kernels"),
         ("fold_constants", fold_constants, "nodes folded to constants"),
         ("eliminate_dead_code", eliminate_dead_code, "dead nodes removed"),
         ("materialize_outputs", materialize_outputs, "output copies inserted"),

@@ -41,7 +41,7 @@ def add_node(nodes, op_type, name, attrs, inputs, opset, out_names):
     for o, t in zip(outs, op.infer(node)):
         check_tensor_size(f"node '{name}' ({op_type}): output '{o.name}'", t.shape, t.dtype)
         o.type = t
-    vals = fold_node(node)
+    vals = fold_node(node) if getattr(op, "fold_at_import", True) else None
     if vals is not None:
         for o, val in zip(outs, vals):
             o.const, o.producer = val, None

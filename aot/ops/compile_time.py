@@ -88,6 +88,7 @@ class Range(_CompileTime):
 class DequantizeLinear(Op):
     name = "DequantizeLinear"
     pattern = Pattern.ELEMWISE
+    fold_at_import = False     # a weight's int8 form and scale stay visible to the QDQ folding pass
     dtypes = ("int8", "uint8", "int32")
     min_inputs = 2
 

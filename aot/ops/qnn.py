@@ -1,10 +1,16 @@
-"""Integer-only kernels with TFLite's arithmetic: int8 in, int32 accumulation, fixed-point
-requantisation (fixed_point.py), the fused activation as a clamp, int8 out. The TFLite frontend
-makes them (and precomputes every multiplier exactly as TFLite Micro's Prepare does); their
-outputs match TFLite Micro's reference kernels bit for bit.
+"""Integer kernels: int8 in, int32 accumulation, requantisation, the fused activation as a
+clamp, int8 out. Two requantisations, by the model's origin:
+
+- requant="fixed" (the default; the TFLite frontend): TFLite's fixed-point arithmetic
+  (fixed_point.py), every multiplier precomputed exactly as TFLite Micro's Prepare does; outputs
+  match TFLite Micro's reference kernels bit for bit, with no float arithmetic in the kernel.
+- requant="float" (the QDQ folding of ONNX models, aot/passes/qdq.py): onnxruntime's QLinear
+  kernels' float32 scale and round-half-to-even, which keeps a deep QDQ model within 1 LSB of
+  onnxruntime (fixed point drifts a step further with each layer).
 
 Per-tensor multipliers are attributes; per-channel ones are int32 constant inputs (one per
-output channel), loaded by the kernel.
+output channel), loaded by the kernel; a float scale is the attribute `scale` (per tensor) or a
+float32 constant input (per channel).
 """
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ import numpy as np
 from .. import te
 from ..errors import OpError
 from ..ir.graph import TensorType
-from ..tir.expr import Bin, Cast, Const, Select, gt, max_, min_
+from ..tir.expr import Bin, Cast, Const, Select, call, gt, max_, min_
 from .conv import Conv, conv_sum
 from .fixed_point import (ACCUMULATION_INTEGER_BITS, leading_zeros, mbqm, mbqm_np, newton_step, rdbpot,
                           reciprocal_half, sat_mul_pot, softmax_np, srdhm)
@@ -26,7 +32,7 @@ from .window import from_nchw, join_index, nchw_shape, split_index, to_nchw
 QTYPES = ("int8", "int16")
 # the quantisation attributes a frontend gives these ops (the canonical window attributes come
 # from Conv's and AveragePool's canon)
-QUANT_ATTRS = ("x_zp", "w_zp", "out_zp", "act_min", "act_max", "out_dtype", "multiplier", "shift")
+QUANT_ATTRS = ("x_zp", "w_zp", "out_zp", "act_min", "act_max", "out_dtype", "multiplier", "shift", "requant", "scale")
 
 
 def _i32(v):
@@ -39,13 +45,22 @@ def _clamp_cast(v, node):
 
 
 def _requant_np(acc, mult, shift, node):
+    """mult is the float32 scale (shift unused) with requant="float"."""
     a = node.attrs
-    out = mbqm_np(acc, mult, shift) + a["out_zp"]
+    if a.get("requant") == "float":
+        out = np.rint(acc.astype(np.float32) * np.asarray(mult, np.float32)).astype(np.int64) + a["out_zp"]
+    else:
+        out = mbqm_np(acc, mult, shift) + a["out_zp"]
     return np.clip(out, a["act_min"], a["act_max"]).astype(a["out_dtype"])
 
 
 def _channel_params(node, k):
-    """(multiplier, shift) of per-channel inputs k, k+1, or of the per-tensor attributes."""
+    """(multiplier, shift) of per-channel inputs k, k+1, or of the per-tensor attributes; with
+    requant="float", (scale, None) from input k or the attribute."""
+    if node.attrs.get("requant") == "float":
+        if len(node.inputs) > k and node.inputs[k] is not None:
+            return node.inputs[k].const.astype(np.float32), None
+        return np.float32(node.attrs["scale"]), None
     if len(node.inputs) > k and node.inputs[k] is not None:
         return node.inputs[k].const.astype(np.int64), node.inputs[k + 1].const.astype(np.int64)
     return np.int64(node.attrs["multiplier"]), np.int64(node.attrs["shift"])
@@ -67,7 +82,10 @@ class _Requantised(Op):
             v = acc(*i)
             if bias is not None:
                 v = v + bias(c)
-            if mult is None:
+            if a.get("requant") == "float":
+                s = mult(c) if mult is not None else Const(float(np.float32(a["scale"])), "float32")
+                r = Cast("int32", call("nearbyint", Cast("float32", v) * s))
+            elif mult is None:
                 r = mbqm(v, int(a["multiplier"]), int(a["shift"]))
             else:
                 r = mbqm(v, mult(c), shift(c))
@@ -137,7 +155,7 @@ class QConv(_Requantised, Conv):
         m, s = _channel_params(node, 3)
         if np.ndim(m):
             sh = (1, -1) + (1,) * (acc.ndim - 2)
-            m, s = m.reshape(sh), s.reshape(sh)
+            m, s = m.reshape(sh), (s.reshape(sh) if s is not None else None)
         return [from_nchw(_requant_np(acc, m, s, node), layout)]
 
     def compute(self, node, x, w, bias=None, mult=None, shift=None):
@@ -163,6 +181,11 @@ class QAdd(Op):
 
     def reference(self, node, x, y):
         a = node.attrs
+        if a.get("requant") == "float":        # onnxruntime's QLinearAdd: scale ratios in float32
+            v = (x.astype(np.float32) - np.float32(a["x_zp"])) * np.float32(a["x_scale"]) + \
+                (y.astype(np.float32) - np.float32(a["y_zp"])) * np.float32(a["y_scale"])
+            out = np.rint(v).astype(np.int64) + a["out_zp"]
+            return [np.clip(out, a["act_min"], a["act_max"]).astype(a["out_dtype"])]
         sx = (x.astype(np.int64) - a["x_zp"]) * (1 << a["left_shift"])
         sy = (y.astype(np.int64) - a["y_zp"]) * (1 << a["left_shift"])
         total = mbqm_np(sx, a["x_multiplier"], a["x_shift"]) + mbqm_np(sy, a["y_multiplier"], a["y_shift"])
@@ -176,6 +199,12 @@ class QAdd(Op):
             return t(*te.broadcast_index(list(i), t.shape))
 
         def body(*i):
+            if a.get("requant") == "float":
+                def f(t, key):
+                    return (Cast("float32", load(t, i)) - Const(float(a[f"{key}_zp"]), "float32")) * \
+                        Const(float(np.float32(a[f"{key}_scale"])), "float32")
+                r = Cast("int32", call("nearbyint", f(x, "x") + f(y, "y")))
+                return _clamp_cast(r + _i32(a["out_zp"]), node)
             sx = (Cast("int32", load(x, i)) - _i32(a["x_zp"])) * _i32(1 << a["left_shift"])
             sy = (Cast("int32", load(y, i)) - _i32(a["y_zp"])) * _i32(1 << a["left_shift"])
             total = mbqm(sx, int(a["x_multiplier"]), int(a["x_shift"])) + \
@@ -204,7 +233,14 @@ class QAvgPool(AveragePool):
         a = node.attrs
         s = np.rint(_window_sums(node, x.astype(np.float64))).astype(np.int64)
         n = np.rint(_window_sums(node, np.ones(x.shape))).astype(np.int64)
-        q = np.where(s > 0, (s + n // 2) // n, -((n // 2 - s) // n))        # C's division truncates toward 0
+        if a.get("requant") == "float":
+            # onnxruntime on a QDQ pool: dequantised values summed in float32 in window order, the
+            # mean quantised again; a mean within float error of a half step rounds as it does
+            sc = np.float32(a["scale"])
+            total = _window_sums(node, (x.astype(np.float32) - np.float32(a["x_zp"])) * sc, np.float32)
+            q = np.rint((total / n.astype(np.float32)) / sc).astype(np.int64) + a["x_zp"]
+        else:
+            q = np.where(s > 0, (s + n // 2) // n, -((n // 2 - s) // n))    # C's division truncates toward 0
         return [np.clip(q, a["act_min"], a["act_max"]).astype(a["out_dtype"])]
 
     def compute(self, node, x):
@@ -217,24 +253,36 @@ class QAvgPool(AveragePool):
             return te.sum(Cast("int32", x(*join_index(n, c, idx, layout))), rs)
         total = te.compute(out_shape, body, "qpool")
 
+        def fbody(*i):
+            n, c, o = split_index(i, layout)
+            rs, idx, _ = self.taps(node, x, o)
+            v = Cast("float32", x(*join_index(n, c, idx, layout))) - Const(float(node.attrs.get("x_zp", 0)), "float32")
+            return te.sum(v * Const(float(np.float32(node.attrs.get("scale", 1.0))), "float32"), rs)
+        ftotal = te.compute(out_shape, fbody, "qpool_f") if node.attrs.get("requant") == "float" else None
+
         def avg(*i):
             _, _, counts = self.taps(node, x, split_index(i, layout)[2])
             cnt = counts[0]
             for cc in counts[1:]:
                 cnt = cnt * cc
             s, half = total(*i), Bin("/", cnt, _i32(2))
+            if node.attrs.get("requant") == "float":
+                sc = Const(float(np.float32(node.attrs["scale"])), "float32")
+                mean = ftotal(*i) / Cast("float32", cnt)
+                return _clamp_cast(Cast("int32", call("nearbyint", mean / sc)) + _i32(node.attrs["x_zp"]), node)
             return _clamp_cast(Select(gt(s, _i32(0)), Bin("/", s + half, cnt), Bin("/", s - half, cnt)), node)
         return [te.compute(out_shape, avg, "qavg")]
 
 
-def _window_sums(node, x):
-    """The sum over each pooling window's taps inside the input, in the node's layout (numpy)."""
+def _window_sums(node, x, dtype=np.float64):
+    """The sum over each pooling window's taps inside the input, in the node's layout (numpy),
+    accumulated in `dtype` in window order."""
     a = node.attrs
     layout = a.get("layout", "NCHW")
     x = to_nchw(x, layout)
     nsp = len(a["kernel_shape"])
     out_shape = nchw_shape(node.outputs[0].type.shape, layout)
-    acc = np.zeros(out_shape, np.float64)
+    acc = np.zeros(out_shape, dtype)
     grids = np.meshgrid(*[np.arange(n) for n in out_shape[2:]], indexing="ij")
     for off in itertools.product(*[range(k) for k in a["kernel_shape"]]):
         pos = [g * s - p + o * d for g, s, p, o, d in zip(grids, a["strides"], a["pads"][:nsp], off, a["dilations"])]
@@ -242,7 +290,7 @@ def _window_sums(node, x):
         for dd, pp in enumerate(pos):
             valid &= (pp >= 0) & (pp < x.shape[2 + dd])
         clipped = [np.clip(pp, 0, n - 1) for pp, n in zip(pos, x.shape[2:])]
-        acc = acc + np.where(valid, x[(slice(None), slice(None)) + tuple(clipped)], 0.0)
+        acc = (acc + np.where(valid, x[(slice(None), slice(None)) + tuple(clipped)], 0.0)).astype(dtype)
     return from_nchw(acc, layout)
 
 
