@@ -20,7 +20,7 @@ import numpy as np
 from . import te
 from .errors import AotError
 from .ops import get_op
-from .tir.expr import Const, Load, Var, max_nan, min_nan, substitute, transform, walk
+from .tir.expr import Const, Load, Var, substitute, transform, walk
 from .tir.flatten import flat_index
 from .tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store
 
@@ -174,10 +174,7 @@ class _Lowering:
         zero = Const(0, "int32")
         src = self.expand(substitute(red.source, mapping), scalars)
         cur = Load(acc, zero)
-        # max/min propagate NaN (numpy, the ONNX reference): `a > b ? a : b` would keep or
-        # drop a NaN depending on where it falls in the loop order
-        comb = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b,
-                "max": max_nan, "min": min_nan}[red.combiner](cur, src)
+        comb = te.combine(red.combiner)(cur, src)
         loop = Store(acc, zero, comb)
         for ax in reversed(red.axes):
             loop = For(ax.var, substitute(ax.min, mapping), substitute(ax.extent, mapping), loop)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 
 from .errors import InternalError
-from .tir.expr import INDEX, Const, Expr, Var, wrap
+from .tir.expr import INDEX, Const, Expr, Var, max_nan, min_nan, wrap
 
 _uid = itertools.count()
 
@@ -85,6 +85,13 @@ class TensorRef(Expr):
 
 
 COMBINERS = ("sum", "max", "min", "prod")
+
+
+def combine(combiner):
+    """The loop-IR combining function of a reduction: acc, element -> acc. max/min propagate NaN
+    (numpy, the ONNX reference): `a > b ? a : b` would keep or drop a NaN depending on where it
+    falls in the loop order."""
+    return {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "max": max_nan, "min": min_nan}[combiner]
 
 
 class Reduce(Expr):

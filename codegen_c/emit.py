@@ -78,7 +78,7 @@ def _arg_text(plan, a, is_input):
 def quant_macros(plan, kind, k):
     """The scale (a float literal that reads back as the model's float32) and zero point of a
     quantised input or output, for the header's macros."""
-    q = getattr(plan, "io_quant", {}).get((kind, k))
+    q = plan.io_quant.get((kind, k))
     if q is None:
         return {}
     zp = int(q[1])

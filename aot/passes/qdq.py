@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Node, Value
+from ..ir.graph import Node, TensorType, Value
 from ..ops.fixed_point import softmax_tables, tflite_round
 from . import graph_pass
 
@@ -82,12 +82,7 @@ def _requant(m, scales, x_zp, out, act, extra_name):
     if np.all(scales == scales[0]):
         attrs["scale"] = float(scales[0])
         return attrs, []
-    return attrs, [Value(f"{extra_name}_scale", _tt((len(scales),), "float32"), scales)]
-
-
-def _tt(shape, dtype):
-    from ..ir.graph import TensorType
-    return TensorType(shape, dtype)
+    return attrs, [Value(f"{extra_name}_scale", TensorType((len(scales),), "float32"), scales)]
 
 
 def _bias(m, v, xs, ws, n_out):
@@ -109,7 +104,7 @@ def _bias(m, v, xs, ws, n_out):
     q = np.rint(real / (np.float64(xs) * ws.astype(np.float64)))
     if np.any(np.abs(q) > 2 ** 31 - 1):
         return None
-    return Value(f"{v.name}_int32", _tt((n_out,), "int32"), q.astype(np.int32))
+    return Value(f"{v.name}_int32", TensorType((n_out,), "int32"), q.astype(np.int32))
 
 
 def _core(m, qnode):
@@ -184,7 +179,7 @@ def _fold_dense(m, q, out, act, core):
     b = _bias(m, bias, xs[0], ws, n_out)
     if bias is not None and b is None:
         return None
-    w = Value(f"{dw[0].name}_rows", _tt(wq.shape, "int8"), np.ascontiguousarray(wq).astype(np.int8))
+    w = Value(f"{dw[0].name}_rows", TensorType(wq.shape, "int8"), np.ascontiguousarray(wq).astype(np.int8))
     attrs, extra = _requant(m, np.float32(xs[0]) * ws.astype(np.float32) / out[0], xz[0], out, act, q.name)
     ins = [x, w, b] + extra
     while ins and ins[-1] is None:
@@ -233,8 +228,8 @@ def _fold_softmax(m, q, out, act, sm):
             sm.attrs.get("axis", -1) % rank != rank - 1 or d[0].type.dtype != "int8":
         return None
     exp_t, sum_t, _ = softmax_tables(np.float32(1.0), np.float32(d[1][0]))
-    return Node("QSoftmax", q.name, [d[0], Value(f"{q.name}_exp", _tt((256,), "int32"), exp_t),
-                                     Value(f"{q.name}_sum", _tt((256,), "int32"), sum_t)],
+    return Node("QSoftmax", q.name, [d[0], Value(f"{q.name}_exp", TensorType((256,), "int32"), exp_t),
+                                     Value(f"{q.name}_sum", TensorType((256,), "int32"), sum_t)],
                 [q.outputs[0]], {"out_dtype": "int8"})
 
 

@@ -11,7 +11,8 @@ does), so results match a serial sum to rounding, not bit for bit.
 """
 from __future__ import annotations
 
-from ..tir.expr import INDEX, Bin, Const, Load, Select, Var, eq, lt, max_nan, min_nan, substitute, walk
+from .. import te
+from ..tir.expr import INDEX, Bin, Const, Load, Select, Var, eq, lt, substitute, walk
 from ..tir.schedule import ScheduleError, bind, fuse, parallel, split
 from ..tir.simplify import const_value
 from ..tir.stmt import Allocate, Barrier, Buffer, For, IfThenElse, Seq, Store, map_exprs, walk_stmts
@@ -20,14 +21,13 @@ THREADS = 256
 MIN_LENGTH = 64       # shorter reductions stay serial in one thread per output
 MAX_ROWS = 2048       # more rows than this keep the GPU busy with a thread (or tile) per output
 
-_COMBINE = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "max": max_nan, "min": min_nan}
 
 
 def combiner(store: Store, acc: Buffer):
     """(combine, element) when store is acc[0] = combine(acc[0], element) for one of the
     associative combiners lowering emits; else None."""
     cur, v = Load(acc, Const(0, INDEX)), store.value
-    for name, fn in _COMBINE.items():
+    for fn in (te.combine(c) for c in te.COMBINERS):
         elem = v.f if isinstance(v, Select) else v.b if isinstance(v, Bin) else None
         if elem is not None and fn(cur, elem).key() == v.key() and \
                 not any(isinstance(x, Load) and x.buffer is acc for x in walk(elem)):
