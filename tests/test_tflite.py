@@ -245,3 +245,27 @@ def test_int8_op_is_bit_exact_with_tflm_or_refused_by_name(name):
         outs = aot.run(res, {v.name: f for v, f in zip(res.graph.inputs, feeds)}, sanitize=trial == 0)
         for out_name, ref in zip(res.graph.output_names, refs):
             np.testing.assert_array_equal(outs[out_name], ref, err_msg=f"trial {trial}")
+
+
+@tflm
+def test_quantize_requantize_dequantize_are_bit_exact_with_tflm():
+    """A float model boundary: float -> QUANTIZE -> int8 -> QUANTIZE (requantise) -> DEQUANTIZE -> float,
+    with values on rounding ties (half away from zero, as TFLite rounds)."""
+    import aot
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.uniform(-4, 4, 60), (np.arange(-10, 10) + 0.5) * 0.05]).astype(np.float32).reshape(2, 40)
+    mb = ModelBuilder()
+    xf = mb.tensor("x", x.shape, "float32")
+    q1 = mb.tensor("q1", x.shape, "int8", scale=0.05, zero_point=3)
+    q2 = mb.tensor("q2", x.shape, "int8", scale=0.07, zero_point=-9)
+    y = mb.tensor("y", x.shape, "float32")
+    mb.op("QUANTIZE", [xf], [q1])
+    mb.op("QUANTIZE", [q1], [q2])
+    mb.op("DEQUANTIZE", [q2], [y])
+    model = mb.finish(inputs=[xf], outputs=[q1, q2, y])
+    refs = run_tflm(model, [x])
+    res = aot.compile(model)
+    assert {n.op for n in res.graph.nodes} == {"QQuantize", "DequantizeLinear"}
+    outs = aot.run(res, {res.graph.inputs[0].name: x}, sanitize=True)
+    for name, ref in zip(res.graph.output_names, refs):
+        np.testing.assert_array_equal(outs[name], ref, err_msg=name)

@@ -16,8 +16,8 @@ CONVERTERS: dict = {}
 # one scale and zero point, and the float op computes them exactly on the raw integers
 SAME_QUANT_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "MAX_POOL_2D", "PAD", "PADV2", "CONCATENATION", "SPLIT",
                   "SLICE", "STRIDED_SLICE", "TRANSPOSE", "MAXIMUM", "MINIMUM"}
-INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D",
-            "SOFTMAX"} | SAME_QUANT_OPS     # the converters that have an integer path
+INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "SOFTMAX", "QUANTIZE",
+            "DEQUANTIZE"} | SAME_QUANT_OPS     # the converters that have an integer path
 PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
 
 
@@ -343,11 +343,27 @@ def softmax(cx, op):
 @converts("DEQUANTIZE")
 def dequantize(cx, op):
     t = op.inputs[0]
-    if t.data is None:
-        raise TFLiteError(f"{op}: dequantising a computed tensor needs the integer kernels, which are not "
-                          "supported yet")
-    data = dequantise(t) if t.quantised else t.data.astype(np.float32)      # float16 weights in a float model
-    return [cx.b.const(_out(op), data)]
+    if t.data is not None:
+        data = dequantise(t) if t.quantised else t.data.astype(np.float32)      # float16 weights in a float model
+        return [cx.b.const(_out(op), data)]
+    s, z = qparams(t, op)           # (q - zero point) * scale in float32, as TFLite Micro rounds it
+    return [cx.node("DequantizeLinear", [cx.value(t, op), cx.b.const("scale", np.float32(s)),
+                                         cx.b.const("zero_point", np.asarray(z, t.dtype))], name=_out(op))]
+
+
+@converts("QUANTIZE")
+def quantize(cx, op):
+    (x,) = cx.inputs(op, 1)
+    t, out = op.inputs[0], op.outputs[0]
+    so, zo = qparams(out, op)
+    attrs = {"out_zp": zo, "out_dtype": out.dtype}
+    if t.dtype == "float32":
+        attrs["scale"] = float(so)
+    else:
+        si, zi = qparams(t, op)
+        m, s = quantize_multiplier(float(np.float64(si) / np.float64(so)))
+        attrs.update(x_zp=zi, multiplier=m, shift=s)
+    return [cx.node("QQuantize", [x], attrs, name=_out(op))]
 
 
 # -- pooling and reductions --------------------------------------------------------------------

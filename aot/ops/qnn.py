@@ -24,7 +24,7 @@ from ..ir.graph import TensorType
 from ..tir.expr import Bin, Cast, Const, Select, call, gt, max_, min_
 from .conv import Conv, conv_sum
 from .fixed_point import (ACCUMULATION_INTEGER_BITS, leading_zeros, mbqm, mbqm_np, newton_step, rdbpot,
-                          reciprocal_half, sat_mul_pot, softmax_np, srdhm)
+                          reciprocal_half, sat_mul_pot, softmax_np, srdhm, tflite_round)
 from .pool import AveragePool
 from .registry import Op, Pattern, broadcast_shapes, register
 from .window import from_nchw, join_index, nchw_shape, split_index, to_nchw
@@ -354,3 +354,41 @@ class QSoftmax(Op):
             v = rdbpot(srdhm(scale(*r), exp_t(mx(*r) - xi(*i))), exponent) + _i32(int(info.min))
             return Cast(out_dtype, min_(max_(v, _i32(int(info.min))), _i32(int(info.max))))
         return [te.compute(shape, body, "qsoftmax")]
+
+
+@register
+class QQuantize(Op):
+    """TFLite QUANTIZE: float -> int8 as TFLite Micro's AffineQuantize computes it (the float
+    quotient rounded half away from zero, plus the zero point, clamped), or int8 -> int8 as its
+    Requantize (MultiplyByQuantizedMultiplier of the scale ratio). attrs: out_zp, out_dtype, and
+    scale (from float) or x_zp, multiplier, shift (from int8)."""
+    name = "QQuantize"
+    internal = True
+    pattern = Pattern.ELEMWISE
+    dtypes = ("float32", "int8", "int16")
+
+    def infer(self, node):
+        return [TensorType(node.inputs[0].type.shape, node.attrs["out_dtype"])]
+
+    def reference(self, node, x):
+        a = node.attrs
+        info = np.iinfo(a["out_dtype"])
+        if x.dtype.kind == "f":
+            v = tflite_round(x.astype(np.float32) / np.float32(a["scale"])) + a["out_zp"]
+        else:
+            v = mbqm_np(x.astype(np.int64) - a["x_zp"], a["multiplier"], a["shift"]) + a["out_zp"]
+        return [np.clip(v, info.min, info.max).astype(a["out_dtype"])]
+
+    def compute(self, node, x):
+        a = node.attrs
+        info = np.iinfo(a["out_dtype"])
+
+        def body(*i):
+            if x.dtype == "float32":
+                v = call("round", x(*i) / Const(float(np.float32(a["scale"])), "float32")) + \
+                    Const(float(a["out_zp"]), "float32")
+                lo, hi = Const(float(info.min), "float32"), Const(float(info.max), "float32")
+                return Cast(a["out_dtype"], min_(max_(v, lo), hi))         # clamped before the cast
+            v = mbqm(Cast("int32", x(*i)) - _i32(a["x_zp"]), int(a["multiplier"]), int(a["shift"]))
+            return Cast(a["out_dtype"], min_(max_(v + _i32(a["out_zp"]), _i32(int(info.min))), _i32(int(info.max))))
+        return [te.compute(x.shape, body, "qquantize")]
