@@ -265,11 +265,11 @@ class QAvgPool(AveragePool):
             cnt = counts[0]
             for cc in counts[1:]:
                 cnt = cnt * cc
-            s, half = total(*i), Bin("/", cnt, _i32(2))
             if node.attrs.get("requant") == "float":
                 sc = Const(float(np.float32(node.attrs["scale"])), "float32")
                 mean = ftotal(*i) / Cast("float32", cnt)
                 return _clamp_cast(Cast("int32", call("nearbyint", mean / sc)) + _i32(node.attrs["x_zp"]), node)
+            s, half = total(*i), Bin("/", cnt, _i32(2))
             return _clamp_cast(Select(gt(s, _i32(0)), Bin("/", s + half, cnt), Bin("/", s - half, cnt)), node)
         return [te.compute(out_shape, avg, "qavg")]
 

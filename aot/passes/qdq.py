@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorType, Value
-from ..ops.fixed_point import softmax_tables, tflite_round
+from ..ops.fixed_point import tflite_round
 from . import graph_pass
 
 MOVES = ("Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool")   # exact on raw integers
@@ -221,18 +221,6 @@ def _fold_pool(m, q, out, act, pool):
     return Node("QAvgPool", q.name, [x], [q.outputs[0]], attrs)
 
 
-def _fold_softmax(m, q, out, act, sm):
-    d = m.dq(sm.inputs[0])
-    rank = len(sm.inputs[0].type.shape)
-    if act is not None or d is None or out != (np.float32(1 / 256), -128, "int8") or \
-            sm.attrs.get("axis", -1) % rank != rank - 1 or d[0].type.dtype != "int8":
-        return None
-    exp_t, sum_t, _ = softmax_tables(np.float32(1.0), np.float32(d[1][0]))
-    return Node("QSoftmax", q.name, [d[0], Value(f"{q.name}_exp", TensorType((256,), "int32"), exp_t),
-                                     Value(f"{q.name}_sum", TensorType((256,), "int32"), sum_t)],
-                [q.outputs[0]], {"out_dtype": "int8"})
-
-
 def _fold_move(m, q, out, act, mv):
     d = m.dq(mv.inputs[0])
     if act is not None or not _same(d, out):
@@ -242,7 +230,7 @@ def _fold_move(m, q, out, act, mv):
 
 # Softmax stays onnxruntime's float softmax between its dequantise and quantise: TFLite's
 # fixed-point softmax (QSoftmax) is up to 2 LSB from it, more than the 1 LSB a QDQ model keeps
-FOLDS = {"Conv": _fold_conv, "MatMul": _fold_dense, "Gemm": _fold_dense, "Add": None, "AveragePool": _fold_pool,
+FOLDS = {"Conv": _fold_conv, "MatMul": _fold_dense, "Gemm": _fold_dense, "AveragePool": _fold_pool,
          "GlobalAveragePool": _fold_pool, **{k: _fold_move for k in MOVES}}
 
 
@@ -268,7 +256,7 @@ def fold_qdq(graph):
             out = _q_out(n)
             act, core = _core(m, n) if out else (None, None)
             if core is not None:
-                if core.op == "Add":
+                if core.op == "Add":            # an elementwise add, or a dense layer's bias
                     new = _fold_add(m, n, out, act, core) or _fold_dense(m, n, out, act, core)
                 elif core.op in FOLDS:
                     new = FOLDS[core.op](m, n, out, act, core)
