@@ -132,21 +132,13 @@ def _op_cases():
     return CASES
 
 
-FLOAT_UNSUPPORTED = {"TRANSPOSE_CONV"}       # converters still to write: refused by name meanwhile
-
-
 @tflm
 @pytest.mark.parametrize("name", sorted(_op_cases()))
 def test_float_op_matches_tflm(name):
     import aot
-    from aot.errors import UnsupportedError
     from test_tflite_build import build
     case = _op_cases()[name]
     model, feeds, _, _ = build(case, "float32")
-    if case.op in FLOAT_UNSUPPORTED:
-        with pytest.raises(UnsupportedError, match=f"operator 0 \\({case.op}\\): operator {case.op} is not supported"):
-            aot.compile(model)
-        return
     refs = run_tflm(model, feeds)
     res = aot.compile(model)
     assert not any(n.op == "Transpose" for n in res.graph.nodes) or case.op in ("TRANSPOSE", "BATCH_MATMUL")
@@ -269,3 +261,44 @@ def test_quantize_requantize_dequantize_are_bit_exact_with_tflm():
     outs = aot.run(res, {res.graph.inputs[0].name: x}, sanitize=True)
     for name, ref in zip(res.graph.output_names, refs):
         np.testing.assert_array_equal(outs[name], ref, err_msg=name)
+
+
+# every int8 input value, several input quantisations: each table entry (aot/ops/qlut.py) checked
+TABLE_CASES = [("LOGISTIC", (1 / 256, -128), {}), ("TANH", (1 / 128, 0), {}), ("RELU", (0.03, -128), {}),
+               ("RELU6", None, {}), ("LEAKY_RELU", (0.04, 10), {"alpha": 0.2}), ("HARD_SWISH", (0.03, -50), {}),
+               ("HARD_SWISH", (0.3, 7), {})]
+
+
+@tflm
+@pytest.mark.parametrize("op,out_q,opts", TABLE_CASES, ids=[f"{c[0]}-{k}" for k, c in enumerate(TABLE_CASES)])
+def test_int8_activation_tables_are_bit_exact_with_tflm(op, out_q, opts):
+    """The int8 activations are 256-entry tables computed at compile time: all 256 inputs, with input
+    scales on both sides of the kernels' internal thresholds (hard-swish's reluish shift changes sign
+    near 0.0117; logistic and tanh saturate at a radius that depends on the scale)."""
+    import aot
+    feed = np.arange(-128, 128, dtype=np.int8)
+    for in_q in [(0.05, 3), (0.0313, -20), (0.1, 0), (0.01, 100), (0.25, -128)]:
+        mb = ModelBuilder()
+        x = mb.tensor("x", [256], "int8", scale=in_q[0], zero_point=in_q[1])
+        q = out_q or in_q
+        y = mb.tensor("y", [256], "int8", scale=q[0], zero_point=q[1])
+        mb.op(op, [x], [y], **opts)
+        model = mb.finish(inputs=[x], outputs=[y])
+        ref = run_tflm(model, [feed])[0]
+        res = aot.compile(model)
+        assert [n.op for n in res.graph.nodes] == ["QLookup"]
+        out = aot.run(res, {res.graph.inputs[0].name: feed}, sanitize=in_q[0] == 0.05)[res.graph.output_names[0]]
+        np.testing.assert_array_equal(out, ref, err_msg=f"{op} input quantisation {in_q}")
+
+
+@tflm
+def test_int16_kernels_are_refused_by_name():
+    import aot
+    from aot.errors import AotError
+    mb = ModelBuilder()
+    x = mb.tensor("x", [4], "int16", scale=1 / 4096, zero_point=0)
+    y = mb.tensor("y", [4], "int16", scale=1 / 32768, zero_point=0)
+    mb.op("LOGISTIC", [x], [y])
+    with pytest.raises(AotError, match=r"operator 0 \(LOGISTIC\): the int16 \(int16x8\) kernel of LOGISTIC is not "
+                                       "supported yet"):
+        aot.compile(mb.finish(inputs=[x], outputs=[y]))

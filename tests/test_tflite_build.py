@@ -139,6 +139,9 @@ def _cases():
     c["add_relu6"] = Case("ADD", [("in", r(2, 3, lo=-4, hi=6)), ("const", r(2, 3))],
                           lambda a, b: relu6(a + b), dict(fused_activation_function="RELU6"))
     c["sub"] = Case("SUB", [("in", r(2, 3, 2)), ("const", r(2, 3, 2))], np.subtract)
+    c["sub_broadcast_relu"] = Case("SUB", [("in", r(2, 3, 4, lo=-1, hi=3)), ("in", r(1, 1, 4))],
+                                   lambda a, b: relu(a - b), dict(fused_activation_function="RELU"))
+    c["mul_broadcast"] = Case("MUL", [("in", r(1, 3, 4)), ("const", r(4, lo=-3, hi=1))], np.multiply)
     c["mul_relu"] = Case("MUL", [("in", r(2, 4)), ("in", r(2, 4))], lambda a, b: relu(a * b),
                          dict(fused_activation_function="RELU"))
     c["average_pool"] = Case("AVERAGE_POOL_2D", [("in", r(1, 6, 6, 2))],
@@ -153,6 +156,9 @@ def _cases():
                          dict(filter_width=3, filter_height=3, stride_w=2, stride_h=2, padding="SAME"), same_q=True)
     c["mean"] = Case("MEAN", [("in", r(1, 4, 4, 3, lo=-1, hi=3)), ("int", i32(1, 2))],
                      lambda x, ax: x.mean(axis=(1, 2), keepdims=True), dict(keep_dims=True))
+    c["mean_last_axis"] = Case("MEAN", [("in", r(2, 3, 7)), ("int", i32(-1))], lambda x, ax: x.mean(axis=-1))
+    c["mean_all_but_batch"] = Case("MEAN", [("in", r(2, 3, 5, 2, lo=-3, hi=1)), ("int", i32(1, 2, 3))],
+                                   lambda x, ax: x.mean(axis=(1, 2, 3)))
     c["reshape"] = Case("RESHAPE", [("in", r(1, 2, 6)), ("int", i32(3, 4))], lambda x, s: x.reshape(3, 4),
                         dict(new_shape=[3, 4]), same_q=True)
     c["squeeze"] = Case("SQUEEZE", [("in", r(1, 3, 1, 4))], lambda x: x.reshape(3, 4),
@@ -193,12 +199,19 @@ def _cases():
         "TRANSPOSE_CONV",
         [("int", i32(1, 6, 6, 2)), ("w0", spread(r(2, 3, 3, 3), 0)), ("in", r(1, 3, 3, 3)), ("b", r(2))],
         lambda s, w, x, b: transpose_conv(s, w, x, b, "SAME", 2), dict(padding="SAME", stride_w=2, stride_h=2))
+    c["transpose_conv_same_odd"] = Case(
+        "TRANSPOSE_CONV", [("int", i32(1, 5, 6, 3)), ("w0", spread(r(3, 3, 2, 2), 0)), ("in", r(1, 3, 3, 2)),
+                           ("b", r(3))],
+        lambda s, w, x, b: transpose_conv(s, w, x, b, "SAME", 2), dict(padding="SAME", stride_w=2, stride_h=2))
     c["transpose_conv_valid_no_bias"] = Case(
         "TRANSPOSE_CONV", [("int", i32(1, 5, 4, 3)), ("w0", r(3, 3, 2, 2)), ("in", r(1, 3, 3, 2)), (None, None)],
         lambda s, w, x, b: transpose_conv(s, w, x, b, "VALID", 1), dict(padding="VALID"))
     c["maximum"] = Case("MAXIMUM", [("in", r(2, 3, 4)), ("in", r(2, 3, 4))], np.maximum, same_q=True)
     c["minimum"] = Case("MINIMUM", [("in", r(2, 3, 4)), ("const", r(1, 1, 4))], np.minimum, same_q=True)
     c["batch_matmul"] = Case("BATCH_MATMUL", [("in", r(2, 3, 4)), ("in", r(2, 4, 5))], np.matmul)
+    c["batch_matmul_broadcast"] = Case("BATCH_MATMUL", [("in", r(2, 1, 3, 4)), ("in", r(3, 4, 2))], np.matmul)
+    c["prelu_scalar_alpha"] = Case("PRELU", [("in", r(2, 3, 4)), ("const", np.full((1,), 0.3, np.float32))],
+                                   lambda x, a: np.where(x >= 0, x, a * x))
     c["batch_matmul_adj"] = Case("BATCH_MATMUL", [("in", r(2, 4, 3)), ("in", r(2, 5, 4))],
                                  lambda a, b: a.transpose(0, 2, 1) @ b.transpose(0, 2, 1),
                                  dict(adj_x=True, adj_y=True))

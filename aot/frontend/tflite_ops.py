@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops.fixed_point import activation_range, quantize_multiplier, softmax_tables
 from ..errors import TFLiteError
+from ..ops import qlut
+from ..ops.qarith import mean_multiplier
+from ..ops.fixed_point import activation_range, quantize_multiplier, softmax_tables
 
 CONVERTERS: dict = {}
 # ops that only move or compare int8 values: TFLite Micro requires their inputs and output to share
 # one scale and zero point, and the float op computes them exactly on the raw integers
 SAME_QUANT_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "MAX_POOL_2D", "PAD", "PADV2", "CONCATENATION", "SPLIT",
-                  "SLICE", "STRIDED_SLICE", "TRANSPOSE", "MAXIMUM", "MINIMUM"}
-INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "SOFTMAX", "QUANTIZE",
-            "DEQUANTIZE"} | SAME_QUANT_OPS     # the converters that have an integer path
+                  "SLICE", "STRIDED_SLICE", "TRANSPOSE", "MAXIMUM", "MINIMUM", "RELU6"}
+TABLE_OPS = {"LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH"}     # int8: a 256-entry table
+INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "PRELU", "MEAN", "BATCH_MATMUL",
+            "AVERAGE_POOL_2D", "SOFTMAX", "QUANTIZE", "DEQUANTIZE"} | SAME_QUANT_OPS | TABLE_OPS
+# the integer path of these is written for int8 only (TFLite's int16x8 kernels are other algorithms)
+INT16_OPS = SAME_QUANT_OPS - {"RELU6"}
 PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
 
 
@@ -38,6 +43,9 @@ class Converter:
     def convert(self, op):
         if quantised(op) and op.name not in INT8_OPS:
             raise TFLiteError(f"{op}: the integer (int8) kernel of {op.name} is not supported yet")
+        if op.name not in INT16_OPS and any(t is not None and t.data is None and t.dtype == "int16"
+                                            for t in op.inputs + op.outputs):
+            raise TFLiteError(f"{op}: the int16 (int16x8) kernel of {op.name} is not supported yet")
         if quantised(op) and op.name in SAME_QUANT_OPS:
             acts = [t for t in op.inputs + op.outputs if t is not None and t.dtype in ("int8", "int16")]
             if len({qparams(t, op) for t in acts}) > 1:
@@ -221,6 +229,50 @@ def depthwise_conv_2d(cx, op):
     return _conv_node(cx, op, x, w, b, attrs)
 
 
+@converts("TRANSPOSE_CONV")
+def transpose_conv(cx, op):
+    """NHWC kept; the OHWI filter becomes ConvTranspose's [I, O, kh, kw] once at import. The
+    output is cropped as TFLite pads: (the output size the input implies - 1) * stride + kernel
+    - declared output, halved, at the top and left."""
+    shape = [int(v) for v in np.asarray(cx.const(op, 0, "output shape")).reshape(-1)]
+    wt, xt = op.inputs[1], op.inputs[2]
+    bt = op.inputs[3] if len(op.inputs) > 3 else None
+    if wt.data is None or len(wt.shape) != 4:
+        raise TFLiteError(f"{op}: the filter must be a constant [O, H, W, I]")
+    x = cx.value(xt, op)
+    if len(x.type.shape) != 4 or len(shape) != 4 or x.type.shape[-1] != wt.shape[-1] or shape[-1] != wt.shape[0] \
+            or shape[0] != x.type.shape[0]:
+        raise TFLiteError(f"{op}: input {list(x.type.shape)}, filter {list(wt.shape)} and output shape {shape} "
+                          "do not fit together")
+    strides = [op.opt("StrideH"), op.opt("StrideW")]
+    begin, end = [], []
+    for d in range(2):
+        out, k, s, n = shape[1 + d], wt.shape[1 + d], strides[d], x.type.shape[1 + d]
+        implied = -(-out // s) if op.opt("Padding") == 0 else (out - k + s) // s
+        pad = max((implied - 1) * s + k - out, 0) // 2
+        extra = (n - 1) * s + k - out - pad
+        if extra < 0:
+            raise TFLiteError(f"{op}: output size {out} is beyond what a {k}-tap, stride-{s} transposed "
+                              f"convolution of {n} positions reaches")
+        begin.append(pad)
+        end.append(extra)
+    w = cx.value(wt, op).const
+    w = cx.b.const(wt.name, np.ascontiguousarray(np.transpose(w, (3, 0, 1, 2))))
+    attrs = {"layout": "NHWC", "strides": strides, "pads": begin + end, "kernel_shape": list(wt.shape[1:3])}
+    b = cx.value(bt, op) if bt is not None else None
+    if not quantised(op):
+        y = cx.node("ConvTranspose", [x, w] + ([b] if b is not None else []), attrs, name=_out(op))
+        return [cx.activation(y, op)]
+    xs = qparams(xt, op)[0]
+    ws = _weights_scales(wt, op)
+    os_ = qparams(op.outputs[0], op)[0]
+    qa, extra = requant_attrs(op, xt, op.outputs[0], np.float64(xs) * ws.astype(np.float64) / np.float64(os_))
+    ins = [x, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
+    while ins and ins[-1] is None:
+        ins.pop()
+    return [cx.node("QConvTranspose", ins, dict(attrs, **qa), name=_out(op))]
+
+
 @converts("FULLY_CONNECTED")
 def fully_connected(cx, op):
     x, w, b = cx.inputs(op, 3)
@@ -258,31 +310,61 @@ def batch_matmul(cx, op):
         perm = list(range(len(v.type.shape)))
         perm[-2:] = perm[-2:][::-1]
         return cx.node("Transpose", [v], {"perm": perm}, name=f"{_out(op)}_{what}")
-    return [cx.node("MatMul", [adj(a, op.opt("AdjX"), "adj_x"), adj(b, op.opt("AdjY"), "adj_y")], name=_out(op))]
+    ins = [adj(a, op.opt("AdjX"), "adj_x"), adj(b, op.opt("AdjY"), "adj_y")]
+    if quantised(op):
+        (s1, z1), (s2, z2) = qparams(op.inputs[0], op), qparams(op.inputs[1], op)
+        so, zo = qparams(op.outputs[0], op)
+        m, sh = quantize_multiplier(float(s1 * s2) / np.float64(so))         # the scale product in float
+        attrs = {"x_zp": z1, "y_zp": z2, "out_zp": zo, "multiplier": m, "shift": sh, "out_dtype": op.outputs[0].dtype}
+        return [cx.node("QBatchMatMul", ins, attrs, name=_out(op))]
+    return [cx.node("MatMul", ins, name=_out(op))]
 
 
 # -- elementwise ------------------------------------------------------------------------------
 def _qadd(cx, op):
-    """TFLite's int8 ADD: both inputs to twice the larger scale with 20 bits of headroom."""
+    """TFLite's int8 ADD and SUB: both inputs to twice the larger scale with 20 bits of headroom
+    (ADD's Prepare divides in double, SUB's in float)."""
     (s1, z1), (s2, z2) = qparams(op.inputs[0], op), qparams(op.inputs[1], op)
     so, zo = qparams(op.outputs[0], op)
     left = 20 if op.outputs[0].dtype == "int8" else 15
-    twice = 2.0 * np.float64(max(s1, s2))
-    m1, sh1 = quantize_multiplier(np.float64(s1) / twice)
-    m2, sh2 = quantize_multiplier(np.float64(s2) / twice)
-    mo, sho = quantize_multiplier(twice / ((1 << left) * np.float64(so)))
+    if op.name == "SUB":
+        twice = np.float32(2) * max(s1, s2)
+        r1, r2 = float(s1 / twice), float(s2 / twice)
+        ro = float(twice / (np.float32(1 << left) * so))
+    else:
+        twice = 2.0 * np.float64(max(s1, s2))
+        r1, r2, ro = np.float64(s1) / twice, np.float64(s2) / twice, twice / ((1 << left) * np.float64(so))
+    (m1, sh1), (m2, sh2), (mo, sho) = (quantize_multiplier(r) for r in (r1, r2, ro))
     lo, hi = activation_range(op.opt("FusedActivationFunction", 0), so, zo, op.outputs[0].dtype)
     attrs = {"x_zp": z1, "y_zp": z2, "out_zp": zo, "left_shift": left, "x_multiplier": m1, "x_shift": sh1,
              "y_multiplier": m2, "y_shift": sh2, "multiplier": mo, "shift": sho, "act_min": lo, "act_max": hi,
              "out_dtype": op.outputs[0].dtype}
-    return [cx.node("QAdd", [cx.raw(t, op) if t.data is not None else cx.value(t, op) for t in op.inputs[:2]],
-                    attrs, name=_out(op))]
+    if op.name == "SUB":
+        attrs["subtract"] = 1
+    return [cx.node("QAdd", _int_inputs(cx, op, 2), attrs, name=_out(op))]
+
+
+def _int_inputs(cx, op, n):
+    return [cx.raw(t, op) if t.data is not None else cx.value(t, op) for t in op.inputs[:n]]
+
+
+def _qmul(cx, op):
+    """TFLite's int8 MUL: real multiplier double(s1) * double(s2) / double(out scale)."""
+    (s1, z1), (s2, z2) = qparams(op.inputs[0], op), qparams(op.inputs[1], op)
+    so, zo = qparams(op.outputs[0], op)
+    m, sh = quantize_multiplier(np.float64(s1) * np.float64(s2) / np.float64(so))
+    lo, hi = activation_range(op.opt("FusedActivationFunction", 0), so, zo, op.outputs[0].dtype)
+    attrs = {"x_zp": z1, "y_zp": z2, "out_zp": zo, "multiplier": m, "shift": sh, "act_min": lo, "act_max": hi,
+             "out_dtype": op.outputs[0].dtype}
+    return [cx.node("QMul", _int_inputs(cx, op, 2), attrs, name=_out(op))]
 
 
 def _binary(onnx_op, fused=True):
     def conv(cx, op):
-        if onnx_op == "Add" and quantised(op):
+        if onnx_op in ("Add", "Sub") and quantised(op):
             return _qadd(cx, op)
+        if onnx_op == "Mul" and quantised(op):
+            return _qmul(cx, op)
         a, b = cx.inputs(op, 2)
         y = cx.node(onnx_op, [a, b], name=_out(op))
         return [cx.activation(y, op) if fused else y]
@@ -296,8 +378,38 @@ for _name, _onnx, _fused in (("ADD", "Add", True), ("SUB", "Sub", True), ("MUL",
 
 def _unary(onnx_op):
     def conv(cx, op):
+        if quantised(op) and op.name in TABLE_OPS:
+            return _lookup(cx, op)
         return [cx.node(onnx_op, cx.inputs(op, 1), name=_out(op))]
     return conv
+
+
+def _lookup(cx, op):
+    """An int8 activation as TFLite Micro's kernel computes it, tabulated for the 256 inputs."""
+    x, out = op.inputs[0], op.outputs[0]
+    if x.dtype != "int8" or out.dtype != "int8":
+        raise TFLiteError(f"{op}: the integer kernel takes int8 in and out, not {x.dtype} -> {out.dtype}")
+    (si, zi), (so, zo) = qparams(x, op), qparams(out, op)
+    fixed = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}.get(op.name)
+    if fixed and (so, zo) != (np.float32(fixed[0]), fixed[1]):
+        raise TFLiteError(f"{op}: an int8 {op.name} needs an output of scale 1/{round(1 / fixed[0])} and zero point "
+                          f"{fixed[1]} (what TFLite Micro computes)")
+    if op.name == "LOGISTIC":
+        table = qlut.logistic_table(si, zi)
+    elif op.name == "TANH":
+        table = qlut.tanh_table(si, zi)
+    elif op.name == "RELU":
+        table = qlut.relu_table(si, zi, so, zo)
+    elif op.name == "RELU6":
+        table = qlut.relu6_table(si, zi)
+    elif op.name == "LEAKY_RELU":
+        table = qlut.leaky_relu_table(si, zi, so, zo, np.float32(op.opt("Alpha")))
+    else:
+        try:
+            table = qlut.hard_swish_table(si, zi, so, zo)
+        except ValueError as e:
+            raise TFLiteError(f"{op}: {e}") from None
+    return [cx.node("QLookup", [cx.value(x, op), cx.b.const(f"{_out(op)}_table", table)], name=_out(op))]
 
 
 for _name, _onnx in (("LOGISTIC", "Sigmoid"), ("TANH", "Tanh"), ("RELU", "Relu"), ("HARD_SWISH", "HardSwish"),
@@ -307,6 +419,8 @@ for _name, _onnx in (("LOGISTIC", "Sigmoid"), ("TANH", "Tanh"), ("RELU", "Relu")
 
 @converts("RELU6", "RELU_N1_TO_1")
 def relu_clip(cx, op):
+    if quantised(op):
+        return _lookup(cx, op)
     lo, hi = (0.0, 6.0) if op.name == "RELU6" else (-1.0, 1.0)
     (x,) = cx.inputs(op, 1)
     return [cx.node("Clip", [x, cx.b.const("lo", np.float32(lo)), cx.b.const("hi", np.float32(hi))], name=_out(op))]
@@ -314,11 +428,21 @@ def relu_clip(cx, op):
 
 @converts("LEAKY_RELU")
 def leaky_relu(cx, op):
+    if quantised(op):
+        return _lookup(cx, op)
     return [cx.node("LeakyRelu", cx.inputs(op, 1), {"alpha": float(op.opt("Alpha"))}, name=_out(op))]
 
 
 @converts("PRELU")
 def prelu(cx, op):
+    if quantised(op):
+        (si, zi), (sa, za) = qparams(op.inputs[0], op), qparams(op.inputs[1], op)
+        so, zo = qparams(op.outputs[0], op)
+        m1, s1 = quantize_multiplier(np.float64(si) / np.float64(so))
+        m2, s2 = quantize_multiplier(np.float64(si) * np.float64(sa) / np.float64(so))
+        attrs = {"x_zp": zi, "y_zp": za, "out_zp": zo, "multiplier": m1, "shift": s1, "alpha_multiplier": m2,
+                 "alpha_shift": s2, "out_dtype": op.outputs[0].dtype}
+        return [cx.node("QPRelu", _int_inputs(cx, op, 2), attrs, name=_out(op))]
     return [cx.node("PRelu", cx.inputs(op, 2), name=_out(op))]
 
 
@@ -386,6 +510,15 @@ def pool_2d(cx, op):
 def reduce(cx, op):
     (x,) = cx.inputs(op, 1)
     axes = [int(a) for a in np.asarray(cx.const(op, 1, "axes")).reshape(-1)]
+    if quantised(op):               # MEAN (the only reduction with an int8 path here)
+        rank = len(x.type.shape)
+        axes = sorted({a % rank for a in axes})
+        (si, zi), (so, zo) = qparams(op.inputs[0], op), qparams(op.outputs[0], op)
+        m, sh = mean_multiplier(*quantize_multiplier(np.float64(si) / np.float64(so)),
+                                int(np.prod([x.type.shape[a] for a in axes])))
+        attrs = {"axes": axes, "keepdims": int(bool(op.opt("KeepDims", False))), "x_zp": zi, "out_zp": zo,
+                 "multiplier": m, "shift": sh, "out_dtype": op.outputs[0].dtype}
+        return [cx.node("QMean", [x], attrs, name=_out(op))]
     onnx_op = {"MEAN": "ReduceMean", "SUM": "ReduceSum", "REDUCE_MAX": "ReduceMax", "REDUCE_MIN": "ReduceMin",
                "REDUCE_PROD": "ReduceProd"}[op.name]
     return [cx.node(onnx_op, [x, cx.ints(axes)], {"keepdims": int(bool(op.opt("KeepDims", False)))},

@@ -10,8 +10,8 @@ from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Const
 from .registry import FLOATS, Op, Pattern, register
-from .window import (from_nchw, join_index, nchw_shape, needs_no_clip, out_size, spatial, spatial_ref_slices,
-                     split_index, to_nchw, valid_range, window_attrs)
+from .window import (channels, from_nchw, join_index, layout_of, nchw_shape, needs_no_clip, out_size, spatial,
+                     spatial_ref_slices, split_index, to_nchw, valid_range, window_attrs)
 
 
 def kernel_spatial(w_shape, layout):
@@ -127,15 +127,19 @@ def conv_sum(node, x, w, xload, wload):
 @register
 class ConvTranspose(Op):
     """out[o] = sum over taps k and input channels of x[(o + pad - k*d) / s] * w[k], where the
-    division is exact; taps that do not land on an input position contribute nothing."""
+    division is exact; taps that do not land on an input position contribute nothing. Weights
+    are ONNX's [C_in, C_out / group, k...] in either data layout; layout="NHWC" (TFLite's
+    TRANSPOSE_CONV, whose OHWI filter the frontend re-orders once) keeps the data channels-last."""
     name = "ConvTranspose"
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
     dtypes = FLOATS
     min_inputs = 2
 
     def canon(self, ctx):
+        layout = layout_of(ctx)
         x, w = ctx.inputs[0].type, ctx.inputs[1].type
         nsp = len(w.shape) - 2
+        xs = spatial(x.shape, layout)
         a = ctx.attrs
         kernel = list(a.get("kernel_shape") or w.shape[2:])
         strides = list(a.get("strides") or [1] * nsp)
@@ -145,9 +149,9 @@ class ConvTranspose(Op):
         auto = a.get("auto_pad", "NOTSET")
         pads = a.get("pads")
         out_shape = a.get("output_shape")
-        full = [strides[d] * (x.shape[2 + d] - 1) + opad[d] + (kernel[d] - 1) * dil[d] + 1 for d in range(nsp)]
+        full = [strides[d] * (xs[d] - 1) + opad[d] + (kernel[d] - 1) * dil[d] + 1 for d in range(nsp)]
         if pads is None and auto in ("SAME_UPPER", "SAME_LOWER"):
-            target = list(out_shape) if out_shape else [x.shape[2 + d] * strides[d] for d in range(nsp)]
+            target = list(out_shape) if out_shape else [xs[d] * strides[d] for d in range(nsp)]
             # A kernel narrower than the stride would need negative pads to reach in*stride;
             # pads are non-negative, so (as ONNX shape inference and onnxruntime do) the total
             # is clamped at 0 and the output keeps its natural size (in-1)*stride + kernel.
@@ -170,18 +174,22 @@ class ConvTranspose(Op):
             out = out[-nsp:]
         ctx.attrs = {"kernel_shape": kernel, "strides": strides, "dilations": dil, "pads": list(pads),
                      "group": group, "out_spatial": [int(v) for v in out]}
+        if layout != "NCHW":
+            ctx.attrs["layout"] = layout
 
     def infer(self, node):
         x, w = node.inputs[0].type, node.inputs[1].type
-        g = node.attrs["group"]
-        if x.shape[1] != w.shape[0]:
-            raise OpError(node, f"input channels {x.shape[1]} do not match weight {list(w.shape)}")
-        return [TensorType((x.shape[0], w.shape[1] * g, *node.attrs["out_spatial"]), x.dtype)]
+        g, layout = node.attrs["group"], node.attrs.get("layout", "NCHW")
+        if channels(x.shape, layout) != w.shape[0]:
+            raise OpError(node, f"input channels {channels(x.shape, layout)} do not match weight {list(w.shape)}")
+        return [TensorType(join_index(x.shape[0], w.shape[1] * g, node.attrs["out_spatial"], layout), x.dtype)]
 
     def reference(self, node, x, w, b=None):
         a = node.attrs
+        layout = a.get("layout", "NCHW")
+        x = to_nchw(x, layout)
         nsp, g = len(a["kernel_shape"]), a["group"]
-        out_shape = node.outputs[0].type.shape
+        out_shape = nchw_shape(node.outputs[0].type.shape, layout)
         y = np.zeros(out_shape, np.float64)
         cg, mg = x.shape[1] // g, w.shape[1]
         for gi in range(g):
@@ -195,33 +203,42 @@ class ConvTranspose(Op):
                     y[(slice(None), slice(gi * mg, (gi + 1) * mg)) + tuple(o)] += xs @ ws
         if b is not None:
             y += b.reshape((1, -1) + (1,) * nsp)
-        return [y.astype(x.dtype)]
+        return [from_nchw(y, layout).astype(x.dtype)]
 
     def compute(self, node, x, w, b=None):
-        from ..tir.expr import Bin, and_, eq, ge, lt, select
-        a = node.attrs
-        nsp, g = len(a["kernel_shape"]), a["group"]
-        out_shape = node.outputs[0].type.shape
-        cg, mg = x.shape[1] // g, w.shape[1]
-
-        def body(n, m, *o):
-            rc = te.reduce_axis(cg, "rc")
-            rs = [te.reduce_axis(k, f"r{d}") for d, k in enumerate(a["kernel_shape"])]
-            idx, ok = [], None
-            for d in range(nsp):
-                s = a["strides"][d]
-                num = o[d] + a["pads"][d] - rs[d].var * a["dilations"][d]
-                cond = and_(ge(num, Const(0, "int32")), lt(num, Const(s * x.shape[2 + d], "int32")))
-                if s > 1:
-                    cond = and_(cond, eq(Bin("floormod", num, Const(s, "int32")), Const(0, "int32")))
-                    num = Bin("floordiv", num, Const(s, "int32"))
-                idx.append(num)
-                ok = cond if ok is None else and_(ok, cond)
-            cin = rc.var if g == 1 else (m // mg) * cg + rc.var
-            wm = m if g == 1 else m % mg
-            prod = x(n, cin, *idx) * w(cin, wm, *[r.var for r in rs])
-            return te.sum(select(ok, prod, Const(0, x.dtype)), [rc] + rs)
-        conv = te.compute(out_shape, body, "conv_transpose")
+        conv = conv_transpose_sum(node, x, w, lambda v: v, lambda v: v)
         if b is None:
             return [conv]
-        return [te.compute(out_shape, lambda n, m, *o: conv(n, m, *o) + b(m), "conv_transpose_bias")]
+        layout = node.attrs.get("layout", "NCHW")
+        return [te.compute(conv.shape, lambda *i: conv(*i) + b(split_index(i, layout)[1]), "conv_transpose_bias")]
+
+
+def conv_transpose_sum(node, x, w, xload, wload):
+    """The transposed convolution's reduction (gather form: each output sums the taps that land
+    on an input position); xload/wload adapt the loaded values (zero points, widening)."""
+    from ..tir.expr import Bin, and_, eq, ge, lt, select
+    a = node.attrs
+    layout = a.get("layout", "NCHW")
+    nsp, g = len(a["kernel_shape"]), a["group"]
+    cg, mg = channels(x.shape, layout) // g, w.shape[1]
+    in_size = spatial(x.shape, layout)
+
+    def body(*i):
+        n, m, o = split_index(i, layout)
+        rc = te.reduce_axis(cg, "rc")
+        rs = [te.reduce_axis(k, f"r{d}") for d, k in enumerate(a["kernel_shape"])]
+        idx, ok = [], None
+        for d in range(nsp):
+            s = a["strides"][d]
+            num = o[d] + a["pads"][d] - rs[d].var * a["dilations"][d]
+            cond = and_(ge(num, Const(0, "int32")), lt(num, Const(s * in_size[d], "int32")))
+            if s > 1:
+                cond = and_(cond, eq(Bin("floormod", num, Const(s, "int32")), Const(0, "int32")))
+                num = Bin("floordiv", num, Const(s, "int32"))
+            idx.append(num)
+            ok = cond if ok is None else and_(ok, cond)
+        cin = rc.var if g == 1 else (m // mg) * cg + rc.var
+        wm = m if g == 1 else m % mg
+        prod = xload(x(*join_index(n, cin, idx, layout))) * wload(w(cin, wm, *[r.var for r in rs]))
+        return te.sum(select(ok, prod, Const(0, prod.dtype)), [rc] + rs)
+    return te.compute(node.outputs[0].type.shape, body, "conv_transpose")

@@ -253,3 +253,30 @@ def reciprocal_half(total, clz):
 def newton_step(x, half):
     """One Newton-Raphson step of gemmlowp's one_over_one_plus_x_for_x_in_0_1 (Q2.29)."""
     return x + sat_mul_pot(srdhm(x, _i32(1 << 29) - srdhm(half, x)), 2)
+
+
+# -- gemmlowp's logistic and tanh on one raw value (TFLite's int8 LOGISTIC and TANH) ---------------
+def _reciprocal_newton(half_denominator):
+    """Three Newton-Raphson steps towards 1 / (2 * half_denominator) in Q2.29 (raw)."""
+    x = 1515870810 + _srdhm(half_denominator, -1010580540)
+    for _ in range(3):
+        x = x + _sat_mul_pot(_srdhm(x, (1 << 29) - _srdhm(half_denominator, x)), 2)
+    return x
+
+
+def logistic_raw(a, integer_bits):
+    """gemmlowp logistic of a raw Q<integer_bits> value -> raw Q0.31."""
+    if a == 0:
+        return 1 << 30
+    e = exp_on_negative_values(-abs(a), integer_bits)
+    positive = _sat_mul_pot(_reciprocal_newton(_half_sum(e, INT32_MAX)), 1)      # 1 / (1 + e)
+    return positive if a > 0 else INT32_MAX - positive
+
+
+def tanh_raw(a, integer_bits):
+    """gemmlowp tanh of a raw Q<integer_bits> value -> raw Q0.31."""
+    if a == 0:
+        return 0
+    e = exp_on_negative_values(-abs(a), integer_bits + 1)           # exp(-2|a|): the same raw, one more integer bit
+    t = _sat_mul_pot(_reciprocal_newton(_half_sum(e, INT32_MAX)) - (1 << 29), 2)      # (1 - e) / (1 + e)
+    return -t if a < 0 else t

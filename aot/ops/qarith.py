@@ -1,0 +1,225 @@
+"""More of TFLite's int8 kernels: MUL, PRELU, MEAN and BATCH_MATMUL, each with TFLite Micro's
+integer arithmetic (MultiplyByQuantizedMultiplier of an exact int32 value, the output zero point
+added, then the clamp). The TFLite frontend computes the multipliers as TFLite Micro's Prepare
+does; the numpy references below are written from TFLite's kernel definitions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import te
+from ..ir.graph import TensorType
+from ..tir.expr import Cast, Const, Select, ge, max_, min_
+from .conv import ConvTranspose, conv_transpose_sum
+from .dense import MatMul
+from .fixed_point import mbqm, mbqm_np
+from .qnn import QUANT_ATTRS, _Requantised, _channel_params, _requant_np
+from .reduce import Reduce
+from .registry import Op, Pattern, broadcast_shapes, register
+from .window import from_nchw, split_index, to_nchw
+
+QTYPES = ("int8",)
+
+
+def _i32(v):
+    return Const(int(v), "int32")
+
+
+def _clamp_np(v, a):
+    info = np.iinfo(a["out_dtype"])
+    return np.clip(v, a.get("act_min", info.min), a.get("act_max", info.max)).astype(a["out_dtype"])
+
+
+def _clamp(v, a):
+    info = np.iinfo(a["out_dtype"])
+    lo, hi = a.get("act_min", int(info.min)), a.get("act_max", int(info.max))
+    return Cast(a["out_dtype"], min_(max_(v, _i32(lo)), _i32(hi)))
+
+
+def _centred(t, idx, zp):
+    return Cast("int32", t(*idx)) - _i32(zp)
+
+
+class _QBinary(Op):
+    internal = True
+    pattern = Pattern.BROADCAST
+    dtypes = QTYPES
+    min_inputs = 2
+
+    def infer(self, node):
+        return [TensorType(broadcast_shapes(node, node.inputs[0].type.shape, node.inputs[1].type.shape),
+                           node.attrs["out_dtype"])]
+
+    def compute(self, node, x, y):
+        shape = node.outputs[0].type.shape
+
+        def body(*i):
+            return _clamp(self.element(node.attrs, _centred(x, te.broadcast_index(list(i), x.shape), node.attrs["x_zp"]),
+                                       _centred(y, te.broadcast_index(list(i), y.shape), node.attrs["y_zp"])),
+                          node.attrs)
+        return [te.compute(shape, body, self.name.lower())]
+
+
+@register
+class QMul(_QBinary):
+    """TFLite MUL, int8: (x - x_zp) * (y - y_zp) requantised by multiplier/shift (the real
+    multiplier x_scale * y_scale / out_scale), + out_zp, clamped to act_min..act_max."""
+    name = "QMul"
+
+    def reference(self, node, x, y):
+        a = node.attrs
+        prod = (x.astype(np.int64) - a["x_zp"]) * (y.astype(np.int64) - a["y_zp"])
+        return [_clamp_np(mbqm_np(prod, a["multiplier"], a["shift"]) + a["out_zp"], a)]
+
+    @staticmethod
+    def element(a, x, y):
+        return mbqm(x * y, int(a["multiplier"]), int(a["shift"])) + _i32(a["out_zp"])
+
+
+@register
+class QPRelu(_QBinary):
+    """TFLite PRELU, int8: x >= x_zp rescaled by (multiplier, shift) = x_scale / out_scale, else
+    (x - x_zp) * (alpha - alpha_zp) rescaled by (alpha_multiplier, alpha_shift) = x_scale *
+    alpha_scale / out_scale; the alpha zero point is attr y_zp."""
+    name = "QPRelu"
+
+    def reference(self, node, x, alpha):
+        a = node.attrs
+        xv = x.astype(np.int64) - a["x_zp"]
+        av = alpha.astype(np.int64) - a["y_zp"]
+        out = np.where(xv >= 0, mbqm_np(xv, a["multiplier"], a["shift"]),
+                       mbqm_np(xv * av, a["alpha_multiplier"], a["alpha_shift"]))
+        return [_clamp_np(out + a["out_zp"], a)]
+
+    @staticmethod
+    def element(a, x, alpha):
+        pos = mbqm(x, int(a["multiplier"]), int(a["shift"]))
+        neg = mbqm(x * alpha, int(a["alpha_multiplier"]), int(a["alpha_shift"]))
+        return Select(ge(x, _i32(0)), pos, neg) + _i32(a["out_zp"])
+
+
+@register
+class QMean(Reduce):
+    """TFLite MEAN, int8: the int32 sum over `axes`, minus x_zp times the count, requantised by
+    (multiplier, shift) = x_scale / out_scale with 1/count folded in as TFLite does
+    (mean_multiplier), + out_zp, clamped."""
+    name = "QMean"
+    names = ()
+    internal = True
+    dtypes = QTYPES
+
+    def canon(self, ctx):
+        Op.canon(self, ctx)
+
+    def check(self, node):
+        Op.check(self, node)
+
+    def infer(self, node):
+        return [TensorType(self._shapes(node)[1], node.attrs["out_dtype"])]
+
+    def reference(self, node, x):
+        a = node.attrs
+        axes = tuple(a["axes"])
+        n = int(np.prod([x.shape[d] for d in axes]))
+        total = x.astype(np.int64).sum(axis=axes, keepdims=True) - a["x_zp"] * n
+        out = mbqm_np(total, a["multiplier"], a["shift"]) + a["out_zp"]
+        return [_clamp_np(out, a).reshape(self._shapes(node)[1])]
+
+    def compute(self, node, x):
+        a = node.attrs
+        axes = a["axes"]
+        n = int(np.prod([x.shape[d] for d in axes]))
+        _, out = self._shapes(node)
+
+        def body(*i):
+            # with keepdims the reduced axes are output axes of extent 1: skipped
+            it = iter([v for d, v in enumerate(i) if d not in axes] if a["keepdims"] else i)
+            rs = [te.reduce_axis(x.shape[d], f"r{d}") for d in axes]
+            rit = iter(rs)
+            return te.sum(Cast("int32", x(*[next(rit).var if d in axes else next(it) for d in range(len(x.shape))])), rs)
+        total = te.compute(out, body, "qmean_sum")
+
+        def finish(*i):
+            v = total(*i) - _i32(a["x_zp"] * n)
+            return _clamp(mbqm(v, int(a["multiplier"]), int(a["shift"])) + _i32(a["out_zp"]), a)
+        return [te.compute(out, finish, "qmean")]
+
+
+def mean_multiplier(multiplier, shift, count):
+    """TFLite's QuantizedMeanOrSum folds 1/count into the output multiplier: shifted up by
+    floor(log2(count)) (at most 32, and at most 31 + shift), divided by count in int64."""
+    k = min(int(count).bit_length() - 1, 32, 31 + shift)
+    return int((multiplier << k) // count), shift - k
+
+
+@register
+class QBatchMatMul(MatMul):
+    """TFLite BATCH_MATMUL, int8: sum_k (a - a_zp)(b - b_zp) over [..., M, K] x [..., K, N] with
+    broadcast batch dimensions, requantised by (multiplier, shift) = float(a_scale * b_scale) /
+    out_scale, + out_zp, clamped."""
+    name = "QBatchMatMul"
+    internal = True
+    dtypes = QTYPES
+
+    def infer(self, node):
+        return [TensorType(tuple(self._shapes(node)[3]), node.attrs["out_dtype"])]
+
+    def reference(self, node, a, b):
+        at = node.attrs
+        acc = np.matmul(a.astype(np.int64) - at["x_zp"], b.astype(np.int64) - at["y_zp"])
+        return [_clamp_np(mbqm_np(acc, at["multiplier"], at["shift"]) + at["out_zp"], at)]
+
+    def compute(self, node, a, b):
+        at = node.attrs
+        a2, b2, batch, out = self._shapes(node)
+        nb = len(batch)
+
+        def body(*o):
+            bidx = list(o[:nb])
+            r = te.reduce_axis(a2[-1], "rk")
+            ai = te.broadcast_index(bidx, a2[:-2]) + [o[nb], r.var]
+            bi = te.broadcast_index(bidx, b2[:-2]) + [r.var, o[-1]]
+            return te.sum(_centred(a, ai, at["x_zp"]) * _centred(b, bi, at["y_zp"]), r)
+        acc = te.compute(tuple(out), body, "qbatch_matmul")
+
+        def finish(*i):
+            return _clamp(mbqm(acc(*i), int(at["multiplier"]), int(at["shift"])) + _i32(at["out_zp"]), at)
+        return [te.compute(tuple(out), finish, "requant")]
+
+
+@register
+class QConvTranspose(_Requantised, ConvTranspose):
+    """TFLite TRANSPOSE_CONV, int8, NHWC: sum over the taps of (x - x_zp) * w (w as ONNX's
+    [C_in, C_out, kh, kw], symmetric int8), + bias (int32 or None), requantised per output channel
+    (int32 multiplier and shift constants, or the per-tensor attributes) as CONV_2D is."""
+    name = "QConvTranspose"
+
+    def canon(self, ctx):
+        keep = {k: ctx.attrs[k] for k in QUANT_ATTRS if k in ctx.attrs}
+        ConvTranspose.canon(self, ctx)
+        ctx.attrs.update(keep)
+
+    def infer(self, node):
+        return [TensorType(ConvTranspose.infer(self, node)[0].shape, node.attrs["out_dtype"])]
+
+    def check(self, node):
+        Op.check(self, node)
+
+    def reference(self, node, x, w, bias=None, mult=None, shift=None):
+        a = node.attrs
+        layout = a.get("layout", "NCHW")
+        acc = ConvTranspose.reference(self, node, x.astype(np.float64) - a["x_zp"], w.astype(np.float64))[0]
+        acc = np.rint(to_nchw(acc, layout)).astype(np.int64)          # exact: integers far below 2^53
+        if bias is not None:
+            acc = acc + bias.astype(np.int64).reshape(1, -1, *([1] * (acc.ndim - 2)))
+        m, s = _channel_params(node, 3)
+        if np.ndim(m):
+            sh = (1, -1) + (1,) * (acc.ndim - 2)
+            m, s = m.reshape(sh), (s.reshape(sh) if s is not None else None)
+        return [from_nchw(_requant_np(acc, m, s, node), layout)]
+
+    def compute(self, node, x, w, bias=None, mult=None, shift=None):
+        xz = _i32(node.attrs["x_zp"])
+        acc = conv_transpose_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v))
+        layout = node.attrs.get("layout", "NCHW")
+        return [self.requant(node, acc, bias, mult, shift, split_index(tuple(range(len(acc.shape))), layout)[1])]
