@@ -167,8 +167,9 @@ class QConv(_Requantised, Conv):
 
 @register
 class QAdd(Op):
-    """TFLite ADD, int8: both inputs rescaled to a common scale with 20 bits of headroom, added,
-    rescaled to the output (attrs: zero points, three multiplier/shift pairs, left_shift)."""
+    """TFLite ADD (and SUB, attr subtract=1), int8: both inputs rescaled to a common scale with 20
+    bits of headroom, added, rescaled to the output (attrs: zero points, three multiplier/shift
+    pairs, left_shift)."""
     name = "QAdd"
     internal = True
     pattern = Pattern.BROADCAST
@@ -188,7 +189,8 @@ class QAdd(Op):
             return [np.clip(out, a["act_min"], a["act_max"]).astype(a["out_dtype"])]
         sx = (x.astype(np.int64) - a["x_zp"]) * (1 << a["left_shift"])
         sy = (y.astype(np.int64) - a["y_zp"]) * (1 << a["left_shift"])
-        total = mbqm_np(sx, a["x_multiplier"], a["x_shift"]) + mbqm_np(sy, a["y_multiplier"], a["y_shift"])
+        sign = -1 if a.get("subtract") else 1           # TFLite SUB: the same rescaling, then a difference
+        total = mbqm_np(sx, a["x_multiplier"], a["x_shift"]) + sign * mbqm_np(sy, a["y_multiplier"], a["y_shift"])
         return [_requant_np(total, a["multiplier"], a["shift"], node)]
 
     def compute(self, node, x, y):
@@ -207,8 +209,8 @@ class QAdd(Op):
                 return _clamp_cast(r + _i32(a["out_zp"]), node)
             sx = (Cast("int32", load(x, i)) - _i32(a["x_zp"])) * _i32(1 << a["left_shift"])
             sy = (Cast("int32", load(y, i)) - _i32(a["y_zp"])) * _i32(1 << a["left_shift"])
-            total = mbqm(sx, int(a["x_multiplier"]), int(a["x_shift"])) + \
-                mbqm(sy, int(a["y_multiplier"]), int(a["y_shift"]))
+            ty = mbqm(sy, int(a["y_multiplier"]), int(a["y_shift"]))
+            total = mbqm(sx, int(a["x_multiplier"]), int(a["x_shift"])) + (_i32(0) - ty if a.get("subtract") else ty)
             return _clamp_cast(mbqm(total, int(a["multiplier"]), int(a["shift"])) + _i32(a["out_zp"]), node)
         return [te.compute(shape, body, "qadd")]
 
