@@ -168,23 +168,33 @@ def _real_inputs(rel, x):
     return []
 
 
+_REFS = {}
+
+
+def _int8_cases(rel, x):
+    """100 random inputs and the real ones, with TFLM's outputs (computed once per model and shared
+    by the host and board tests)."""
+    if rel not in _REFS:
+        rng = np.random.default_rng(13)
+        feeds = [rng.integers(-128, 128, x.type.shape).astype(np.int8) for _ in range(100)] + _real_inputs(rel, x)
+        data = _read(rel)
+        _REFS[rel] = [(feed, run_tflm(data, [feed])[0]) for feed in feeds]
+    return _REFS[rel]
+
+
 @tflm
 @pytest.mark.slow
 @pytest.mark.parametrize("rel", INT8_MODELS)
 def test_mlperf_tiny_int8_tflite_is_bit_exact_with_tflm(rel):
     """100 random inputs and the real ones, on the host under ASan and UBSan: 0 LSB."""
     import aot
-    data = _read(rel)
-    res = aot.compile(data)
+    res = aot.compile(_read(rel))
     x = res.graph.inputs[0]
     assert x.type.dtype == "int8" and all(n.op in ("QConv", "QDense", "QAdd", "QAvgPool", "QSoftmax", "Reshape")
                                           for n in res.graph.nodes), sorted({n.op for n in res.graph.nodes})
-    rng = np.random.default_rng(13)
-    feeds = [rng.integers(-128, 128, x.type.shape).astype(np.int8) for _ in range(100)] + _real_inputs(rel, x)
     out_name = res.graph.output_names[0]
-    for k, feed in enumerate(feeds):
+    for k, (feed, ref) in enumerate(_int8_cases(rel, x)):
         got = aot.run(res, {x.name: feed}, sanitize=True)[out_name]
-        (ref,) = run_tflm(data, [feed])
         assert got.dtype == ref.dtype == np.int8
         np.testing.assert_array_equal(got, ref, err_msg=f"input {k}")
 
@@ -195,15 +205,13 @@ def test_mlperf_tiny_int8_tflite_is_bit_exact_with_tflm(rel):
 @pytest.mark.parametrize("board", ["qemu-cortex-m4", "qemu-cortex-m55"])
 @pytest.mark.parametrize("rel", INT8_MODELS)
 def test_mlperf_tiny_int8_tflite_is_bit_exact_on_cortex_m(rel, board):
+    """The same 100 random inputs and real ones on the emulated boards (one firmware, one QEMU run
+    per input, about 0.1 s each): 0 LSB."""
     import aot
-    data = _read(rel)
-    res = aot.compile(data, target=f"c -mcpu={board.split('-')[-1]}")
+    res = aot.compile(_read(rel), target=f"c -mcpu={board.split('-')[-1]}")
     x = res.graph.inputs[0]
-    rng = np.random.default_rng(17)
-    feeds = [rng.integers(-128, 128, x.type.shape).astype(np.int8) for _ in range(2)] + _real_inputs(rel, x)[:1]
-    for k, feed in enumerate(feeds):
+    for k, (feed, ref) in enumerate(_int8_cases(rel, x)):
         got = aot.run(res, {x.name: feed}, board=board)[res.graph.output_names[0]]
-        (ref,) = run_tflm(data, [feed])
         np.testing.assert_array_equal(got, ref, err_msg=f"input {k}")
 
 
