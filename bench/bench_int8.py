@@ -1,5 +1,6 @@
-"""The four MLPerf Tiny int8 .tflite models: workspace + input/output bytes next to TensorFlow Lite
-Micro's arena for the same file (measured in the same run with the tflite-micro wheel's
+"""The four MLPerf Tiny int8 .tflite models: workspace + input/output bytes, and the workspace with
+the inputs and outputs planned into it (--use-workspace-io), next to TensorFlow Lite Micro's arena
+for the same file (measured in the same run with the tflite-micro wheel's
 RecordingMicroAllocator; its arena holds inputs and outputs too), and on the emulated boards
 the flash, RAM and instructions per inference of our firmware (arm-none-eabi-gcc -O2, QEMU
 -icount), each checked bit-exact against TFLM on the input it ran.
@@ -30,8 +31,11 @@ def main():
     ap.add_argument("--boards", default="qemu-cortex-m4,qemu-cortex-m55")
     ap.add_argument("--opt", default="-O2")
     a = ap.parse_args()
-    print(f"{'model':28s} {'workspace':>9s} {'io':>6s} {'ws+io':>7s} {'TFLM arena':>10s} {'ours/TFLM':>9s} "
-          f"{'goal':>5s}")
+    # two like-for-like totals: ws+io (the application owns separate input/output buffers) and the
+    # workspace with the inputs and outputs planned into it (--use-workspace-io), which is what
+    # TFLM's arena is: it holds the model's inputs and outputs and reuses the input's bytes
+    print(f"{'model':28s} {'workspace':>9s} {'io':>6s} {'ws+io':>7s} {'ws, io in':>9s} {'TFLM arena':>10s} "
+          f"{'ws+io/TFLM':>10s} {'io-in/TFLM':>10s} {'goal 0.8':>8s}")
     results = []
     for rel in MODELS:
         p = os.path.join(MLPERF, rel)
@@ -39,11 +43,15 @@ def main():
             res = aot.compile(p)
         plan = res.plan
         io_bytes = sum(t.nbytes for _, _, t in plan.inputs) + sum(t.nbytes for _, _, t in plan.outputs)
+        with contextlib.redirect_stderr(io.StringIO()):
+            io_in = aot.compile(p, use_workspace_io=True).plan.workspace_size
         arena = tflm_arena(p)
         ratio = (plan.workspace_size + io_bytes) / arena if isinstance(arena, int) else None
+        ratio2 = io_in / arena if isinstance(arena, int) else None
         print(f"{os.path.basename(rel)[:-7]:28s} {plan.workspace_size:9,d} {io_bytes:6,d} "
-              f"{plan.workspace_size + io_bytes:7,d} {str(arena):>10s} "
-              f"{'-' if ratio is None else f'{ratio:.3f}':>9s} {'met' if ratio and ratio <= GOAL else 'not met':>5s}",
+              f"{plan.workspace_size + io_bytes:7,d} {io_in:9,d} {str(arena):>10s} "
+              f"{'-' if ratio is None else f'{ratio:.3f}':>10s} {'-' if ratio2 is None else f'{ratio2:.3f}':>10s} "
+              f"{('ws+io' if ratio <= GOAL else 'io-in' if ratio2 <= GOAL else 'not met') if ratio else '-':>8s}",
               flush=True)
         results.append((rel, res))
     print()

@@ -171,6 +171,22 @@ class CRenderer(StmtVisitor):
             self.helpers[name] = f"static inline {t} {name}({t} a, {t} b) {{ {body} }}"
         return name
 
+    def _fixed_point_helper(self, fn: str) -> str:
+        """gemmlowp's SaturatingRoundingDoublingHighMul and RoundingDivideByPOT on int32 (the
+        exponent 0..31); `>>` on a negative value is the arithmetic shift gcc and clang define."""
+        i32, i64, u32 = self.vtype("int32"), self.vtype("int64"), self.vtype("uint32")
+        name = f"aot_{fn}"
+        if name not in self.helpers:
+            body = {
+                "srdhm": f"{i64} ab = ({i64})a * ({i64})b; "
+                         f"{i64} nudge = ab >= 0 ? (({i64})1 << 30) : (({i64})1 - (({i64})1 << 30)); "
+                         f"return (a == b && a == (-2147483647 - 1)) ? 2147483647 : ({i32})((ab + nudge) / (({i64})1 << 31));",
+                "rdbpot": f"{i32} mask = ({i32})((({u32})1 << b) - ({u32})1); "
+                          f"{i32} threshold = (mask >> 1) + (a < 0); return (a >> b) + ((a & mask) > threshold);",
+            }[fn]
+            self.helpers[name] = f"static inline {i32} {name}({i32} a, {i32} b) {{ {body} }}"
+        return name
+
     # -- expressions -------------------------------------------------------------
     def expr(self, e) -> str:
         if isinstance(e, Const):
@@ -196,6 +212,8 @@ class CRenderer(StmtVisitor):
                 return f"{to_f}({to_h}({self.expr(e.args[0])}))"
             if e.fn in ("isnan", "isinf"):
                 return f"((uint8_t){e.fn}({self.expr(e.args[0])}))"
+            if e.fn in ("srdhm", "rdbpot"):
+                return f"{self._fixed_point_helper(e.fn)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
             return f"{self.math_fn(e.fn, e.dtype)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
         if isinstance(e, Cast):
             if e.dtype in HALF:   # a value rounded to 16-bit precision, kept as float

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..tir.expr import Bin, Cast, Const, Select, and_, eq, ge, gt, lt
+from ..tir.expr import Bin, Call, Cast, Const, Select, ge, gt, lt
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -93,23 +93,16 @@ def _i64(v):
 
 
 def srdhm(a, b):
-    ab = Cast("int64", a) * Cast("int64", b)
-    nudge = Select(ge(ab, _i64(0)), _i64(1 << 30), _i64(1 - (1 << 30)))
-    high = Cast("int32", Bin("/", ab + nudge, _i64(1 << 31)))
-    return Select(and_(eq(a, _i32(INT32_MIN)), eq(b, _i32(INT32_MIN))), _i32(INT32_MAX), high)
+    return Call("srdhm", [a, b if not isinstance(b, int) else _i32(b)], "int32")
 
 
 def rdbpot(x, exponent):
-    """exponent: a Python int (a constant shift) or an int32 expression."""
+    """exponent: a Python int (a constant shift) or an int32 expression (0..31)."""
     if isinstance(exponent, int):
         if exponent == 0:
             return x
-        mask = _i32((1 << exponent) - 1)
-        threshold = _i32(((1 << exponent) - 1) >> 1) + Cast("int32", lt(x, _i32(0)))
-        return Bin(">>", x, _i32(exponent)) + Cast("int32", gt(Bin("&", x, mask), threshold))
-    mask = Cast("int32", _pow2_u32(exponent) - Const(1, "uint32"))       # exponent may be 31
-    threshold = Bin(">>", mask, _i32(1)) + Cast("int32", lt(x, _i32(0)))
-    return Bin(">>", x, exponent) + Cast("int32", gt(Bin("&", x, mask), threshold))
+        exponent = _i32(exponent)
+    return Call("rdbpot", [x, exponent], "int32")
 
 
 def mbqm(x, multiplier, shift):

@@ -143,7 +143,10 @@ class Select(Expr):
 MATH_FUNCS = ("exp", "log", "sqrt", "tanh", "erf", "fabs", "pow", "floor", "ceil", "round",
               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
               "atanh", "fmod", "isnan", "isinf", "nearbyint", "log1p", "expm1",
-              "f16round", "bf16round")   # round to the nearest float16 / bfloat16 (per-op semantics)
+              "f16round", "bf16round",   # round to the nearest float16 / bfloat16 (per-op semantics)
+              # gemmlowp's int32 fixed point (aot/ops/fixed_point.py): SaturatingRoundingDoublingHighMul
+              # and RoundingDivideByPOT, one call each so that a requantisation reads its operand once
+              "srdhm", "rdbpot")
 
 
 class Call(Expr):
