@@ -8,7 +8,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("aot", "codegen_c", "mlf")
 IR_LAYERS = ("aot.ir", "aot.tir", "aot.te", "aot.ops", "aot.passes", "aot.frontend", "aot.names", "aot.errors",
              "aot.dtypes", "aot.target", "aot.lower", "aot.schedules", "aot.liveness", "aot.executor",
-             "aot.memory_plan", "aot.relay", "aot.uma")
+             "aot.memory_plan", "aot.uma",
+             # relay's builder and patterns; the package's build() and build_module.py are drivers, like aot.compiler
+             "aot.relay.expr", "aot.relay.op", "aot.relay.nn", "aot.relay.analysis", "aot.relay.testing",
+             "aot.relay.to_graph", "aot.relay.dataflow_pattern")
 
 
 def _modules():

@@ -1,6 +1,7 @@
 """Frontends: a model file -> the one graph IR (aot/ir/graph.py). The format is told by content."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from ..errors import AotError
@@ -24,7 +25,13 @@ def read_tflite(model):
 
 
 def import_model(model, input_shapes=None, name="default", log=None, bind_inputs=None):
-    """The graph of an ONNX model (path, bytes or ModelProto) or a TFLite model (path or bytes)."""
+    """The graph of an ONNX model (path, bytes or ModelProto) or a TFLite model (path or bytes);
+    a graph already built (aot.relay) passes through, renamed to the module."""
+    from ..ir.graph import Graph
+    if isinstance(model, Graph):
+        if input_shapes or bind_inputs:
+            raise AotError("--input-shape and --bind-input are for ONNX models: a built graph's shapes are static")
+        return dataclasses.replace(model, name=name)
     data = read_tflite(model)
     if data is None:
         from .onnx_import import import_onnx

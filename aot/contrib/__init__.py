@@ -1,0 +1,1 @@
+"""Runtime helpers with TVM's names (tvm.contrib.graph_executor)."""

@@ -1,0 +1,2 @@
+"""relay.analysis."""
+from .expr import free_vars  # noqa: F401

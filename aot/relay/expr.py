@@ -1,0 +1,183 @@
+"""Relay-style expressions: what a Python user writes to build a network by hand, with TVM's
+names (var, Call, Tuple, Function, IRModule). They are only a recipe: build() turns a Function
+into the one graph IR (aot/ir/graph.py) through the same node builder the ONNX and TFLite
+importers use (to_graph.py), so nothing below computes or types anything itself beyond what a
+parameter's shape needs."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import AotError
+
+
+class TensorType:
+    """relay.TensorType(shape, dtype)."""
+
+    def __init__(self, shape, dtype="float32"):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = str(np.dtype(dtype))
+
+    def __repr__(self):
+        return f"TensorType({list(self.shape)}, {self.dtype})"
+
+
+class Expr:
+    def __add__(self, o):
+        return Call("add", [self, _expr(o)])
+
+    def __sub__(self, o):
+        return Call("subtract", [self, _expr(o)])
+
+    def __mul__(self, o):
+        return Call("multiply", [self, _expr(o)])
+
+    def __truediv__(self, o):
+        return Call("divide", [self, _expr(o)])
+
+
+class Var(Expr):
+    def __init__(self, name_hint, type_annotation=None):
+        self.name_hint = name_hint
+        self.type_annotation = type_annotation
+
+    def __repr__(self):
+        return f"Var({self.name_hint!r}, {self.type_annotation})"
+
+
+class Constant(Expr):
+    def __init__(self, data):
+        self.data = np.asarray(data)
+
+
+class Call(Expr):
+    """An operator applied to argument expressions, with TVM's attribute names."""
+
+    def __init__(self, op, args, attrs=None):
+        self.op, self.args, self.attrs = op, list(args), dict(attrs or {})
+
+    def __repr__(self):
+        return f"Call({self.op}, {len(self.args)} args)"
+
+
+class Tuple(Expr):
+    def __init__(self, fields):
+        self.fields = [_expr(f) for f in fields]
+
+    def __getitem__(self, i):
+        return self.fields[i]
+
+    def __len__(self):
+        return len(self.fields)
+
+
+class TupleGetItem(Expr):
+    def __init__(self, tuple_value, index):
+        self.tuple_value, self.index = tuple_value, int(index)
+
+
+class TupleWrapper:
+    """An op with several outputs (batch_norm): index it for one, astuple() for all."""
+
+    def __init__(self, tuple_value, size):
+        self.tuple_value, self.size = tuple_value, size
+
+    def __getitem__(self, i):
+        if not -self.size <= i < self.size:
+            raise IndexError(f"{self.tuple_value.op} has {self.size} outputs")
+        return TupleGetItem(self.tuple_value, i % self.size)
+
+    def __len__(self):
+        return self.size
+
+    def astuple(self):
+        return self.tuple_value
+
+
+class Function(Expr):
+    """relay.Function(params, body): params are the Vars the body reads (analysis.free_vars)."""
+
+    def __init__(self, params, body, ret_type=None):
+        self.params = list(params)
+        self.body = body.astuple() if isinstance(body, TupleWrapper) else body
+        for p in self.params:
+            if not isinstance(p, Var):
+                raise AotError(f"Function parameters must be relay Vars, not {type(p).__name__}")
+
+
+class IRModule:
+    """A module of one function, "main" (IRModule.from_expr)."""
+
+    def __init__(self, functions=None):
+        self.functions = dict(functions or {})
+
+    @staticmethod
+    def from_expr(expr):
+        if not isinstance(expr, Function):
+            expr = Function(free_vars(expr), expr)
+        return IRModule({"main": expr})
+
+    def __getitem__(self, name):
+        return self.functions[name]
+
+    def __setitem__(self, name, func):
+        self.functions[name] = func
+
+
+def free_vars(expr):
+    """The variables expr reads and does not bind, in the order they first appear (depth first,
+    arguments left to right), as TVM lists them (relay.analysis.free_vars)."""
+    seen, order, bound = set(), [], set()
+
+    def visit(e):
+        if isinstance(e, TupleWrapper):
+            e = e.astuple()
+        if id(e) in seen:
+            return
+        seen.add(id(e))
+        if isinstance(e, Var):
+            if id(e) not in bound:
+                order.append(e)
+        elif isinstance(e, Call):
+            for a in e.args:
+                visit(a)
+        elif isinstance(e, Tuple):
+            for f in e.fields:
+                visit(f)
+        elif isinstance(e, TupleGetItem):
+            visit(e.tuple_value)
+        elif isinstance(e, Function):
+            bound.update(id(p) for p in e.params)
+            visit(e.body)
+    visit(expr)
+    return order
+
+
+def _expr(x):
+    if isinstance(x, TupleWrapper):
+        return x.astuple()
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, (list, tuple)):
+        return Tuple(x)
+    return Constant(np.asarray(x, np.float32) if isinstance(x, float) else np.asarray(x))
+
+
+def var(name_hint, type_annotation=None, shape=None, dtype="float32"):
+    """relay.var(name, TensorType(...)) or relay.var(name, shape=..., dtype=...); a Var without a
+    type is a parameter whose shape build() infers from the op that reads it."""
+    if type_annotation is None and shape is not None:
+        type_annotation = TensorType(shape, dtype)
+    elif isinstance(type_annotation, str):
+        type_annotation = TensorType((), type_annotation) if shape is None else TensorType(shape, type_annotation)
+    return Var(name_hint, type_annotation)
+
+
+def const(value, dtype=None):
+    a = np.asarray(value)
+    if dtype is not None:
+        a = a.astype(dtype)
+    elif a.dtype == np.float64:
+        a = a.astype(np.float32)          # as TVM: a Python float is float32
+    elif a.dtype == np.int64 and a.ndim == 0:
+        a = a.astype(np.int32)
+    return Constant(a)

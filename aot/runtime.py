@@ -1,0 +1,73 @@
+"""Devices and arrays with TVM's names (aot.cpu(0), aot.cuda(0), aot.nd.array): a numpy array is
+the storage; a device says which runner executes a module (the host build, nvcc, OpenCL)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import AotError
+
+
+class Device:
+    def __init__(self, kind, index=0):
+        if kind not in ("cpu", "cuda", "opencl"):
+            raise AotError(f"device '{kind}' is not one of cpu, cuda, opencl")
+        self.kind, self.index = kind, int(index)
+
+    def __repr__(self):
+        return f"{self.kind}({self.index})"
+
+
+def cpu(index=0):
+    return Device("cpu", index)
+
+
+def cuda(index=0):
+    return Device("cuda", index)
+
+
+def opencl(index=0):
+    return Device("opencl", index)
+
+
+class NDArray:
+    def __init__(self, data, device=None):
+        self._data = np.array(data, copy=True)
+        self.device = device or cpu()
+
+    @property
+    def shape(self):
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        return str(self._data.dtype)
+
+    def numpy(self):
+        return self._data.copy()
+
+    asnumpy = numpy
+
+    def copyfrom(self, source):
+        a = np.asarray(source.numpy() if hasattr(source, "numpy") else source)
+        if a.shape != self._data.shape:
+            raise AotError(f"copyfrom: shape {list(a.shape)} into an array of shape {list(self._data.shape)}")
+        self._data[...] = a
+        return self
+
+    def __repr__(self):
+        return f"<aot.NDArray {list(self.shape)} {self.dtype} @{self.device}>\n{self._data!r}"
+
+
+class _Nd:
+    """aot.nd: array(), empty()."""
+
+    @staticmethod
+    def array(data, device=None):
+        return NDArray(data.numpy() if hasattr(data, "numpy") else data, device)
+
+    @staticmethod
+    def empty(shape, dtype="float32", device=None):
+        return NDArray(np.zeros(shape, dtype), device)
+
+
+nd = _Nd()
