@@ -10,6 +10,13 @@ from __future__ import annotations
 from .errors import AotError, OpError, UnsupportedError  # noqa: F401
 from .runtime import Device, NDArray, cpu, cuda, nd, opencl  # noqa: F401
 
+
+def build(inputs, args=None, target="c", target_host=None, name="default_function"):
+    """aot.build(s, [A, B, C], target="c" | "cuda" | "opencl", name=...): a te schedule as a module
+    callable on arrays (aot/module.py)."""
+    from .module import build as _build
+    return _build(inputs, args, target, target_host, name)
+
 __version__ = "0.1.0"
 
 

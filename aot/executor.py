@@ -17,7 +17,9 @@ from .names import sanitize
 from .ops.registry import alias_root
 from .passes.fuse import group_name
 from .tir.launch import launch_shape
+from .tir.flatten import flatten
 from .tir.legalize import legalize
+from .tir.stmt import PrimFunc
 from .tir.inplace import writes_over
 from .tir.verify import AccessReport, verify_accesses
 
@@ -191,7 +193,13 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         used_names[base] = k + 1
         fname = base if k == 0 else f"{base}_{k}"
         ext = external(g, fname) if external is not None else None
-        if ext is None:
+        user = g.nodes[0].attrs["prim_func"] if g.nodes[0].op == "PrimFuncCall" else None
+        if ext is None and user is not None:      # a user's kernel, scheduled as the user wrote it
+            func, params = PrimFunc(fname, user.params, user.body, user.num_inputs, dict(user.attrs)), list(g.inputs)
+            func = legalize(flatten(func))
+            verify_accesses(func, access)
+            layouts = {}
+        elif ext is None:
             func, params = lower_group(g, fname)
             func = legalize(schedule(func, target))
             verify_accesses(func, access)

@@ -17,7 +17,7 @@ import itertools
 
 import numpy as np
 
-from . import te
+from .te import tensor as te
 from .errors import AotError
 from .ops import get_op
 from .tir.expr import Const, Load, Var, substitute, transform, walk

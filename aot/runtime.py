@@ -71,3 +71,9 @@ class _Nd:
 
 
 nd = _Nd()
+
+
+def load_module(path):
+    """A module saved with export_library (aot.build's result), ready to call."""
+    from .module import load_module as _load
+    return _load(path)

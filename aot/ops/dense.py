@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import te
+from ..te import tensor as te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from .registry import FLOATS, Op, Pattern, broadcast_shapes, register

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import te
+from ..te import tensor as te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import (Bin, Call, Cast, Const, and_, call, cast, eq, ge, gt, is_float, le, lt, max_, max_nan, min_,

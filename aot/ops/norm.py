@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .. import te
+from ..te import tensor as te
 from ..errors import OpError
 from ..tir.expr import Call, Const, call, max_, min_
 from .registry import FLOATS, Op, Pattern, norm_axis, register, same_as_input

@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from .. import te
+from ..te import tensor as te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const, call, min_

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import te
+from ..te import tensor as te
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const, Select, ge, max_, min_
 from .conv import ConvTranspose, conv_transpose_sum

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import te
+from ..te import tensor as te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const, call, max_, min_

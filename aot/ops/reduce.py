@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import te
+from ..te import tensor as te
 from ..ir.graph import TensorType
 from ..tir.expr import Const, call
 from .registry import NUMERIC, Op, Pattern, norm_axis, register

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import te
+from ..te import tensor as te
 from ..errors import InternalError
 from ..ir.graph import TensorType, Value
 from ..tir.expr import Cast, Const, all_of, call, is_float, max_, min_, ne, select

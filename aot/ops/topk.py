@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper
 
-from .. import te
+from ..te import tensor as te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const, and_, eq, gt, lt, or_, select

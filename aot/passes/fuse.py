@@ -59,7 +59,7 @@ def _can_fuse(pg: Group, node, v):
 def _inline_cost(node):
     """(own expression size, {input position: times the inlined input is read}) of a node's
     compute definition, its own non-reduction stages inlined as lowering will inline them."""
-    from .. import te
+    from ..te import tensor as te
     from ..tir.expr import walk
     ins = [te.placeholder(v.type.shape, v.type.dtype, f"p{k}") if v is not None else None
            for k, v in enumerate(node.inputs)]

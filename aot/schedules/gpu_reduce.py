@@ -11,7 +11,7 @@ does), so results match a serial sum to rounding, not bit for bit.
 """
 from __future__ import annotations
 
-from .. import te
+from ..te import tensor as te
 from ..tir.expr import INDEX, Bin, Const, Load, Select, Var, eq, lt, substitute, walk
 from ..tir.schedule import ScheduleError, bind, fuse, parallel, split
 from ..tir.simplify import const_value

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import itertools
 
-from .errors import InternalError
-from .tir.expr import INDEX, Const, Expr, Var, max_nan, min_nan, wrap
+from ..errors import InternalError
+from ..tir.expr import INDEX, Const, Expr, Var, max_nan, min_nan, wrap
 
 _uid = itertools.count()
 
@@ -38,6 +38,12 @@ class ComputeOp:
         """The loop variables of the reduction, if the body is one (TVM: C.op.reduce_axis)."""
         return [a.var for a in self.body.axes] if isinstance(self.body, Reduce) else []
 
+    def output(self, index):
+        """The tensor this op computes (TVM: C.op.output(0))."""
+        if index != 0:
+            raise InternalError(f"a compute op has one output, not {index + 1}")
+        return self.tensor
+
 
 class Tensor:
     def __init__(self, name, shape, dtype, op):
@@ -57,7 +63,11 @@ class Tensor:
             indices = tuple(indices[0])
         if len(indices) != len(self.shape):
             raise IndexError(f"{self.name}: {len(indices)} indices for rank {len(self.shape)}")
-        return TensorRef(self, [wrap(i) for i in indices])
+        return TensorRef(self, [wrap(i.var if isinstance(i, IterVar) else i) for i in indices])
+
+    def __getitem__(self, indices):
+        """A[i, k] as TVM writes it (a reduce axis may be given as its IterVar)."""
+        return self(*indices) if isinstance(indices, tuple) else self(indices)
 
     def flat(self, index):
         """Element `index` of the tensor in row-major order (reshape without index math)."""
@@ -117,7 +127,7 @@ class Reduce(Expr):
 
 def identity(combiner, dtype):
     import numpy as np
-    from .tir.expr import is_float
+    from ..tir.expr import is_float
     if combiner == "sum":
         return Const(0, dtype)
     if combiner == "prod":
@@ -130,18 +140,25 @@ def identity(combiner, dtype):
     return Const(info.min if combiner == "max" else info.max, dtype)
 
 
-def placeholder(shape, dtype, name) -> Tensor:
-    return Tensor(name, shape, dtype, PlaceholderOp())
+def placeholder(shape, dtype="float32", name="placeholder") -> Tensor:
+    return Tensor(name, shape, dtype or "float32", PlaceholderOp())
 
 
-def compute(shape, fcompute, name, axis_names=None) -> Tensor:
+def compute(shape, fcompute, name="compute", axis_names=None) -> Tensor:
     names = axis_names or [f"i{k}" for k in range(len(shape))]
     axes = [Var(n, INDEX) for n in names]
     body = wrap(fcompute(*axes), "float32")
-    return Tensor(name, shape, body.dtype, ComputeOp(axes, body))
+    op = ComputeOp(axes, body)
+    op.tensor = Tensor(name, shape, body.dtype, op)
+    return op.tensor
 
 
-def reduce_axis(extent, name, min=0) -> IterVar:
+def reduce_axis(extent, name="rv", min=0) -> IterVar:
+    """reduce_axis(extent, name) or, as TVM writes it, reduce_axis((lo, hi), name)."""
+    if isinstance(extent, tuple):
+        lo, hi = extent
+        ext = hi - lo if isinstance(lo, int) and isinstance(hi, int) else wrap(hi) - wrap(lo)
+        return IterVar(Var(name, INDEX), lo, ext)
     return IterVar(Var(name, INDEX), min, extent)
 
 

@@ -1,0 +1,207 @@
+"""TVM's tensor-expression schedules (te.create_schedule, s[C].split/fuse/reorder/unroll/
+vectorize/parallel/bind, s.cache_read + compute_at), as a thin layer over the one loop IR: the
+schedule lowers its tensors once (aot/lower.py, keeping their axis variables) and each call
+applies the loop-IR primitive of aot/tir/schedule.py at once, so a refusal names the call that
+cannot apply. aot.build turns the result into a module."""
+from __future__ import annotations
+
+from ..errors import AotError
+from ..tir import schedule as tsch
+from ..tir.expr import Var, walk
+from ..tir.simplify import const_value
+from ..tir.stmt import THREAD_TAGS, For, walk_stmts
+from .tensor import IterVar, Tensor, TensorRef
+
+
+def thread_axis(tag, name=None):
+    """te.thread_axis("blockIdx.x"): what bind() binds a loop to."""
+    if tag not in THREAD_TAGS:
+        raise AotError(f"thread_axis: unknown thread tag {tag!r} (one of {', '.join(THREAD_TAGS)})")
+    iv = IterVar(Var(name or tag), 0, 1)
+    iv.thread_tag = tag
+    return iv
+
+
+def _tensors(outputs):
+    """The placeholders the outputs read, in order of first appearance."""
+    seen, order = set(), []
+
+    def visit(t):
+        if t.uid in seen:
+            return
+        seen.add(t.uid)
+        if t.is_placeholder:
+            order.append(t)
+            return
+        for e in walk(t.op.body):
+            if isinstance(e, TensorRef):
+                visit(e.tensor)
+    for t in outputs:
+        visit(t)
+    return order
+
+
+def _iv(var, loops):
+    ext = const_value(loops[0].extent) if loops else None
+    return IterVar(var, 0, ext if ext is not None else 1)
+
+
+class Schedule:
+    def __init__(self, outputs):
+        from ..lower import lower
+        self.outputs = list(outputs)
+        self.inputs = _tensors(self.outputs)
+        self.func = lower(self.inputs + self.outputs, "main")
+        self.caches = {}              # id(cache handle) -> (tensor read, scope)
+
+    def __getitem__(self, t):
+        if hasattr(t, "output"):
+            t = t.output(0)
+        if not isinstance(t, (Tensor, _CacheTensor)):
+            raise tsch.ScheduleError(f"s[...] takes a tensor or its op, not {type(t).__name__}")
+        return Stage(self, t)
+
+    def apply(self, fn, what):
+        try:
+            return fn(self.func.body)
+        except tsch.ScheduleError:
+            raise
+        except AotError as e:
+            raise tsch.ScheduleError(f"{what}: {e}") from None
+
+    def set_body(self, body):
+        self.func = self.func.with_body(body)
+
+    def loops(self, var):
+        return [s for s in walk_stmts(self.func.body) if isinstance(s, For) and s.var is var]
+
+    def buffer_of(self, tensor):
+        for b, t in zip(self.func.params, self.inputs + self.outputs):
+            if t is tensor:
+                return b
+        raise tsch.ScheduleError(f"{tensor.name} is not an input or output of the scheduled function")
+
+    def cache_read(self, tensor, scope, readers):
+        """TVM's s.cache_read(A, "shared", [C]): the cache is placed by compute_at on the
+        returned handle (what the loop IR's cache_read needs: the loop whose body it serves)."""
+        if scope not in ("shared", "local"):
+            raise tsch.ScheduleError(f"cache_read {tensor.name}: scope {scope!r} is not 'shared' or 'local'")
+        self.buffer_of(tensor)
+        return _CacheTensor(tensor, scope)
+
+    def __repr__(self):
+        from ..tir.printer import func_str
+        return func_str(self.func)
+
+
+class _CacheTensor:
+    def __init__(self, tensor, scope):
+        self.tensor, self.scope = tensor, scope
+        self.name = f"{tensor.name}.{scope}"
+        self.placed = False
+
+
+def _var(x, what):
+    if isinstance(x, IterVar):
+        return x.var
+    if isinstance(x, Var):
+        return x
+    raise tsch.ScheduleError(f"{what}: expected a loop axis (IterVar), got {type(x).__name__}")
+
+
+class Stage:
+    """s[T]: the loop-IR primitives, addressed by T's axes (T.op.axis, T.op.reduce_axis, or the
+    axes an earlier split/fuse returned)."""
+
+    def __init__(self, sch, tensor):
+        self.sch, self.tensor = sch, tensor
+
+    def _loops(self, iv, what):
+        v = _var(iv, what)
+        if not self.sch.loops(v):
+            raise tsch.ScheduleError(f"{what}: no loop over {v.name} (an axis of an inlined stage, or one that an "
+                                     "earlier split/fuse replaced)")
+        return v
+
+    def split(self, parent, factor=None, nparts=None):
+        v = self._loops(parent, "split")
+        if (factor is None) == (nparts is None):
+            raise tsch.ScheduleError(f"split {v.name}: give factor or nparts")
+        if nparts is not None:
+            ext = const_value(self.sch.loops(v)[0].extent)
+            if ext is None or int(nparts) < 1:
+                raise tsch.ScheduleError(f"split {v.name}: nparts needs a constant extent and nparts >= 1")
+            factor = -(-ext // int(nparts))
+        body, outer, inner = self.sch.apply(lambda b: tsch.split(b, v, factor), f"split {v.name}")
+        self.sch.set_body(body)
+        return _iv(outer, self.sch.loops(outer)), _iv(inner, self.sch.loops(inner))
+
+    def fuse(self, *args):
+        ivs = [self._loops(a, "fuse") for a in args]
+        if len(ivs) < 2:
+            raise tsch.ScheduleError("fuse needs two or more axes")
+        fused = ivs[0]
+        for nxt in ivs[1:]:
+            body, fused = self.sch.apply(lambda b, f=fused, n=nxt: tsch.fuse(b, f, n), f"fuse {nxt.name}")
+            self.sch.set_body(body)
+        return _iv(fused, self.sch.loops(fused))
+
+    def reorder(self, *args):
+        vs = [self._loops(a, "reorder") for a in args]
+        self.sch.set_body(self.sch.apply(lambda b: tsch.reorder(b, vs), "reorder"))
+
+    def unroll(self, var):
+        v = self._loops(var, "unroll")
+        ext = const_value(self.sch.loops(v)[0].extent)
+        self.sch.set_body(self.sch.apply(lambda b: tsch.unroll(b, v, max_extent=max(ext or 0, 1)), f"unroll {v.name}"))
+
+    def vectorize(self, var):
+        v = self._loops(var, "vectorize")
+        self.sch.set_body(self.sch.apply(lambda b: tsch.vectorize(b, v), f"vectorize {v.name}"))
+
+    def parallel(self, var):
+        v = self._loops(var, "parallel")
+        self.sch.set_body(self.sch.apply(lambda b: tsch.parallel(b, v), f"parallel {v.name}"))
+
+    def bind(self, ivar, thread_ivar):
+        v = self._loops(ivar, "bind")
+        tag = getattr(thread_ivar, "thread_tag", None)
+        if tag is None:
+            raise tsch.ScheduleError(f"bind {v.name}: bind to te.thread_axis(\"blockIdx.x\"), ...")
+        self.sch.set_body(self.sch.apply(lambda b: tsch.bind(b, v, tag), f"bind {v.name}"))
+
+    def compute_at(self, parent, axis):
+        """Places a cache made by s.cache_read at the start of every iteration of `axis`."""
+        t = self.tensor
+        if not isinstance(t, _CacheTensor):
+            raise tsch.ScheduleError(f"compute_at {getattr(t, 'name', t)}: only a cache_read stage can be moved; "
+                                     "other stages are inlined into their reader or are outputs")
+        if t.placed:
+            raise tsch.ScheduleError(f"compute_at {t.name}: already placed")
+        v = parent._loops(axis, f"compute_at {t.name}")
+        buf = self.sch.buffer_of(t.tensor)
+        body, _ = self.sch.apply(lambda b: tsch.cache_read(b, buf, v, t.scope), f"compute_at {t.name}")
+        self.sch.set_body(body)
+        t.placed = True
+
+    def compute_inline(self):
+        """Lowering already inlines every stage without a reduction into its readers; this checks
+        that the stage is one of those."""
+        t = self.tensor
+        if isinstance(t, _CacheTensor) or t.is_placeholder or any(t is o for o in self.sch.outputs):
+            raise tsch.ScheduleError(f"compute_inline {t.name}: an output, an input or a cache cannot be inlined")
+        if t.op.reduce_axis:
+            raise tsch.ScheduleError(f"compute_inline {t.name}: a reduction is computed into an accumulator, "
+                                     "not inlined")
+
+
+def create_schedule(ops):
+    """te.create_schedule(C.op) or ([C.op, D.op])."""
+    ops = ops if isinstance(ops, (list, tuple)) else [ops]
+    outs = []
+    for op in ops:
+        t = op if isinstance(op, Tensor) else op.output(0) if hasattr(op, "output") else None
+        if t is None or t.is_placeholder:
+            raise AotError("create_schedule takes the ops of computed tensors (C.op)")
+        outs.append(t)
+    return Schedule(outs)
