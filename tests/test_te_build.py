@@ -118,7 +118,19 @@ PRIMITIVES = {
     "vectorize": lambda s, C, k: s[C].vectorize(s[C].split(C.op.axis[1], factor=8)[1]),
     "parallel": lambda s, C, k: s[C].parallel(C.op.axis[0]),
     "tile_parallel": lambda s, C, k: _tile(s, C),
+    "reorder_reduction": lambda s, C, k: _tutorial_cpu(s, C, k),
 }
+
+
+def _tutorial_cpu(s, C, k):
+    """TVM's CPU matmul schedule: k split and moved among the output tiles, j vectorised."""
+    i, j = C.op.axis
+    io, ii = s[C].split(i, factor=16)
+    jo, ji = s[C].split(j, factor=16)
+    ko, ki = s[C].split(k, factor=4)
+    s[C].reorder(io, jo, ko, ii, ki, ji)
+    s[C].vectorize(ji)
+    s[C].parallel(io)
 
 
 def _tile(s, C):
@@ -145,7 +157,7 @@ INVALID = {
     "fuse_one": (lambda s, C, k: s[C].fuse(C.op.axis[0]), "two or more axes"),
     "fuse_not_nested": (lambda s, C, k: s[C].fuse(C.op.axis[1], C.op.axis[0]), "is not directly inside"),
     "reorder_twice": (lambda s, C, k: s[C].reorder(C.op.axis[0], C.op.axis[0]), "named twice"),
-    "reorder_imperfect": (lambda s, C, k: s[C].reorder(k, C.op.axis[1]), "perfect nest"),
+    "reorder_imperfect": (lambda s, C, k: s[C].reorder(C.op.axis[0], k), "perfect nest"),
     "unroll_unknown_axis": (lambda s, C, k: s[C].unroll(te.reduce_axis(3, "nowhere")), "no loop over nowhere"),
     "bind_not_thread": (lambda s, C, k: s[C].bind(C.op.axis[0], C.op.axis[1]), "thread_axis"),
     "thread_tag": (lambda s, C, k: te.thread_axis("warp.x"), "unknown thread tag"),
@@ -163,6 +175,14 @@ def test_every_invalid_primitive_use_is_refused_with_a_reason(name):
     fn, msg = INVALID[name]
     with pytest.raises((ScheduleError, aot.AotError), match=msg):
         fn(s, C, k)
+
+
+def test_a_reduction_with_an_epilogue_is_not_reordered_among_its_outputs():
+    A, B, C, k = _matmul(8)
+    D = te.compute(C.shape, lambda i, j: C[i, j] * 2.0, name="D")
+    s = te.create_schedule(D.op)
+    with pytest.raises(ScheduleError, match="not init; reduce; copy out"):
+        s[D].reorder(k, D.op.axis[1])
 
 
 def test_bound_loops_on_the_c_target_are_refused_by_name():

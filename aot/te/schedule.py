@@ -23,8 +23,8 @@ def thread_axis(tag, name=None):
 
 
 def _tensors(outputs):
-    """The placeholders the outputs read, in order of first appearance."""
-    seen, order = set(), []
+    """(the placeholders the outputs read, in order of first appearance; every computed tensor)."""
+    seen, order, computed = set(), [], []
 
     def visit(t):
         if t.uid in seen:
@@ -33,12 +33,13 @@ def _tensors(outputs):
         if t.is_placeholder:
             order.append(t)
             return
+        computed.append(t)
         for e in walk(t.op.body):
             if isinstance(e, TensorRef):
                 visit(e.tensor)
     for t in outputs:
         visit(t)
-    return order
+    return order, computed
 
 
 def _iv(var, loops):
@@ -50,9 +51,11 @@ class Schedule:
     def __init__(self, outputs):
         from ..lower import lower
         self.outputs = list(outputs)
-        self.inputs = _tensors(self.outputs)
+        self.inputs, computed = _tensors(self.outputs)
         self.func = lower(self.inputs + self.outputs, "main")
-        self.caches = {}              # id(cache handle) -> (tensor read, scope)
+        # reduction loop variables (and those split from them): reorder moves them among the
+        # output loops by accumulating in the output (decompose_reduction) first
+        self.reduce_vars = {id(v) for t in computed for v in t.op.reduce_axis}
 
     def __getitem__(self, t):
         if hasattr(t, "output"):
@@ -134,6 +137,8 @@ class Stage:
             factor = -(-ext // int(nparts))
         body, outer, inner = self.sch.apply(lambda b: tsch.split(b, v, factor), f"split {v.name}")
         self.sch.set_body(body)
+        if id(v) in self.sch.reduce_vars:
+            self.sch.reduce_vars |= {id(outer), id(inner)}
         return _iv(outer, self.sch.loops(outer)), _iv(inner, self.sch.loops(inner))
 
     def fuse(self, *args):
@@ -147,8 +152,22 @@ class Stage:
         return _iv(fused, self.sch.loops(fused))
 
     def reorder(self, *args):
+        """A reduction axis among output axes: the reduction first accumulates in the output
+        (an init nest, then the update nest the loops are reordered in), as TVM's lowering does."""
         vs = [self._loops(a, "reorder") for a in args]
-        self.sch.set_body(self.sch.apply(lambda b: tsch.reorder(b, vs), "reorder"))
+        try:
+            self.sch.set_body(self.sch.apply(lambda b: tsch.reorder(b, vs), "reorder"))
+            return
+        except tsch.ScheduleError:
+            red = [v for v in vs if id(v) in self.sch.reduce_vars]
+            if not red:
+                raise
+        body = self.sch.apply(lambda b: tsch.decompose_reduction(b, red[0]), "reorder")
+        order = [x.var for x in walk_stmts(body) if isinstance(x, For)]        # outermost first
+        spatial = [v for v in vs if id(v) not in self.sch.reduce_vars]
+        for v in sorted(spatial, key=lambda v: -next(k for k, u in enumerate(order) if u is v)):
+            body = self.sch.apply(lambda b, v=v, cur=body: tsch.fission(cur, v), f"reorder (fission {v.name})")
+        self.sch.set_body(self.sch.apply(lambda b, cur=body: tsch.reorder(cur, vs), "reorder"))
 
     def unroll(self, var):
         v = self._loops(var, "unroll")

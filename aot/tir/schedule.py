@@ -161,17 +161,96 @@ def fission(s: Stmt, var: Var):
             return x
         parts = x.body.stmts
         touched = [_accesses(p) for p in parts]
+        inner = {id(lp.var): const_value(lp.extent) for lp in walk_stmts(x.body) if isinstance(lp, For)}
         for i, (w, _) in enumerate(touched):
             for j, (_, every) in enumerate(touched):
                 if i == j:
                     continue
                 for b in w:
-                    if b in every and any(not (len(idx) == 1 and idx[0] is var) for idx in every[b] + touched[i][1][b]):
+                    if b in every and not _per_iteration(every[b] + touched[i][1][b], var, inner):
                         raise ScheduleError(f"fission {var.name}: {w[b].name} is shared between iterations")
         return Seq([x.with_body(p) for p in parts])
 
     _loops_of(s, var, "fission")
     return _replace(s, var, fn)
+
+
+def decompose_reduction(s: Stmt, var: Var):
+    """Accumulate the reduction over loop `var` in its output instead of a local accumulator:
+    allocate acc {acc = init; for var ... {acc = acc + x}; out[i] = acc} becomes
+    out[i] = init; for var ... {out[i] = out[i] + x}. The output loops then hold an init
+    statement and an update nest; after `fission` of those loops the reduction loops can be
+    reordered among them (TVM's decompose_reduction). Only a plain reduction qualifies: the
+    final store must copy the accumulator, with no epilogue applied to it."""
+    var = as_var(var)
+    what = f"decompose_reduction {var.name}"
+    found = []
+
+    class _Find(StmtVisitor):
+        def visit_Allocate(self, a):
+            if any(isinstance(x, For) and x.var is var for x in walk_stmts(a.body)):
+                found.append(a)
+            self.generic(a)
+
+    _Find().visit(s)
+    if not found:
+        raise ScheduleError(f"{what}: {var.name} is not a reduction loop computed into an accumulator")
+    alloc = found[-1]                          # the innermost allocation around the loop
+    acc, body = alloc.buffer, alloc.body
+    parts = body.stmts if isinstance(body, Seq) else [body]
+    if acc.size != 1 or len(parts) != 3 or not isinstance(parts[0], Store) or parts[0].buffer is not acc \
+            or not isinstance(parts[2], Store) or not isinstance(parts[2].value, Load) \
+            or parts[2].value.buffer is not acc:
+        raise ScheduleError(f"{what}: the accumulator {acc.name} is not init; reduce; copy out (an epilogue "
+                            "such as a bias or an activation reads it)")
+    out, out_index = parts[2].buffer, parts[2].index
+    if out.dtype != acc.dtype:
+        raise ScheduleError(f"{what}: the output {out.name} is {out.dtype}, the accumulator {acc.dtype}")
+
+    class _ToOut(StmtMutator):
+        def visit_Store(self, st):
+            value = transform(st.value, lambda e: Load(out, out_index) if isinstance(e, Load) and e.buffer is acc
+                              else None)
+            return Store(out if st.buffer is acc else st.buffer, out_index if st.buffer is acc else st.index, value)
+
+    init = Store(out, out_index, parts[0].value)
+    new = Seq([init, _ToOut().visit(parts[1])])
+    return _ReplaceAlloc(alloc, new).visit(s)
+
+
+class _ReplaceAlloc(StmtMutator):
+    def __init__(self, old, new):
+        self.old, self.new = old, new
+
+    def visit_Allocate(self, a):
+        return self.new if a is self.old else StmtMutator.visit_Allocate(self, a)
+
+
+def _per_iteration(indices, var, inner):
+    """Whether every access is at one index that is a different element in each iteration of
+    `var`: all the same expression, affine, var's stride larger than the span the loops inside
+    (`inner`: {id(var): constant extent}) cover. Then distributing the loop reorders no two
+    accesses to an element."""
+    keys = {tuple(i.key() for i in idx) for idx in indices}
+    if len(keys) != 1:
+        return False
+    idx = indices[0]
+    if len(idx) == 1 and idx[0] is var:
+        return True
+    form = linear_form(idx[0]) if len(idx) == 1 else None
+    if form is None:
+        return False
+    stride, span = 0, 0
+    for atom, k in form[0].values():
+        if atom is var:
+            stride += k
+        elif id(atom) in inner:
+            if inner[id(atom)] is None:
+                return False
+            span += abs(k) * (inner[id(atom)] - 1)
+        elif any(isinstance(n, Var) and (n is var or id(n) in inner) for n in walk(atom)):
+            return False                 # var or an inner loop inside a non-affine term
+    return abs(stride) > span
 
 
 def _accesses(s):
