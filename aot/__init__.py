@@ -8,6 +8,7 @@ Model Library Format, for microcontrollers.
 from __future__ import annotations
 
 from .errors import AotError, OpError, UnsupportedError  # noqa: F401
+from .ops.custom import register_op  # noqa: F401
 from .runtime import Device, NDArray, cpu, cuda, nd, opencl  # noqa: F401
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import AotError, OpError, UnsupportedError
 from ..ir.graph import Graph, TensorType, Value
 from ..ops import REGISTRY, get_op
+from ..ops.custom import custom_key
 from ..ops.registry import ONNX_DTYPES
 from ..passes.fold_constants import compact
 from .builder import MAX_TENSOR_BYTES, add_node, check_tensor_size
@@ -484,7 +485,9 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
     for k, n in enumerate(g.node):
         label = f"node '{n.name or n.output[0] if n.output else k}' ({n.op_type})"
         if n.domain not in ("", "ai.onnx"):
-            problems.append(f"{label}: operator domain '{n.domain}' is not supported")
+            if custom_key(n.domain, n.op_type) not in REGISTRY:
+                problems.append(f"{label}: operator domain '{n.domain}' is not supported (a user's op of that "
+                                "domain is registered with aot.register_op)")
         elif n.op_type not in ("Constant", "If", "Scan") and (n.op_type not in REGISTRY or getattr(
                 REGISTRY[n.op_type], "internal", False)) and not _has_function(n.op_type, opset):
             problems.append(f"{label}: operator {n.op_type} is not supported")
@@ -560,8 +563,9 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
             queue.extendleft(reversed([(b, node_opset) for b in sub]))
             expanded += 1
             continue
-        op_def = REGISTRY.get(pn.op_type)
-        if op_def is not None and getattr(op_def, "internal", False):
+        op_name = pn.op_type if pn.domain in ("", "ai.onnx") else custom_key(pn.domain, pn.op_type)
+        op_def = REGISTRY.get(op_name)
+        if op_def is not None and getattr(op_def, "internal", False) and op_name == pn.op_type:
             op_def = None           # the compiler's own ops (Function, Copy) are not ONNX's
         if op_def is not None and hasattr(op_def, "expand_onnx"):
             # ops defined as a composition of other ops (recurrent cells, TopK's two stages)
@@ -586,7 +590,7 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
         ins = [values[i] if i else None for i in pn.input]
         while ins and ins[-1] is None:
             ins.pop()
-        outs, was_folded = add_node(nodes, pn.op_type, nname, attrs, ins, node_opset, list(pn.output))
+        outs, was_folded = add_node(nodes, op_name, nname, attrs, ins, node_opset, list(pn.output))
         folded += was_folded
         for o in outs:
             values[o.name] = o

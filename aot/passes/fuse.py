@@ -149,7 +149,7 @@ def fuse_ops(graph):
 
 
 def group_name(g: Group) -> str:
-    parts = [snake(op) for op in g.op_names]
+    parts = [re.sub(r"\W+", "_", snake(op)) for op in g.op_names]      # a custom op's key holds "::" and dots
     if len(parts) > 4:
         parts = parts[:4] + [f"and_{len(parts) - 4}_more"]
     return "fused_" + "_".join(parts)
