@@ -16,11 +16,22 @@ from .ir.graph import Graph, Node, TensorType, Value
 
 def build(inputs, args=None, target="c", target_host=None, name="default_function"):
     """aot.build(s, [A, B, C], target="c" | "cuda" | "opencl", name="myadd"): args are the
-    placeholders, then the computed tensors, as the kernel takes them."""
-    from .compiler import Options, compile_model
+    placeholders, then the computed tensors, as the kernel takes them. Also a TensorIR module
+    (@aot.script.ir_module), one of its functions, or an aot.tir.Schedule (its .mod)."""
     from .te.schedule import Schedule
+    from .tir.schedule_api import PrimModule, Schedule as TirSchedule
+    from .tir.stmt import PrimFunc
+    if isinstance(inputs, TirSchedule):
+        inputs = inputs.mod
+    if isinstance(inputs, PrimModule):
+        if len(inputs.functions) != 1:
+            raise AotError(f"aot.build: the module has {len(inputs.functions)} functions; build one "
+                           f"(mod['name']): {', '.join(inputs.functions)}")
+        inputs = next(iter(inputs.functions.values()))
+    if isinstance(inputs, PrimFunc):
+        return _build_func(inputs, target, name if name != "default_function" else inputs.name)
     if not isinstance(inputs, Schedule):
-        raise AotError(f"aot.build takes a te schedule (te.create_schedule), not {type(inputs).__name__}")
+        raise AotError(f"aot.build takes a te schedule, a TensorIR module or schedule, not {type(inputs).__name__}")
     sch = inputs
     args = list(args if args is not None else sch.inputs + sch.outputs)
     n_in = sum(1 for t in args if t.is_placeholder)
@@ -34,11 +45,18 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
         raise AotError(f"aot.build: two tensors are named alike ({', '.join(names)}): names become the interface")
     func = sch.func.with_body(sch.func.body, params=[sch.buffer_of(t) for t in args])
     func.num_inputs = n_in
-    ins = [Value(t.name, TensorType(t.shape, t.dtype)) for t in args[:n_in]]
-    outs = [Value(t.name, TensorType(t.shape, t.dtype)) for t in args[n_in:]]
+    return _build_func(func, target, name)
+
+
+def _build_func(func, target, name):
+    """One PrimFunc (params: inputs, then outputs) as a module."""
+    from .compiler import Options, compile_model
+    from .names import sanitize
+    ins = [Value(b.name, TensorType(b.shape, b.dtype)) for b in func.inputs]
+    outs = [Value(b.name, TensorType(b.shape, b.dtype)) for b in func.outputs]
     node = Node("PrimFuncCall", name, ins, outs, {"prim_func": func})
     graph = Graph(name, ins, outs, [node], 18)
-    res = compile_model(graph, Options(model_name=name, target=str(target)))
+    res = compile_model(graph, Options(model_name=sanitize(name) or "default", target=str(target)))
     return Module(res.tar)
 
 

@@ -223,3 +223,13 @@ def test_vector_add_example_runs():
                        text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "vector add matches numpy" in r.stdout
+
+
+def test_tir_example_runs():
+    import subprocess
+    import sys
+    from conftest import ROOT
+    r = subprocess.run([sys.executable, f"{ROOT}/examples/python_api/tir_vector_add.py"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "vector add after split/reorder" in r.stdout

@@ -1,3 +1,4 @@
 """Loop IR: typed buffers, loops, stores and expressions; printers live elsewhere."""
 from .expr import *  # noqa: F401,F403
 from .stmt import *  # noqa: F401,F403
+from .schedule_api import PrimModule, Schedule  # noqa: F401,E402

@@ -1,0 +1,215 @@
+"""aot.tir.Schedule, TVM's TensorIR schedule over a module of PrimFuncs: blocks are found by name
+(the script's T.block, or a buffer's name), loops by the block they enclose, and every primitive
+is one function of aot/tir/schedule.py applied at once (a refusal says why). `sch.mod` is the
+transformed module; aot.build builds it."""
+from __future__ import annotations
+
+from . import schedule as tsch
+from .expr import Var
+from .script import script
+from .simplify import const_value
+from .stmt import For, PrimFunc, Store, walk_stmts
+
+
+class PrimModule:
+    """A module of PrimFuncs (what @aot.script.ir_module makes; TVM's IRModule of TIR functions)."""
+
+    def __init__(self, functions):
+        self.functions = dict(functions)
+
+    def __getitem__(self, name):
+        if name not in self.functions:
+            raise tsch.ScheduleError(f"the module has no function '{name}' (it has {', '.join(self.functions)})")
+        return self.functions[name]
+
+    def __setitem__(self, name, func):
+        self.functions[name] = func
+
+    def script(self):
+        return "\n".join(script(f) for f in self.functions.values())
+
+    def __repr__(self):
+        return self.script()
+
+
+class BlockRV:
+    def __init__(self, name, buffer_name):
+        self.name, self.buffer_name = name, buffer_name
+
+
+class LoopRV:
+    def __init__(self, var):
+        self.var = var
+
+    def __repr__(self):
+        return f"LoopRV({self.var.name})"
+
+
+class _CacheRV(BlockRV):
+    def __init__(self, buffer, scope):
+        super().__init__(f"{buffer.name}_{scope}", buffer.name)
+        self.buffer, self.scope, self.placed = buffer, scope, False
+
+
+class Schedule:
+    def __init__(self, mod, func_name=None):
+        if isinstance(mod, PrimFunc):
+            mod = PrimModule({mod.name: mod})
+        self.mod = PrimModule(mod.functions)
+        self.func_name = func_name or ("main" if "main" in self.mod.functions else next(iter(self.mod.functions)))
+
+    @property
+    def func(self):
+        return self.mod[self.func_name]
+
+    def _set(self, body):
+        self.mod[self.func_name] = self.func.with_body(body)
+
+    def _apply(self, fn, what):
+        try:
+            return fn(self.func.body)
+        except tsch.ScheduleError:
+            raise
+        except Exception as e:
+            raise tsch.ScheduleError(f"{what}: {e}") from None
+
+    def _var(self, loop, what):
+        v = loop.var if isinstance(loop, LoopRV) else loop
+        if not isinstance(v, Var) or not any(isinstance(s, For) and s.var is v for s in walk_stmts(self.func.body)):
+            raise tsch.ScheduleError(f"{what}: {getattr(v, 'name', v)} is not a loop of {self.func_name} (any more)")
+        return v
+
+    # blocks and loops
+    def get_block(self, name, func_name=None):
+        if func_name:
+            self.func_name = func_name
+        blocks = self.func.attrs.get("blocks", {})
+        buf = blocks.get(name)
+        if buf is None and any(b.name == name for b in self.func.params):
+            buf = name                      # a function without blocks: the buffer's name finds its stores
+        if buf is None:
+            raise tsch.ScheduleError(f"get_block: no block '{name}' in {self.func_name} "
+                                     f"(blocks: {', '.join(blocks) or 'none'})")
+        return BlockRV(name, buf)
+
+    def get_loops(self, block):
+        """The loops around the block's last store, outermost first."""
+        found = []
+
+        def go(s, path):
+            if isinstance(s, Store) and s.buffer.name == block.buffer_name:
+                found.append(list(path))
+            if isinstance(s, For):
+                go(s.body, path + [s.var])
+                return
+            for c in _children(s):
+                go(c, path)
+        go(self.func.body, [])
+        if not found:
+            raise tsch.ScheduleError(f"get_loops: block '{block.name}' stores nothing")
+        return [LoopRV(v) for v in found[-1]]
+
+    # loop transformations
+    def split(self, loop, factors):
+        v = self._var(loop, "split")
+        factors = list(factors)
+        ext = const_value(next(s for s in walk_stmts(self.func.body) if isinstance(s, For) and s.var is v).extent)
+        if ext is None:
+            raise tsch.ScheduleError(f"split {v.name}: the loop's extent is not constant")
+        if sum(f is None for f in factors) > 1 or len(factors) < 2:
+            raise tsch.ScheduleError(f"split {v.name}: give at least two factors, at most one of them None")
+        known = 1
+        for f in factors:
+            known *= f if f is not None else 1
+        factors = [f if f is not None else -(-ext // known) for f in factors]
+        prod = 1
+        for f in factors:
+            prod *= f
+        if prod < ext or any(f < 1 for f in factors):
+            raise tsch.ScheduleError(f"split {v.name}: factors {factors} do not cover the extent {ext}")
+        out, cur = [], v
+        for f in factors[:0:-1]:                     # split off the innermost factors one at a time
+            body, outer, inner = self._apply(lambda b, c=cur, f=f: tsch.split(b, c, f), f"split {v.name}")
+            self._set(body)
+            out.insert(0, LoopRV(inner))
+            cur = outer
+        return [LoopRV(cur)] + out
+
+    def fuse(self, *loops):
+        vs = [self._var(lp, "fuse") for lp in loops]
+        fused = vs[0]
+        for nxt in vs[1:]:
+            body, fused = self._apply(lambda b, f=fused, n=nxt: tsch.fuse(b, f, n), "fuse")
+            self._set(body)
+        return LoopRV(fused)
+
+    def reorder(self, *loops):
+        vs = [self._var(lp, "reorder") for lp in loops]
+        self._set(self._apply(lambda b: tsch.reorder(b, vs), "reorder"))
+
+    def parallel(self, loop):
+        v = self._var(loop, "parallel")
+        self._set(self._apply(lambda b: tsch.parallel(b, v), f"parallel {v.name}"))
+
+    def vectorize(self, loop):
+        v = self._var(loop, "vectorize")
+        self._set(self._apply(lambda b: tsch.vectorize(b, v), f"vectorize {v.name}"))
+
+    def unroll(self, loop):
+        v = self._var(loop, "unroll")
+        ext = const_value(next(s for s in walk_stmts(self.func.body) if isinstance(s, For) and s.var is v).extent)
+        self._set(self._apply(lambda b: tsch.unroll(b, v, max_extent=max(ext or 0, 1)), f"unroll {v.name}"))
+
+    def bind(self, loop, thread_axis):
+        v = self._var(loop, "bind")
+        self._set(self._apply(lambda b: tsch.bind(b, v, thread_axis), f"bind {v.name}"))
+
+    def decompose_reduction(self, block, loop):
+        """Accumulate in the output (te-lowered reductions); returns the block."""
+        v = self._var(loop, "decompose_reduction")
+        self._set(self._apply(lambda b: tsch.decompose_reduction(b, v), "decompose_reduction"))
+        return block
+
+    # memory
+    def cache_read(self, block, read_buffer_index, storage_scope):
+        """The cache of the block's read_buffer_index-th input buffer (in parameter order of the
+        buffers it reads); placed with compute_at."""
+        reads = []
+        for s in walk_stmts(self.func.body):
+            if isinstance(s, Store) and s.buffer.name == block.buffer_name:
+                from .expr import Load, walk
+                for e in walk(s.value):
+                    if isinstance(e, Load) and e.buffer not in reads and e.buffer is not s.buffer:
+                        reads.append(e.buffer)
+        params = [b for b in self.func.params if b in reads]
+        if not 0 <= read_buffer_index < len(params):
+            raise tsch.ScheduleError(f"cache_read: block '{block.name}' reads {len(params)} buffers, "
+                                     f"not {read_buffer_index + 1}")
+        if storage_scope not in ("shared", "local"):
+            raise tsch.ScheduleError(f"cache_read: scope {storage_scope!r} is not 'shared' or 'local'")
+        return _CacheRV(params[read_buffer_index], storage_scope)
+
+    def compute_at(self, block, loop):
+        if not isinstance(block, _CacheRV):
+            raise tsch.ScheduleError(f"compute_at {block.name}: only a cache_read block can be moved here; "
+                                     "others are computed where their loops are")
+        if block.placed:
+            raise tsch.ScheduleError(f"compute_at {block.name}: already placed")
+        v = self._var(loop, "compute_at")
+        body, _ = self._apply(lambda b: tsch.cache_read(b, block.buffer, v, block.scope), f"compute_at {block.name}")
+        self._set(body)
+        block.placed = True
+
+    def cache_write(self, block, write_buffer_index, storage_scope):
+        raise tsch.ScheduleError("cache_write is not supported yet (cache_read + compute_at are)")
+
+
+def _children(s):
+    from .stmt import Allocate, IfThenElse, Seq
+    if isinstance(s, Seq):
+        return s.stmts
+    if isinstance(s, Allocate):
+        return [s.body]
+    if isinstance(s, IfThenElse):
+        return [s.then] + ([s.else_] if s.else_ is not None else [])
+    return []
