@@ -106,13 +106,13 @@ def test_tutorial_builds_for_cuda(target):
     """Without a GPU the CUDA module is compiled with nvcc -Werror and linked; its OpenCL twin runs
     (test below)."""
     from aot.host import build_host, cuda_device_count
-    net, params = testing.create_workload(_tutorial_net(16, (1, 3, 32, 32)))
+    net, params = testing.create_workload(_tutorial_net(16, (1, 3, 224, 224)))
     lib = relay.build(net, target, params=params)
     assert build_host(lib.tar)
     if "cudnn" in target:
         assert "cudnn" in lib.get_source()
     if cuda_device_count():
-        x = np.random.default_rng(2).uniform(-1, 1, (1, 3, 32, 32)).astype("float32")
+        x = np.random.default_rng(2).uniform(-1, 1, (1, 3, 224, 224)).astype("float32")
         m = graph_executor.GraphModule(lib["default"](aot.cuda(0)))
         m.set_input("data", x)
         m.run()
@@ -121,10 +121,10 @@ def test_tutorial_builds_for_cuda(target):
 
 @opencl
 def test_tutorial_runs_on_opencl():
-    net, params = testing.create_workload(_tutorial_net(16, (1, 3, 32, 32)))
+    net, params = testing.create_workload(_tutorial_net(16, (1, 3, 224, 224)))
     params.update(_bn_params(np.random.default_rng(1), 16))
     lib = relay.build(net, "opencl", params=params)
-    x = np.random.default_rng(2).uniform(-1, 1, (1, 3, 32, 32)).astype("float32")
+    x = np.random.default_rng(2).uniform(-1, 1, (1, 3, 224, 224)).astype("float32")
     m = graph_executor.GraphModule(lib["default"](aot.opencl(0)))
     m.set_input("data", x)
     m.run()

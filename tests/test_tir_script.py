@@ -211,3 +211,49 @@ def test_invalid_schedule_uses_are_refused():
         sch.bind(j, "warp.x")
     with pytest.raises(ScheduleError, match="may write the same element"):
         sch.parallel(k)
+
+
+def _fused_parallel(sch, i, j, k):
+    sch.parallel(sch.fuse(i, j))
+
+
+def _cache_at_k(sch, i, j, k):
+    ko, ki = sch.split(k, factors=[None, 4])
+    sch.compute_at(sch.cache_read(sch.get_block("C"), 0, "local"), ko)
+
+
+TIR_VALID = {
+    "fuse_parallel": _fused_parallel,
+    "unroll": lambda sch, i, j, k: sch.unroll(sch.split(j, factors=[None, 4])[1]),
+    "split_three": lambda sch, i, j, k: sch.split(i, factors=[2, None, 2]),
+    "cache_read_local": _cache_at_k,
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIR_VALID))
+def test_every_valid_tir_primitive_keeps_the_values(name):
+    sch = tir.Schedule(MatMul)
+    TIR_VALID[name](sch, *sch.get_loops(sch.get_block("C")))
+    rng = np.random.default_rng(4)
+    a, b = rng.random((16, 16), np.float32), rng.random((16, 16), np.float32)
+    c = np.zeros((16, 16), np.float32)
+    aot.build(sch, target="c")(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+
+
+def test_bind_and_decompose_reduction_on_a_te_lowered_function():
+    """decompose_reduction on the compiler's accumulator form; bind builds for OpenCL's C dialect."""
+    A = te.placeholder((16, 16), name="A")
+    k = te.reduce_axis((0, 16), "k")
+    C = te.compute((16,), lambda i: te.sum(A[i, k], axis=k), name="C")
+    sch = tir.Schedule(te.create_schedule(C.op).func)
+    blk = sch.get_block("C")
+    (i, kk) = sch.get_loops(blk)
+    sch.decompose_reduction(blk, kk)
+    assert "T.allocate" not in sch.mod.script()
+    a = np.random.default_rng(5).random((16, 16)).astype(np.float32)
+    c = np.zeros(16, np.float32)
+    aot.build(sch, target="c")(a, c)
+    np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-5)
+    sch.bind(i, "threadIdx.x")
+    assert "thread_binding(0, 16, thread=\"threadIdx.x\")" in sch.mod.script()

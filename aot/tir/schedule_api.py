@@ -93,11 +93,17 @@ class Schedule:
         return BlockRV(name, buf)
 
     def get_loops(self, block):
-        """The loops around the block's last store, outermost first."""
+        """The loops around the block's deepest store, outermost first (a reduction computed into
+        a local accumulator counts the accumulator's stores: its loops are the block's too)."""
+        from .expr import Load, walk
+        names = {block.buffer_name}
+        for s in walk_stmts(self.func.body):
+            if isinstance(s, Store) and s.buffer.name == block.buffer_name:
+                names |= {e.buffer.name for e in walk(s.value) if isinstance(e, Load) and e.buffer.scope == "local"}
         found = []
 
         def go(s, path):
-            if isinstance(s, Store) and s.buffer.name == block.buffer_name:
+            if isinstance(s, Store) and s.buffer.name in names:
                 found.append(list(path))
             if isinstance(s, For):
                 go(s.body, path + [s.var])
@@ -107,7 +113,7 @@ class Schedule:
         go(self.func.body, [])
         if not found:
             raise tsch.ScheduleError(f"get_loops: block '{block.name}' stores nothing")
-        return [LoopRV(v) for v in found[-1]]
+        return [LoopRV(v) for v in max(found, key=len)]
 
     # loop transformations
     def split(self, loop, factors):

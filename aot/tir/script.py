@@ -18,10 +18,12 @@ import textwrap
 import numpy as np
 
 from ..errors import AotError
-from .expr import INDEX, MATH_FUNCS, Bin, Call, Cast, Const, Expr, Load, Select, Unary, Var, and_, is_float, not_, or_
+from .expr import (INDEX, MATH_FUNCS, Bin, Call, Cast, Const, Expr, Load, Select, Unary, Var, and_, is_float, not_,
+                   or_, transform)
 from .flatten import flat_index
 from .simplify import simplify
-from .stmt import Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Store, StmtVisitor, walk_stmts
+from .stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Store, StmtMutator, StmtVisitor,
+                   walk_stmts)
 
 
 class ScriptError(AotError):
@@ -229,6 +231,7 @@ class _Parser:
             self.fail(fn, f"handle(s) {', '.join(handles)} have no T.match_buffer")
         stmt = self.stmts(body)
         written = {id(s.buffer) for s in walk_stmts(stmt) if isinstance(s, Store)}
+        stmt = _FlatReads(written).visit(stmt)
         n_in = attrs.get("num_inputs")
         if n_in is None:
             flags = [id(b) in written for b in params]
@@ -516,6 +519,18 @@ class _Parser:
             dtype = self.literal(kw["dtype"]) if "dtype" in kw else None
             return Call(fn, vals, dtype)
         self.fail(node, f"T.{fn} is not supported in expressions")
+
+
+class _FlatReads(StmtMutator):
+    """Reads of a written buffer take the flat form its stores have, so that a read and a store of
+    one element are one index expression (what parallel's and fission's checks compare)."""
+
+    def __init__(self, written):
+        self.written = written
+
+    def mutate_expr(self, e):
+        return transform(e, lambda x: Load(x.buffer, flat_index(x.indices, x.buffer.shape))
+                         if isinstance(x, Load) and id(x.buffer) in self.written and len(x.indices) > 1 else None)
 
 
 def _source_of(fn):
