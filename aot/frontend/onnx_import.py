@@ -486,8 +486,8 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
         label = f"node '{n.name or n.output[0] if n.output else k}' ({n.op_type})"
         if n.domain not in ("", "ai.onnx"):
             if custom_key(n.domain, n.op_type) not in REGISTRY:
-                problems.append(f"{label}: operator domain '{n.domain}' is not supported (a user's op of that "
-                                "domain is registered with aot.register_op)")
+                problems.append(f"{label}: operator domain '{n.domain}' is not supported (custom ops: "
+                                "aot.register_op)")
         elif n.op_type not in ("Constant", "If", "Scan") and (n.op_type not in REGISTRY or getattr(
                 REGISTRY[n.op_type], "internal", False)) and not _has_function(n.op_type, opset):
             problems.append(f"{label}: operator {n.op_type} is not supported")
