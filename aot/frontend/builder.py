@@ -66,6 +66,10 @@ class GraphBuilder:
         self._names.add(name)
         return name
 
+    def reserve(self, names):
+        """Keep these names for values the caller makes itself (no node or constant takes one)."""
+        self._names.update(names)
+
     def input(self, name, shape, dtype):
         check_tensor_size(f"input '{name}'", shape, dtype)
         return Value(self.unique(name), TensorType(tuple(shape), dtype))

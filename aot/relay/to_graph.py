@@ -40,7 +40,7 @@ def to_graph(mod, params=None, name="default"):
     if unknown:
         raise AotError(f"params names no function parameter: {', '.join(unknown)}")
     b = GraphBuilder(name)
-    b._names.update(by_name)          # inputs keep their names: no node may take one
+    b.reserve(by_name)                # inputs keep their names: no node may take one
     values, var_types = {}, {}
 
     def var_value(v, shape=None):
