@@ -13,10 +13,10 @@ from ..tir.expr import Cast, Const, Select, ge, max_, min_
 from .conv import ConvTranspose, conv_transpose_sum
 from .dense import MatMul
 from .fixed_point import mbqm, mbqm_np
-from .qnn import QUANT_ATTRS, _Requantised, _channel_params, _requant_np
+from .qnn import QUANT_ATTRS, _Requantised, requant_channels_np
 from .reduce import Reduce
 from .registry import Op, Pattern, broadcast_shapes, register
-from .window import from_nchw, split_index, to_nchw
+from .window import split_index
 
 QTYPES = ("int8",)
 
@@ -206,17 +206,8 @@ class QConvTranspose(_Requantised, ConvTranspose):
         Op.check(self, node)
 
     def reference(self, node, x, w, bias=None, mult=None, shift=None):
-        a = node.attrs
-        layout = a.get("layout", "NCHW")
-        acc = ConvTranspose.reference(self, node, x.astype(np.float64) - a["x_zp"], w.astype(np.float64))[0]
-        acc = np.rint(to_nchw(acc, layout)).astype(np.int64)          # exact: integers far below 2^53
-        if bias is not None:
-            acc = acc + bias.astype(np.int64).reshape(1, -1, *([1] * (acc.ndim - 2)))
-        m, s = _channel_params(node, 3)
-        if np.ndim(m):
-            sh = (1, -1) + (1,) * (acc.ndim - 2)
-            m, s = m.reshape(sh), (s.reshape(sh) if s is not None else None)
-        return [from_nchw(_requant_np(acc, m, s, node), layout)]
+        acc = ConvTranspose.reference(self, node, x.astype(np.float64) - node.attrs["x_zp"], w.astype(np.float64))[0]
+        return [requant_channels_np(node, acc, bias)]
 
     def compute(self, node, x, w, bias=None, mult=None, shift=None):
         xz = _i32(node.attrs["x_zp"])

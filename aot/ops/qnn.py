@@ -54,6 +54,20 @@ def _requant_np(acc, mult, shift, node):
     return np.clip(out, a["act_min"], a["act_max"]).astype(a["out_dtype"])
 
 
+def requant_channels_np(node, acc, bias):
+    """A float64 accumulation holding exact integers (in the node's layout) + bias, requantised
+    per output channel: the tail of every conv-like integer kernel's reference."""
+    layout = node.attrs.get("layout", "NCHW")
+    acc = np.rint(to_nchw(acc, layout)).astype(np.int64)
+    if bias is not None:
+        acc = acc + bias.astype(np.int64).reshape(1, -1, *([1] * (acc.ndim - 2)))
+    m, s = _channel_params(node, 3)
+    if np.ndim(m):
+        sh = (1, -1) + (1,) * (acc.ndim - 2)
+        m, s = m.reshape(sh), (s.reshape(sh) if s is not None else None)
+    return from_nchw(_requant_np(acc, m, s, node), layout)
+
+
 def _channel_params(node, k):
     """(multiplier, shift) of per-channel inputs k, k+1, or of the per-tensor attributes; with
     requant="float", (scale, None) from input k or the attribute."""
@@ -145,18 +159,9 @@ class QConv(_Requantised, Conv):
         Op.check(self, node)
 
     def reference(self, node, x, w, bias=None, mult=None, shift=None):
-        a = node.attrs
-        layout = a.get("layout", "NCHW")
-        xz = x.astype(np.float64) - a["x_zp"]
+        xz = x.astype(np.float64) - node.attrs["x_zp"]
         acc = Conv.reference(self, node, xz, w.astype(np.float64))[0]        # exact: integers well below 2^53
-        acc = np.rint(to_nchw(acc, layout)).astype(np.int64)
-        if bias is not None:
-            acc = acc + bias.astype(np.int64).reshape(1, -1, *([1] * (acc.ndim - 2)))
-        m, s = _channel_params(node, 3)
-        if np.ndim(m):
-            sh = (1, -1) + (1,) * (acc.ndim - 2)
-            m, s = m.reshape(sh), (s.reshape(sh) if s is not None else None)
-        return [from_nchw(_requant_np(acc, m, s, node), layout)]
+        return [requant_channels_np(node, acc, bias)]
 
     def compute(self, node, x, w, bias=None, mult=None, shift=None):
         xz = _i32(node.attrs["x_zp"])
