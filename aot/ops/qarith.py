@@ -9,20 +9,16 @@ import numpy as np
 
 from ..te import tensor as te
 from ..ir.graph import TensorType
-from ..tir.expr import Cast, Const, Select, ge, max_, min_
+from ..tir.expr import Cast, Select, ge
 from .conv import ConvTranspose, conv_transpose_sum
 from .dense import MatMul
 from .fixed_point import mbqm, mbqm_np
-from .qnn import QUANT_ATTRS, _Requantised, requant_channels_np
+from .qnn import QUANT_ATTRS, QBinary, _clamp_cast, _i32, _Requantised, requant_channels_np
 from .reduce import Reduce
-from .registry import Op, Pattern, broadcast_shapes, register
+from .registry import Op, register
 from .window import split_index
 
 QTYPES = ("int8",)
-
-
-def _i32(v):
-    return Const(int(v), "int32")
 
 
 def _clamp_np(v, a):
@@ -30,33 +26,22 @@ def _clamp_np(v, a):
     return np.clip(v, a.get("act_min", info.min), a.get("act_max", info.max)).astype(a["out_dtype"])
 
 
-def _clamp(v, a):
-    info = np.iinfo(a["out_dtype"])
-    lo, hi = a.get("act_min", int(info.min)), a.get("act_max", int(info.max))
-    return Cast(a["out_dtype"], min_(max_(v, _i32(lo)), _i32(hi)))
-
-
 def _centred(t, idx, zp):
     return Cast("int32", t(*idx)) - _i32(zp)
 
 
-class _QBinary(Op):
-    internal = True
-    pattern = Pattern.BROADCAST
+class _QBinary(QBinary):
+    """The element function `element(attrs, x - x_zp, y - y_zp)`, clamped and cast."""
     dtypes = QTYPES
-    min_inputs = 2
-
-    def infer(self, node):
-        return [TensorType(broadcast_shapes(node, node.inputs[0].type.shape, node.inputs[1].type.shape),
-                           node.attrs["out_dtype"])]
 
     def compute(self, node, x, y):
         shape = node.outputs[0].type.shape
 
         def body(*i):
-            return _clamp(self.element(node.attrs, _centred(x, te.broadcast_index(list(i), x.shape), node.attrs["x_zp"]),
-                                       _centred(y, te.broadcast_index(list(i), y.shape), node.attrs["y_zp"])),
-                          node.attrs)
+            return _clamp_cast(self.element(node.attrs,
+                                            _centred(x, te.broadcast_index(list(i), x.shape), node.attrs["x_zp"]),
+                                            _centred(y, te.broadcast_index(list(i), y.shape), node.attrs["y_zp"])),
+                               node)
         return [te.compute(shape, body, self.name.lower())]
 
 
@@ -141,7 +126,7 @@ class QMean(Reduce):
 
         def finish(*i):
             v = total(*i) - _i32(a["x_zp"] * n)
-            return _clamp(mbqm(v, int(a["multiplier"]), int(a["shift"])) + _i32(a["out_zp"]), a)
+            return _clamp_cast(mbqm(v, int(a["multiplier"]), int(a["shift"])) + _i32(a["out_zp"]), node)
         return [te.compute(out, finish, "qmean")]
 
 
@@ -183,7 +168,7 @@ class QBatchMatMul(MatMul):
         acc = te.compute(tuple(out), body, "qbatch_matmul")
 
         def finish(*i):
-            return _clamp(mbqm(acc(*i), int(at["multiplier"]), int(at["shift"])) + _i32(at["out_zp"]), at)
+            return _clamp_cast(mbqm(acc(*i), int(at["multiplier"]), int(at["shift"])) + _i32(at["out_zp"]), node)
         return [te.compute(tuple(out), finish, "requant")]
 
 

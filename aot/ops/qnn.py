@@ -40,8 +40,11 @@ def _i32(v):
 
 
 def _clamp_cast(v, node):
+    """v clamped to the activation range (the output dtype's range when the op has none), cast."""
     a = node.attrs
-    return Cast(a["out_dtype"], min_(max_(v, _i32(a["act_min"])), _i32(a["act_max"])))
+    info = np.iinfo(a["out_dtype"])
+    lo, hi = a.get("act_min", int(info.min)), a.get("act_max", int(info.max))
+    return Cast(a["out_dtype"], min_(max_(v, _i32(lo)), _i32(hi)))
 
 
 def _requant_np(acc, mult, shift, node):
@@ -170,12 +173,8 @@ class QConv(_Requantised, Conv):
         return [self.requant(node, acc, bias, mult, shift, 1 if layout == "NCHW" else len(acc.shape) - 1)]
 
 
-@register
-class QAdd(Op):
-    """TFLite ADD (and SUB, attr subtract=1), int8: both inputs rescaled to a common scale with 20
-    bits of headroom, added, rescaled to the output (attrs: zero points, three multiplier/shift
-    pairs, left_shift)."""
-    name = "QAdd"
+class QBinary(Op):
+    """Two int8 inputs broadcast together, one requantised output (QAdd; qarith's QMul, QPRelu)."""
     internal = True
     pattern = Pattern.BROADCAST
     dtypes = QTYPES
@@ -184,6 +183,14 @@ class QAdd(Op):
     def infer(self, node):
         return [TensorType(broadcast_shapes(node, node.inputs[0].type.shape, node.inputs[1].type.shape),
                            node.attrs["out_dtype"])]
+
+
+@register
+class QAdd(QBinary):
+    """TFLite ADD (and SUB, attr subtract=1), int8: both inputs rescaled to a common scale with 20
+    bits of headroom, added, rescaled to the output (attrs: zero points, three multiplier/shift
+    pairs, left_shift)."""
+    name = "QAdd"
 
     def reference(self, node, x, y):
         a = node.attrs
