@@ -115,6 +115,26 @@ def _dequantize_step(model, name):
     return 0.0
 
 
+def _u8s8_qdq(rel, tmp_path):
+    """The float model quantised by onnxruntime's own tool (onnxruntime.quantization, QDQ format,
+    uint8 activations and per-channel int8 weights: its u8s8 default for CNNs), calibrated on 8
+    seeded random inputs."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    src = os.path.join(MLPERF, rel)
+    x = onnx.load(src).graph.input[0]
+    shape = [d.dim_value or 1 for d in x.type.tensor_type.shape.dim]
+    rng = np.random.default_rng(1)
+    feeds = iter([{x.name: rng.random(shape).astype(np.float32)} for _ in range(8)])
+
+    class Reader(CalibrationDataReader):
+        def get_next(self):
+            return next(feeds, None)
+    out = str(tmp_path / "u8s8.onnx")
+    quantize_static(src, out, Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, per_channel=True)
+    return out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("rel", [
     "anomaly_detection/ad01_int8_qdq.onnx",
@@ -122,34 +142,51 @@ def _dequantize_step(model, name):
     "image_classification/pretrainedResnet_ortq_int8_qdq.onnx",
     "image_classification/pretrainedResnet_quant_int8_qdq.onnx",
     "visual_wake_words/vww_96_int8_qdq.onnx",
+    "u8s8:anomaly_detection/ad01_fp32.onnx",
+    "u8s8:keyword_spotting/kws_ref_model_float32.onnx",
+    "u8s8:image_classification/pretrainedResnet.onnx",
+    "u8s8:visual_wake_words/vww_96_float.onnx",
 ])
-def test_mlperf_tiny_qdq(rel):
+def test_mlperf_tiny_qdq(rel, tmp_path):
     """The QDQ models run integer kernels end to end (aot/passes/qdq.py) and stay within 1 LSB of
-    onnxruntime on 100 random inputs. onnxruntime runs with its graph optimisations off, so it
-    computes the QDQ graph as written (float ops between dequantise and quantise): with them on,
-    its fused u8s8 QLinearConv saturates 16-bit pair sums on x86 CPUs without VNNI (a known MLAS
-    limitation) and is up to 21 LSB off the exact result on KWS. A value differs by exactly 1 where
-    the real result lies within float rounding of a half step: onnxruntime sums dequantised
-    products in float32, the kernels sum the integers exactly. A model whose output is a float
-    softmax is compared on the int8 logits the softmax reads: the softmax itself is onnxruntime's
-    float one, and one step in a logit can move its quantised output by more than one step."""
+    onnxruntime on 100 random inputs: the shared int8 (s8s8) exports, and u8s8 models that
+    onnxruntime's quantizer makes from the float models. onnxruntime runs with its graph
+    optimisations off, so it computes the QDQ graph as written (float ops between dequantise and
+    quantise): with them on, its fused u8s8 QLinearConv saturates 16-bit pair sums on x86 CPUs
+    without VNNI (a known MLAS limitation) and is up to 21 LSB off the exact result on KWS.
+
+    A value differs by exactly 1 where the real result lies within float rounding of a half step:
+    onnxruntime sums dequantised products in float32, the kernels sum the integers exactly. In
+    ResNet-8 (pretrainedResnet_quant) such a tie at the first convolution, where onnxruntime's
+    float32 sum lands on the wrong side of the half step (-97.5000019 exactly, onnxruntime gives
+    -97), is carried through three residual blocks and reaches a logit as 2 steps on 1 input of
+    100. In onnxruntime's u8s8 models, whose activations have finer scales, near-ties come at most
+    layers of ResNet-8 and of VWW's 27 convolutions, and reach the logits as up to 3 steps on a few
+    inputs. The test allows that there and counts it (issue 13's 1-LSB line, blocked: meeting it means
+    reproducing MLAS's float summation order instead of integer kernels).
+
+    A model whose output is a float softmax is compared on the integer logits the softmax reads:
+    the softmax itself is onnxruntime's float one, and one step in a logit can move its quantised
+    output by more than one step."""
     import aot
     import onnxruntime as ort
     from onnx import helper
-    path = _mlperf(rel)
+    path = _u8s8_qdq(rel[len("u8s8:"):], tmp_path) if rel.startswith("u8s8:") else _mlperf(rel)
     model = onnx.load(path)
-    # the int8 logits a final softmax reads (through its DequantizeLinear) are an output too
+    # the integer logits a final softmax reads (through its DequantizeLinear) are an output too
     sm = next((n for n in model.graph.node if n.op_type == "Softmax"), None)
     logits = None
     if sm is not None:
         dq = next(n for n in model.graph.node if sm.input[0] in n.output)
         assert dq.op_type == "DequantizeLinear"
         logits = dq.input[0]
-        model.graph.output.append(helper.make_tensor_value_info(logits, onnx.TensorProto.INT8, None))
+        zp = next(i for i in model.graph.initializer if i.name == dq.input[2])
+        model.graph.output.append(helper.make_tensor_value_info(logits, zp.data_type, None))
     res = aot.compile(model.SerializeToString())
     kernels = {n.op for n in res.graph.nodes} - {"Reshape", "Transpose", "QuantizeLinear", "DequantizeLinear",
                                                   "Softmax"}
     assert kernels <= {"QConv", "QDense", "QAdd", "QAvgPool"}, kernels        # integer kernels (and float softmax)
+    assert sum(n.op in ("QuantizeLinear", "DequantizeLinear") for n in res.graph.nodes) <= 2 + 2 * (sm is not None)
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(model.SerializeToString(), opts)
@@ -158,6 +195,12 @@ def test_mlperf_tiny_qdq(rel):
     rng = np.random.default_rng(0)
     ones = twos = total = 0
     softmax_worst = 0.0
+    # (most steps, share of values off) allowed: a tie is carried on through the layers after it
+    # (see above); in the u8s8 models a conv output within 1e-5 of a half step comes about 0.3
+    # times per 16k outputs, so most inputs meet one somewhere
+    allowed, share = {"image_classification/pretrainedResnet_quant_int8_qdq.onnx": (2, 0.05),
+                      "u8s8:image_classification/pretrainedResnet.onnx": (3, 0.15),
+                      "u8s8:visual_wake_words/vww_96_float.onnx": (3, 0.15)}.get(rel, (1, 0.05))
     for trial in range(100):
         feed = rng.integers(-128, 128, shape).astype(np.int8) if x.type == "tensor(int8)" else \
             rng.random(shape).astype(np.float32)
@@ -167,11 +210,11 @@ def test_mlperf_tiny_qdq(rel):
             if k != logits and sm is not None:
                 softmax_worst = max(softmax_worst, float(np.abs(out[k].astype(np.float64) - r).max()))
                 continue
-            d = np.abs(out[k].astype(np.int64) - r.astype(np.int64))
-            # a rounding tie upstream (a pooled mean on a half step) can reach a logit as 2 steps
-            # through the dense layer: ResNet-8 on 1 of 100 inputs (issue 13's 1-LSB goal, not met)
-            assert d.max() <= 2, (k, trial, int(d.max()))
+            d = np.abs(out[k].astype(np.int64) - r.astype(np.int64)) if r.dtype.kind in "iu" else \
+                np.rint(np.abs(out[k].astype(np.float64) - r) / _dequantize_step(model, k)).astype(np.int64)
+            assert d.max() <= allowed, (k, trial, int(d.max()))
             ones, total = ones + int((d == 1).sum()), total + d.size
-            twos += int((d == 2).sum())
-    print(f"{rel}: {ones} of {total} int8 values differ by 1 from onnxruntime, {twos} by 2; after the float "
+            twos += int((d >= 2).sum())
+    assert ones + twos <= share * total, (ones, twos, total)
+    print(f"{rel}: {ones} of {total} values differ by 1 step from onnxruntime, {twos} by 2 or 3; after the float "
           f"softmax, at most {softmax_worst:g}")

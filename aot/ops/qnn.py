@@ -29,7 +29,7 @@ from .pool import AveragePool
 from .registry import Op, Pattern, broadcast_shapes, register
 from .window import from_nchw, join_index, nchw_shape, split_index, to_nchw
 
-QTYPES = ("int8", "int16")
+QTYPES = ("int8", "uint8", "int16")   # uint8: activations of ONNX u8s8 QDQ models
 # the quantisation attributes a frontend gives these ops (the canonical window attributes come
 # from Conv's and AveragePool's canon)
 QUANT_ATTRS = ("x_zp", "w_zp", "out_zp", "act_min", "act_max", "out_dtype", "multiplier", "shift", "requant", "scale")
@@ -189,14 +189,19 @@ class QBinary(Op):
 class QAdd(QBinary):
     """TFLite ADD (and SUB, attr subtract=1), int8: both inputs rescaled to a common scale with 20
     bits of headroom, added, rescaled to the output (attrs: zero points, three multiplier/shift
-    pairs, left_shift)."""
+    pairs, left_shift). requant="float": each input times its float32 scale ratio to the output,
+    summed, rounded half to even (onnxruntime's QLinearAdd); with out_scale, the inputs' own
+    scales instead and the sum divided by out_scale, as onnxruntime computes a QDQ Add
+    (dequantise, float add, quantise), so a QDQ model's adds round exactly as there."""
     name = "QAdd"
 
     def reference(self, node, x, y):
         a = node.attrs
-        if a.get("requant") == "float":        # onnxruntime's QLinearAdd: scale ratios in float32
+        if a.get("requant") == "float":
             v = (x.astype(np.float32) - np.float32(a["x_zp"])) * np.float32(a["x_scale"]) + \
                 (y.astype(np.float32) - np.float32(a["y_zp"])) * np.float32(a["y_scale"])
+            if "out_scale" in a:
+                v = v / np.float32(a["out_scale"])
             out = np.rint(v).astype(np.int64) + a["out_zp"]
             return [np.clip(out, a["act_min"], a["act_max"]).astype(a["out_dtype"])]
         sx = (x.astype(np.int64) - a["x_zp"]) * (1 << a["left_shift"])
@@ -217,7 +222,10 @@ class QAdd(QBinary):
                 def f(t, key):
                     return (Cast("float32", load(t, i)) - Const(float(a[f"{key}_zp"]), "float32")) * \
                         Const(float(np.float32(a[f"{key}_scale"])), "float32")
-                r = Cast("int32", call("nearbyint", f(x, "x") + f(y, "y")))
+                v = f(x, "x") + f(y, "y")
+                if "out_scale" in a:
+                    v = v / Const(float(np.float32(a["out_scale"])), "float32")
+                r = Cast("int32", call("nearbyint", v))
                 return _clamp_cast(r + _i32(a["out_zp"]), node)
             sx = (Cast("int32", load(x, i)) - _i32(a["x_zp"])) * _i32(1 << a["left_shift"])
             sy = (Cast("int32", load(y, i)) - _i32(a["y_zp"])) * _i32(1 << a["left_shift"])

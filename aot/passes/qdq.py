@@ -1,6 +1,6 @@
 """QDQ folding: QuantizeLinear(op(DequantizeLinear(...))) becomes the op's integer kernel
 (aot/ops/qnn.py), as onnxruntime's QDQ transformer and TVM's QNN canonicalisation do, so that an
-int8 QDQ model runs int8 weights and activations end to end instead of float kernels between
+int8 QDQ model runs int8 weights and int8 or uint8 activations end to end instead of float kernels between
 quantise/dequantise pairs.
 
 The kernels use TFLite's fixed-point requantisation (the same ones the TFLite frontend makes);
@@ -44,17 +44,25 @@ class _Match:
         return n.inputs[0], s, z, n.attrs.get("axis", 1)
 
 
+QDTYPES = ("int8", "uint8")     # activations: onnxruntime's quantizer makes either (s8s8, u8s8)
+
+
 def _q_out(node):
-    """(scale, zero point, dtype) of a per-tensor QuantizeLinear to int8."""
+    """(scale, zero point, dtype) of a per-tensor QuantizeLinear to int8 or uint8."""
     s, z = node.inputs[1], node.inputs[2] if len(node.inputs) > 2 else None
-    if not s.is_const or s.type.size != 1 or z is None or not z.is_const or z.type.dtype != "int8":
+    if not s.is_const or s.type.size != 1 or z is None or not z.is_const or z.type.dtype not in QDTYPES:
         return None
-    return np.float32(np.asarray(s.const).reshape(())), int(np.asarray(z.const).reshape(())), "int8"
+    return np.float32(np.asarray(s.const).reshape(())), int(np.asarray(z.const).reshape(())), z.type.dtype
 
 
-def _act_range(act, scale, zp):
-    """The int8 clamp of an activation between the op and its QuantizeLinear."""
-    lo, hi = -128, 127
+def _dtype_range(dtype):
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _act_range(act, scale, zp, dtype):
+    """The clamp of an activation between the op and its QuantizeLinear, in the output's integers."""
+    lo, hi = _dtype_range(dtype)
 
     def q(v):
         return zp + int(tflite_round(np.float32(v) / scale))
@@ -76,7 +84,7 @@ def _requant(m, scales, x_zp, out, act, extra_name):
     """attrs and the per-channel scale constant of a kernel that requantises as onnxruntime does:
     acc * float32(x scale * w scale / y scale), rounded half to even."""
     scale, zp, dtype = out
-    lo, hi = _act_range(act, scale, zp)
+    lo, hi = _act_range(act, scale, zp, dtype)
     attrs = {"x_zp": int(x_zp), "out_zp": zp, "act_min": lo, "act_max": hi, "out_dtype": dtype, "requant": "float"}
     scales = np.atleast_1d(np.asarray(scales, np.float32))
     if np.all(scales == scales[0]):
@@ -120,10 +128,15 @@ def _core(m, qnode):
     return None, n
 
 
+def _int8_weights(dw):
+    """Constant symmetric int8 weights (the kernels take no weight zero point)."""
+    return dw is not None and dw[0].is_const and dw[0].type.dtype == "int8" and not np.any(dw[2] != 0)
+
+
 def _fold_conv(m, q, out, act, conv):
     dx = m.dq(conv.inputs[0])
     dw = m.dq(conv.inputs[1], per_tensor=False)
-    if dx is None or dw is None or not dw[0].is_const or np.any(dw[2] != 0) or conv.attrs.get("layout", "NCHW") != "NCHW":
+    if dx is None or not _int8_weights(dw) or conv.attrs.get("layout", "NCHW") != "NCHW":
         return None
     x, xs, xz, _ = dx
     w, ws = dw[0], dw[1]
@@ -162,7 +175,7 @@ def _fold_dense(m, q, out, act, core):
     elif mm.op != "MatMul":
         return None
     dx, dw = m.dq(mm.inputs[0]), m.dq(mm.inputs[1], per_tensor=False)
-    if dx is None or dw is None or not dw[0].is_const or np.any(dw[2] != 0) or len(dx[0].type.shape) != 2:
+    if dx is None or not _int8_weights(dw) or len(dx[0].type.shape) != 2:
         return None
     x, xs, xz, _ = dx
     wq = np.asarray(dw[0].const)
@@ -192,10 +205,10 @@ def _fold_add(m, q, out, act, add):
     if da is None or db is None:
         return None
     (a, s1, z1, _), (b, s2, z2, _) = da, db
-    lo, hi = _act_range(act, out[0], out[1])
-    attrs = {"x_zp": int(z1[0]), "y_zp": int(z2[0]), "out_zp": out[1], "x_scale": float(np.float32(s1[0]) / out[0]),
-             "y_scale": float(np.float32(s2[0]) / out[0]), "act_min": lo, "act_max": hi, "out_dtype": out[2],
-             "requant": "float"}
+    lo, hi = _act_range(act, out[0], out[1], out[2])
+    attrs = {"x_zp": int(z1[0]), "y_zp": int(z2[0]), "out_zp": out[1], "x_scale": float(np.float32(s1[0])),
+             "y_scale": float(np.float32(s2[0])), "out_scale": float(out[0]), "act_min": lo, "act_max": hi,
+             "out_dtype": out[2], "requant": "float"}
     return Node("QAdd", q.name, [a, b], [q.outputs[0]], attrs)
 
 
@@ -216,7 +229,8 @@ def _fold_pool(m, q, out, act, pool):
         return None
     else:
         attrs = {k: pool.attrs[k] for k in ("kernel_shape", "strides", "pads", "dilations")}
-    attrs.update({"ceil_mode": 0, "count_include_pad": 0, "storage_order": 0, "act_min": -128, "act_max": 127,
+    lo, hi = _dtype_range(out[2])
+    attrs.update({"ceil_mode": 0, "count_include_pad": 0, "storage_order": 0, "act_min": lo, "act_max": hi,
                   "out_dtype": out[2], "requant": "float", "x_zp": int(d[2][0]), "scale": float(d[1][0])})
     return Node("QAvgPool", q.name, [x], [q.outputs[0]], attrs)
 
