@@ -215,6 +215,19 @@ def _cases():
     c["batch_matmul_adj"] = Case("BATCH_MATMUL", [("in", r(2, 4, 3)), ("in", r(2, 5, 4))],
                                  lambda a, b: a.transpose(0, 2, 1) @ b.transpose(0, 2, 1),
                                  dict(adj_x=True, adj_y=True))
+    # float-only elementwise and reduction ops (TFLM has no int8 kernel for them here; it has no
+    # REDUCE_PROD or RELU_N1_TO_1 at all, so those converters have no case)
+    c["abs"] = Case("ABS", [("in", r(2, 5))], np.abs, int8=False)
+    c["neg"] = Case("NEG", [("in", r(3, 4))], np.negative, int8=False)
+    c["exp"] = Case("EXP", [("in", r(2, 5, lo=-3, hi=3))], np.exp, int8=False)
+    c["sqrt"] = Case("SQRT", [("in", r(2, 5, lo=0.01, hi=9))], np.sqrt, int8=False)
+    c["div_broadcast"] = Case("DIV", [("in", r(2, 3, 4)), ("const", r(1, 1, 4, lo=0.5, hi=2))], np.divide, int8=False)
+    c["sum_keep_dims"] = Case("SUM", [("in", r(2, 3, 4)), ("int", i32(1))], lambda x, ax: x.sum(axis=1, keepdims=True),
+                              dict(keep_dims=True), int8=False)
+    c["reduce_max"] = Case("REDUCE_MAX", [("in", r(2, 3, 4)), ("int", i32(0, 2))], lambda x, ax: x.max(axis=(0, 2)),
+                           int8=False)
+    c["reduce_min"] = Case("REDUCE_MIN", [("in", r(2, 3, 4)), ("int", i32(-1))], lambda x, ax: x.min(axis=-1),
+                           int8=False)
     return c
 
 
@@ -321,7 +334,7 @@ def test_every_frontend_op_has_a_case():
     wanted = """CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED ADD SUB MUL AVERAGE_POOL_2D MAX_POOL_2D MEAN
         RESHAPE SQUEEZE EXPAND_DIMS SOFTMAX LOGISTIC TANH RELU RELU6 LEAKY_RELU HARD_SWISH PRELU QUANTIZE
         DEQUANTIZE PAD PADV2 CONCATENATION SPLIT STRIDED_SLICE SLICE TRANSPOSE TRANSPOSE_CONV MAXIMUM
-        MINIMUM BATCH_MATMUL""".split()
+        MINIMUM BATCH_MATMUL ABS NEG EXP SQRT DIV SUM REDUCE_MAX REDUCE_MIN""".split()
     assert set(wanted) <= ops, set(wanted) - ops
 
 
