@@ -1,0 +1,180 @@
+"""onnxruntime's QOperator contrib kernels (domain com.microsoft) that the other integer kernels do
+not already cover, int8 and uint8, per-tensor. The arithmetic is onnxruntime's CPU kernels': the
+zero points subtracted in int32, the scales combined in float32 at compile time, float32
+multiplies, the output zero point added in float32, round half to even (C's nearbyint),
+saturation to the output type.
+
+- QLinearBinary: QLinearAdd ((a - za) * (sa / sc) + (b - zb) * (sb / sc)) and QLinearMul
+  ((a - za) * (b - zb) * (sa * sb / sc)), with broadcasting. onnxruntime's Add on x86 (AVX2)
+  folds the zero points into one float32 constant and uses fused multiply-adds in an order that
+  depends on its broadcast loop, so its last bit can differ from this fixed formula on a value
+  within float32 error of a rounding boundary (a few in a million); its Mul is matched exactly.
+- QLinearGlobalAvgPool: QLinearGlobalAveragePool, the int32 window sum minus zp * count,
+  requantised by sx / (sy * count).
+
+The elementwise ones (QLinearSigmoid, QLinearLeakyRelu, and QLinearConcat's requantisation of an
+input whose quantisation differs from the output's) are 256-entry tables built here, at compile
+time, as onnxruntime builds them: every input value dequantised in float32, the function applied,
+quantised again; the kernel is qlut.QLookup.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..te import tensor as te
+from ..errors import OpError
+from ..ir.graph import TensorType
+from ..tir.expr import Cast, Const, call, max_, min_
+from .registry import Op, Pattern, broadcast_shapes, register
+
+QLINEAR_TYPES = ("int8", "uint8")
+
+
+def _f32(v):
+    return Const(float(np.float32(v)), "float32")
+
+
+def _i32(v):
+    return Const(int(v), "int32")
+
+
+def _saturate_np(q, dtype):
+    info = np.iinfo(dtype)
+    return np.clip(q, info.min, info.max).astype(dtype)
+
+
+def _requant(v, zp, dtype):
+    """nearbyint(v + zp) saturated to dtype, v float32: the zero point joins before the rounding,
+    as in onnxruntime's kernels (it decides ties). v is clamped first (to the range's bounds less
+    zp, integers, so no result changes) so the conversion to int32 is always defined."""
+    info = np.iinfo(dtype)
+    v = min_(max_(v, _f32(info.min - zp)), _f32(info.max - zp))
+    return Cast(dtype, Cast("int32", call("nearbyint", v + _f32(zp))))
+
+
+def _requant_np(v, zp, dtype):
+    return _saturate_np(np.rint(np.asarray(v, np.float32) + np.float32(zp)).astype(np.int64), dtype)
+
+
+# -- compile-time tables ---------------------------------------------------------------------------
+def quantize_np(v, scale, zp, dtype):
+    """onnxruntime's MlasQuantizeLinear: v / scale in float32, rounded half to even, + zp, saturated."""
+    q = np.rint(np.asarray(v, np.float32) / np.float32(scale)).astype(np.int64) + int(zp)
+    return _saturate_np(q, dtype)
+
+
+def dequantized_inputs(scale, zp, dtype):
+    """Every value of the dtype, from its minimum up, dequantised in float32."""
+    info = np.iinfo(dtype)
+    q = np.arange(info.min, info.max + 1, dtype=np.int64)
+    return np.float32(scale) * (q - int(zp)).astype(np.float32)
+
+
+def requant_table(x_scale, x_zp, y_scale, y_zp, dtype):
+    """An input re-expressed in the output's quantisation (QLinearConcat's differing inputs)."""
+    return quantize_np(dequantized_inputs(x_scale, x_zp, dtype), y_scale, y_zp, dtype)
+
+
+def leaky_relu_table(x_scale, x_zp, y_scale, y_zp, alpha, dtype):
+    v = dequantized_inputs(x_scale, x_zp, dtype)
+    return quantize_np(np.where(v >= 0, v, np.float32(alpha) * v), y_scale, y_zp, dtype)
+
+
+def sigmoid_table(x_scale, x_zp, y_scale, y_zp, dtype):
+    """onnxruntime evaluates the logistic with MLAS's float32 approximation; this one is computed
+    in float64 and rounded to float32 once, so an entry whose value lies within that
+    approximation's error of a rounding boundary can differ by 1."""
+    v = dequantized_inputs(x_scale, x_zp, dtype).astype(np.float64)
+    return quantize_np((1.0 / (1.0 + np.exp(-v))).astype(np.float32), y_scale, y_zp, dtype)
+
+
+# -- kernels ---------------------------------------------------------------------------------------
+@register
+class QLinearBinary(Op):
+    """kind="add": nearbyint((a - a_zp) * a_ratio + (b - b_zp) * b_ratio + out_zp), the ratios
+    sa / sc and sb / sc in float32; kind="mul": nearbyint(float((a - a_zp) * (b - b_zp)) * ratio
+    + out_zp), ratio = sa * sb / sc. Saturated to out_dtype. Inputs broadcast together."""
+    name = "QLinearBinary"
+    internal = True
+    pattern = Pattern.BROADCAST
+    dtypes = QLINEAR_TYPES
+    min_inputs = 2
+
+    def infer(self, node):
+        a, b = node.inputs[0].type, node.inputs[1].type
+        if a.dtype != b.dtype:
+            raise OpError(node, f"input dtypes {a.dtype} and {b.dtype} differ")
+        return [TensorType(broadcast_shapes(node, a.shape, b.shape), node.attrs["out_dtype"])]
+
+    def reference(self, node, a, b):
+        t = node.attrs
+        da = a.astype(np.int64) - t["a_zp"]
+        db = b.astype(np.int64) - t["b_zp"]
+        if t["kind"] == "add":
+            v = da.astype(np.float32) * np.float32(t["a_ratio"]) + db.astype(np.float32) * np.float32(t["b_ratio"])
+        else:
+            v = (da * db).astype(np.float32) * np.float32(t["ratio"])
+        return [_requant_np(v, t["out_zp"], t["out_dtype"])]
+
+    def compute(self, node, a, b):
+        t = node.attrs
+
+        def load(x, i, zp):
+            return Cast("int32", x(*te.broadcast_index(list(i), x.shape))) - _i32(zp)
+
+        def body(*i):
+            da, db = load(a, i, t["a_zp"]), load(b, i, t["b_zp"])
+            if t["kind"] == "add":
+                v = Cast("float32", da) * _f32(t["a_ratio"]) + Cast("float32", db) * _f32(t["b_ratio"])
+            else:
+                v = Cast("float32", da * db) * _f32(t["ratio"])
+            return _requant(v, t["out_zp"], t["out_dtype"])
+        return [te.compute(node.outputs[0].type.shape, body, "qlinear_" + t["kind"])]
+
+
+@register
+class QLinearGlobalAvgPool(Op):
+    """The mean over every spatial position (NCHW, or NHWC with channels_last): the int32 sum
+    minus x_zp * count, times scale = sx / (sy * count) in float32, rounded half to even,
+    + out_zp, saturated. Spatial dimensions are kept as 1."""
+    name = "QLinearGlobalAvgPool"
+    internal = True
+    pattern = Pattern.OUT_ELEMWISE_FUSABLE
+    dtypes = QLINEAR_TYPES
+    min_inputs = 1
+
+    def _spatial(self, node, rank):
+        return list(range(1, rank - 1)) if node.attrs.get("channels_last") else list(range(2, rank))
+
+    def infer(self, node):
+        x = node.inputs[0].type
+        if len(x.shape) < 3:
+            raise OpError(node, f"input rank {len(x.shape)} is below 3")
+        sp = self._spatial(node, len(x.shape))
+        return [TensorType(tuple(1 if d in sp else n for d, n in enumerate(x.shape)), node.attrs["out_dtype"])]
+
+    def reference(self, node, x):
+        t = node.attrs
+        sp = tuple(self._spatial(node, x.ndim))
+        count = int(np.prod([x.shape[d] for d in sp]))
+        acc = x.astype(np.int64).sum(axis=sp, keepdims=True) - t["x_zp"] * count
+        return [_requant_np(acc.astype(np.float32) * np.float32(t["scale"]), t["out_zp"], t["out_dtype"])]
+
+    def compute(self, node, x):
+        t = node.attrs
+        sp = self._spatial(node, len(x.shape))
+        count = int(np.prod([x.shape[d] for d in sp]))
+        out_shape = node.outputs[0].type.shape
+
+        def total(*i):
+            rs = [te.reduce_axis(x.shape[d], f"r{d}") for d in sp]
+            idx = list(i)
+            for d, r in zip(sp, rs):
+                idx[d] = r.var
+            return te.sum(Cast("int32", x(*idx)), rs)
+        acc = te.compute(out_shape, total, "qgap_sum")
+
+        def body(*i):
+            a = acc(*i) - _i32(t["x_zp"] * count)
+            return _requant(Cast("float32", a) * _f32(t["scale"]), t["out_zp"], t["out_dtype"])
+        return [te.compute(out_shape, body, "qgap")]
