@@ -196,3 +196,25 @@ def test_qlinear_binary_every_pair(dt, op, scales):
         np.testing.assert_array_equal(got, want)
     else:
         assert np.abs(got - want).max() <= 1 and np.sum(got != want) <= 8
+
+
+POOLS = [((1, 3, 7, 7), dict(kernel_shape=[3, 3]), 0),
+         ((2, 4, 8, 9), dict(kernel_shape=[3, 2], strides=[2, 2], pads=[1, 0, 1, 1]), 0),
+         ((2, 4, 8, 9), dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1), 0),
+         ((1, 6, 6, 5), dict(kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_UPPER"), 1),
+         ((1, 9, 9, 4), dict(kernel_shape=[3, 3], ceil_mode=1, strides=[2, 2]), 1),
+         ((1, 5, 11), dict(kernel_shape=[4], strides=[3]), 0),
+         ((1, 3, 5, 5), dict(kernel_shape=[5, 5]), 0),        # the whole image: onnxruntime's global kernel
+         ((1, 5, 5, 3), dict(kernel_shape=[5, 5]), 1)]
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("shape,attrs,last", POOLS)
+def test_qlinear_average_pool(dt, shape, attrs, last):
+    zmid = 0 if dt == np.int8 else 128
+    x = _data(dt, shape)
+    inits = [_scale("xs", 0.07), _zp("xz", zmid + 3, dt), _scale("ys", 0.03), _zp("yz", zmid - 5, dt)]
+    node = helper.make_node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                            domain="com.microsoft", channels_last=last, **attrs)
+    got, want = _both(_model([node], [("x", dt, shape)], inits), {"x": x})
+    np.testing.assert_array_equal(got, want)

@@ -132,7 +132,30 @@ def _global_avg_pool(c):
     return c.add("QLinearGlobalAvgPool", [x], attrs, c.pn.output[0])
 
 
+def _avg_pool(c):
+    """The window is the whole unpadded image: onnxruntime's global-pool kernel (integer sums),
+    else its float pool."""
+    x = c.data(0, "X")
+    dt = x.type.dtype
+    last = int(c.attrs.get("channels_last", 0))
+    sp = list(x.type.shape[1:-1] if last else x.type.shape[2:])
+    kernel = [int(k) for k in c.attrs.get("kernel_shape", [])]
+    pads = [int(p) for p in c.attrs.get("pads", [])]
+    xs, ys = c.scale(1, "x_scale"), c.scale(3, "y_scale")
+    xz, yz = c.zero_point(2, "x_zero_point", dt), c.zero_point(4, "y_zero_point", dt)
+    if kernel == sp and not any(pads) and c.attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID"):
+        count = int(np.prod(sp))
+        attrs = {"x_zp": xz, "out_zp": yz, "scale": float(np.float32(xs / np.float32(ys * np.float32(count)))),
+                 "out_dtype": dt, "channels_last": last}
+        return c.add("QLinearGlobalAvgPool", [x], attrs, c.pn.output[0])
+    attrs = {k: v for k, v in c.attrs.items() if k != "channels_last"}
+    attrs.update(x_zp=xz, out_zp=yz, x_scale=float(xs), y_scale=float(ys), out_dtype=dt,
+                 layout="NHWC" if last else "NCHW")
+    return c.add("QLinearAvgPool", [x], attrs, c.pn.output[0])
+
+
 CONTRIB_OPS = {
+    "QLinearAveragePool": _avg_pool,
     "QLinearAdd": _binary("add"),
     "QLinearMul": _binary("mul"),
     "QLinearSigmoid": _lookup(_sigmoid),

@@ -9,8 +9,12 @@ saturation to the output type.
   folds the zero points into one float32 constant and uses fused multiply-adds in an order that
   depends on its broadcast loop, so its last bit can differ from this fixed formula on a value
   within float32 error of a rounding boundary (a few in a million); its Mul is matched exactly.
-- QLinearGlobalAvgPool: QLinearGlobalAveragePool, the int32 window sum minus zp * count,
-  requantised by sx / (sy * count).
+- QLinearGlobalAvgPool: QLinearGlobalAveragePool (and QLinearAveragePool whose window is the
+  whole unpadded image, as onnxruntime also does), the int32 sum minus zp * count, requantised
+  by sx / (sy * count).
+- QLinearAvgPool: QLinearAveragePool, which onnxruntime computes in float: each tap dequantised
+  (float32), summed in window order, divided by the count, divided by sy; the window order and
+  every rounding are kept, so it is bit-exact too.
 
 The elementwise ones (QLinearSigmoid, QLinearLeakyRelu, and QLinearConcat's requantisation of an
 input whose quantisation differs from the output's) are 256-entry tables built here, at compile
@@ -21,11 +25,15 @@ from __future__ import annotations
 
 import numpy as np
 
+import itertools
+
 from ..te import tensor as te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const, call, max_, min_
+from .pool import AveragePool
 from .registry import Op, Pattern, broadcast_shapes, register
+from .window import from_nchw, join_index, nchw_shape, split_index, to_nchw
 
 QLINEAR_TYPES = ("int8", "uint8")
 
@@ -178,3 +186,72 @@ class QLinearGlobalAvgPool(Op):
             a = acc(*i) - _i32(t["x_zp"] * count)
             return _requant(Cast("float32", a) * _f32(t["scale"]), t["out_zp"], t["out_dtype"])
         return [te.compute(out_shape, body, "qgap")]
+
+
+@register
+class QLinearAvgPool(AveragePool):
+    """onnxruntime's QLinearAveragePool (AveragePool's window attributes, layout NCHW or NHWC):
+    y = nearbyint(sum(float(x - x_zp) * x_scale over the window's taps inside the input, in
+    window order) / count / y_scale + out_zp), saturated. count is the kernel's size with
+    count_include_pad, else the taps inside the input."""
+    name = "QLinearAvgPool"
+    internal = True
+    dtypes = QLINEAR_TYPES
+    QATTRS = ("x_zp", "x_scale", "y_scale", "out_zp", "out_dtype")
+
+    def canon(self, ctx):
+        keep = {k: ctx.attrs.pop(k) for k in self.QATTRS if k in ctx.attrs}
+        if any(int(d) != 1 for d in ctx.attrs.get("dilations") or []):
+            ctx.error("dilations are not supported")
+        layout = ctx.attrs.get("layout", "NCHW")
+        include_pad = int(ctx.attrs.get("count_include_pad", 0))
+        AveragePool.canon(self, ctx)
+        ctx.attrs.update(keep, layout=layout, count_include_pad=include_pad)
+
+    def infer(self, node):
+        return [TensorType(AveragePool.infer(self, node)[0].shape, node.attrs["out_dtype"])]
+
+    def reference(self, node, x):
+        a = node.attrs
+        nsp = len(a["kernel_shape"])
+        xf = to_nchw((x.astype(np.int64) - a["x_zp"]).astype(np.float32) * np.float32(a["x_scale"]), a["layout"])
+        out_shape = nchw_shape(node.outputs[0].type.shape, a["layout"])
+        total = np.zeros(out_shape, np.float32)
+        count = np.zeros(out_shape[2:], np.int64)
+        grids = np.meshgrid(*[np.arange(n) for n in out_shape[2:]], indexing="ij")
+        for off in itertools.product(*[range(k) for k in a["kernel_shape"]]):     # window order
+            pos = [g * s - p + o for g, s, p, o in zip(grids, a["strides"], a["pads"][:nsp], off)]
+            inside = np.ones(out_shape[2:], bool)
+            for d, pp in enumerate(pos):
+                inside &= (pp >= 0) & (pp < xf.shape[2 + d])
+            vals = xf[(slice(None), slice(None)) + tuple(np.clip(pp, 0, n - 1) for pp, n in zip(pos, xf.shape[2:]))]
+            total = np.where(inside, total + vals, total).astype(np.float32)
+            count += inside
+        if a.get("count_include_pad"):
+            count = np.full_like(count, int(np.prod(a["kernel_shape"])))
+        v = (total / count.astype(np.float32)) / np.float32(a["y_scale"])
+        return [from_nchw(_requant_np(v, a["out_zp"], a["out_dtype"]), a["layout"])]
+
+    def compute(self, node, x):
+        a = node.attrs
+        layout = a["layout"]
+        out_shape = node.outputs[0].type.shape
+
+        def total(*i):
+            n, c, o = split_index(i, layout)
+            rs, idx, _ = self.taps(node, x, o)
+            v = Cast("float32", Cast("int32", x(*join_index(n, c, idx, layout))) - _i32(a["x_zp"]))
+            return te.sum(v * _f32(a["x_scale"]), rs)
+        acc = te.compute(out_shape, total, "qlinear_pool_sum")
+
+        def body(*i):
+            if a.get("count_include_pad"):
+                cnt = _f32(int(np.prod(a["kernel_shape"])))
+            else:
+                _, _, counts = self.taps(node, x, split_index(i, layout)[2])
+                c = counts[0]
+                for cc in counts[1:]:
+                    c = c * cc
+                cnt = Cast("float32", c)
+            return _requant(acc(*i) / cnt / _f32(a["y_scale"]), a["out_zp"], a["out_dtype"])
+        return [te.compute(out_shape, body, "qlinear_pool")]
