@@ -218,3 +218,19 @@ def test_qlinear_average_pool(dt, shape, attrs, last):
                             domain="com.microsoft", channels_last=last, **attrs)
     got, want = _both(_model([node], [("x", dt, shape)], inits), {"x": x})
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("shape,attrs", [((3, 10), dict(opset=13)), ((2, 5, 7), dict(opset=13, axis=1)),
+                                         ((2, 3, 4), dict(opset=12)), ((2, 3, 4), dict(opset=11, axis=2)),
+                                         ((4, 33), dict(opset=13, axis=-1))])
+@pytest.mark.parametrize("ys", [1 / 256, 0.0037])
+def test_qlinear_softmax(dt, shape, attrs, ys):
+    """Bit-exact; y_scale 1/256 with zero point -128 makes a peaked row's largest output
+    saturate (128 - 128 + 255 ... clamped to the type's maximum)."""
+    off = 0 if dt == np.int8 else 128
+    x = _data(dt, shape)
+    inits = [_scale("xs", 0.15), _zp("xz", off + 2, dt), _scale("ys", ys), _zp("yz", off - 128, dt)]
+    node = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft", **attrs)
+    got, want = _both(_model([node], [("x", dt, shape)], inits), {"x": x})
+    np.testing.assert_array_equal(got, want)

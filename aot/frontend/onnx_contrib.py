@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import OpError
 from ..ir.graph import TensorType, Value
-from ..ops.qlinear import QLINEAR_TYPES, leaky_relu_table, requant_table, sigmoid_table
+from ..ops.qlinear import QLINEAR_TYPES, leaky_relu_table, requant_table, sigmoid_table, softmax_exp_table
 
 DOMAIN = "com.microsoft"
 
@@ -154,7 +154,30 @@ def _avg_pool(c):
     return c.add("QLinearAvgPool", [x], attrs, c.pn.output[0])
 
 
+def _softmax(c):
+    """opset (required) < 13: a row is every dim from axis on; else the axis alone. The axis
+    defaults to -1 either way (the contrib schema's default, which onnxruntime reads)."""
+    x = c.data(0, "X")
+    dt = x.type.dtype
+    rank = len(x.type.shape)
+    if "opset" not in c.attrs:
+        c.error("the opset attribute is required")
+    old = int(c.attrs["opset"]) < 13
+    axis = int(c.attrs.get("axis", -1))
+    if not -rank <= axis < rank:
+        c.error(f"axis {axis} is out of range for rank {rank}")
+    axis %= rank
+    axes = list(range(axis, rank)) if old else [axis]
+    row_len = int(np.prod([x.type.shape[d] for d in axes]))
+    xs, ys = c.scale(1, "X_scale"), c.scale(3, "Y_scale")
+    attrs = {"axes": axes, "scale": float(np.floor(np.float32(1.0) / ys)),
+             "out_zp": c.zero_point(4, "Y_zero_point", dt), "out_dtype": dt}
+    c.zero_point(2, "X_zero_point", dt)     # checked; a shift of every x cancels in a softmax
+    return c.add("QLinearSoftmax", [x, c.const("exp", softmax_exp_table(xs, row_len))], attrs, c.pn.output[0])
+
+
 CONTRIB_OPS = {
+    "QLinearSoftmax": _softmax,
     "QLinearAveragePool": _avg_pool,
     "QLinearAdd": _binary("add"),
     "QLinearMul": _binary("mul"),

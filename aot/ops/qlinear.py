@@ -12,6 +12,8 @@ saturation to the output type.
 - QLinearGlobalAvgPool: QLinearGlobalAveragePool (and QLinearAveragePool whose window is the
   whole unpadded image, as onnxruntime also does), the int32 sum minus zp * count, requantised
   by sx / (sy * count).
+- QLinearSoftmax: onnxruntime's table of float32 exps indexed by max - x (built here), a float32
+  row sum in row order, nearbyint(e * floor(1 / sy) / sum) + zp, saturated.
 - QLinearAvgPool: QLinearAveragePool, which onnxruntime computes in float: each tap dequantised
   (float32), summed in window order, divided by the count, divided by sy; the window order and
   every rounding are kept, so it is bit-exact too.
@@ -255,3 +257,85 @@ class QLinearAvgPool(AveragePool):
                 cnt = Cast("float32", c)
             return _requant(acc(*i) / cnt / _f32(a["y_scale"]), a["out_zp"], a["out_dtype"])
         return [te.compute(out_shape, body, "qlinear_pool")]
+
+
+def softmax_exp_table(x_scale, row_len):
+    """onnxruntime's QLinearSoftmax exps, indexed here by d = max - x (0..255): exp((bias - d) *
+    x_scale) in double, stored as float32, the bias keeping a row's sum below float32's maximum."""
+    shift = np.log(np.float32(np.finfo(np.float32).max) / np.float32(row_len))
+    bias = max(0.0, float(shift) - 5.0) / float(np.float32(x_scale))
+    d = np.arange(256, dtype=np.float64)
+    return np.exp((-d + bias) * float(np.float32(x_scale))).astype(np.float32)
+
+
+@register
+class QLinearSoftmax(Op):
+    """Inputs x (int8/uint8) and the exp table (softmax_exp_table); attrs axes (the dims a row
+    spans), scale (floor(1 / y_scale), float32), out_zp, out_dtype. Per row: m = max(x), e =
+    table[m - x], s = the float32 sum of e in row order, q = nearbyint(e * scale / s) + out_zp,
+    saturated (e <= s, so q is at most floor(1 / y_scale) + out_zp)."""
+    name = "QLinearSoftmax"
+    internal = True
+    pattern = Pattern.OPAQUE
+    dtypes = QLINEAR_TYPES
+    min_inputs = 2
+
+    def check(self, node):
+        super().check(node)
+        t = node.inputs[1]
+        if not t.is_const or t.type.shape != (256,) or t.type.dtype != "float32":
+            raise OpError(node, "the exp table must be a float32 constant of 256 values")
+
+    def infer(self, node):
+        return [TensorType(node.inputs[0].type.shape, node.attrs["out_dtype"])]
+
+
+    def reference(self, node, x, table):
+        t = node.attrs
+        axes = tuple(t["axes"])
+        xi = x.astype(np.int64)
+        e = table[xi.max(axis=axes, keepdims=True) - xi]
+        # the row sum in row order, one float32 addition at a time
+        rows = np.moveaxis(e, axes, tuple(range(x.ndim - len(axes), x.ndim)))
+        flat = rows.reshape(rows.shape[:x.ndim - len(axes)] + (-1,))
+        total = np.zeros(flat.shape[:-1], np.float32)
+        for k in range(flat.shape[-1]):
+            total = (total + flat[..., k]).astype(np.float32)
+        total = np.expand_dims(total, tuple(range(total.ndim, x.ndim)))
+        total = np.moveaxis(total, tuple(range(x.ndim - len(axes), x.ndim)), axes)
+        q = np.rint((e * np.float32(t["scale"])).astype(np.float32) / total).astype(np.int64) + t["out_zp"]
+        return [_saturate_np(q, t["out_dtype"])]
+
+    def compute(self, node, x, table):
+        t = node.attrs
+        axes = list(t["axes"])
+        shape = x.shape
+        row_shape = tuple(1 if d in axes else n for d, n in enumerate(shape))
+
+        def over_row(i, rs):
+            idx = list(i)
+            for d, r in zip(axes, rs):
+                idx[d] = r.var
+            return idx
+
+        def row_of(i):
+            return [Const(0, "int32") if d in axes else v for d, v in enumerate(i)]
+
+        def rmax(*i):
+            rs = [te.reduce_axis(shape[d], f"r{d}") for d in axes]
+            return te.max(Cast("int32", x(*over_row(i, rs))), rs)
+        xmax = te.compute(row_shape, rmax, "qsoftmax_max")
+
+        def exp_of(i, m):
+            return table(m - Cast("int32", x(*i)))
+
+        def rsum(*i):
+            rs = [te.reduce_axis(shape[d], f"r{d}") for d in axes]
+            return te.sum(exp_of(over_row(i, rs), xmax(*i)), rs)
+        total = te.compute(row_shape, rsum, "qsoftmax_sum")
+
+        def body(*i):
+            r = row_of(i)
+            e = exp_of(list(i), xmax(*r))
+            return _requant(call("nearbyint", e * _f32(t["scale"]) / total(*r)), t["out_zp"], t["out_dtype"])
+        return [te.compute(shape, body, "qsoftmax")]
