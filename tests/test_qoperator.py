@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import aot
-from conftest import ROOT
+from conftest import ROOT, SHARED
 
 RNG = np.random.default_rng(20261124)
 ONNX_T = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
@@ -234,3 +234,53 @@ def test_qlinear_softmax(dt, shape, attrs, ys):
     node = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft", **attrs)
     got, want = _both(_model([node], [("x", dt, shape)], inits), {"x": x})
     np.testing.assert_array_equal(got, want)
+
+
+def _ort_qoperator(rel, tmp_path):
+    """onnxruntime's offline optimizer (ORT_ENABLE_EXTENDED) turns a QDQ model into QOperator form."""
+    src = os.path.join(SHARED, "models", "mlperf_tiny", rel)
+    if not os.path.exists(src):
+        pytest.skip(f"{src} not present")
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    opts.optimized_model_filepath = str(tmp_path / "qop.onnx")
+    ort.InferenceSession(src, opts, providers=["CPUExecutionProvider"])
+    return opts.optimized_model_filepath
+
+
+@pytest.mark.slow
+def test_resnet_qoperator_end_to_end(tmp_path):
+    """ResNet-8 (MLPerf Tiny, onnxruntime-quantised QDQ) in onnxruntime's own QOperator form:
+    QLinearConv, QLinearMatMul (per-column weight scales), com.microsoft QLinearAdd,
+    QLinearAveragePool and QLinearSoftmax, and QDQ pairs left around float ops. The output (the
+    dequantised int8 softmax) must match onnxruntime running the same file to one output step
+    (a QLinearAdd tie, see test_qlinear_add, could move it by one); it matched exactly on every
+    input tried."""
+    import onnx
+    path = _ort_qoperator("image_classification/pretrainedResnet_ortq_int8_qdq.onnx", tmp_path)
+    model = onnx.load(path)
+    contrib = {n.op_type for n in model.graph.node if n.domain == "com.microsoft"}
+    assert {"QLinearAdd", "QLinearAveragePool", "QLinearSoftmax"} <= contrib, contrib
+    res = aot.compile(path)
+    kernels = {n.op for n in res.graph.nodes}
+    assert {"QLinearBinary", "QLinearSoftmax"} <= kernels, kernels
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    x, y = sess.get_inputs()[0], sess.get_outputs()[0]
+    step = 1.0 / 256
+    rng = np.random.default_rng(0)
+    exact = 0
+    for trial in range(5):
+        feed = rng.random(x.shape).astype(np.float32)
+        want = sess.run(None, {x.name: feed})[0]
+        got = aot.run(res, {x.name: feed}, sanitize=trial == 0)[y.name]
+        assert np.abs(got.astype(np.float64) - want).max() <= step * 1.001
+        exact += bool(np.array_equal(got, want))
+    assert exact >= 4
+
+
+@pytest.mark.slow
+def test_anomaly_qoperator_qgemm_refused_by_name(tmp_path):
+    """AD01 in QOperator form uses com.microsoft QGemm, which is not supported: refused by name."""
+    path = _ort_qoperator("anomaly_detection/ad01_int8_qdq.onnx", tmp_path)
+    with pytest.raises(aot.errors.UnsupportedError, match="com.microsoft::QGemm"):
+        aot.compile(path)

@@ -199,17 +199,24 @@ class QLinearMatMul(Op):
         a, b = node.inputs[0].type, node.inputs[3].type
         if len(a.shape) < 2 or len(b.shape) < 2 or a.shape[-1] != b.shape[-2]:
             raise OpError(node, f"inner dimensions of {list(a.shape)} and {list(b.shape)} do not match")
-        if any(node.inputs[k].type.size != 1 for k in (1, 2, 4, 5, 6, 7)):
-            raise OpError(node, "per-channel scales or zero points are not supported")
+        if any(node.inputs[k].type.size != 1 for k in (1, 2, 6, 7)):
+            raise OpError(node, "a's and y's scales and zero points must be per-tensor")
+        for k in (4, 5):        # b's may be per column (the output's last axis)
+            t = node.inputs[k].type
+            if t.size != 1 and (len(b.shape) != 2 or t.shape != (b.shape[-1],)):
+                raise OpError(node, f"b's scale/zero point shape {list(t.shape)} must be [] or [{b.shape[-1]}] "
+                                    "(per column, 2-D b)")
         batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
         return [TensorType(batch + (a.shape[-2], b.shape[-1]), node.inputs[7].type.dtype)]
 
     def reference(self, node, a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp):
-        A = a.astype(np.int32) - a_zp.astype(np.int32)
-        B = b.astype(np.int32) - b_zp.astype(np.int32)
-        D = np.matmul(A, B) * (a_s * b_s / y_s) + y_zp
+        A = a.astype(np.int32) - a_zp.astype(np.int32).reshape(())
+        col = (lambda p: p.reshape(-1) if p.size > 1 else p.reshape(()))  # noqa: E731
+        B = b.astype(np.int32) - col(b_zp).astype(np.int32)
+        scale = (a_s.astype(np.float32).reshape(()) * col(b_s).astype(np.float32)) / y_s.astype(np.float32).reshape(())
+        D = np.rint(np.matmul(A, B).astype(np.float32) * scale) + y_zp.reshape(())
         info = np.iinfo(y_zp.dtype)
-        return [np.clip(np.rint(D), info.min, info.max).astype(y_zp.dtype)]
+        return [np.clip(D, info.min, info.max).astype(y_zp.dtype)]
 
     def compute(self, node, a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp):
         K = a.shape[-1]
@@ -217,16 +224,24 @@ class QLinearMatMul(Op):
         shape = node.outputs[0].type.shape
         nb = len(shape) - 2
 
+        def per_col(t, j):
+            return t(j) if int(np.prod(t.shape)) > 1 else t(*z(t))
+
         def body(*o):
             r = te.reduce_axis(K, "rk")
             bi = list(o[:nb])
             av = Cast("int32", a(*te.broadcast_index(bi, a.shape[:-2]), o[nb], r.var)) - Cast("int32", a_zp(*z(a_zp)))
-            bv = Cast("int32", b(*te.broadcast_index(bi, b.shape[:-2]), r.var, o[nb + 1])) - Cast("int32", b_zp(*z(b_zp)))
+            bv = Cast("int32", b(*te.broadcast_index(bi, b.shape[:-2]), r.var, o[nb + 1])) - \
+                Cast("int32", per_col(b_zp, o[nb + 1]))
             return te.sum(av * bv, r)
         acc = te.compute(shape, body, "qmatmul")
-        scale = Cast("float32", a_s(*z(a_s))) * Cast("float32", b_s(*z(b_s))) / Cast("float32", y_s(*z(y_s)))
         out = node.outputs[0].type.dtype
-        return [te.compute(shape, lambda *o: _requant(acc(*o), scale, y_zp(*z(y_zp)), out), "requant")]
+
+        def requant(*o):
+            scale = Cast("float32", a_s(*z(a_s))) * Cast("float32", per_col(b_s, o[nb + 1])) / \
+                Cast("float32", y_s(*z(y_s)))
+            return _requant(acc(*o), scale, y_zp(*z(y_zp)), out)
+        return [te.compute(shape, requant, "requant")]
 
 
 @register
