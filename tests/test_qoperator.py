@@ -236,6 +236,26 @@ def test_qlinear_softmax(dt, shape, attrs, ys):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dt", DTYPES)
+def test_qoperator_chain(dt):
+    """Every contrib op in one graph, each feeding the next (a scalar-scale zoo: the tensors'
+    quantisations are reused across roles), bit-exact end to end."""
+    off = 0 if dt == np.int8 else 128
+    inits = [_scale("xs", 0.15), _zp("xz", off + 2, dt), _scale("ys", 1 / 256), _zp("yz", off - 128, dt)]
+    ms = "com.microsoft"
+    nodes = [helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["s"], domain=ms, opset=13),
+             helper.make_node("QLinearSigmoid", ["s", "xs", "xz", "ys", "yz"], ["t"], domain=ms),
+             helper.make_node("QLinearMul", ["t", "xs", "xz", "s", "ys", "yz", "xs", "xz"], ["u"], domain=ms),
+             helper.make_node("QLinearAdd", ["u", "xs", "xz", "x", "ys", "yz", "xs", "xz"], ["v"], domain=ms),
+             helper.make_node("QLinearLeakyRelu", ["v", "xs", "xz", "xs", "xz"], ["l"], domain=ms, alpha=0.2),
+             helper.make_node("QLinearAveragePool", ["l", "xs", "xz", "ys", "yz"], ["w"], domain=ms,
+                              kernel_shape=[2, 2], pads=[1, 1, 0, 0]),
+             helper.make_node("QLinearGlobalAveragePool", ["w", "xs", "xz", "ys", "yz"], ["g"], domain=ms),
+             helper.make_node("QLinearConcat", ["xs", "xz", "g", "ys", "yz", "g", "xs", "xz"], ["y"], domain=ms, axis=1)]
+    got, want = _both(_model(nodes, [("x", dt, (1, 3, 5, 7))], inits), {"x": _data(dt, (1, 3, 5, 7))})
+    np.testing.assert_array_equal(got, want)
+
+
 def _ort_qoperator(rel, tmp_path):
     """onnxruntime's offline optimizer (ORT_ENABLE_EXTENDED) turns a QDQ model into QOperator form."""
     src = os.path.join(SHARED, "models", "mlperf_tiny", rel)
