@@ -1,8 +1,10 @@
 """onnxruntime's QOperator contrib kernels (domain com.microsoft) that the other integer kernels do
 not already cover, int8 and uint8, per-tensor. The arithmetic is onnxruntime's CPU kernels': the
 zero points subtracted in int32, the scales combined in float32 at compile time, float32
-multiplies, the output zero point added in float32, round half to even (C's nearbyint),
-saturation to the output type.
+multiplies, round half to even (C's nearbyint), saturation to the output type. Where the output
+zero point joins matters on a value near a half step, and follows each kernel: before the
+rounding, in float32 (QLinearAdd, QLinearMul, QLinearAveragePool), or after it, in integers
+(MLAS's requantisation: QLinearGlobalAveragePool, QLinearSoftmax).
 
 - QLinearBinary: QLinearAdd ((a - za) * (sa / sc) + (b - zb) * (sb / sc)) and QLinearMul
   ((a - za) * (b - zb) * (sa * sb / sc)), with broadcasting. onnxruntime's Add on x86 (AVX2)
@@ -55,7 +57,8 @@ def _saturate_np(q, dtype):
 
 def _requant(v, zp, dtype):
     """nearbyint(v + zp) saturated to dtype, v float32: the zero point joins before the rounding,
-    as in onnxruntime's kernels (it decides ties). v is clamped first (to the range's bounds less
+    in float32, as onnxruntime's QLinearAdd, QLinearMul and QLinearAveragePool add it (the sum's
+    rounding can decide a tie). v is clamped first (to the range's bounds less
     zp, integers, so no result changes) so the conversion to int32 is always defined."""
     info = np.iinfo(dtype)
     v = min_(max_(v, _f32(info.min - zp)), _f32(info.max - zp))
@@ -64,6 +67,18 @@ def _requant(v, zp, dtype):
 
 def _requant_np(v, zp, dtype):
     return _saturate_np(np.rint(np.asarray(v, np.float32) + np.float32(zp)).astype(np.int64), dtype)
+
+
+def _round_then_zp(v, zp, dtype):
+    """nearbyint(v) + zp saturated to dtype: MLAS's requantisation of an int32 result (the zero
+    point added after the rounding, in integers); clamped first as _requant is."""
+    info = np.iinfo(dtype)
+    v = min_(max_(v, _f32(info.min - zp)), _f32(info.max - zp))
+    return Cast(dtype, Cast("int32", call("nearbyint", v)) + _i32(zp))
+
+
+def _round_then_zp_np(v, zp, dtype):
+    return _saturate_np(np.rint(np.asarray(v, np.float32)).astype(np.int64) + int(zp), dtype)
 
 
 # -- compile-time tables ---------------------------------------------------------------------------
@@ -145,8 +160,8 @@ class QLinearBinary(Op):
 @register
 class QLinearGlobalAvgPool(Op):
     """The mean over every spatial position (NCHW, or NHWC with channels_last): the int32 sum
-    minus x_zp * count, times scale = sx / (sy * count) in float32, rounded half to even,
-    + out_zp, saturated. Spatial dimensions are kept as 1."""
+    minus x_zp * count, times scale = sx / (sy * count) in float32, rounded half to even, then
+    + out_zp (MLAS's requantisation), saturated. Spatial dimensions are kept as 1."""
     name = "QLinearGlobalAvgPool"
     internal = True
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
@@ -168,7 +183,7 @@ class QLinearGlobalAvgPool(Op):
         sp = tuple(self._spatial(node, x.ndim))
         count = int(np.prod([x.shape[d] for d in sp]))
         acc = x.astype(np.int64).sum(axis=sp, keepdims=True) - t["x_zp"] * count
-        return [_requant_np(acc.astype(np.float32) * np.float32(t["scale"]), t["out_zp"], t["out_dtype"])]
+        return [_round_then_zp_np(acc.astype(np.float32) * np.float32(t["scale"]), t["out_zp"], t["out_dtype"])]
 
     def compute(self, node, x):
         t = node.attrs
@@ -186,7 +201,7 @@ class QLinearGlobalAvgPool(Op):
 
         def body(*i):
             a = acc(*i) - _i32(t["x_zp"] * count)
-            return _requant(Cast("float32", a) * _f32(t["scale"]), t["out_zp"], t["out_dtype"])
+            return _round_then_zp(Cast("float32", a) * _f32(t["scale"]), t["out_zp"], t["out_dtype"])
         return [te.compute(out_shape, body, "qgap")]
 
 
@@ -304,7 +319,7 @@ class QLinearSoftmax(Op):
         total = np.expand_dims(total, tuple(range(total.ndim, x.ndim)))
         total = np.moveaxis(total, tuple(range(x.ndim - len(axes), x.ndim)), axes)
         q = np.rint((e * np.float32(t["scale"])).astype(np.float32) / total).astype(np.int64) + t["out_zp"]
-        return [_saturate_np(q, t["out_dtype"])]
+        return [_saturate_np(q, t["out_dtype"])]      # q: rounded, then the zero point added
 
     def compute(self, node, x, table):
         t = node.attrs
@@ -337,5 +352,5 @@ class QLinearSoftmax(Op):
         def body(*i):
             r = row_of(i)
             e = exp_of(list(i), xmax(*r))
-            return _requant(call("nearbyint", e * _f32(t["scale"]) / total(*r)), t["out_zp"], t["out_dtype"])
+            return _round_then_zp(e * _f32(t["scale"]) / total(*r), t["out_zp"], t["out_dtype"])
         return [te.compute(shape, body, "qsoftmax")]
