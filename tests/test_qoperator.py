@@ -251,7 +251,8 @@ def test_qoperator_chain(dt):
              helper.make_node("QLinearAveragePool", ["l", "xs", "xz", "ys", "yz"], ["w"], domain=ms,
                               kernel_shape=[2, 2], pads=[1, 1, 0, 0]),
              helper.make_node("QLinearGlobalAveragePool", ["w", "xs", "xz", "ys", "yz"], ["g"], domain=ms),
-             helper.make_node("QLinearConcat", ["xs", "xz", "g", "ys", "yz", "g", "xs", "xz"], ["y"], domain=ms, axis=1)]
+             helper.make_node("QLinearConcat", ["xs", "xz", "g", "ys", "yz", "g", "xs", "xz"], ["y"], domain=ms,
+                              axis=1)]
     got, want = _both(_model(nodes, [("x", dt, (1, 3, 5, 7))], inits), {"x": _data(dt, (1, 3, 5, 7))})
     np.testing.assert_array_equal(got, want)
 
@@ -304,3 +305,19 @@ def test_anomaly_qoperator_qgemm_refused_by_name(tmp_path):
     path = _ort_qoperator("anomaly_detection/ad01_int8_qdq.onnx", tmp_path)
     with pytest.raises(aot.errors.UnsupportedError, match="com.microsoft::QGemm"):
         aot.compile(path)
+
+
+def test_runtime_scale_refused():
+    """The requantisation constants are computed at compile time: a scale that is a model input
+    is refused with the node and the input named."""
+    dt = np.uint8
+    inits = [_zp("za", 128, dt), _scale("sb", 0.1), _zp("zb", 128, dt), _scale("sc", 0.2), _zp("zc", 128, dt)]
+    node = helper.make_node("QLinearAdd", ["a", "sa", "za", "b", "sb", "zb", "sc", "zc"], ["y"], name="add0",
+                            domain="com.microsoft")
+    g = helper.make_graph([node], "qop", [helper.make_tensor_value_info("a", TensorProto.UINT8, (4,)),
+                                          helper.make_tensor_value_info("sa", TensorProto.FLOAT, ()),
+                                          helper.make_tensor_value_info("b", TensorProto.UINT8, (4,))],
+                          [helper.make_empty_tensor_value_info("y")], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    with pytest.raises(aot.errors.AotError, match=r"node 'add0' \(com.microsoft::QLinearAdd\).*A_scale.*constant"):
+        aot.compile(m.SerializeToString())

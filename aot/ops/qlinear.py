@@ -27,9 +27,9 @@ quantised again; the kernel is qlut.QLookup.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import itertools
+
+import numpy as np
 
 from ..te import tensor as te
 from ..errors import OpError
@@ -58,8 +58,8 @@ def _saturate_np(q, dtype):
 def _requant(v, zp, dtype):
     """nearbyint(v + zp) saturated to dtype, v float32: the zero point joins before the rounding,
     in float32, as onnxruntime's QLinearAdd, QLinearMul and QLinearAveragePool add it (the sum's
-    rounding can decide a tie). v is clamped first (to the range's bounds less
-    zp, integers, so no result changes) so the conversion to int32 is always defined."""
+    rounding can decide a tie). v is clamped first (to the range's bounds less zp, integers, so
+    no result changes) so the conversion to int32 is always defined."""
     info = np.iinfo(dtype)
     v = min_(max_(v, _f32(info.min - zp)), _f32(info.max - zp))
     return Cast(dtype, Cast("int32", call("nearbyint", v + _f32(zp))))
