@@ -12,6 +12,7 @@ from ..ops import REGISTRY, get_op
 from ..ops.custom import custom_key
 from ..ops.registry import ONNX_DTYPES
 from ..passes.fold_constants import compact
+from . import onnx_contrib
 from .builder import MAX_TENSOR_BYTES, add_node, check_tensor_size
 
 MIN_OPSET = 7
@@ -484,7 +485,11 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
     problems = []
     for k, n in enumerate(g.node):
         label = f"node '{n.name or n.output[0] if n.output else k}' ({n.op_type})"
-        if n.domain not in ("", "ai.onnx"):
+        if n.domain == onnx_contrib.DOMAIN and custom_key(n.domain, n.op_type) not in REGISTRY:
+            why = onnx_contrib.unsupported_reason(n.op_type)
+            if why:
+                problems.append(f"{label}: {why}")
+        elif n.domain not in ("", "ai.onnx"):
             if custom_key(n.domain, n.op_type) not in REGISTRY:
                 problems.append(f"{label}: operator domain '{n.domain}' is not supported (custom ops: "
                                 "aot.register_op)")
@@ -565,6 +570,9 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
             continue
         op_name = pn.op_type if pn.domain in ("", "ai.onnx") else custom_key(pn.domain, pn.op_type)
         op_def = REGISTRY.get(op_name)
+        if pn.domain == onnx_contrib.DOMAIN and op_def is None:
+            folded += _add_contrib(pn, values, nodes, used_names, node_opset, k)
+            continue
         if op_def is not None and getattr(op_def, "internal", False) and op_name == pn.op_type:
             op_def = None           # the compiler's own ops (Function, Copy) are not ONNX's
         if op_def is not None and hasattr(op_def, "expand_onnx"):
@@ -606,6 +614,30 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
         log(f"import: opset {opset}, {len(g.node)} ONNX nodes -> {len(nodes)} graph nodes "
             f"({folded} folded to constants while inferring shapes, {expanded} function ops inlined)")
     return graph
+
+
+def _add_contrib(pn, values, nodes, used_names, opset, k):
+    """One com.microsoft node through onnx_contrib's converter: the nodes it makes are named
+    after it. Returns how many were folded to constants."""
+    base = pn.name or f"{pn.op_type}_{k}"
+    folded = 0
+
+    def add(op, inputs, attrs, out_names=None):
+        nonlocal folded
+        nname = base
+        while nname in used_names:
+            nname += "_"
+        used_names.add(nname)
+        outs, was_folded = add_node(nodes, op, nname, attrs, inputs, opset, out_names or [f"{nname}_out"])
+        folded += was_folded
+        return outs
+
+    ins = [values[i] if i else None for i in pn.input]
+    while ins and ins[-1] is None:
+        ins.pop()
+    out = onnx_contrib.convert(pn, ins, _attrs(pn), add)
+    values[pn.output[0]] = out
+    return folded
 
 
 def check_supported(graph):

@@ -10,7 +10,8 @@ from ..te import tensor as te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const
-from .registry import Op, Pattern, norm_axis, register
+from .quant import _per_axis, check_scale_shape, expand_scale, scale_attrs
+from .registry import Op, Pattern, register
 
 
 class _CompileTime(Op):
@@ -89,43 +90,34 @@ class DequantizeLinear(Op):
     name = "DequantizeLinear"
     pattern = Pattern.ELEMWISE
     fold_at_import = False     # a weight's int8 form and scale stay visible to the QDQ folding pass
-    dtypes = ("int8", "uint8", "int32")
+    dtypes = ("int8", "uint8", "int16", "uint16", "int32")
     min_inputs = 2
 
     def canon(self, ctx):
-        axis = int(ctx.attrs.get("axis", 1))
-        if ctx.input(1).type.size > 1:      # the axis only matters for per-axis scales
-            axis = norm_axis(ctx, axis, len(ctx.input(0).type.shape))
-        ctx.attrs = {"axis": axis}
+        axis, block = scale_attrs(ctx, len(ctx.input(0).type.shape))
+        ctx.attrs = {"axis": axis, "block": block} if block else {"axis": axis}
 
     def infer(self, node):
         x, s = node.inputs[0].type, node.inputs[1].type
-        if s.size > 1:
-            if s.shape != (x.shape[node.attrs["axis"]],):
-                raise OpError(node, "per-axis scale must match the axis size")
-        if len(node.inputs) > 2 and node.inputs[2] is not None and node.inputs[2].type.dtype != x.dtype:
-            raise OpError(node, "zero point dtype must match the input dtype")
+        check_scale_shape(node, x.shape, s.shape, node.attrs["axis"], node.attrs.get("block", 0))
+        if len(node.inputs) > 2 and node.inputs[2] is not None:
+            if node.inputs[2].type.dtype != x.dtype:
+                raise OpError(node, "zero point dtype must match the input dtype")
+            if node.inputs[2].type.size != s.size or (s.size > 1 and node.inputs[2].type.shape != s.shape):
+                raise OpError(node, "zero point shape must match the scale shape")
         return [TensorType(x.shape, s.dtype)]
 
-    def _bshape(self, node, x):
-        if np.size(node.inputs[1].type.size) and node.inputs[1].type.size > 1:
-            sh = [1] * x.ndim if hasattr(x, "ndim") else [1] * len(x.shape)
-            sh[node.attrs["axis"]] = -1
-            return sh
-        return None
-
     def reference(self, node, x, s, zp=None):
-        sh = self._bshape(node, x)
-        s = s.reshape(sh) if sh else s.reshape(())
-        z = np.zeros((), np.int64) if zp is None else (zp.reshape(sh) if sh else zp.reshape(())).astype(np.int64)
+        a, b = node.attrs["axis"], node.attrs.get("block", 0)
+        s = expand_scale(s, x.shape, a, b)
+        z = np.zeros((), np.int64) if zp is None else expand_scale(zp, x.shape, a, b).astype(np.int64)
         return [((x.astype(np.int64) - z).astype(np.float32) * s).astype(s.dtype)]
 
     def compute(self, node, x, s, zp=None):
-        axis = node.attrs["axis"]
-        per_axis = node.inputs[1].type.size > 1
+        axis, blk = node.attrs["axis"], node.attrs.get("block", 0)
 
         def body(*i):
-            si = [i[axis]] if per_axis else [Const(0, "int32")] * len(s.shape)
+            si = _per_axis(x, s.shape, axis, i, blk)
             q = Cast("int32", x(*i))
             if zp is not None:
                 q = q - Cast("int32", zp(*si))

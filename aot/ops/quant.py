@@ -14,13 +14,50 @@ from .registry import ONNX_DTYPES, Op, Pattern, norm_axis, register
 QTYPES = ("int8", "uint8", "int16", "uint16")
 
 
-def _per_axis(t, scale_shape, axis, i):
-    """Index into a scale/zero point that is a scalar or per-axis vector."""
+def _per_axis(t, scale_shape, axis, i, block=0):
+    """Index into a scale/zero point that is a scalar, a per-axis vector, or blocked (the input's
+    shape with the axis divided into blocks of `block` elements)."""
     if len(scale_shape) == 0:
         return []
     if int(np.prod(scale_shape)) == 1:
         return [Const(0, "int32")] * len(scale_shape)
+    if block:
+        return [v // block if d == axis else v for d, v in enumerate(i)]
     return [i[axis]]
+
+
+def check_scale_shape(node, x_shape, s_shape, axis, block):
+    """A scale (and zero point) per tensor, per axis, or per block of `block` along the axis."""
+    if int(np.prod(s_shape)) == 1 and not block:
+        return
+    if block:
+        want = tuple(-(-d // block) if k == axis else d for k, d in enumerate(x_shape))
+        if tuple(s_shape) != want:
+            raise OpError(node, f"blocked scale shape {list(s_shape)} must be {list(want)}")
+    elif tuple(s_shape) != (x_shape[axis],):
+        raise OpError(node, f"per-axis scale shape {list(s_shape)} must be [{x_shape[axis]}]")
+
+
+def expand_scale(p, x_shape, axis, block):
+    """A scale/zero point array broadcastable against the input."""
+    if p.size == 1 and not block:
+        return p.reshape(())
+    if block:
+        return np.repeat(p, block, axis=axis).take(range(x_shape[axis]), axis=axis)
+    sh = [1] * len(x_shape)
+    sh[axis] = -1
+    return p.reshape(sh)
+
+
+def scale_attrs(ctx, rank):
+    """Canonical axis and block_size of Quantize/DequantizeLinear."""
+    axis = int(ctx.attrs.get("axis", 1))
+    block = int(ctx.attrs.get("block_size", 0) or 0)
+    if block < 0:
+        ctx.error("block_size must be positive")
+    if ctx.input(1).type.size > 1 or block:      # the axis only matters for per-axis or blocked scales
+        axis = norm_axis(ctx, axis, max(rank, 1))
+    return axis, block
 
 
 def _saturate(v, dtype):
@@ -36,35 +73,34 @@ class QuantizeLinear(Op):
     min_inputs = 2
 
     def canon(self, ctx):
-        if int(ctx.attrs.get("block_size", 0) or 0):
-            ctx.error("blocked quantisation (block_size) is not supported")
+        axis, block = scale_attrs(ctx, len(ctx.input(0).type.shape))
         zp = ctx.input(2)
         out = zp.type.dtype if zp is not None else ONNX_DTYPES.get(ctx.attrs.get("output_dtype", 2) or 2, "uint8")
         if out not in QTYPES:
             ctx.error(f"quantising to {out} is not supported")
-        axis = int(ctx.attrs.get("axis", 1))
-        if ctx.input(1).type.size > 1:      # the axis only matters for per-axis scales
-            axis = norm_axis(ctx, axis, max(len(ctx.input(0).type.shape), 1))
-        ctx.attrs = {"axis": axis, "out": out}
+        ctx.attrs = {"axis": axis, "out": out, "block": block}
 
     def infer(self, node):
-        return [TensorType(node.inputs[0].type.shape, node.attrs["out"])]
+        x = node.inputs[0].type
+        for k in (1, 2):
+            if len(node.inputs) > k and node.inputs[k] is not None:
+                check_scale_shape(node, x.shape, node.inputs[k].type.shape, node.attrs["axis"],
+                                  node.attrs.get("block", 0))
+        return [TensorType(x.shape, node.attrs["out"])]
 
     def reference(self, node, x, s, zp=None):
-        sh = [1] * x.ndim
-        if s.size > 1:
-            sh[node.attrs["axis"]] = -1
-        y = np.rint(x.astype(np.float32) / s.reshape(sh).astype(np.float32))
+        a, b = node.attrs["axis"], node.attrs.get("block", 0)
+        y = np.rint(x.astype(np.float32) / expand_scale(s, x.shape, a, b).astype(np.float32))
         if zp is not None:
-            y = y + zp.reshape(sh).astype(np.float32)
+            y = y + expand_scale(zp, x.shape, a, b).astype(np.float32)
         info = np.iinfo(node.attrs["out"])
         return [np.clip(y, info.min, info.max).astype(node.attrs["out"])]
 
     def compute(self, node, x, s, zp=None):
-        a, out = node.attrs["axis"], node.attrs["out"]
+        a, out, blk = node.attrs["axis"], node.attrs["out"], node.attrs.get("block", 0)
 
         def body(*i):
-            si = _per_axis(x, s.shape, a, i)
+            si = _per_axis(x, s.shape, a, i, blk)
             v = call("nearbyint", Cast("float32", x(*i)) / Cast("float32", s(*si)))
             if zp is not None:
                 v = v + Cast("float32", zp(*si))
@@ -117,7 +153,12 @@ class ConvInteger(Conv):
     dtypes = ("int8", "uint8")
 
     def infer(self, node):
-        t = Conv.infer(self, node)[0]
+        # inputs 2 and 3 are zero points, not Conv's bias
+        t = Conv.infer(self, _without_bias(node))[0]
+        for k, what in ((2, "x_zero_point"), (3, "w_zero_point")):
+            if len(node.inputs) > k and node.inputs[k] is not None and node.inputs[k].type.size != 1:
+                if k == 2 or node.inputs[k].type.shape != (node.inputs[1].type.shape[0],):
+                    raise OpError(node, f"{what} shape {list(node.inputs[k].type.shape)} is not supported")
         return [TensorType(t.shape, "int32")]
 
     def reference(self, node, x, w, xzp=None, wzp=None):
@@ -126,13 +167,18 @@ class ConvInteger(Conv):
         return [Conv.reference(self, node, xz.astype(np.float64), wz.astype(np.float64))[0].astype(np.int32)]
 
     def compute(self, node, x, w, xzp=None, wzp=None):
-        if wzp is not None and wzp.shape and int(np.prod(wzp.shape)) > 1:
-            raise OpError(node, "per-channel weight zero points are not supported")
         xz = (lambda v: Cast("int32", v) - _zp_load(xzp, [Const(0, "int32")] * len(xzp.shape))) if xzp is not None \
             else (lambda v: Cast("int32", v))
-        wz = (lambda v: Cast("int32", v) - _zp_load(wzp, [Const(0, "int32")] * len(wzp.shape))) if wzp is not None \
-            else (lambda v: Cast("int32", v))
-        return [conv_sum(node, x, w, xz, wz)]
+        return [conv_sum(node, x, w, xz, _weight_zp_load(wzp), wload_channel=True)]
+
+
+def _weight_zp_load(wzp):
+    """w - w_zero_point, the zero point per tensor or per output channel."""
+    if wzp is None:
+        return lambda v, m: Cast("int32", v)
+    if wzp.shape and int(np.prod(wzp.shape)) > 1:
+        return lambda v, m: Cast("int32", v) - Cast("int32", wzp(m))
+    return lambda v, m: Cast("int32", v) - Cast("int32", wzp(*[Const(0, "int32")] * len(wzp.shape)))
 
 
 def _requant(acc, scale, yzp, out_dtype):
@@ -153,17 +199,24 @@ class QLinearMatMul(Op):
         a, b = node.inputs[0].type, node.inputs[3].type
         if len(a.shape) < 2 or len(b.shape) < 2 or a.shape[-1] != b.shape[-2]:
             raise OpError(node, f"inner dimensions of {list(a.shape)} and {list(b.shape)} do not match")
-        if any(node.inputs[k].type.size != 1 for k in (1, 2, 4, 5, 6, 7)):
-            raise OpError(node, "per-channel scales or zero points are not supported")
+        if any(node.inputs[k].type.size != 1 for k in (1, 2, 6, 7)):
+            raise OpError(node, "a's and y's scales and zero points must be per-tensor")
+        for k in (4, 5):        # b's may be per column (the output's last axis)
+            t = node.inputs[k].type
+            if t.size != 1 and (len(b.shape) != 2 or t.shape != (b.shape[-1],)):
+                raise OpError(node, f"b's scale/zero point shape {list(t.shape)} must be [] or [{b.shape[-1]}] "
+                                    "(per column, 2-D b)")
         batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
         return [TensorType(batch + (a.shape[-2], b.shape[-1]), node.inputs[7].type.dtype)]
 
     def reference(self, node, a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp):
-        A = a.astype(np.int32) - a_zp.astype(np.int32)
-        B = b.astype(np.int32) - b_zp.astype(np.int32)
-        D = np.matmul(A, B) * (a_s * b_s / y_s) + y_zp
+        A = a.astype(np.int32) - a_zp.astype(np.int32).reshape(())
+        col = (lambda p: p.reshape(-1) if p.size > 1 else p.reshape(()))  # noqa: E731
+        B = b.astype(np.int32) - col(b_zp).astype(np.int32)
+        scale = (a_s.astype(np.float32).reshape(()) * col(b_s).astype(np.float32)) / y_s.astype(np.float32).reshape(())
+        D = np.rint(np.matmul(A, B).astype(np.float32) * scale) + y_zp.reshape(())
         info = np.iinfo(y_zp.dtype)
-        return [np.clip(np.rint(D), info.min, info.max).astype(y_zp.dtype)]
+        return [np.clip(D, info.min, info.max).astype(y_zp.dtype)]
 
     def compute(self, node, a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp):
         K = a.shape[-1]
@@ -171,16 +224,24 @@ class QLinearMatMul(Op):
         shape = node.outputs[0].type.shape
         nb = len(shape) - 2
 
+        def per_col(t, j):
+            return t(j) if int(np.prod(t.shape)) > 1 else t(*z(t))
+
         def body(*o):
             r = te.reduce_axis(K, "rk")
             bi = list(o[:nb])
             av = Cast("int32", a(*te.broadcast_index(bi, a.shape[:-2]), o[nb], r.var)) - Cast("int32", a_zp(*z(a_zp)))
-            bv = Cast("int32", b(*te.broadcast_index(bi, b.shape[:-2]), r.var, o[nb + 1])) - Cast("int32", b_zp(*z(b_zp)))
+            bv = Cast("int32", b(*te.broadcast_index(bi, b.shape[:-2]), r.var, o[nb + 1])) - \
+                Cast("int32", per_col(b_zp, o[nb + 1]))
             return te.sum(av * bv, r)
         acc = te.compute(shape, body, "qmatmul")
-        scale = Cast("float32", a_s(*z(a_s))) * Cast("float32", b_s(*z(b_s))) / Cast("float32", y_s(*z(y_s)))
         out = node.outputs[0].type.dtype
-        return [te.compute(shape, lambda *o: _requant(acc(*o), scale, y_zp(*z(y_zp)), out), "requant")]
+
+        def requant(*o):
+            scale = Cast("float32", a_s(*z(a_s))) * Cast("float32", per_col(b_s, o[nb + 1])) / \
+                Cast("float32", y_s(*z(y_s)))
+            return _requant(acc(*o), scale, y_zp(*z(y_zp)), out)
+        return [te.compute(shape, requant, "requant")]
 
 
 @register
@@ -195,7 +256,18 @@ class QLinearConv(Conv):
         Conv.canon(self, ctx)
 
     def infer(self, node):
-        t = Conv.infer(self, node)[0] if len(node.inputs) < 9 else Conv.infer(self, _without_bias(node))[0]
+        # after canon the inputs are x, w, x_s, x_zp, w_s, w_zp, y_s, y_zp[, bias]: only input 8 is a bias
+        t = Conv.infer(self, _without_bias(node))[0]
+        m = node.inputs[1].type.shape[0]
+        b = node.inputs[8] if len(node.inputs) > 8 else None
+        if b is not None and (tuple(b.type.shape) != (m,) or b.type.dtype != "int32"):
+            raise OpError(node, f"bias must be int32 of shape [{m}], got {b.type.dtype}{list(b.type.shape)}")
+        for k in (2, 3, 6, 7):
+            if node.inputs[k].type.size != 1:
+                raise OpError(node, f"input {k} must be a per-tensor scale or zero point")
+        for k in (4, 5):
+            if node.inputs[k].type.size not in (1, m):
+                raise OpError(node, f"per-channel weight scale/zero point must have {m} elements")
         return [TensorType(t.shape, node.inputs[7].type.dtype)]
 
     def reference(self, node, x, w, x_s, x_zp, w_s, w_zp, y_s, y_zp, b=None):
@@ -213,11 +285,8 @@ class QLinearConv(Conv):
 
     def compute(self, node, x, w, x_s, x_zp, w_s, w_zp, y_s, y_zp, b=None):
         z = lambda t: [Const(0, "int32")] * len(t.shape)  # noqa: E731
-        if w_zp.shape and int(np.prod(w_zp.shape)) > 1:
-            if np.any(node.inputs[5].const != 0) if node.inputs[5].is_const else True:
-                raise OpError(node, "per-channel weight zero points must be 0")
         acc = conv_sum(_without_bias(node), x, w, lambda v: Cast("int32", v) - Cast("int32", x_zp(*z(x_zp))),
-                       lambda v: Cast("int32", v) - (Cast("int32", w_zp(*z(w_zp))) if not w_zp.shape or int(np.prod(w_zp.shape)) == 1 else Const(0, "int32")))
+                       _weight_zp_load(w_zp), wload_channel=True)
         per_ch = w_s.shape and int(np.prod(w_s.shape)) > 1
         out = node.outputs[0].type.dtype
 

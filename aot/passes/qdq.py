@@ -34,6 +34,8 @@ class _Match:
         n = v.producer if v is not None else None
         if n is None or n.op != "DequantizeLinear" or not n.inputs[1].is_const:
             return None
+        if n.inputs[0].type.dtype not in ("int8", "uint8", "int32"):   # activations, weights, int32 bias
+            return None
         zp = n.inputs[2] if len(n.inputs) > 2 else None
         if zp is not None and not zp.is_const:
             return None
