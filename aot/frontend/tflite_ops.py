@@ -21,8 +21,11 @@ SAME_QUANT_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "MAX_POOL_2D", "PAD", "PA
 TABLE_OPS = {"LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH"}     # int8: a 256-entry table
 INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "PRELU", "MEAN", "BATCH_MATMUL",
             "AVERAGE_POOL_2D", "SOFTMAX", "QUANTIZE", "DEQUANTIZE"} | SAME_QUANT_OPS | TABLE_OPS
-# the integer path of these is written for int8 only (TFLite's int16x8 kernels are other algorithms)
-INT16_OPS = SAME_QUANT_OPS - {"RELU6"}
+# int16x8 (int16 activations of zero point 0, int8 weights, int64 bias): the ops whose TFLite Micro
+# int16 kernel is the int8 one's arithmetic with other widths (conv and dense accumulate in int64);
+# the activations' int16 kernels are other algorithms (not supported yet)
+INT16_ARITH_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D"}
+INT16_OPS = (SAME_QUANT_OPS - {"RELU6"}) | INT16_ARITH_OPS | {"QUANTIZE", "DEQUANTIZE"}
 PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
 
 
@@ -46,6 +49,8 @@ class Converter:
         if op.name not in INT16_OPS and any(t is not None and t.data is None and t.dtype == "int16"
                                             for t in op.inputs + op.outputs):
             raise TFLiteError(f"{op}: the int16 (int16x8) kernel of {op.name} is not supported yet")
+        if op.name in INT16_ARITH_OPS:
+            _check_int16x8(op)
         if quantised(op) and op.name in SAME_QUANT_OPS:
             acts = [t for t in op.inputs + op.outputs if t is not None and t.dtype in ("int8", "int16")]
             if len({qparams(t, op) for t in acts}) > 1:
@@ -137,6 +142,33 @@ def quantised(op):
                for t in op.inputs + op.outputs)
 
 
+def _check_int16x8(op):
+    """TFLite Micro's int16x8 kernels take int16 activations only, each of zero point 0."""
+    acts = [t for t in op.inputs + op.outputs if t is not None and t.data is None]
+    if not any(t.dtype == "int16" for t in acts):
+        return
+    for t in acts:
+        if t.dtype != "int16":
+            raise TFLiteError(f"{op}: {t} is {t.dtype}; an int16 (int16x8) {op.name} takes int16 activations only")
+        if qparams(t, op)[1] != 0:
+            raise TFLiteError(f"{op}: {t} has zero point {qparams(t, op)[1]}; int16 (int16x8) activations need "
+                              "zero point 0 (as TFLite Micro requires)")
+
+
+def _accumulator(op, bias):
+    """{"acc_dtype": "int64"} where TFLite Micro accumulates an int16x8 conv or dense layer in
+    int64: with an int64 bias, or with none unless the op's quantized_bias_type is int32."""
+    if op.inputs[0].dtype != "int16":
+        return {}
+    if bias is None:
+        int32 = op.name != "DEPTHWISE_CONV_2D" and op.opt("QuantizedBiasType", 0) == 2      # TensorType.INT32
+        return {} if int32 else {"acc_dtype": "int64"}
+    if bias.dtype not in ("int32", "int64") or (bias.dtype == "int32" and op.name == "DEPTHWISE_CONV_2D"):
+        need = "an int64" if op.name == "DEPTHWISE_CONV_2D" else "an int32 or int64"
+        raise TFLiteError(f"{op}: {bias} is {bias.dtype}; an int16 (int16x8) {op.name} needs {need} bias")
+    return {"acc_dtype": "int64"} if bias.dtype == "int64" else {}
+
+
 def qparams(t, op):
     """(scale, zero point) of a per-tensor quantised tensor."""
     if not t.quantised:
@@ -197,6 +229,7 @@ def _conv_node(cx, op, x, w, b, attrs):
     os_ = qparams(op.outputs[0], op)[0]
     reals = np.float64(xs) * ws.astype(np.float64) / np.float64(os_)
     qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals)
+    qa.update(_accumulator(op, op.inputs[2] if len(op.inputs) > 2 else None))
     ins = [x, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
     while ins and ins[-1] is None:
         ins.pop()
@@ -290,6 +323,7 @@ def fully_connected(cx, op):
         xs, os_ = qparams(op.inputs[0], op)[0], qparams(op.outputs[0], op)[0]
         reals = np.float64(xs) * ws.astype(np.float64) / np.float64(os_)
         qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals)
+        qa.update(_accumulator(op, op.inputs[2] if len(op.inputs) > 2 else None))
         ins = [rows, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
         while ins and ins[-1] is None:
             ins.pop()

@@ -93,8 +93,9 @@ class Conv(Op):
         return [te.compute(conv.shape, lambda *i: conv(*i) + b(split_index(i, layout)[1]), "conv_bias", names)]
 
 
-def conv_sum(node, x, w, xload, wload):
-    """The convolution reduction; xload/wload adapt the loaded values (zero points, widening)."""
+def conv_sum(node, x, w, xload, wload, product=None):
+    """The convolution reduction; xload/wload adapt the loaded values (zero points, widening),
+    product the tap's product before it is summed (an int32 product into an int64 sum)."""
     a = node.attrs
     nsp, g = len(a["kernel_shape"]), a["group"]
     layout = a.get("layout", "NCHW")
@@ -119,7 +120,8 @@ def conv_sum(node, x, w, xload, wload):
         cin = rc.var if g == 1 else (m // mg) * cg + rc.var
         taps = [r.var for r in rs]
         wi = (m, rc.var, *taps) if layout == "NCHW" else (m, *taps, rc.var)
-        return te.sum(xload(x(*join_index(n, cin, idx, layout))) * wload(w(*wi)), [rc] + rs)
+        tap = xload(x(*join_index(n, cin, idx, layout))) * wload(w(*wi))
+        return te.sum(product(tap) if product else tap, [rc] + rs)
 
     return te.compute(out_shape, body, "conv", names)
 

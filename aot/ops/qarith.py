@@ -48,8 +48,10 @@ class _QBinary(QBinary):
 @register
 class QMul(_QBinary):
     """TFLite MUL, int8: (x - x_zp) * (y - y_zp) requantised by multiplier/shift (the real
-    multiplier x_scale * y_scale / out_scale), + out_zp, clamped to act_min..act_max."""
+    multiplier x_scale * y_scale / out_scale), + out_zp, clamped to act_min..act_max; int16 too
+    (zero points 0: the int32 product of two int16 values cannot overflow)."""
     name = "QMul"
+    dtypes = ("int8", "int16")
 
     def reference(self, node, x, y):
         a = node.attrs
