@@ -107,3 +107,122 @@ def test_int16x8_conv_and_dense_are_bit_exact_with_tflm(name):
     (node,) = [n for n in res.graph.nodes if n.op == kernel]
     wide = kw.get("bias", "int64") != "int32"
     assert node.attrs.get("acc_dtype", "int32") == ("int64" if wide else "int32")
+
+
+# -- elementwise --------------------------------------------------------------------------------
+BINARY_CASES = {
+    "add": ("ADD", [2, 3, 5], [2, 3, 5], (3e-4, 5e-4, 6e-4), {}),
+    "add_broadcast_relu6": ("ADD", [1, 4, 3, 6], [1, 1, 6], (1e-4, 2e-4, 4e-4), dict(fused_activation_function="RELU6")),
+    "sub": ("SUB", [3, 7], [3, 7], (5e-4, 1e-4, 7e-4), {}),
+    "sub_broadcast_relu": ("SUB", [2, 3, 8], [8], (2e-4, 3e-4, 5e-4), dict(fused_activation_function="RELU")),
+    "mul": ("MUL", [4, 9], [4, 9], (1e-3, 2e-3, 0.04), {}),
+    "mul_broadcast_relu": ("MUL", [2, 3, 5], [1, 5], (5e-4, 1e-3, 0.01), dict(fused_activation_function="RELU")),
+}
+
+
+def _binary(op, a_shape, b_shape, scales, opts):
+    out_shape = np.broadcast_shapes(tuple(a_shape), tuple(b_shape))
+    mb = ModelBuilder()
+    a = mb.tensor("a", a_shape, "int16", scale=scales[0], zero_point=0)
+    b = mb.tensor("b", b_shape, "int16", scale=scales[1], zero_point=0)
+    y = mb.tensor("y", out_shape, "int16", scale=scales[2], zero_point=0)
+    mb.op(op, [a, b], [y], **opts)
+    return mb.finish(inputs=[a, b], outputs=[y])
+
+
+@tflm
+@pytest.mark.parametrize("name", sorted(BINARY_CASES))
+def test_int16_add_sub_mul_are_bit_exact_with_tflm(name):
+    op, a_shape, b_shape, scales, opts = BINARY_CASES[name]
+    _assert_bit_exact(_binary(op, a_shape, b_shape, scales, opts), [a_shape, b_shape],
+                      integer_ops=["QMul" if op == "MUL" else "QAdd"])
+
+
+# -- pooling and data movement (one scale in and out) -------------------------------------------
+def _i32(*v):
+    return np.array(v, np.int32)
+
+
+MOVE_CASES = {
+    "average_pool_valid": ("AVERAGE_POOL_2D", [[1, 6, 6, 3]], [],
+                           dict(filter_width=2, filter_height=2, stride_w=2, stride_h=2, padding="VALID")),
+    "average_pool_same_relu": ("AVERAGE_POOL_2D", [[2, 5, 7, 5]], [],
+                               dict(filter_width=3, filter_height=3, stride_w=2, stride_h=2, padding="SAME",
+                                    fused_activation_function="RELU")),
+    "max_pool_same_relu6": ("MAX_POOL_2D", [[1, 7, 5, 3]], [],
+                            dict(filter_width=3, filter_height=2, stride_w=2, stride_h=2, padding="SAME",
+                                 fused_activation_function="RELU6")),
+    "reshape": ("RESHAPE", [[1, 2, 6]], [_i32(3, 4)], dict(new_shape=[3, 4])),
+    "concatenation": ("CONCATENATION", [[1, 2, 3], [1, 2, 5]], [], dict(axis=2)),
+    "pad": ("PAD", [[1, 3, 3, 2]], [_i32([0, 0], [1, 1], [2, 0], [0, 0])], {}),
+    "strided_slice": ("STRIDED_SLICE", [[2, 5, 6]], [_i32(0, 1, 0), _i32(0, 5, 6), _i32(1, 2, 2)],
+                      dict(begin_mask=1, end_mask=1)),
+    "transpose": ("TRANSPOSE", [[2, 3, 4]], [_i32(2, 0, 1)], {}),
+    "split": ("SPLIT", [[2, 6]], [_i32(1)], dict(num_splits=3)),
+    "maximum": ("MAXIMUM", [[2, 3, 4], [2, 3, 4]], [], {}),
+}
+
+
+def _same_scale(op, shapes, params, opts, scale=6 / 32767):
+    """A one-op int16 model whose inputs and outputs share one scale; the output shapes come
+    from the float op on zeros (numpy), so the builder needs no shape rules of its own."""
+    mb = ModelBuilder()
+    ins = [mb.tensor(f"x{k}", s, "int16", scale=scale, zero_point=0) for k, s in enumerate(shapes)]
+    consts = [mb.tensor(f"p{k}", p.shape, "int32", data=p) for k, p in enumerate(params)]
+    if op == "SPLIT":
+        outs = [mb.tensor(f"y{k}", [2, 2], "int16", scale=scale, zero_point=0) for k in range(3)]
+        mb.op(op, consts + ins, outs, **opts)
+        return mb.finish(inputs=ins, outputs=outs)
+    x = np.zeros(shapes[0], np.float32)
+    out_shape = {
+        "AVERAGE_POOL_2D": None, "MAX_POOL_2D": None, "RESHAPE": (3, 4), "MAXIMUM": x.shape,
+        "CONCATENATION": (1, 2, 8), "PAD": (1, 5, 5, 2), "STRIDED_SLICE": (2, 2, 3), "TRANSPOSE": (4, 2, 3),
+    }[op]
+    if out_shape is None:       # the pools: TFLite's output size rule
+        n, h, w, c = shapes[0]
+        kh, kw, sh, sw = opts["filter_height"], opts["filter_width"], opts["stride_h"], opts["stride_w"]
+        size = (lambda i, k, s: -(-i // s)) if opts["padding"] == "SAME" else (lambda i, k, s: (i - k) // s + 1)
+        out_shape = (n, size(h, kh, sh), size(w, kw, sw), c)
+    y = mb.tensor("y", out_shape, "int16", scale=scale, zero_point=0)
+    mb.op(op, ins + consts, [y], **opts)
+    return mb.finish(inputs=ins, outputs=[y])
+
+
+@tflm
+@pytest.mark.parametrize("name", sorted(MOVE_CASES))
+def test_int16_pools_and_data_movement_are_bit_exact_with_tflm(name):
+    op, shapes, params, opts = MOVE_CASES[name]
+    _assert_bit_exact(_same_scale(op, shapes, params, opts), shapes)
+
+
+# -- the boundaries: QUANTIZE (from float, requantising between int8 and int16), DEQUANTIZE ----------
+@tflm
+def test_int16_quantize_requantize_dequantize_are_bit_exact_with_tflm():
+    """float -> int16 -> int8 -> int16 -> int16 (another scale) -> float, with float inputs on
+    rounding ties and beyond the int16 range (clamped)."""
+    import aot
+    rng = np.random.default_rng(7)
+    s16 = 1 / 8192
+    ties = (np.arange(-20, 20) + 0.5) * s16
+    x = np.concatenate([rng.uniform(-5, 5, 80), ties, [-4.5, 4.5, 0.0]]).astype(np.float32).reshape(3, 41)
+    mb = ModelBuilder()
+    xf = mb.tensor("x", x.shape, "float32")
+    q1 = mb.tensor("q1", x.shape, "int16", scale=s16, zero_point=0)
+    q2 = mb.tensor("q2", x.shape, "int8", scale=0.03, zero_point=-5)
+    q3 = mb.tensor("q3", x.shape, "int16", scale=1 / 6000, zero_point=0)
+    q4 = mb.tensor("q4", x.shape, "int16", scale=1 / 5000, zero_point=0)
+    y = mb.tensor("y", x.shape, "float32")
+    mb.op("QUANTIZE", [xf], [q1])
+    mb.op("QUANTIZE", [q1], [q2])
+    mb.op("QUANTIZE", [q2], [q3])
+    mb.op("QUANTIZE", [q1], [q4])
+    mb.op("DEQUANTIZE", [q4], [y])
+    model = mb.finish(inputs=[xf], outputs=[q1, q2, q3, q4, y])
+    refs = run_tflm(model, [x])
+    res = aot.compile(model)
+    assert {n.op for n in res.graph.nodes} == {"QQuantize", "DequantizeLinear"}
+    outs = aot.run(res, {res.graph.inputs[0].name: x}, sanitize=True)
+    assert refs[0].min() == I16.min and refs[0].max() == I16.max            # clamped at both ends
+    for name, ref in zip(res.graph.output_names, refs):
+        assert outs[name].dtype == ref.dtype
+        np.testing.assert_array_equal(outs[name], ref, err_msg=name)

@@ -89,7 +89,7 @@ class DequantizeLinear(Op):
     name = "DequantizeLinear"
     pattern = Pattern.ELEMWISE
     fold_at_import = False     # a weight's int8 form and scale stay visible to the QDQ folding pass
-    dtypes = ("int8", "uint8", "int32")
+    dtypes = ("int8", "uint8", "int16", "int32")        # int16: ONNX opset 21, TFLite's int16x8 models
     min_inputs = 2
 
     def canon(self, ctx):
