@@ -1,6 +1,8 @@
 """TFLite int16x8 models (int16 activations of zero point 0, int8 weights, int64 bias): each
 supported op bit for bit with TensorFlow Lite Micro (the tflite-micro wheel) on random inputs over
 the whole int16 range; the ops without a supported int16 kernel refused by name."""
+import shutil
+
 import numpy as np
 import pytest
 
@@ -39,10 +41,11 @@ def _assert_bit_exact(model, shapes, trials=3, integer_ops=None, oracle=None, **
 
 
 # -- convolutions and dense ----------------------------------------------------------------------
-def _weighted(op, x_shape, w_shape, out_shape, opts, per_channel=True, bias="int64", seed=0, zero_bias=False):
+def _weighted(op, x_shape, w_shape, out_shape, opts, per_channel=True, bias="int64", seed=0, zero_bias=False,
+              big_bias=False):
     """A one-op int16x8 model: int8 weights (per output channel or per tensor), a bias of the
-    given dtype (or None; or all zeros); the scales make the real outputs' spread about 4 (RELU6 clamps some)
-    and keep most outputs inside int16."""
+    given dtype (or None; or all zeros; or beyond int32, big_bias); the scales make the real
+    outputs' spread about 4 (RELU6 clamps some) and keep most outputs inside int16."""
     rng = np.random.default_rng(seed)
     axis = 3 if op == "DEPTHWISE_CONV_2D" else 0
     channels = w_shape[axis]
@@ -59,8 +62,12 @@ def _weighted(op, x_shape, w_shape, out_shape, opts, per_channel=True, bias="int
                    quantized_dimension=axis)
     b = None
     bq = rng.integers(-(1 << 20), 1 << 20, channels)
+    if big_bias:            # the bias dominates: the output scale follows it
+        bq = rng.integers(-(1 << 36), 1 << 36, channels)
+        out_scale = np.float32(np.abs(bq * x_scale * w_scale.astype(np.float64)).max() / 30000)
     if bias is not None:
-        b = mb.tensor("b", [channels], bias, data=bq if not zero_bias else np.zeros(channels), scale=x_scale * np.broadcast_to(w_scale, channels),
+        b = mb.tensor("b", [channels], bias, data=np.zeros(channels) if zero_bias else bq,
+                      scale=x_scale * np.broadcast_to(w_scale, channels),
                       zero_point=np.zeros(channels))
     y = mb.tensor("y", out_shape, "int16", scale=out_scale, zero_point=0)
     mb.op(op, [x, wt, b], [y], **opts)
@@ -77,6 +84,8 @@ CONV_CASES = {
                                         dict(per_channel=False)),
     "conv_int32_bias": ("CONV_2D", [1, 5, 5, 3], [3, 2, 2, 3], [1, 5, 5, 3], dict(padding="SAME"),
                         dict(bias="int32")),
+    "conv_bias_beyond_int32": ("CONV_2D", [1, 4, 4, 8], [5, 3, 3, 8], [1, 4, 4, 5], dict(padding="SAME"),
+                               dict(big_bias=True)),
     "conv_no_bias": ("CONV_2D", [1, 6, 6, 1], [7, 3, 3, 1], [1, 4, 4, 7], dict(padding="VALID"), dict(bias=None)),
     "depthwise_same_m2": ("DEPTHWISE_CONV_2D", [1, 6, 6, 3], [1, 3, 3, 6], [1, 6, 6, 6],
                           dict(padding="SAME", depth_multiplier=2), {}),
@@ -89,6 +98,7 @@ CONV_CASES = {
     "fully_connected_relu_per_tensor": ("FULLY_CONNECTED", [4, 16], [7, 16], [4, 7],
                                         dict(fused_activation_function="RELU"), dict(per_channel=False)),
     "fully_connected_int32_bias": ("FULLY_CONNECTED", [2, 20], [5, 20], [2, 5], {}, dict(bias="int32")),
+    "fully_connected_bias_beyond_int32": ("FULLY_CONNECTED", [3, 300], [4, 300], [3, 4], {}, dict(big_bias=True)),
     "fully_connected_no_bias": ("FULLY_CONNECTED", [4, 9], [6, 9], [4, 6], {}, dict(bias=None)),
 }
 
@@ -112,7 +122,8 @@ def test_int16x8_conv_and_dense_are_bit_exact_with_tflm(name):
 # -- elementwise --------------------------------------------------------------------------------
 BINARY_CASES = {
     "add": ("ADD", [2, 3, 5], [2, 3, 5], (3e-4, 5e-4, 6e-4), {}),
-    "add_broadcast_relu6": ("ADD", [1, 4, 3, 6], [1, 1, 6], (1e-4, 2e-4, 4e-4), dict(fused_activation_function="RELU6")),
+    "add_broadcast_relu6": ("ADD", [1, 4, 3, 6], [1, 1, 6], (1e-4, 2e-4, 4e-4),
+                            dict(fused_activation_function="RELU6")),
     "sub": ("SUB", [3, 7], [3, 7], (5e-4, 1e-4, 7e-4), {}),
     "sub_broadcast_relu": ("SUB", [2, 3, 8], [8], (2e-4, 3e-4, 5e-4), dict(fused_activation_function="RELU")),
     "mul": ("MUL", [4, 9], [4, 9], (1e-3, 2e-3, 0.04), {}),
@@ -226,3 +237,107 @@ def test_int16_quantize_requantize_dequantize_are_bit_exact_with_tflm():
     for name, ref in zip(res.graph.output_names, refs):
         assert outs[name].dtype == ref.dtype
         np.testing.assert_array_equal(outs[name], ref, err_msg=name)
+
+
+# -- a small int16x8 network, on the host and on a Cortex-M4 -----------------------------------------
+def _int16_net():
+    """int16 input -> CONV_2D (per-channel, RELU6) -> DEPTHWISE_CONV_2D (stride 2) -> AVERAGE_POOL_2D
+    -> RESHAPE -> FULLY_CONNECTED -> ADD (of the FC's input mean, broadcast) -> int16 output."""
+    rng = np.random.default_rng(11)
+    mb = ModelBuilder()
+    act = 12 / 32767                     # every activation: real spread about 4 inside +-12
+
+    def t(name, shape):
+        return mb.tensor(name, shape, "int16", scale=act, zero_point=0)
+
+    def weights(name, shape, axis, taps):
+        w_scale = (4 / (np.sqrt(taps) * 4 * 127 / np.sqrt(3)) * rng.uniform(0.5, 1.5, shape[axis])).astype(np.float32)
+        w = mb.tensor(name, shape, "int8", data=rng.integers(-127, 128, shape), scale=w_scale,
+                      zero_point=np.zeros(shape[axis]), quantized_dimension=axis)
+        b = mb.tensor(f"{name}_b", [shape[axis]], "int64", data=rng.integers(-3000, 3000, shape[axis]),
+                      scale=np.float32(act) * w_scale, zero_point=np.zeros(shape[axis]))
+        return w, b
+
+    x = t("x", [1, 12, 12, 3])
+    c1 = t("conv", [1, 12, 12, 6])
+    mb.op("CONV_2D", [x, *weights("w1", [6, 3, 3, 3], 0, 27)], [c1], padding="SAME",
+          fused_activation_function="RELU6")
+    c2 = t("dw", [1, 6, 6, 6])
+    mb.op("DEPTHWISE_CONV_2D", [c1, *weights("w2", [1, 3, 3, 6], 3, 9)], [c2], padding="SAME", stride_h=2,
+          stride_w=2)
+    p = t("pool", [1, 3, 3, 6])
+    mb.op("AVERAGE_POOL_2D", [c2], [p], filter_width=2, filter_height=2, stride_w=2, stride_h=2, padding="SAME")
+    r = t("flat", [1, 54])
+    mb.op("RESHAPE", [p, mb.tensor("shape", [2], "int32", data=_i32(1, 54))], [r], new_shape=[1, 54])
+    f = t("fc", [1, 10])
+    mb.op("FULLY_CONNECTED", [r, *weights("w3", [10, 54], 0, 54)], [f])
+    y = mb.tensor("y", [1, 10], "int16", scale=2 * act, zero_point=0)
+    mb.op("ADD", [f, mb.tensor("offset", [10], "int16", data=rng.integers(-9000, 9000, 10), scale=act,
+                               zero_point=0)], [y])
+    return mb.finish(inputs=[x], outputs=[y])
+
+
+@tflm
+def test_int16x8_network_is_bit_exact_with_tflm():
+    _assert_bit_exact(_int16_net(), [[1, 12, 12, 3]], trials=5)
+
+
+@tflm
+@pytest.mark.board
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("arm-none-eabi-gcc", "qemu-system-arm")),
+                    reason="arm-none-eabi-gcc or qemu-system-arm not installed")
+def test_int16x8_network_is_bit_exact_on_cortex_m4():
+    """The same network as firmware (the generated C built with -std=c99 -Wall -Wextra -Werror
+    -pedantic by arm-none-eabi-gcc) under QEMU: int64 accumulators and requantisation on a 32-bit
+    core give TFLM's outputs."""
+    import aot
+    model = _int16_net()
+    res = aot.compile(model, target="c -mcpu=cortex-m4")
+    x = res.graph.inputs[0]
+    for trial in range(3):
+        feed = _feed(np.random.default_rng(200 + trial), x.type.shape)
+        (ref,) = run_tflm(model, [feed])
+        got = aot.run(res, {x.name: feed}, board="qemu-cortex-m4")[res.graph.output_names[0]]
+        np.testing.assert_array_equal(got, ref, err_msg=f"trial {trial}")
+
+
+# -- what is refused, by name -------------------------------------------------------------------
+@pytest.mark.parametrize("op,opts", [("LOGISTIC", {}), ("TANH", {}), ("SOFTMAX", {}), ("RELU6", {}),
+                                     ("LEAKY_RELU", dict(alpha=0.2)), ("PRELU", {})])
+def test_int16_kernels_without_support_are_refused_by_name(op, opts):
+    import aot
+    from aot.errors import AotError
+    mb = ModelBuilder()
+    x = mb.tensor("x", [2, 4], "int16", scale=1 / 4096, zero_point=0)
+    ins = [x] + ([mb.tensor("alpha", [4], "int16", data=np.ones(4), scale=0.01, zero_point=0)] if op == "PRELU" else [])
+    y = mb.tensor("y", [2, 4], "int16", scale=1 / 32768, zero_point=0)
+    mb.op(op, ins, [y], **opts)
+    with pytest.raises(AotError, match=rf"operator 0 \({op}\): the int16 \(int16x8\) kernel of {op} is not supported"):
+        aot.compile(mb.finish(inputs=[x], outputs=[y]))
+
+
+def test_int16x8_models_tflm_would_reject_are_refused_by_name():
+    """A non-zero int16 zero point, an int32 bias on a depthwise convolution (TFLM reads it as
+    int64), int8 and int16 activations mixed in one arithmetic op."""
+    import aot
+    from aot.errors import AotError
+    mb = ModelBuilder()
+    a = mb.tensor("a", [4], "int16", scale=0.01, zero_point=3)
+    b = mb.tensor("b", [4], "int16", scale=0.01, zero_point=0)
+    y = mb.tensor("y", [4], "int16", scale=0.02, zero_point=0)
+    mb.op("ADD", [a, b], [y])
+    with pytest.raises(AotError, match=r"operator 0 \(ADD\): tensor 0 'a' has zero point 3; int16 \(int16x8\) "
+                                       "activations need zero point 0"):
+        aot.compile(mb.finish(inputs=[a, b], outputs=[y]))
+    dw = _weighted("DEPTHWISE_CONV_2D", [1, 4, 4, 2], [1, 3, 3, 2], [1, 4, 4, 2], dict(padding="SAME"), bias="int32")
+    with pytest.raises(AotError, match=r"operator 0 \(DEPTHWISE_CONV_2D\): tensor 2 'b' is int32; an int16 "
+                                       r"\(int16x8\) DEPTHWISE_CONV_2D needs an int64 bias"):
+        aot.compile(dw)
+    mb = ModelBuilder()
+    a = mb.tensor("a", [4], "int16", scale=0.01, zero_point=0)
+    b = mb.tensor("b", [4], "int8", scale=0.01, zero_point=0)
+    y = mb.tensor("y", [4], "int16", scale=0.02, zero_point=0)
+    mb.op("MUL", [a, b], [y])
+    with pytest.raises(AotError, match=r"operator 0 \(MUL\): tensor 1 'b' is int8; an int16 \(int16x8\) MUL "
+                                       "takes int16 activations only"):
+        aot.compile(mb.finish(inputs=[a, b], outputs=[y]))
