@@ -242,7 +242,7 @@ def test_int16_quantize_requantize_dequantize_are_bit_exact_with_tflm():
 # -- a small int16x8 network, on the host and on a Cortex-M4 -----------------------------------------
 def _int16_net():
     """int16 input -> CONV_2D (per-channel, RELU6) -> DEPTHWISE_CONV_2D (stride 2) -> AVERAGE_POOL_2D
-    -> RESHAPE -> FULLY_CONNECTED -> ADD (of the FC's input mean, broadcast) -> int16 output."""
+    -> RESHAPE -> FULLY_CONNECTED -> ADD (a constant) -> SOFTMAX -> int16 output."""
     rng = np.random.default_rng(11)
     mb = ModelBuilder()
     act = 12 / 32767                     # every activation: real spread about 4 inside +-12
@@ -271,9 +271,11 @@ def _int16_net():
     mb.op("RESHAPE", [p, mb.tensor("shape", [2], "int32", data=_i32(1, 54))], [r], new_shape=[1, 54])
     f = t("fc", [1, 10])
     mb.op("FULLY_CONNECTED", [r, *weights("w3", [10, 54], 0, 54)], [f])
-    y = mb.tensor("y", [1, 10], "int16", scale=2 * act, zero_point=0)
+    s = mb.tensor("sum", [1, 10], "int16", scale=act, zero_point=0)
     mb.op("ADD", [f, mb.tensor("offset", [10], "int16", data=rng.integers(-9000, 9000, 10), scale=act,
-                               zero_point=0)], [y])
+                               zero_point=0)], [s])
+    y = mb.tensor("y", [1, 10], "int16", scale=1 / 32768, zero_point=0)
+    mb.op("SOFTMAX", [s], [y])
     return mb.finish(inputs=[x], outputs=[y])
 
 
@@ -302,16 +304,16 @@ def test_int16x8_network_is_bit_exact_on_cortex_m4():
 
 
 # -- what is refused, by name -------------------------------------------------------------------
-@pytest.mark.parametrize("op,opts", [("LOGISTIC", {}), ("TANH", {}), ("SOFTMAX", {}), ("RELU6", {}),
+@pytest.mark.parametrize("op,opts", [("LOGISTIC", {}), ("TANH", {}), ("RELU", {}), ("RELU6", {}),
                                      ("LEAKY_RELU", dict(alpha=0.2)), ("PRELU", {})])
 def test_int16_kernels_without_support_are_refused_by_name(op, opts):
     import aot
     from aot.errors import AotError
     mb = ModelBuilder()
     x = mb.tensor("x", [2, 4], "int16", scale=1 / 4096, zero_point=0)
-    ins = [x] + ([mb.tensor("alpha", [4], "int16", data=np.ones(4), scale=0.01, zero_point=0)] if op == "PRELU" else [])
+    alpha = [mb.tensor("alpha", [4], "int16", data=np.ones(4), scale=0.01, zero_point=0)] if op == "PRELU" else []
     y = mb.tensor("y", [2, 4], "int16", scale=1 / 32768, zero_point=0)
-    mb.op(op, ins, [y], **opts)
+    mb.op(op, [x] + alpha, [y], **opts)
     with pytest.raises(AotError, match=rf"operator 0 \({op}\): the int16 \(int16x8\) kernel of {op} is not supported"):
         aot.compile(mb.finish(inputs=[x], outputs=[y]))
 
@@ -341,3 +343,18 @@ def test_int16x8_models_tflm_would_reject_are_refused_by_name():
     with pytest.raises(AotError, match=r"operator 0 \(MUL\): tensor 1 'b' is int8; an int16 \(int16x8\) MUL "
                                        "takes int16 activations only"):
         aot.compile(mb.finish(inputs=[a, b], outputs=[y]))
+
+
+# -- SOFTMAX ----------------------------------------------------------------------------------------
+SOFTMAX_CASES = [((4, 10), 1 / 4096, 1.0), ((2, 3, 17), 1 / 2000, 0.7), ((3, 64), 3e-4, 2.0), ((5, 1000), 1e-4, 1.0),
+                 ((2, 7), 1 / 32768, 1.0)]
+
+
+@tflm
+@pytest.mark.parametrize("shape,scale,beta", SOFTMAX_CASES, ids=[f"{c[0]}-{c[1]:.2g}-{c[2]}" for c in SOFTMAX_CASES])
+def test_int16_softmax_is_bit_exact_with_tflm(shape, scale, beta):
+    mb = ModelBuilder()
+    x = mb.tensor("x", shape, "int16", scale=scale, zero_point=0)
+    y = mb.tensor("y", shape, "int16", scale=1 / 32768, zero_point=0)
+    mb.op("SOFTMAX", [x], [y], beta=beta)
+    _assert_bit_exact(mb.finish(inputs=[x], outputs=[y]), [shape], integer_ops=["QSoftmax16"])

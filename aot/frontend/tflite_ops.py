@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TFLiteError
-from ..ops import qlut
+from ..ops import qlut, qsoftmax16
 from ..ops.qarith import mean_multiplier
 from ..ops.fixed_point import activation_range, quantize_multiplier, softmax_tables
 
@@ -23,9 +23,10 @@ INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED",
             "AVERAGE_POOL_2D", "SOFTMAX", "QUANTIZE", "DEQUANTIZE"} | SAME_QUANT_OPS | TABLE_OPS
 # int16x8 (int16 activations of zero point 0, int8 weights, int64 bias): the ops whose TFLite Micro
 # int16 kernel is the int8 one's arithmetic with other widths (conv and dense accumulate in int64);
-# the activations' int16 kernels are other algorithms (not supported yet)
+# SOFTMAX is TFLite's table-interpolating int16 kernel (aot/ops/qsoftmax16.py); the other
+# activations' int16 kernels are not supported yet
 INT16_ARITH_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D"}
-INT16_OPS = (SAME_QUANT_OPS - {"RELU6"}) | INT16_ARITH_OPS | {"QUANTIZE", "DEQUANTIZE"}
+INT16_OPS = (SAME_QUANT_OPS - {"RELU6"}) | INT16_ARITH_OPS | {"QUANTIZE", "DEQUANTIZE", "SOFTMAX"}
 PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
 
 
@@ -484,6 +485,8 @@ def prelu(cx, op):
 def softmax(cx, op):
     (x,) = cx.inputs(op, 1)
     beta = float(op.opt("Beta", 1.0))
+    if quantised(op) and op.inputs[0].dtype == "int16":
+        return _softmax16(cx, op, x, beta)
     if quantised(op):
         si, _ = qparams(op.inputs[0], op)
         so, zo = qparams(op.outputs[0], op)
@@ -496,6 +499,18 @@ def softmax(cx, op):
     if beta != 1.0:
         x = cx.node("Mul", [x, cx.b.const("beta", np.float32(beta))], name=f"{_out(op)}_beta")
     return [cx.node("Softmax", [x], {"axis": -1}, name=_out(op))]
+
+
+def _softmax16(cx, op, x, beta):
+    """TFLite Micro's int16 softmax: zero points 0, an output scale of 1/32768 (within 0.1%)."""
+    (si, zi), (so, zo) = qparams(op.inputs[0], op), qparams(op.outputs[0], op)
+    if op.outputs[0].dtype != "int16" or zi or zo or abs(so - np.float32(1 / 32768)) > np.float32(0.001 / 32768):
+        raise TFLiteError(f"{op}: an int16 softmax needs an int16 output of scale 1/32768 and zero points 0 (what "
+                          "TFLite Micro supports)")
+    m, sh = quantize_multiplier(float(np.float64(si) * np.float64(np.float32(beta)) / (10.0 / 65535.0)))
+    exp_t, recip_t = qsoftmax16.softmax16_tables()
+    return [cx.node("QSoftmax16", [x, cx.b.const(f"{_out(op)}_exp", exp_t), cx.b.const(f"{_out(op)}_recip", recip_t)],
+                    {"multiplier": m, "shift": sh}, name=_out(op))]
 
 
 @converts("DEQUANTIZE")
