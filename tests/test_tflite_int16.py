@@ -358,3 +358,20 @@ def test_int16_softmax_is_bit_exact_with_tflm(shape, scale, beta):
     y = mb.tensor("y", shape, "int16", scale=1 / 32768, zero_point=0)
     mb.op("SOFTMAX", [x], [y], beta=beta)
     _assert_bit_exact(mb.finish(inputs=[x], outputs=[y]), [shape], integer_ops=["QSoftmax16"])
+
+
+MEAN_CASES = {"spatial_keepdims": ([1, 5, 6, 3], _i32(1, 2), True, (1e-3, 4e-4)),
+              "last_axis": ([3, 4, 37], _i32(-1), False, (2e-3, 1e-4)),
+              "all_but_batch": ([2, 3, 5, 7], _i32(1, 2, 3), False, (5e-4, 2e-5))}
+
+
+@tflm
+@pytest.mark.parametrize("name", sorted(MEAN_CASES))
+def test_int16_mean_is_bit_exact_with_tflm(name):
+    shape, axes, keep, (s_in, s_out) = MEAN_CASES[name]
+    out_shape = np.zeros(shape).mean(axis=tuple(int(a) for a in axes), keepdims=keep).shape
+    mb = ModelBuilder()
+    x = mb.tensor("x", shape, "int16", scale=s_in, zero_point=0)
+    y = mb.tensor("y", out_shape, "int16", scale=s_out, zero_point=0)
+    mb.op("MEAN", [x, mb.tensor("axes", axes.shape, "int32", data=axes)], [y], keep_dims=keep)
+    _assert_bit_exact(mb.finish(inputs=[x], outputs=[y]), [shape], integer_ops=["QMean"])

@@ -25,7 +25,7 @@ INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED",
 # int16 kernel is the int8 one's arithmetic with other widths (conv and dense accumulate in int64);
 # SOFTMAX is TFLite's table-interpolating int16 kernel (aot/ops/qsoftmax16.py); the other
 # activations' int16 kernels are not supported yet
-INT16_ARITH_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D"}
+INT16_ARITH_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MEAN"}
 INT16_OPS = (SAME_QUANT_OPS - {"RELU6"}) | INT16_ARITH_OPS | {"QUANTIZE", "DEQUANTIZE", "SOFTMAX"}
 PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
 

@@ -89,11 +89,11 @@ class QPRelu(_QBinary):
 class QMean(Reduce):
     """TFLite MEAN, int8: the int32 sum over `axes`, minus x_zp times the count, requantised by
     (multiplier, shift) = x_scale / out_scale with 1/count folded in as TFLite does
-    (mean_multiplier), + out_zp, clamped."""
+    (mean_multiplier), + out_zp, clamped; int16 too (zero points 0)."""
     name = "QMean"
     names = ()
     internal = True
-    dtypes = QTYPES
+    dtypes = ("int8", "int16")
 
     def canon(self, ctx):
         Op.canon(self, ctx)
