@@ -375,3 +375,41 @@ def test_int16_mean_is_bit_exact_with_tflm(name):
     y = mb.tensor("y", out_shape, "int16", scale=s_out, zero_point=0)
     mb.op("MEAN", [x, mb.tensor("axes", axes.shape, "int32", data=axes)], [y], keep_dims=keep)
     _assert_bit_exact(mb.finish(inputs=[x], outputs=[y]), [shape], integer_ops=["QMean"])
+
+
+def _transpose_conv(x_shape, w_shape, out_shape, opts, bias="int64", per_channel=True, seed=1):
+    """An int16x8 TRANSPOSE_CONV: OHWI int8 weights, a bias of the given dtype (or None)."""
+    rng = np.random.default_rng(seed)
+    o = w_shape[0]
+    w_scale = rng.uniform(0.002, 0.02, o if per_channel else 1).astype(np.float32)
+    taps = w_shape[1] * w_shape[2] * w_shape[3] / (opts.get("stride_h", 1) * opts.get("stride_w", 1))
+    x_scale = np.float32(4 / (np.sqrt(taps) * 32768 * 127 / 3 * float(w_scale.mean())))
+    mb = ModelBuilder()
+    shape = mb.tensor("shape", [4], "int32", data=np.array(out_shape, np.int32))
+    wt = mb.tensor("w", w_shape, "int8", data=rng.integers(-127, 128, w_shape), scale=w_scale,
+                   zero_point=np.zeros(w_scale.size), quantized_dimension=0)
+    x = mb.tensor("x", x_shape, "int16", scale=x_scale, zero_point=0)
+    b = None
+    if bias is not None:
+        b = mb.tensor("b", [o], bias, data=rng.integers(-3000, 3000, o), scale=x_scale * np.broadcast_to(w_scale, o),
+                      zero_point=np.zeros(o))
+    y = mb.tensor("y", out_shape, "int16", scale=np.float32(12 / 32767), zero_point=0)
+    mb.op("TRANSPOSE_CONV", [shape, wt, x, b], [y], **opts)
+    return mb.finish(inputs=[x], outputs=[y])
+
+
+TRANSPOSE_CASES = {
+    "same_s2": ([1, 3, 3, 3], [4, 3, 3, 3], [1, 6, 6, 4], dict(padding="SAME", stride_w=2, stride_h=2), {}),
+    "same_odd_int16_bias": ([1, 3, 4, 2], [3, 3, 2, 2], [1, 5, 8, 3], dict(padding="SAME", stride_w=2, stride_h=2),
+                            dict(bias="int16")),
+    "valid_no_bias_per_tensor": ([2, 3, 3, 5], [3, 2, 3, 5], [2, 4, 5, 3], dict(padding="VALID"),
+                                 dict(bias=None, per_channel=False)),
+}
+
+
+@tflm
+@pytest.mark.parametrize("name", sorted(TRANSPOSE_CASES))
+def test_int16x8_transpose_conv_is_bit_exact_with_tflm(name):
+    xs, ws, ys, opts, kw = TRANSPOSE_CASES[name]
+    res = _assert_bit_exact(_transpose_conv(xs, ws, ys, opts, **kw), [xs], integer_ops=["QConvTranspose"])
+    assert res.graph.nodes[-1].attrs["acc_dtype"] == "int64"

@@ -25,7 +25,8 @@ INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED",
 # int16 kernel is the int8 one's arithmetic with other widths (conv and dense accumulate in int64);
 # SOFTMAX is TFLite's table-interpolating int16 kernel (aot/ops/qsoftmax16.py); the other
 # activations' int16 kernels are not supported yet
-INT16_ARITH_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "AVERAGE_POOL_2D", "MEAN"}
+INT16_ARITH_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "ADD", "SUB", "MUL",
+                   "AVERAGE_POOL_2D", "MEAN"}
 INT16_OPS = (SAME_QUANT_OPS - {"RELU6"}) | INT16_ARITH_OPS | {"QUANTIZE", "DEQUANTIZE", "SOFTMAX"}
 PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
 
@@ -156,18 +157,21 @@ def _check_int16x8(op):
                               "zero point 0 (as TFLite Micro requires)")
 
 
-def _accumulator(op, bias):
+def _accumulator(op, x, bias):
     """{"acc_dtype": "int64"} where TFLite Micro accumulates an int16x8 conv or dense layer in
-    int64: with an int64 bias, or with none unless the op's quantized_bias_type is int32."""
-    if op.inputs[0].dtype != "int16":
+    int64: with an int64 bias (TRANSPOSE_CONV: or int16), or with none unless the op's
+    quantized_bias_type is int32 (DEPTHWISE_CONV_2D and TRANSPOSE_CONV: always int64)."""
+    if x.dtype != "int16":
         return {}
+    always = op.name in ("DEPTHWISE_CONV_2D", "TRANSPOSE_CONV")
     if bias is None:
-        int32 = op.name != "DEPTHWISE_CONV_2D" and op.opt("QuantizedBiasType", 0) == 2      # TensorType.INT32
+        int32 = not always and op.opt("QuantizedBiasType", 0) == 2      # TensorType.INT32
         return {} if int32 else {"acc_dtype": "int64"}
-    if bias.dtype not in ("int32", "int64") or (bias.dtype == "int32" and op.name == "DEPTHWISE_CONV_2D"):
-        need = "an int64" if op.name == "DEPTHWISE_CONV_2D" else "an int32 or int64"
-        raise TFLiteError(f"{op}: {bias} is {bias.dtype}; an int16 (int16x8) {op.name} needs {need} bias")
-    return {"acc_dtype": "int64"} if bias.dtype == "int64" else {}
+    allowed = {"DEPTHWISE_CONV_2D": ("int64",), "TRANSPOSE_CONV": ("int64", "int16")}.get(op.name, ("int32", "int64"))
+    if bias.dtype not in allowed:
+        need = " or ".join(allowed)
+        raise TFLiteError(f"{op}: {bias} is {bias.dtype}; an int16 (int16x8) {op.name} needs an {need} bias")
+    return {} if bias.dtype == "int32" else {"acc_dtype": "int64"}
 
 
 def qparams(t, op):
@@ -230,7 +234,7 @@ def _conv_node(cx, op, x, w, b, attrs):
     os_ = qparams(op.outputs[0], op)[0]
     reals = np.float64(xs) * ws.astype(np.float64) / np.float64(os_)
     qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals)
-    qa.update(_accumulator(op, op.inputs[2] if len(op.inputs) > 2 else None))
+    qa.update(_accumulator(op, op.inputs[0], op.inputs[2] if len(op.inputs) > 2 else None))
     ins = [x, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
     while ins and ins[-1] is None:
         ins.pop()
@@ -301,6 +305,7 @@ def transpose_conv(cx, op):
     ws = _weights_scales(wt, op)
     os_ = qparams(op.outputs[0], op)[0]
     qa, extra = requant_attrs(op, xt, op.outputs[0], np.float64(xs) * ws.astype(np.float64) / np.float64(os_))
+    qa.update(_accumulator(op, xt, bt))
     ins = [x, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
     while ins and ins[-1] is None:
         ins.pop()
@@ -324,7 +329,7 @@ def fully_connected(cx, op):
         xs, os_ = qparams(op.inputs[0], op)[0], qparams(op.outputs[0], op)[0]
         reals = np.float64(xs) * ws.astype(np.float64) / np.float64(os_)
         qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals)
-        qa.update(_accumulator(op, op.inputs[2] if len(op.inputs) > 2 else None))
+        qa.update(_accumulator(op, op.inputs[0], op.inputs[2] if len(op.inputs) > 2 else None))
         ins = [rows, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
         while ins and ins[-1] is None:
             ins.pop()

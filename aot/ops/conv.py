@@ -215,7 +215,7 @@ class ConvTranspose(Op):
         return [te.compute(conv.shape, lambda *i: conv(*i) + b(split_index(i, layout)[1]), "conv_transpose_bias")]
 
 
-def conv_transpose_sum(node, x, w, xload, wload):
+def conv_transpose_sum(node, x, w, xload, wload, product=None):
     """The transposed convolution's reduction (gather form: each output sums the taps that land
     on an input position); xload/wload adapt the loaded values (zero points, widening)."""
     from ..tir.expr import Bin, and_, eq, ge, lt, select
@@ -242,5 +242,6 @@ def conv_transpose_sum(node, x, w, xload, wload):
         cin = rc.var if g == 1 else (m // mg) * cg + rc.var
         wm = m if g == 1 else m % mg
         prod = xload(x(*join_index(n, cin, idx, layout))) * wload(w(cin, wm, *[r.var for r in rs]))
+        prod = product(prod) if product else prod
         return te.sum(select(ok, prod, Const(0, prod.dtype)), [rc] + rs)
     return te.compute(node.outputs[0].type.shape, body, "conv_transpose")

@@ -13,7 +13,7 @@ from ..tir.expr import Cast, Select, ge
 from .conv import ConvTranspose, conv_transpose_sum
 from .dense import MatMul
 from .fixed_point import mbqm, mbqm_np
-from .qnn import QUANT_ATTRS, QBinary, _clamp_cast, _i32, _Requantised, requant_channels_np
+from .qnn import QUANT_ATTRS, QBinary, _clamp_cast, _i32, _Requantised, requant_channels_np, widen
 from .reduce import Reduce
 from .registry import Op, register
 from .window import split_index
@@ -176,9 +176,10 @@ class QBatchMatMul(MatMul):
 
 @register
 class QConvTranspose(_Requantised, ConvTranspose):
-    """TFLite TRANSPOSE_CONV, int8, NHWC: sum over the taps of (x - x_zp) * w (w as ONNX's
-    [C_in, C_out, kh, kw], symmetric int8), + bias (int32 or None), requantised per output channel
-    (int32 multiplier and shift constants, or the per-tensor attributes) as CONV_2D is."""
+    """TFLite TRANSPOSE_CONV, int8 or int16x8, NHWC: sum over the taps of (x - x_zp) * w (w as
+    ONNX's [C_in, C_out, kh, kw], symmetric int8), + bias (int32 or None; int16x8: int64 or int16
+    with acc_dtype="int64"), requantised per output channel (int32 multiplier and shift constants,
+    or the per-tensor attributes) as CONV_2D is."""
     name = "QConvTranspose"
 
     def canon(self, ctx):
@@ -198,6 +199,6 @@ class QConvTranspose(_Requantised, ConvTranspose):
 
     def compute(self, node, x, w, bias=None, mult=None, shift=None):
         xz = _i32(node.attrs["x_zp"])
-        acc = conv_transpose_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v))
+        acc = conv_transpose_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v), widen(node))
         layout = node.attrs.get("layout", "NCHW")
         return [self.requant(node, acc, bias, mult, shift, split_index(tuple(range(len(acc.shape))), layout)[1])]
