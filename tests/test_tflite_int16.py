@@ -241,8 +241,8 @@ def test_int16_quantize_requantize_dequantize_are_bit_exact_with_tflm():
 
 # -- a small int16x8 network, on the host and on a Cortex-M4 -----------------------------------------
 def _int16_net():
-    """int16 input -> CONV_2D (per-channel, RELU6) -> DEPTHWISE_CONV_2D (stride 2) -> AVERAGE_POOL_2D
-    -> RESHAPE -> FULLY_CONNECTED -> ADD (a constant) -> SOFTMAX -> int16 output."""
+    """int16 input -> CONV_2D (per-channel, RELU6) -> DEPTHWISE_CONV_2D (stride 2) -> TANH ->
+    AVERAGE_POOL_2D -> RESHAPE -> FULLY_CONNECTED -> ADD (a constant) -> SOFTMAX -> int16 output."""
     rng = np.random.default_rng(11)
     mb = ModelBuilder()
     act = 12 / 32767                     # every activation: real spread about 4 inside +-12
@@ -250,12 +250,13 @@ def _int16_net():
     def t(name, shape):
         return mb.tensor(name, shape, "int16", scale=act, zero_point=0)
 
-    def weights(name, shape, axis, taps):
-        w_scale = (4 / (np.sqrt(taps) * 4 * 127 / np.sqrt(3)) * rng.uniform(0.5, 1.5, shape[axis])).astype(np.float32)
+    def weights(name, shape, axis, taps, x_spread=4, x_scale=act):
+        spread = np.sqrt(taps) * x_spread * 127 / np.sqrt(3)          # the accumulator's, in weight steps
+        w_scale = (4 / spread * rng.uniform(0.5, 1.5, shape[axis])).astype(np.float32)
         w = mb.tensor(name, shape, "int8", data=rng.integers(-127, 128, shape), scale=w_scale,
                       zero_point=np.zeros(shape[axis]), quantized_dimension=axis)
         b = mb.tensor(f"{name}_b", [shape[axis]], "int64", data=rng.integers(-3000, 3000, shape[axis]),
-                      scale=np.float32(act) * w_scale, zero_point=np.zeros(shape[axis]))
+                      scale=np.float32(x_scale) * w_scale, zero_point=np.zeros(shape[axis]))
         return w, b
 
     x = t("x", [1, 12, 12, 3])
@@ -265,12 +266,14 @@ def _int16_net():
     c2 = t("dw", [1, 6, 6, 6])
     mb.op("DEPTHWISE_CONV_2D", [c1, *weights("w2", [1, 3, 3, 6], 3, 9)], [c2], padding="SAME", stride_h=2,
           stride_w=2)
-    p = t("pool", [1, 3, 3, 6])
-    mb.op("AVERAGE_POOL_2D", [c2], [p], filter_width=2, filter_height=2, stride_w=2, stride_h=2, padding="SAME")
-    r = t("flat", [1, 54])
+    th = mb.tensor("tanh", [1, 6, 6, 6], "int16", scale=2 ** -15, zero_point=0)
+    mb.op("TANH", [c2], [th])
+    p = mb.tensor("pool", [1, 3, 3, 6], "int16", scale=2 ** -15, zero_point=0)
+    mb.op("AVERAGE_POOL_2D", [th], [p], filter_width=2, filter_height=2, stride_w=2, stride_h=2, padding="SAME")
+    r = mb.tensor("flat", [1, 54], "int16", scale=2 ** -15, zero_point=0)
     mb.op("RESHAPE", [p, mb.tensor("shape", [2], "int32", data=_i32(1, 54))], [r], new_shape=[1, 54])
     f = t("fc", [1, 10])
-    mb.op("FULLY_CONNECTED", [r, *weights("w3", [10, 54], 0, 54)], [f])
+    mb.op("FULLY_CONNECTED", [r, *weights("w3", [10, 54], 0, 54, x_spread=0.5, x_scale=2 ** -15)], [f])
     s = mb.tensor("sum", [1, 10], "int16", scale=act, zero_point=0)
     mb.op("ADD", [f, mb.tensor("offset", [10], "int16", data=rng.integers(-9000, 9000, 10), scale=act,
                                zero_point=0)], [s])
@@ -304,7 +307,7 @@ def test_int16x8_network_is_bit_exact_on_cortex_m4():
 
 
 # -- what is refused, by name -------------------------------------------------------------------
-@pytest.mark.parametrize("op,opts", [("LOGISTIC", {}), ("TANH", {}), ("RELU", {}), ("RELU6", {}),
+@pytest.mark.parametrize("op,opts", [("HARD_SWISH", {}), ("RELU", {}), ("RELU6", {}),
                                      ("LEAKY_RELU", dict(alpha=0.2)), ("PRELU", {})])
 def test_int16_kernels_without_support_are_refused_by_name(op, opts):
     import aot
@@ -413,3 +416,28 @@ def test_int16x8_transpose_conv_is_bit_exact_with_tflm(name):
     xs, ws, ys, opts, kw = TRANSPOSE_CASES[name]
     res = _assert_bit_exact(_transpose_conv(xs, ws, ys, opts, **kw), [xs], integer_ops=["QConvTranspose"])
     assert res.graph.nodes[-1].attrs["acc_dtype"] == "int64"
+
+
+# -- LOGISTIC and TANH: every int16 input, several input scales ---------------------------------------
+SIGMOID_SCALES = [2 ** -12, 2 ** -11, 2 ** -12 * 1.0003, 1 / 3000, 1 / 10000, 3e-6, 5e-4, 2 ** -10]
+
+
+@tflm
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+def test_int16_logistic_and_tanh_are_bit_exact_with_tflm_on_every_input(op):
+    """All 65536 inputs, with power-of-two input scales (TFLite's shift-free path, and a scale
+    within its 1e-3 tolerance of one) and others (a 16-bit multiplier): every output equals TFLM's."""
+    import aot
+    feed = np.arange(I16.min, I16.max + 1, dtype=np.int16).reshape(256, 256)
+    for k, scale in enumerate(SIGMOID_SCALES):
+        mb = ModelBuilder()
+        x = mb.tensor("x", feed.shape, "int16", scale=scale, zero_point=0)
+        y = mb.tensor("y", feed.shape, "int16", scale=2 ** -15, zero_point=0)
+        mb.op(op, [x], [y])
+        model = mb.finish(inputs=[x], outputs=[y])
+        (ref,) = run_tflm(model, [feed])
+        res = aot.compile(model)
+        assert [n.op for n in res.graph.nodes] == ["QSigmoid16"]
+        got = aot.run(res, {res.graph.inputs[0].name: feed}, sanitize=k == 0)[res.graph.output_names[0]]
+        assert len(np.unique(ref)) > 1000
+        np.testing.assert_array_equal(got, ref, err_msg=f"{op} input scale {scale}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TFLiteError
-from ..ops import qlut, qsoftmax16
+from ..ops import qlut, qsigmoid16, qsoftmax16
 from ..ops.qarith import mean_multiplier
 from ..ops.fixed_point import activation_range, quantize_multiplier, softmax_tables
 
@@ -23,11 +23,11 @@ INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED",
             "AVERAGE_POOL_2D", "SOFTMAX", "QUANTIZE", "DEQUANTIZE"} | SAME_QUANT_OPS | TABLE_OPS
 # int16x8 (int16 activations of zero point 0, int8 weights, int64 bias): the ops whose TFLite Micro
 # int16 kernel is the int8 one's arithmetic with other widths (conv and dense accumulate in int64);
-# SOFTMAX is TFLite's table-interpolating int16 kernel (aot/ops/qsoftmax16.py); the other
-# activations' int16 kernels are not supported yet
+# SOFTMAX, LOGISTIC and TANH are TFLite's table-interpolating int16 kernels (aot/ops/qsoftmax16.py,
+# qsigmoid16.py); the other activations' int16 kernels are not supported yet
 INT16_ARITH_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "ADD", "SUB", "MUL",
                    "AVERAGE_POOL_2D", "MEAN"}
-INT16_OPS = (SAME_QUANT_OPS - {"RELU6"}) | INT16_ARITH_OPS | {"QUANTIZE", "DEQUANTIZE", "SOFTMAX"}
+INT16_OPS = (SAME_QUANT_OPS - {"RELU6"}) | INT16_ARITH_OPS | {"QUANTIZE", "DEQUANTIZE", "SOFTMAX", "LOGISTIC", "TANH"}
 PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
 
 
@@ -418,10 +418,33 @@ for _name, _onnx, _fused in (("ADD", "Add", True), ("SUB", "Sub", True), ("MUL",
 
 def _unary(onnx_op):
     def conv(cx, op):
+        if quantised(op) and op.name in ("LOGISTIC", "TANH") and op.inputs[0].dtype == "int16":
+            return _sigmoid16(cx, op)
         if quantised(op) and op.name in TABLE_OPS:
             return _lookup(cx, op)
         return [cx.node(onnx_op, cx.inputs(op, 1), name=_out(op))]
     return conv
+
+
+def _sigmoid16(cx, op):
+    """TFLite Micro's int16 LOGISTIC and TANH: zero points 0, an output scale of 2^-15."""
+    x, out = op.inputs[0], op.outputs[0]
+    (si, zi), (so, zo) = qparams(x, op), qparams(out, op)
+    if out.dtype != "int16" or zi or zo:
+        raise TFLiteError(f"{op}: an int16 {op.name} takes int16 in and out with zero points 0 (as TFLite Micro "
+                          "requires)")
+    pot, log2 = qsigmoid16.checked_log2(so)
+    if not pot or log2 != -15:
+        raise TFLiteError(f"{op}: an int16 {op.name} needs an output scale of 2^-15 (what TFLite Micro computes), "
+                          f"not {float(so):g}")
+    kind = "tanh" if op.name == "TANH" else "logistic"
+    try:
+        m, sh = qsigmoid16.input_rescale(kind, si)
+    except ValueError as e:
+        raise TFLiteError(f"{op}: {e}") from None
+    table = cx.b.const(f"{_out(op)}_sigmoid", qsigmoid16.sigmoid_table())
+    return [cx.node("QSigmoid16", [cx.value(x, op), table], {"kind": kind, "multiplier": m, "shift": sh},
+                    name=_out(op))]
 
 
 def _lookup(cx, op):
