@@ -307,8 +307,7 @@ def test_int16x8_network_is_bit_exact_on_cortex_m4():
 
 
 # -- what is refused, by name -------------------------------------------------------------------
-@pytest.mark.parametrize("op,opts", [("HARD_SWISH", {}), ("RELU", {}), ("RELU6", {}),
-                                     ("LEAKY_RELU", dict(alpha=0.2)), ("PRELU", {})])
+@pytest.mark.parametrize("op,opts", [("HARD_SWISH", {}), ("LEAKY_RELU", dict(alpha=0.2)), ("PRELU", {})])
 def test_int16_kernels_without_support_are_refused_by_name(op, opts):
     import aot
     from aot.errors import AotError
@@ -441,3 +440,15 @@ def test_int16_logistic_and_tanh_are_bit_exact_with_tflm_on_every_input(op):
         got = aot.run(res, {res.graph.inputs[0].name: feed}, sanitize=k == 0)[res.graph.output_names[0]]
         assert len(np.unique(ref)) > 1000
         np.testing.assert_array_equal(got, ref, err_msg=f"{op} input scale {scale}")
+
+
+@tflm
+@pytest.mark.parametrize("op,scales", [("RELU", (1e-3, 1e-3)), ("RELU", (4e-4, 1e-3)), ("RELU", (1e-3, 3e-4)),
+                                       ("RELU6", (1e-4, 1e-4)), ("RELU6", (3e-4, 3e-4))])
+def test_int16_relu_and_relu6_are_bit_exact_with_tflm_on_every_input(op, scales):
+    feed = np.arange(I16.min, I16.max + 1, dtype=np.int16).reshape(256, 256)
+    mb = ModelBuilder()
+    x = mb.tensor("x", feed.shape, "int16", scale=scales[0], zero_point=0)
+    y = mb.tensor("y", feed.shape, "int16", scale=scales[1], zero_point=0)
+    mb.op(op, [x], [y])
+    _assert_bit_exact(mb.finish(inputs=[x], outputs=[y]), [feed.shape], trials=1)
