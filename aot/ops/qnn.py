@@ -55,7 +55,7 @@ def _requant_np(acc, mult, shift, node):
     a = node.attrs
     if a.get("requant") == "float":
         out = np.rint(acc.astype(np.float32) * np.asarray(mult, np.float32)).astype(np.int64) + a["out_zp"]
-    elif a.get("acc_dtype") == "int64":
+    elif acc_dtype(node) == "int64":
         out = mbqm64_np(acc, mult, shift) + a["out_zp"]
     else:
         out = mbqm_np(acc, mult, shift) + a["out_zp"]
@@ -89,7 +89,8 @@ def _channel_params(node, k):
 
 
 def acc_dtype(node):
-    """The accumulator's dtype: int32, or int64 for TFLite's int16x8 kernels with an int64 bias."""
+    """The accumulator's dtype: int32, or int64 where TFLite's int16x8 kernels take one (the
+    frontend decides, from the bias's dtype)."""
     return node.attrs.get("acc_dtype", "int32")
 
 
