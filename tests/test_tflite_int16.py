@@ -452,3 +452,28 @@ def test_int16_relu_and_relu6_are_bit_exact_with_tflm_on_every_input(op, scales)
     y = mb.tensor("y", feed.shape, "int16", scale=scales[1], zero_point=0)
     mb.op(op, [x], [y])
     _assert_bit_exact(mb.finish(inputs=[x], outputs=[y]), [feed.shape], trials=1)
+
+
+BATCH_MATMUL_CASES = {"plain": ([2, 3, 40], [2, 40, 5], {}, (3e-4, 2e-4, 0.3)),
+                      "broadcast": ([2, 1, 3, 8], [3, 8, 4], {}, (1e-3, 1e-3, 0.01)),
+                      "adjoint": ([2, 16, 3], [2, 5, 16], dict(adj_x=True, adj_y=True), (1e-3, 5e-4, 0.02))}
+
+
+@tflm
+@pytest.mark.parametrize("name", sorted(BATCH_MATMUL_CASES))
+def test_int16_batch_matmul_is_bit_exact_with_tflm(name):
+    """Two int16 activations: products summed in int64 (a row of 40 full-range products passes
+    int32's range)."""
+    a_shape, b_shape, opts, (sa, sb, so) = BATCH_MATMUL_CASES[name]
+    a = np.zeros(a_shape, np.float32)
+    b = np.zeros(b_shape, np.float32)
+    if opts:
+        a, b = a.swapaxes(-1, -2), b.swapaxes(-1, -2)
+    out_shape = np.matmul(a, b).shape
+    mb = ModelBuilder()
+    x = mb.tensor("a", a_shape, "int16", scale=sa, zero_point=0)
+    y = mb.tensor("b", b_shape, "int16", scale=sb, zero_point=0)
+    z = mb.tensor("y", out_shape, "int16", scale=so, zero_point=0)
+    mb.op("BATCH_MATMUL", [x, y], [z], **opts)
+    res = _assert_bit_exact(mb.finish(inputs=[x, y], outputs=[z]), [a_shape, b_shape])
+    assert [n.attrs["acc_dtype"] for n in res.graph.nodes if n.op == "QBatchMatMul"] == ["int64"]

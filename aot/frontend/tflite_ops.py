@@ -27,7 +27,7 @@ INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED",
 # qsigmoid16.py); RELU a requantisation and a clamp, RELU6 a clamp; the other activations' int16
 # kernels are not supported yet
 INT16_ARITH_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "ADD", "SUB", "MUL",
-                   "AVERAGE_POOL_2D", "MEAN", "RELU", "RELU6"}
+                   "AVERAGE_POOL_2D", "MEAN", "RELU", "RELU6", "BATCH_MATMUL"}
 INT16_OPS = SAME_QUANT_OPS | INT16_ARITH_OPS | {"QUANTIZE", "DEQUANTIZE", "SOFTMAX", "LOGISTIC", "TANH"}
 PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
 
@@ -357,6 +357,8 @@ def batch_matmul(cx, op):
         so, zo = qparams(op.outputs[0], op)
         m, sh = quantize_multiplier(float(s1 * s2) / np.float64(so))         # the scale product in float
         attrs = {"x_zp": z1, "y_zp": z2, "out_zp": zo, "multiplier": m, "shift": sh, "out_dtype": op.outputs[0].dtype}
+        if op.outputs[0].dtype == "int16":
+            attrs["acc_dtype"] = "int64"            # TFLite Micro sums int16 products in int64
         return [cx.node("QBatchMatMul", ins, attrs, name=_out(op))]
     return [cx.node("MatMul", ins, name=_out(op))]
 

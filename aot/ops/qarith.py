@@ -12,8 +12,8 @@ from ..ir.graph import TensorType
 from ..tir.expr import Cast, Select, ge
 from .conv import ConvTranspose, conv_transpose_sum
 from .dense import MatMul
-from .fixed_point import mbqm, mbqm_np
-from .qnn import QUANT_ATTRS, QBinary, _clamp_cast, _i32, _Requantised, requant_channels_np, widen
+from .fixed_point import mbqm, mbqm64, mbqm64_np, mbqm_np
+from .qnn import QUANT_ATTRS, QBinary, _clamp_cast, _i32, _Requantised, acc_dtype, requant_channels_np, widen
 from .reduce import Reduce
 from .registry import Op, register
 from .window import split_index
@@ -143,10 +143,11 @@ def mean_multiplier(multiplier, shift, count):
 class QBatchMatMul(MatMul):
     """TFLite BATCH_MATMUL, int8: sum_k (a - a_zp)(b - b_zp) over [..., M, K] x [..., K, N] with
     broadcast batch dimensions, requantised by (multiplier, shift) = float(a_scale * b_scale) /
-    out_scale, + out_zp, clamped."""
+    out_scale, + out_zp, clamped; int16 summed in int64 (acc_dtype="int64") and requantised with
+    the int64 MultiplyByQuantizedMultiplier, as TFLite Micro does."""
     name = "QBatchMatMul"
     internal = True
-    dtypes = QTYPES
+    dtypes = ("int8", "int16")
 
     def infer(self, node):
         return [TensorType(tuple(self._shapes(node)[3]), node.attrs["out_dtype"])]
@@ -154,23 +155,26 @@ class QBatchMatMul(MatMul):
     def reference(self, node, a, b):
         at = node.attrs
         acc = np.matmul(a.astype(np.int64) - at["x_zp"], b.astype(np.int64) - at["y_zp"])
-        return [_clamp_np(mbqm_np(acc, at["multiplier"], at["shift"]) + at["out_zp"], at)]
+        scale = mbqm64_np if acc_dtype(node) == "int64" else mbqm_np
+        return [_clamp_np(scale(acc, at["multiplier"], at["shift"]) + at["out_zp"], at)]
 
     def compute(self, node, a, b):
         at = node.attrs
         a2, b2, batch, out = self._shapes(node)
         nb = len(batch)
+        wide = widen(node) or (lambda p: p)
+        scale = mbqm64 if acc_dtype(node) == "int64" else mbqm
 
         def body(*o):
             bidx = list(o[:nb])
             r = te.reduce_axis(a2[-1], "rk")
             ai = te.broadcast_index(bidx, a2[:-2]) + [o[nb], r.var]
             bi = te.broadcast_index(bidx, b2[:-2]) + [r.var, o[-1]]
-            return te.sum(_centred(a, ai, at["x_zp"]) * _centred(b, bi, at["y_zp"]), r)
+            return te.sum(wide(_centred(a, ai, at["x_zp"]) * _centred(b, bi, at["y_zp"])), r)
         acc = te.compute(tuple(out), body, "qbatch_matmul")
 
         def finish(*i):
-            return _clamp_cast(mbqm(acc(*i), int(at["multiplier"]), int(at["shift"])) + _i32(at["out_zp"]), node)
+            return _clamp_cast(scale(acc(*i), int(at["multiplier"]), int(at["shift"])) + _i32(at["out_zp"]), node)
         return [te.compute(tuple(out), finish, "requant")]
 
 
