@@ -477,3 +477,26 @@ def test_int16_batch_matmul_is_bit_exact_with_tflm(name):
     mb.op("BATCH_MATMUL", [x, y], [z], **opts)
     res = _assert_bit_exact(mb.finish(inputs=[x, y], outputs=[z]), [a_shape, b_shape])
     assert [n.attrs["acc_dtype"] for n in res.graph.nodes if n.op == "QBatchMatMul"] == ["int64"]
+
+
+@pytest.mark.parametrize("cc,extra", [("gcc", []), ("clang", []), ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb"])])
+def test_int16x8_generated_c_is_warning_free(tmp_path, cc, extra):
+    """The int16x8 network's C (int64 accumulators, the int16 softmax and tanh) compiles under
+    -std=c99 -Wall -Wextra -Werror -pedantic with gcc, clang and arm-none-eabi-gcc (-O2)."""
+    import io
+    import subprocess
+    import tarfile
+
+    import aot
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} not installed")
+    with tarfile.open(fileobj=io.BytesIO(aot.compile(_int16_net(), target="c -mcpu=cortex-m4").tar)) as tar:
+        tar.extractall(tmp_path, filter="data")
+    src = tmp_path / "codegen" / "host" / "src"
+    incs = ["-I", str(tmp_path / "codegen" / "host" / "include"), "-I", str(tmp_path / "runtime" / "include")]
+    sources = sorted(src.iterdir())
+    assert any(c.name.endswith("lib1.c") for c in sources), sources              # the kernels
+    for c in sources:
+        r = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2", *extra, *incs, "-c",
+                            str(c), "-o", str(tmp_path / (c.name + ".o"))], capture_output=True, text=True)
+        assert r.returncode == 0 and not r.stderr, (c.name, r.stderr)
