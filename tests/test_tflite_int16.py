@@ -479,7 +479,8 @@ def test_int16_batch_matmul_is_bit_exact_with_tflm(name):
     assert [n.attrs["acc_dtype"] for n in res.graph.nodes if n.op == "QBatchMatMul"] == ["int64"]
 
 
-@pytest.mark.parametrize("cc,extra", [("gcc", []), ("clang", []), ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb"])])
+@pytest.mark.parametrize("cc,extra", [("gcc", []), ("clang", []),
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb"])])
 def test_int16x8_generated_c_is_warning_free(tmp_path, cc, extra):
     """The int16x8 network's C (int64 accumulators, the int16 softmax and tanh) compiles under
     -std=c99 -Wall -Wextra -Werror -pedantic with gcc, clang and arm-none-eabi-gcc (-O2)."""
