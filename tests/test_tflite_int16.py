@@ -17,10 +17,10 @@ def _feed(rng, shape):
     return rng.integers(I16.min, I16.max + 1, shape).astype(np.int16)
 
 
-def _assert_bit_exact(model, shapes, trials=3, integer_ops=None, oracle=None, **compile_kw):
-    """Compile once; on `trials` random int16 inputs (the first under ASan/UBSan) the outputs
-    equal TFLM's (on `oracle`, an equivalent model TFLM runs, where given). Returns the compile
-    result."""
+def _assert_bit_exact(model, shapes, trials=3, integer_ops=None, oracle=None, feeds=None, **compile_kw):
+    """Compile once; on `trials` random int16 inputs (or the given `feeds`; the first trial under
+    ASan/UBSan) the outputs equal TFLM's (on `oracle`, an equivalent model TFLM runs, where
+    given). Returns the compile result."""
     import aot
     res = aot.compile(model, **compile_kw)
     assert all(n.outputs[0].type.dtype != "float32" for n in res.graph.nodes if n.op != "DequantizeLinear"), \
@@ -29,9 +29,9 @@ def _assert_bit_exact(model, shapes, trials=3, integer_ops=None, oracle=None, **
         assert {n.op for n in res.graph.nodes} == set(integer_ops), sorted({n.op for n in res.graph.nodes})
     for trial in range(trials):
         rng = np.random.default_rng(100 + trial)
-        feeds = [_feed(rng, s) for s in shapes]
-        refs = run_tflm(oracle or model, feeds)
-        outs = aot.run(res, {v.name: f for v, f in zip(res.graph.inputs, feeds)}, sanitize=trial == 0)
+        given = feeds if feeds is not None else [_feed(rng, s) for s in shapes]
+        refs = run_tflm(oracle or model, given)
+        outs = aot.run(res, {v.name: f for v, f in zip(res.graph.inputs, given)}, sanitize=trial == 0)
         for name, ref in zip(res.graph.output_names, refs):
             got = outs[name]
             assert got.dtype == ref.dtype and got.shape == ref.shape, (got.dtype, got.shape, ref.dtype, ref.shape)
@@ -307,7 +307,7 @@ def test_int16x8_network_is_bit_exact_on_cortex_m4():
 
 
 # -- what is refused, by name -------------------------------------------------------------------
-@pytest.mark.parametrize("op,opts", [("HARD_SWISH", {}), ("LEAKY_RELU", dict(alpha=0.2)), ("PRELU", {})])
+@pytest.mark.parametrize("op,opts", [("HARD_SWISH", {}), ("PRELU", {})])
 def test_int16_kernels_without_support_are_refused_by_name(op, opts):
     import aot
     from aot.errors import AotError
@@ -451,7 +451,7 @@ def test_int16_relu_and_relu6_are_bit_exact_with_tflm_on_every_input(op, scales)
     x = mb.tensor("x", feed.shape, "int16", scale=scales[0], zero_point=0)
     y = mb.tensor("y", feed.shape, "int16", scale=scales[1], zero_point=0)
     mb.op(op, [x], [y])
-    _assert_bit_exact(mb.finish(inputs=[x], outputs=[y]), [feed.shape], trials=1)
+    _assert_bit_exact(mb.finish(inputs=[x], outputs=[y]), [feed.shape], trials=1, feeds=[feed])
 
 
 BATCH_MATMUL_CASES = {"plain": ([2, 3, 40], [2, 40, 5], {}, (3e-4, 2e-4, 0.3)),
@@ -501,3 +501,18 @@ def test_int16x8_generated_c_is_warning_free(tmp_path, cc, extra):
         r = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2", *extra, *incs, "-c",
                             str(c), "-o", str(tmp_path / (c.name + ".o"))], capture_output=True, text=True)
         assert r.returncode == 0 and not r.stderr, (c.name, r.stderr)
+
+
+@tflm
+@pytest.mark.parametrize("alpha,scales", [(0.2, (1e-3, 1e-3)), (0.01, (4e-4, 1e-3)), (1.7, (1e-3, 6e-4)),
+                                          (-0.3, (1e-3, 1e-3))])
+def test_int16_leaky_relu_is_bit_exact_with_tflm_on_every_input(alpha, scales):
+    """Every int16 input; alphas below and above 1 and a negative one (its sign applied after the
+    rescale)."""
+    feed = np.arange(I16.min, I16.max + 1, dtype=np.int16).reshape(256, 256)
+    mb = ModelBuilder()
+    x = mb.tensor("x", feed.shape, "int16", scale=scales[0], zero_point=0)
+    y = mb.tensor("y", feed.shape, "int16", scale=scales[1], zero_point=0)
+    mb.op("LEAKY_RELU", [x], [y], alpha=alpha)
+    _assert_bit_exact(mb.finish(inputs=[x], outputs=[y]), [feed.shape], trials=1, integer_ops=["QLeakyRelu"],
+                      feeds=[feed])

@@ -24,10 +24,10 @@ INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED",
 # int16x8 (int16 activations of zero point 0, int8 weights, int64 bias): the ops whose TFLite Micro
 # int16 kernel is the int8 one's arithmetic with other widths (conv and dense accumulate in int64);
 # SOFTMAX, LOGISTIC and TANH are TFLite's table-interpolating int16 kernels (aot/ops/qsoftmax16.py,
-# qsigmoid16.py); RELU a requantisation and a clamp, RELU6 a clamp; the other activations' int16
-# kernels are not supported yet
+# qsigmoid16.py); RELU a requantisation and a clamp, RELU6 a clamp, LEAKY_RELU two requantisations
+# (qarith.QLeakyRelu); the other activations' int16 kernels are not supported yet
 INT16_ARITH_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "ADD", "SUB", "MUL",
-                   "AVERAGE_POOL_2D", "MEAN", "RELU", "RELU6", "BATCH_MATMUL"}
+                   "AVERAGE_POOL_2D", "MEAN", "RELU", "RELU6", "LEAKY_RELU", "BATCH_MATMUL"}
 INT16_OPS = SAME_QUANT_OPS | INT16_ARITH_OPS | {"QUANTIZE", "DEQUANTIZE", "SOFTMAX", "LOGISTIC", "TANH"}
 PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
 
@@ -465,11 +465,23 @@ def _relu16(cx, op):
                     name=_out(op))]
 
 
+def _leaky_relu16(cx, op):
+    """TFLite Micro's int16 LEAKY_RELU: two multipliers, their real ratios computed in float."""
+    (si, zi), (so, zo) = qparams(op.inputs[0], op), qparams(op.outputs[0], op)
+    m, s = quantize_multiplier(float(np.float32(si) / np.float32(so)))
+    am, ash = quantize_multiplier(float(np.float32(si) * np.float32(op.opt("Alpha")) / np.float32(so)))
+    attrs = {"x_zp": zi, "out_zp": zo, "multiplier": m, "shift": s, "alpha_multiplier": am, "alpha_shift": ash,
+             "out_dtype": "int16"}
+    return [cx.node("QLeakyRelu", [cx.value(op.inputs[0], op)], attrs, name=_out(op))]
+
+
 def _lookup(cx, op):
     """An int8 activation as TFLite Micro's kernel computes it, tabulated for the 256 inputs."""
     x, out = op.inputs[0], op.outputs[0]
     if x.dtype == "int16" and op.name in ("RELU", "RELU6"):
         return _relu16(cx, op)
+    if x.dtype == "int16" and op.name == "LEAKY_RELU":
+        return _leaky_relu16(cx, op)
     if x.dtype != "int8" or out.dtype != "int8":
         raise TFLiteError(f"{op}: the integer kernel takes int8 in and out, not {x.dtype} -> {out.dtype}")
     (si, zi), (so, zo) = qparams(x, op), qparams(out, op)

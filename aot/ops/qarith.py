@@ -15,7 +15,7 @@ from .dense import MatMul
 from .fixed_point import mbqm, mbqm64, mbqm64_np, mbqm_np
 from .qnn import QUANT_ATTRS, QBinary, _clamp_cast, _i32, _Requantised, acc_dtype, requant_channels_np, widen
 from .reduce import Reduce
-from .registry import Op, register
+from .registry import Op, Pattern, register
 from .window import split_index
 
 QTYPES = ("int8",)
@@ -83,6 +83,41 @@ class QPRelu(_QBinary):
         pos = mbqm(x, int(a["multiplier"]), int(a["shift"]))
         neg = mbqm(x * alpha, int(a["alpha_multiplier"]), int(a["alpha_shift"]))
         return Select(ge(x, _i32(0)), pos, neg) + _i32(a["out_zp"])
+
+
+@register
+class QLeakyRelu(Op):
+    """TFLite LEAKY_RELU on int16 (int8 is a table, aot/ops/qlut.py): x - x_zp >= 0 rescaled by
+    (multiplier, shift) = x_scale / out_scale, else by (alpha_multiplier, alpha_shift) = x_scale *
+    alpha / out_scale, whose sign (a negative alpha) is applied after the magnitude's rescale, as
+    TFLite Micro does; + out_zp, clamped to the output dtype."""
+    name = "QLeakyRelu"
+    internal = True
+    pattern = Pattern.ELEMWISE
+    dtypes = ("int8", "int16")
+
+    def infer(self, node):
+        return [TensorType(node.inputs[0].type.shape, node.attrs["out_dtype"])]
+
+    def reference(self, node, x):
+        a = node.attrs
+        v = x.astype(np.int64) - a["x_zp"]
+        am = int(a["alpha_multiplier"])
+        neg = mbqm_np(v, abs(am), a["alpha_shift"])
+        out = np.where(v >= 0, mbqm_np(v, a["multiplier"], a["shift"]), -neg if am < 0 else neg)
+        return [_clamp_np(out + a["out_zp"], a)]
+
+    def compute(self, node, x):
+        a = node.attrs
+        am = int(a["alpha_multiplier"])
+
+        def body(*i):
+            v = Cast("int32", x(*i)) - _i32(a["x_zp"])
+            neg = mbqm(v, abs(am), int(a["alpha_shift"]))
+            pos = mbqm(v, int(a["multiplier"]), int(a["shift"]))
+            out = Select(ge(v, _i32(0)), pos, _i32(0) - neg if am < 0 else neg)
+            return _clamp_cast(out + _i32(a["out_zp"]), node)
+        return [te.compute(x.shape, body, "qleaky_relu")]
 
 
 @register
