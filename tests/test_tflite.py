@@ -306,7 +306,7 @@ def test_int16_kernels_are_refused_by_name():
     mb = ModelBuilder()
     x = mb.tensor("x", [4], "int16", scale=1 / 4096, zero_point=0)
     y = mb.tensor("y", [4], "int16", scale=1 / 32768, zero_point=0)
-    mb.op("LOGISTIC", [x], [y])
-    with pytest.raises(AotError, match=r"operator 0 \(LOGISTIC\): the int16 \(int16x8\) kernel of LOGISTIC is not "
-                                       "supported yet"):
+    mb.op("HARD_SWISH", [x], [y])
+    with pytest.raises(AotError, match=r"operator 0 \(HARD_SWISH\): the int16 \(int16x8\) kernel of HARD_SWISH is "
+                                       "not supported yet"):
         aot.compile(mb.finish(inputs=[x], outputs=[y]))

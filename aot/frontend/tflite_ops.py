@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TFLiteError
-from ..ops import qlut
+from ..ops import qlut, qsigmoid16, qsoftmax16
 from ..ops.qarith import mean_multiplier
 from ..ops.fixed_point import activation_range, quantize_multiplier, softmax_tables
 
@@ -21,8 +21,14 @@ SAME_QUANT_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "MAX_POOL_2D", "PAD", "PA
 TABLE_OPS = {"LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH"}     # int8: a 256-entry table
 INT8_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "ADD", "SUB", "MUL", "PRELU", "MEAN", "BATCH_MATMUL",
             "AVERAGE_POOL_2D", "SOFTMAX", "QUANTIZE", "DEQUANTIZE"} | SAME_QUANT_OPS | TABLE_OPS
-# the integer path of these is written for int8 only (TFLite's int16x8 kernels are other algorithms)
-INT16_OPS = SAME_QUANT_OPS - {"RELU6"}
+# int16x8 (int16 activations of zero point 0, int8 weights, int64 bias): the ops whose TFLite Micro
+# int16 kernel is the int8 one's arithmetic with other widths (conv and dense accumulate in int64);
+# SOFTMAX, LOGISTIC and TANH are TFLite's table-interpolating int16 kernels (aot/ops/qsoftmax16.py,
+# qsigmoid16.py); RELU a requantisation and a clamp, RELU6 a clamp, LEAKY_RELU two requantisations
+# (qarith.QLeakyRelu); the other activations' int16 kernels are not supported yet
+INT16_ARITH_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "ADD", "SUB", "MUL",
+                   "AVERAGE_POOL_2D", "MEAN", "RELU", "RELU6", "LEAKY_RELU", "BATCH_MATMUL"}
+INT16_OPS = SAME_QUANT_OPS | INT16_ARITH_OPS | {"QUANTIZE", "DEQUANTIZE", "SOFTMAX", "LOGISTIC", "TANH"}
 PADDING = {0: "SAME_UPPER", 1: "VALID"}      # TF's SAME puts the odd padding element at the end
 
 
@@ -46,6 +52,8 @@ class Converter:
         if op.name not in INT16_OPS and any(t is not None and t.data is None and t.dtype == "int16"
                                             for t in op.inputs + op.outputs):
             raise TFLiteError(f"{op}: the int16 (int16x8) kernel of {op.name} is not supported yet")
+        if op.name in INT16_ARITH_OPS:
+            _check_int16x8(op)
         if quantised(op) and op.name in SAME_QUANT_OPS:
             acts = [t for t in op.inputs + op.outputs if t is not None and t.dtype in ("int8", "int16")]
             if len({qparams(t, op) for t in acts}) > 1:
@@ -137,6 +145,36 @@ def quantised(op):
                for t in op.inputs + op.outputs)
 
 
+def _check_int16x8(op):
+    """TFLite Micro's int16x8 kernels take int16 activations only, each of zero point 0."""
+    acts = [t for t in op.inputs + op.outputs if t is not None and t.data is None]
+    if not any(t.dtype == "int16" for t in acts):
+        return
+    for t in acts:
+        if t.dtype != "int16":
+            raise TFLiteError(f"{op}: {t} is {t.dtype}; an int16 (int16x8) {op.name} takes int16 activations only")
+        if qparams(t, op)[1] != 0:
+            raise TFLiteError(f"{op}: {t} has zero point {qparams(t, op)[1]}; int16 (int16x8) activations need "
+                              "zero point 0 (as TFLite Micro requires)")
+
+
+def _accumulator(op, x, bias):
+    """{"acc_dtype": "int64"} where TFLite Micro accumulates an int16x8 conv or dense layer in
+    int64: with an int64 bias (TRANSPOSE_CONV: or int16), or with none unless the op's
+    quantized_bias_type is int32 (DEPTHWISE_CONV_2D and TRANSPOSE_CONV: always int64)."""
+    if x.dtype != "int16":
+        return {}
+    always = op.name in ("DEPTHWISE_CONV_2D", "TRANSPOSE_CONV")
+    if bias is None:
+        int32 = not always and op.opt("QuantizedBiasType", 0) == 2      # TensorType.INT32
+        return {} if int32 else {"acc_dtype": "int64"}
+    allowed = {"DEPTHWISE_CONV_2D": ("int64",), "TRANSPOSE_CONV": ("int64", "int16")}.get(op.name, ("int32", "int64"))
+    if bias.dtype not in allowed:
+        need = " or ".join(allowed)
+        raise TFLiteError(f"{op}: {bias} is {bias.dtype}; an int16 (int16x8) {op.name} needs an {need} bias")
+    return {} if bias.dtype == "int32" else {"acc_dtype": "int64"}
+
+
 def qparams(t, op):
     """(scale, zero point) of a per-tensor quantised tensor."""
     if not t.quantised:
@@ -197,6 +235,7 @@ def _conv_node(cx, op, x, w, b, attrs):
     os_ = qparams(op.outputs[0], op)[0]
     reals = np.float64(xs) * ws.astype(np.float64) / np.float64(os_)
     qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals)
+    qa.update(_accumulator(op, op.inputs[0], op.inputs[2] if len(op.inputs) > 2 else None))
     ins = [x, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
     while ins and ins[-1] is None:
         ins.pop()
@@ -267,6 +306,7 @@ def transpose_conv(cx, op):
     ws = _weights_scales(wt, op)
     os_ = qparams(op.outputs[0], op)[0]
     qa, extra = requant_attrs(op, xt, op.outputs[0], np.float64(xs) * ws.astype(np.float64) / np.float64(os_))
+    qa.update(_accumulator(op, xt, bt))
     ins = [x, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
     while ins and ins[-1] is None:
         ins.pop()
@@ -290,6 +330,7 @@ def fully_connected(cx, op):
         xs, os_ = qparams(op.inputs[0], op)[0], qparams(op.outputs[0], op)[0]
         reals = np.float64(xs) * ws.astype(np.float64) / np.float64(os_)
         qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals)
+        qa.update(_accumulator(op, op.inputs[0], op.inputs[2] if len(op.inputs) > 2 else None))
         ins = [rows, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
         while ins and ins[-1] is None:
             ins.pop()
@@ -316,6 +357,8 @@ def batch_matmul(cx, op):
         so, zo = qparams(op.outputs[0], op)
         m, sh = quantize_multiplier(float(s1 * s2) / np.float64(so))         # the scale product in float
         attrs = {"x_zp": z1, "y_zp": z2, "out_zp": zo, "multiplier": m, "shift": sh, "out_dtype": op.outputs[0].dtype}
+        if op.outputs[0].dtype == "int16":
+            attrs["acc_dtype"] = "int64"            # TFLite Micro sums int16 products in int64
         return [cx.node("QBatchMatMul", ins, attrs, name=_out(op))]
     return [cx.node("MatMul", ins, name=_out(op))]
 
@@ -378,15 +421,67 @@ for _name, _onnx, _fused in (("ADD", "Add", True), ("SUB", "Sub", True), ("MUL",
 
 def _unary(onnx_op):
     def conv(cx, op):
+        if quantised(op) and op.name in ("LOGISTIC", "TANH") and op.inputs[0].dtype == "int16":
+            return _sigmoid16(cx, op)
         if quantised(op) and op.name in TABLE_OPS:
             return _lookup(cx, op)
         return [cx.node(onnx_op, cx.inputs(op, 1), name=_out(op))]
     return conv
 
 
+def _sigmoid16(cx, op):
+    """TFLite Micro's int16 LOGISTIC and TANH: zero points 0, an output scale of 2^-15."""
+    x, out = op.inputs[0], op.outputs[0]
+    (si, zi), (so, zo) = qparams(x, op), qparams(out, op)
+    if out.dtype != "int16" or zi or zo:
+        raise TFLiteError(f"{op}: an int16 {op.name} takes int16 in and out with zero points 0 (as TFLite Micro "
+                          "requires)")
+    pot, log2 = qsigmoid16.checked_log2(so)
+    if not pot or log2 != -15:
+        raise TFLiteError(f"{op}: an int16 {op.name} needs an output scale of 2^-15 (what TFLite Micro computes), "
+                          f"not {float(so):g}")
+    kind = "tanh" if op.name == "TANH" else "logistic"
+    try:
+        m, sh = qsigmoid16.input_rescale(kind, si)
+    except ValueError as e:
+        raise TFLiteError(f"{op}: {e}") from None
+    table = cx.b.const(f"{_out(op)}_sigmoid", qsigmoid16.sigmoid_table())
+    return [cx.node("QSigmoid16", [cx.value(x, op), table], {"kind": kind, "multiplier": m, "shift": sh},
+                    name=_out(op))]
+
+
+def _relu16(cx, op):
+    """TFLite Micro's int16 RELU (the input requantised to the output's scale, clamped below at
+    zero) and RELU6 (the raw input clamped to [zero, six] of its own scale)."""
+    x, out = op.inputs[0], op.outputs[0]
+    (si, _), (so, zo) = qparams(x, op), qparams(out, op)
+    v = cx.value(x, op)
+    if op.name == "RELU":
+        m, s = quantize_multiplier(float(np.float32(si) / np.float32(so)))      # the ratio in float
+        v = cx.node("QQuantize", [v], {"x_zp": 0, "out_zp": zo, "multiplier": m, "shift": s, "out_dtype": "int16"},
+                    name=f"{_out(op)}_requant")
+    lo, hi = activation_range(1 if op.name == "RELU" else 3, so, zo, "int16")
+    return [cx.node("Clip", [v] + [cx.b.const(k, np.asarray(b, np.int16)) for k, b in (("lo", lo), ("hi", hi))],
+                    name=_out(op))]
+
+
+def _leaky_relu16(cx, op):
+    """TFLite Micro's int16 LEAKY_RELU: two multipliers, their real ratios computed in float."""
+    (si, zi), (so, zo) = qparams(op.inputs[0], op), qparams(op.outputs[0], op)
+    m, s = quantize_multiplier(float(np.float32(si) / np.float32(so)))
+    am, ash = quantize_multiplier(float(np.float32(si) * np.float32(op.opt("Alpha")) / np.float32(so)))
+    attrs = {"x_zp": zi, "out_zp": zo, "multiplier": m, "shift": s, "alpha_multiplier": am, "alpha_shift": ash,
+             "out_dtype": "int16"}
+    return [cx.node("QLeakyRelu", [cx.value(op.inputs[0], op)], attrs, name=_out(op))]
+
+
 def _lookup(cx, op):
     """An int8 activation as TFLite Micro's kernel computes it, tabulated for the 256 inputs."""
     x, out = op.inputs[0], op.outputs[0]
+    if x.dtype == "int16" and op.name in ("RELU", "RELU6"):
+        return _relu16(cx, op)
+    if x.dtype == "int16" and op.name == "LEAKY_RELU":
+        return _leaky_relu16(cx, op)
     if x.dtype != "int8" or out.dtype != "int8":
         raise TFLiteError(f"{op}: the integer kernel takes int8 in and out, not {x.dtype} -> {out.dtype}")
     (si, zi), (so, zo) = qparams(x, op), qparams(out, op)
@@ -450,6 +545,8 @@ def prelu(cx, op):
 def softmax(cx, op):
     (x,) = cx.inputs(op, 1)
     beta = float(op.opt("Beta", 1.0))
+    if quantised(op) and op.inputs[0].dtype == "int16":
+        return _softmax16(cx, op, x, beta)
     if quantised(op):
         si, _ = qparams(op.inputs[0], op)
         so, zo = qparams(op.outputs[0], op)
@@ -462,6 +559,18 @@ def softmax(cx, op):
     if beta != 1.0:
         x = cx.node("Mul", [x, cx.b.const("beta", np.float32(beta))], name=f"{_out(op)}_beta")
     return [cx.node("Softmax", [x], {"axis": -1}, name=_out(op))]
+
+
+def _softmax16(cx, op, x, beta):
+    """TFLite Micro's int16 softmax: zero points 0, an output scale of 1/32768 (within 0.1%)."""
+    (si, zi), (so, zo) = qparams(op.inputs[0], op), qparams(op.outputs[0], op)
+    if op.outputs[0].dtype != "int16" or zi or zo or abs(so - np.float32(1 / 32768)) > np.float32(0.001 / 32768):
+        raise TFLiteError(f"{op}: an int16 softmax needs an int16 output of scale 1/32768 and zero points 0 (what "
+                          "TFLite Micro supports)")
+    m, sh = quantize_multiplier(float(np.float64(si) * np.float64(np.float32(beta)) / (10.0 / 65535.0)))
+    exp_t, recip_t = qsoftmax16.softmax16_tables()
+    return [cx.node("QSoftmax16", [x, cx.b.const(f"{_out(op)}_exp", exp_t), cx.b.const(f"{_out(op)}_recip", recip_t)],
+                    {"multiplier": m, "shift": sh}, name=_out(op))]
 
 
 @converts("DEQUANTIZE")

@@ -90,7 +90,7 @@ class DequantizeLinear(Op):
     name = "DequantizeLinear"
     pattern = Pattern.ELEMWISE
     fold_at_import = False     # a weight's int8 form and scale stay visible to the QDQ folding pass
-    dtypes = ("int8", "uint8", "int16", "uint16", "int32")
+    dtypes = ("int8", "uint8", "int16", "uint16", "int32")   # int16/uint16: ONNX opset 21, TFLite int16x8
     min_inputs = 2
 
     def canon(self, ctx):

@@ -93,9 +93,10 @@ class Conv(Op):
         return [te.compute(conv.shape, lambda *i: conv(*i) + b(split_index(i, layout)[1]), "conv_bias", names)]
 
 
-def conv_sum(node, x, w, xload, wload, wload_channel=False):
+def conv_sum(node, x, w, xload, wload, wload_channel=False, product=None):
     """The convolution reduction; xload/wload adapt the loaded values (zero points, widening).
-    With wload_channel, wload(value, output_channel) (a per-channel weight zero point)."""
+    With wload_channel, wload(value, output_channel) (a per-channel weight zero point); product
+    is the tap's product before it is summed (an int32 product into an int64 sum)."""
     a = node.attrs
     nsp, g = len(a["kernel_shape"]), a["group"]
     layout = a.get("layout", "NCHW")
@@ -121,7 +122,8 @@ def conv_sum(node, x, w, xload, wload, wload_channel=False):
         taps = [r.var for r in rs]
         wi = (m, rc.var, *taps) if layout == "NCHW" else (m, *taps, rc.var)
         wv = wload(w(*wi), m) if wload_channel else wload(w(*wi))
-        return te.sum(xload(x(*join_index(n, cin, idx, layout))) * wv, [rc] + rs)
+        tap = xload(x(*join_index(n, cin, idx, layout))) * wv
+        return te.sum(product(tap) if product else tap, [rc] + rs)
 
     return te.compute(out_shape, body, "conv", names)
 
@@ -215,7 +217,7 @@ class ConvTranspose(Op):
         return [te.compute(conv.shape, lambda *i: conv(*i) + b(split_index(i, layout)[1]), "conv_transpose_bias")]
 
 
-def conv_transpose_sum(node, x, w, xload, wload):
+def conv_transpose_sum(node, x, w, xload, wload, product=None):
     """The transposed convolution's reduction (gather form: each output sums the taps that land
     on an input position); xload/wload adapt the loaded values (zero points, widening)."""
     from ..tir.expr import Bin, and_, eq, ge, lt, select
@@ -242,5 +244,6 @@ def conv_transpose_sum(node, x, w, xload, wload):
         cin = rc.var if g == 1 else (m // mg) * cg + rc.var
         wm = m if g == 1 else m % mg
         prod = xload(x(*join_index(n, cin, idx, layout))) * wload(w(cin, wm, *[r.var for r in rs]))
+        prod = product(prod) if product else prod
         return te.sum(select(ok, prod, Const(0, prod.dtype)), [rc] + rs)
     return te.compute(node.outputs[0].type.shape, body, "conv_transpose")

@@ -83,6 +83,21 @@ def mbqm_np(x, multiplier, shift):
     return rdbpot_np(srdhm_np(np.asarray(x, np.int64) * (np.int64(1) << left), multiplier), right)
 
 
+def reduced_multiplier_np(multiplier):
+    """The Q31 significand rounded to Q15 (half up), saturating at 0x7FFF."""
+    m = np.asarray(multiplier, np.int64)
+    return np.minimum((m + (1 << 15)) >> 16, 0x7FFF)
+
+
+def mbqm64_np(x, multiplier, shift):
+    """TFLite's MultiplyByQuantizedMultiplier of an int64 accumulator (the int16x8 kernels):
+    x * (the significand in Q15) + half, arithmetic shift right by 15 - shift, one rounding;
+    the result taken as int32 (it fits whenever the scales are sane, as TFLite assumes)."""
+    total = 15 - np.asarray(shift, np.int64)
+    r = (np.asarray(x, np.int64) * reduced_multiplier_np(multiplier) + (np.int64(1) << (total - 1))) >> total
+    return (r + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
 # -- tensor expressions ----------------------------------------------------------------------------
 def _i32(v):
     return Const(int(v), "int32")
@@ -116,6 +131,21 @@ def mbqm(x, multiplier, shift):
     left = Select(gt(shift, _i32(0)), shift, _i32(0))
     right = Select(gt(shift, _i32(0)), _i32(0), _i32(0) - shift)
     return rdbpot(srdhm(x * Cast("int32", _pow2_u32(left)), multiplier), right)
+
+
+def mbqm64(x, multiplier, shift):
+    """mbqm64_np on an int64 expression -> int32; multiplier and shift are Python ints
+    (per-tensor: the Q15 significand and the shift folded here) or int32 expressions
+    (per-channel loads: the significand reduced in the kernel, without an overflowing add)."""
+    if isinstance(shift, int):
+        total = 15 - shift
+        reduced = int(reduced_multiplier_np(multiplier))
+        return Cast("int32", Bin(">>", x * _i64(reduced) + _i64(1 << (total - 1)), _i64(total)))
+    # (m + 2^15) >> 16 == (m >> 16) + bit 15 of m, for m >= 0
+    half_up = Bin(">>", multiplier, _i32(16)) + Bin("&", Bin(">>", multiplier, _i32(15)), _i32(1))
+    reduced = Cast("int64", Select(lt(half_up, _i32(0x7FFF)), half_up, _i32(0x7FFF)))
+    total = Cast("int64", _i32(15) - shift)
+    return Cast("int32", Bin(">>", x * reduced + Bin("<<", _i64(1), total - _i64(1)), total))
 
 
 def _pow2_u32(e):

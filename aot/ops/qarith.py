@@ -12,10 +12,10 @@ from ..ir.graph import TensorType
 from ..tir.expr import Cast, Select, ge
 from .conv import ConvTranspose, conv_transpose_sum
 from .dense import MatMul
-from .fixed_point import mbqm, mbqm_np
-from .qnn import QUANT_ATTRS, QBinary, _clamp_cast, _i32, _Requantised, requant_channels_np
+from .fixed_point import mbqm, mbqm64, mbqm64_np, mbqm_np
+from .qnn import QUANT_ATTRS, QBinary, _clamp_cast, _i32, _Requantised, acc_dtype, requant_channels_np, widen
 from .reduce import Reduce
-from .registry import Op, register
+from .registry import Op, Pattern, register
 from .window import split_index
 
 QTYPES = ("int8",)
@@ -48,8 +48,10 @@ class _QBinary(QBinary):
 @register
 class QMul(_QBinary):
     """TFLite MUL, int8: (x - x_zp) * (y - y_zp) requantised by multiplier/shift (the real
-    multiplier x_scale * y_scale / out_scale), + out_zp, clamped to act_min..act_max."""
+    multiplier x_scale * y_scale / out_scale), + out_zp, clamped to act_min..act_max; int16 too
+    (zero points 0: the int32 product of two int16 values cannot overflow)."""
     name = "QMul"
+    dtypes = ("int8", "int16")
 
     def reference(self, node, x, y):
         a = node.attrs
@@ -84,14 +86,49 @@ class QPRelu(_QBinary):
 
 
 @register
+class QLeakyRelu(Op):
+    """TFLite LEAKY_RELU on int16 (int8 is a table, aot/ops/qlut.py): x - x_zp >= 0 rescaled by
+    (multiplier, shift) = x_scale / out_scale, else by (alpha_multiplier, alpha_shift) = x_scale *
+    alpha / out_scale, whose sign (a negative alpha) is applied after the magnitude's rescale, as
+    TFLite Micro does; + out_zp, clamped to the output dtype."""
+    name = "QLeakyRelu"
+    internal = True
+    pattern = Pattern.ELEMWISE
+    dtypes = ("int8", "int16")
+
+    def infer(self, node):
+        return [TensorType(node.inputs[0].type.shape, node.attrs["out_dtype"])]
+
+    def reference(self, node, x):
+        a = node.attrs
+        v = x.astype(np.int64) - a["x_zp"]
+        am = int(a["alpha_multiplier"])
+        neg = mbqm_np(v, abs(am), a["alpha_shift"])
+        out = np.where(v >= 0, mbqm_np(v, a["multiplier"], a["shift"]), -neg if am < 0 else neg)
+        return [_clamp_np(out + a["out_zp"], a)]
+
+    def compute(self, node, x):
+        a = node.attrs
+        am = int(a["alpha_multiplier"])
+
+        def body(*i):
+            v = Cast("int32", x(*i)) - _i32(a["x_zp"])
+            neg = mbqm(v, abs(am), int(a["alpha_shift"]))
+            pos = mbqm(v, int(a["multiplier"]), int(a["shift"]))
+            out = Select(ge(v, _i32(0)), pos, _i32(0) - neg if am < 0 else neg)
+            return _clamp_cast(out + _i32(a["out_zp"]), node)
+        return [te.compute(x.shape, body, "qleaky_relu")]
+
+
+@register
 class QMean(Reduce):
     """TFLite MEAN, int8: the int32 sum over `axes`, minus x_zp times the count, requantised by
     (multiplier, shift) = x_scale / out_scale with 1/count folded in as TFLite does
-    (mean_multiplier), + out_zp, clamped."""
+    (mean_multiplier), + out_zp, clamped; int16 too (zero points 0)."""
     name = "QMean"
     names = ()
     internal = True
-    dtypes = QTYPES
+    dtypes = ("int8", "int16")
 
     def canon(self, ctx):
         Op.canon(self, ctx)
@@ -141,10 +178,11 @@ def mean_multiplier(multiplier, shift, count):
 class QBatchMatMul(MatMul):
     """TFLite BATCH_MATMUL, int8: sum_k (a - a_zp)(b - b_zp) over [..., M, K] x [..., K, N] with
     broadcast batch dimensions, requantised by (multiplier, shift) = float(a_scale * b_scale) /
-    out_scale, + out_zp, clamped."""
+    out_scale, + out_zp, clamped; int16 summed in int64 (acc_dtype="int64") and requantised with
+    the int64 MultiplyByQuantizedMultiplier, as TFLite Micro does."""
     name = "QBatchMatMul"
     internal = True
-    dtypes = QTYPES
+    dtypes = ("int8", "int16")
 
     def infer(self, node):
         return [TensorType(tuple(self._shapes(node)[3]), node.attrs["out_dtype"])]
@@ -152,31 +190,35 @@ class QBatchMatMul(MatMul):
     def reference(self, node, a, b):
         at = node.attrs
         acc = np.matmul(a.astype(np.int64) - at["x_zp"], b.astype(np.int64) - at["y_zp"])
-        return [_clamp_np(mbqm_np(acc, at["multiplier"], at["shift"]) + at["out_zp"], at)]
+        scale = mbqm64_np if acc_dtype(node) == "int64" else mbqm_np
+        return [_clamp_np(scale(acc, at["multiplier"], at["shift"]) + at["out_zp"], at)]
 
     def compute(self, node, a, b):
         at = node.attrs
         a2, b2, batch, out = self._shapes(node)
         nb = len(batch)
+        wide = widen(node) or (lambda p: p)
+        scale = mbqm64 if acc_dtype(node) == "int64" else mbqm
 
         def body(*o):
             bidx = list(o[:nb])
             r = te.reduce_axis(a2[-1], "rk")
             ai = te.broadcast_index(bidx, a2[:-2]) + [o[nb], r.var]
             bi = te.broadcast_index(bidx, b2[:-2]) + [r.var, o[-1]]
-            return te.sum(_centred(a, ai, at["x_zp"]) * _centred(b, bi, at["y_zp"]), r)
+            return te.sum(wide(_centred(a, ai, at["x_zp"]) * _centred(b, bi, at["y_zp"])), r)
         acc = te.compute(tuple(out), body, "qbatch_matmul")
 
         def finish(*i):
-            return _clamp_cast(mbqm(acc(*i), int(at["multiplier"]), int(at["shift"])) + _i32(at["out_zp"]), node)
+            return _clamp_cast(scale(acc(*i), int(at["multiplier"]), int(at["shift"])) + _i32(at["out_zp"]), node)
         return [te.compute(tuple(out), finish, "requant")]
 
 
 @register
 class QConvTranspose(_Requantised, ConvTranspose):
-    """TFLite TRANSPOSE_CONV, int8, NHWC: sum over the taps of (x - x_zp) * w (w as ONNX's
-    [C_in, C_out, kh, kw], symmetric int8), + bias (int32 or None), requantised per output channel
-    (int32 multiplier and shift constants, or the per-tensor attributes) as CONV_2D is."""
+    """TFLite TRANSPOSE_CONV, int8 or int16x8, NHWC: sum over the taps of (x - x_zp) * w (w as
+    ONNX's [C_in, C_out, kh, kw], symmetric int8), + bias (int32 or None; int16x8: int64 or int16
+    with acc_dtype="int64"), requantised per output channel (int32 multiplier and shift constants,
+    or the per-tensor attributes) as CONV_2D is."""
     name = "QConvTranspose"
 
     def canon(self, ctx):
@@ -196,6 +238,6 @@ class QConvTranspose(_Requantised, ConvTranspose):
 
     def compute(self, node, x, w, bias=None, mult=None, shift=None):
         xz = _i32(node.attrs["x_zp"])
-        acc = conv_transpose_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v))
+        acc = conv_transpose_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v), widen(node))
         layout = node.attrs.get("layout", "NCHW")
         return [self.requant(node, acc, bias, mult, shift, split_index(tuple(range(len(acc.shape))), layout)[1])]

@@ -1,5 +1,7 @@
 """Integer kernels: int8 in, int32 accumulation, requantisation, the fused activation as a
-clamp, int8 out. Two requantisations, by the model's origin:
+clamp, int8 out; or TFLite's int16x8 (int16 activations, int8 weights), whose convolutions and
+dense layers accumulate in int64 (attr acc_dtype="int64", with an int64 bias) and requantise
+with the int64 MultiplyByQuantizedMultiplier. Two requantisations, by the model's origin:
 
 - requant="fixed" (the default; the TFLite frontend): TFLite's fixed-point arithmetic
   (fixed_point.py), every multiplier precomputed exactly as TFLite Micro's Prepare does; outputs
@@ -23,8 +25,8 @@ from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Bin, Cast, Const, Select, call, gt, max_, min_
 from .conv import Conv, conv_sum
-from .fixed_point import (ACCUMULATION_INTEGER_BITS, leading_zeros, mbqm, mbqm_np, newton_step, rdbpot,
-                          reciprocal_half, sat_mul_pot, softmax_np, srdhm, tflite_round)
+from .fixed_point import (ACCUMULATION_INTEGER_BITS, leading_zeros, mbqm, mbqm64, mbqm64_np, mbqm_np, newton_step,
+                          rdbpot, reciprocal_half, sat_mul_pot, softmax_np, srdhm, tflite_round)
 from .pool import AveragePool
 from .registry import Op, Pattern, broadcast_shapes, register
 from .window import from_nchw, join_index, nchw_shape, split_index, to_nchw
@@ -32,7 +34,8 @@ from .window import from_nchw, join_index, nchw_shape, split_index, to_nchw
 QTYPES = ("int8", "uint8", "int16")   # uint8: activations of ONNX u8s8 QDQ models
 # the quantisation attributes a frontend gives these ops (the canonical window attributes come
 # from Conv's and AveragePool's canon)
-QUANT_ATTRS = ("x_zp", "w_zp", "out_zp", "act_min", "act_max", "out_dtype", "multiplier", "shift", "requant", "scale")
+QUANT_ATTRS = ("x_zp", "w_zp", "out_zp", "act_min", "act_max", "out_dtype", "multiplier", "shift", "requant", "scale",
+               "acc_dtype")
 
 
 def _i32(v):
@@ -52,6 +55,8 @@ def _requant_np(acc, mult, shift, node):
     a = node.attrs
     if a.get("requant") == "float":
         out = np.rint(acc.astype(np.float32) * np.asarray(mult, np.float32)).astype(np.int64) + a["out_zp"]
+    elif acc_dtype(node) == "int64":
+        out = mbqm64_np(acc, mult, shift) + a["out_zp"]
     else:
         out = mbqm_np(acc, mult, shift) + a["out_zp"]
     return np.clip(out, a["act_min"], a["act_max"]).astype(a["out_dtype"])
@@ -83,8 +88,19 @@ def _channel_params(node, k):
     return np.int64(node.attrs["multiplier"]), np.int64(node.attrs["shift"])
 
 
+def acc_dtype(node):
+    """The accumulator's dtype: int32, or int64 where TFLite's int16x8 kernels take one (the
+    frontend decides, from the bias's dtype)."""
+    return node.attrs.get("acc_dtype", "int32")
+
+
+def widen(node):
+    """An int32 product as the accumulator's dtype (TFLite multiplies in int32, sums in int64)."""
+    return (lambda p: Cast("int64", p)) if acc_dtype(node) == "int64" else None
+
+
 class _Requantised(Op):
-    """acc (int32, from the op's own reduction) + bias -> requantised, clamped output."""
+    """acc (int32 or int64, from the op's own reduction) + bias -> requantised, clamped output."""
     internal = True            # made by the TFLite frontend, never named by an ONNX model
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
     dtypes = QTYPES
@@ -98,22 +114,23 @@ class _Requantised(Op):
             c = i[channel_axis]
             v = acc(*i)
             if bias is not None:
-                v = v + bias(c)
+                b = bias(c)
+                v = v + (b if b.dtype == v.dtype else Cast(v.dtype, b))
             if a.get("requant") == "float":
                 s = mult(c) if mult is not None else Const(float(np.float32(a["scale"])), "float32")
                 r = Cast("int32", call("nearbyint", Cast("float32", v) * s))
-            elif mult is None:
-                r = mbqm(v, int(a["multiplier"]), int(a["shift"]))
             else:
-                r = mbqm(v, mult(c), shift(c))
+                scale = mbqm64 if v.dtype == "int64" else mbqm
+                r = scale(v, int(a["multiplier"]), int(a["shift"])) if mult is None else scale(v, mult(c), shift(c))
             return _clamp_cast(r + _i32(a["out_zp"]), node)
         return te.compute(acc.shape, body, "requant", [ax.name for ax in acc.op.axes])
 
 
 @register
 class QDense(_Requantised):
-    """TFLite FULLY_CONNECTED, int8: inputs x [N, K], w [O, K], bias [O] int32 (or None), then
-    optionally per-channel multiplier [O] and shift [O] (int32 constants)."""
+    """TFLite FULLY_CONNECTED, int8 or int16x8: inputs x [N, K], w [O, K], bias [O] int32 (int64
+    with acc_dtype="int64"; or None), then optionally per-channel multiplier [O] and shift [O]
+    (int32 constants)."""
     name = "QDense"
 
     def infer(self, node):
@@ -135,18 +152,21 @@ class QDense(_Requantised):
         K = x.shape[1]
         xz, wz = _i32(a["x_zp"]), _i32(a.get("w_zp", 0))
 
+        wide = widen(node) or (lambda p: p)
+
         def body(i, j):
             r = te.reduce_axis(K, "rk")
-            return te.sum((Cast("int32", x(i, r.var)) - xz) * (Cast("int32", w(j, r.var)) - wz), r)
+            return te.sum(wide((Cast("int32", x(i, r.var)) - xz) * (Cast("int32", w(j, r.var)) - wz)), r)
         acc = te.compute(node.outputs[0].type.shape, body, "qdense", ["i", "j"])
         return [self.requant(node, acc, bias, mult, shift, 1)]
 
 
 @register
 class QConv(_Requantised, Conv):
-    """TFLite CONV_2D and DEPTHWISE_CONV_2D, int8, NHWC: inputs x, w (OHWI; a depthwise filter
-    re-ordered to [C*M, H, W, 1] with group C), bias [O] int32 (or None), then optionally
-    per-channel multiplier and shift. Padded taps are skipped, as TFLite does."""
+    """TFLite CONV_2D and DEPTHWISE_CONV_2D, int8 or int16x8, NHWC: inputs x, w (OHWI; a
+    depthwise filter re-ordered to [C*M, H, W, 1] with group C), bias [O] int32 (int64 with
+    acc_dtype="int64"; or None), then optionally per-channel multiplier and shift. Padded taps
+    are skipped, as TFLite does."""
     name = "QConv"
 
     def canon(self, ctx):
@@ -168,7 +188,7 @@ class QConv(_Requantised, Conv):
 
     def compute(self, node, x, w, bias=None, mult=None, shift=None):
         xz = _i32(node.attrs["x_zp"])
-        acc = conv_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v))
+        acc = conv_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v), widen(node))
         layout = node.attrs.get("layout", "NCHW")
         return [self.requant(node, acc, bias, mult, shift, 1 if layout == "NCHW" else len(acc.shape) - 1)]
 
