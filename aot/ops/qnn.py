@@ -188,7 +188,8 @@ class QConv(_Requantised, Conv):
 
     def compute(self, node, x, w, bias=None, mult=None, shift=None):
         xz = _i32(node.attrs["x_zp"])
-        acc = conv_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v), widen(node))
+        acc = conv_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v),
+                       product=widen(node))
         layout = node.attrs.get("layout", "NCHW")
         return [self.requant(node, acc, bias, mult, shift, 1 if layout == "NCHW" else len(acc.shape) - 1)]
 
