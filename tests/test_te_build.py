@@ -233,3 +233,51 @@ def test_tir_example_runs():
                        text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "vector add after split/reorder" in r.stdout
+
+
+def _compile_c(tmp_path, tar, cc, extra):
+    import io
+    import subprocess
+    import tarfile
+    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+        t.extractall(tmp_path)
+    srcs = sorted(str(p) for p in (tmp_path / "codegen/host/src").glob("*.c"))
+    cmd = [cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", *extra,
+           "-I", str(tmp_path / "codegen/host/include"), "-I", str(tmp_path / "runtime/include"), "-c", *srcs]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_a_parallel_loop_is_openmp_guarded_c99_with_and_without_fopenmp(tmp_path, cc):
+    import shutil
+    if not shutil.which(cc):
+        pytest.skip(f"no {cc}")
+    A, B, C, k = _matmul(64)
+    s = te.create_schedule(C.op)
+    _tutorial_cpu(s, C, k)
+    f = aot.build(s, [A, B, C], target="c", name="mm")
+    src = f.get_source()
+    assert "#ifdef _OPENMP\n#pragma omp parallel for" in src
+    # the loop body is a function of its own whose pointers keep restrict
+    assert "static void tvmgen_mm_fused_prim_func_call_parallel_1(const float* restrict A" in src
+    for extra in ([], ["-fopenmp"]):
+        _compile_c(tmp_path / ("omp" if extra else "plain"), f.tar, cc, extra)
+
+
+def test_a_parallel_loop_on_a_microcontroller_stays_a_plain_loop():
+    A, B, C, k = _matmul(16)
+    s = te.create_schedule(C.op)
+    s[C].parallel(C.op.axis[0])
+    src = aot.build(s, [A, B, C], target="c -mcpu=cortex-m4", name="mm").get_source()
+    assert "#pragma omp" not in src and "_parallel_" not in src
+
+
+def test_the_host_build_links_openmp_for_parallel_loops():
+    from aot.host import uses_openmp
+    A, B, C, k = _matmul(64)
+    s = te.create_schedule(C.op)
+    plain = aot.build(s, [A, B, C], target="c", name="mm")
+    s[C].parallel(C.op.axis[0])
+    par = _check(s, [A, B, C], lambda a, b: a @ b)          # built with -fopenmp and run on every core
+    assert uses_openmp(par.tar) and not uses_openmp(plain.tar)
