@@ -87,8 +87,8 @@ def test_user_schedule_split_reorder_reduce_split_unroll_parallel(tmp_path):
     assert rep.unproven == 0
     (A, B), got, src = _build_and_run(f, tmp_path)
     np.testing.assert_allclose(got.reshape(M, N), A @ B, rtol=1e-5, atol=1e-5)
-    # column blocks are the outermost loop
-    assert src.index("for (int32_t j_o") < src.index("for (int32_t i")
+    # column blocks are the outermost loop: the parallel one, whose body is a function of its own
+    assert "for (int32_t j_o = 0; j_o < 3; ++j_o) {\n    mm_scheduled_parallel_0(A, B, C, j_o);" in src
 
 
 def test_register_tile_from_primitives(tmp_path):

@@ -119,7 +119,27 @@ PRIMITIVES = {
     "parallel": lambda s, C, k: s[C].parallel(C.op.axis[0]),
     "tile_parallel": lambda s, C, k: _tile(s, C),
     "reorder_reduction": lambda s, C, k: _tutorial_cpu(s, C, k),
+    "cache_write_tile": lambda s, C, k: _cache_write_tutorial(s, C, 16),
+    "cache_write_tail": lambda s, C, k: _cache_write_tutorial(s, C, 24, False),   # 64 = 2*24 + 16: guarded tiles
+    "cache_write_unplaced": lambda s, C, k: s.cache_write(C, "local"),
 }
+
+
+def _cache_write_tutorial(s, C, bn, reorder=True):
+    """TVM's CPU matmul tutorial, "write cache" step: a tile accumulated in a local buffer,
+    written back to C at the tile's loop."""
+    CC = s.cache_write(C, "local")
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
+    s[CC].compute_at(s[C], yo)
+    if not reorder:           # a tail-guarded tile is not a perfect nest (the guard is inside it)
+        return
+    xc, yc = s[CC].op.axis
+    (k,) = s[CC].op.reduce_axis
+    ko, ki = s[CC].split(k, factor=4)
+    s[CC].reorder(ko, xc, ki, yc)
+    s[CC].unroll(ki)
+    s[CC].vectorize(yc)
+    s[C].parallel(xo)
 
 
 def _tutorial_cpu(s, C, k):
@@ -162,7 +182,14 @@ INVALID = {
     "bind_not_thread": (lambda s, C, k: s[C].bind(C.op.axis[0], C.op.axis[1]), "thread_axis"),
     "thread_tag": (lambda s, C, k: te.thread_axis("warp.x"), "unknown thread tag"),
     "parallel_reduce": (lambda s, C, k: s[C].parallel(k), "may write the same element"),
-    "compute_at_plain": (lambda s, C, k: s[C].compute_at(s[C], C.op.axis[0]), "only a cache_read stage"),
+    "compute_at_plain": (lambda s, C, k: s[C].compute_at(s[C], C.op.axis[0]), "only a cache_read or cache_write"),
+    "cache_write_scope": (lambda s, C, k: s.cache_write(C, "shared"), "scope 'shared' is not 'local'"),
+    "cache_write_input": (lambda s, C, k: s.cache_write(C.op.body.source.a.tensor, "local"),
+                          "not a computed tensor"),
+    "cache_write_at_reduction": (lambda s, C, k: s[s.cache_write(C, "local")].compute_at(s[C], k),
+                                 "the loop does not write C"),
+    "cache_write_twice": (lambda s, C, k: [s[cc].compute_at(s[C], C.op.axis[0]) for cc in [s.cache_write(C, "local")] * 2],
+                          "already placed"),
     "cache_scope": (lambda s, C, k: s.cache_read(C.op.output(0), "global", [C]), "scope 'global'"),
     "inline_output": (lambda s, C, k: s[C].compute_inline(), "cannot be inlined"),
 }
@@ -175,6 +202,17 @@ def test_every_invalid_primitive_use_is_refused_with_a_reason(name):
     fn, msg = INVALID[name]
     with pytest.raises((ScheduleError, aot.AotError), match=msg):
         fn(s, C, k)
+
+
+def test_compute_at_of_an_intermediate_stage_is_refused_precisely():
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((64,), lambda i: B[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=16)
+    with pytest.raises(ScheduleError, match="inlines an intermediate stage into its readers"):
+        s[B].compute_at(s[C], xo)
+    _check(s, [A, C], lambda a: (a + 1) * 2)          # left inlined: the pipeline's values
 
 
 def test_a_reduction_with_an_epilogue_is_not_reordered_among_its_outputs():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AotError
-from .expr import INDEX, Bin, Const, Load, Var, all_of, ge, lt, substitute, transform, walk
+from .expr import INDEX, Bin, Const, Load, Unary, Var, all_of, ge, lt, substitute, transform, walk
 from .simplify import const_value, from_linear, linear_form, loop_ranges, simplify
 from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
                    StmtVisitor, Store, map_exprs, own_exprs, walk_stmts)
@@ -534,6 +534,148 @@ def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared"):
     return _ReplaceLoops(lambda x: x is target, fn).visit(s), cache
 
 
+class _Writes(StmtVisitor):
+    """Every store to `buffer` in a statement, with the loop ranges and the branch conditions in
+    force there."""
+
+    def __init__(self, buffer, ranges):
+        self.buffer, self.ranges, self.conds, self.found, self.loads = buffer, ranges, [], [], []
+
+    def visit_Store(self, s):
+        if s.buffer is self.buffer:
+            self.found.append((s, self.ranges, list(self.conds)))
+        self.visit_expr(s.value)
+        self.visit_expr(s.index)
+
+    def visit_expr(self, e):
+        self.loads.extend((x, list(self.conds)) for x in walk(e) if isinstance(x, Load) and x.buffer is self.buffer)
+
+    def visit_For(self, s):
+        outer, self.ranges = self.ranges, loop_ranges(self.ranges, s)
+        self.visit(s.body)
+        self.ranges = outer
+
+    def visit_IfThenElse(self, s):
+        self.visit_expr(s.cond)
+        self.conds.append(s.cond)
+        self.visit(s.then)
+        self.conds.pop()
+        if s.else_ is not None:
+            self.conds.append(Unary("not", s.cond))
+            self.visit(s.else_)
+            self.conds.pop()
+
+
+def cache_write(s: Stmt, buffer: Buffer, at: Var, scope: str = "local"):
+    """Compute what the body of loop `at` stores to `buffer` into a `scope` buffer of the tile it
+    covers, then copy the tile out at the end of every iteration of `at` (TVM's cache_write placed
+    by compute_at); returns (stmt, cache buffer, the copy's loop variables).
+
+    The tile is the box of the loops inside `at` that the store index is affine in, one
+    dimension per loop (outermost the loop with the largest stride): the body must store at one
+    index pattern, under the same conditions (a split's tail guard; the copies keep them). A body
+    that also reads `buffer` (it accumulates there: TensorIR's T.init form) reads it at that
+    index, from the cache, which is then filled from `buffer` first."""
+    at = as_var(at)
+    what = f"cache_write {buffer.name} at {at.name}"
+    if scope != "local":
+        raise ScheduleError(f"{what}: scope {scope!r} is not 'local' (a write cache is private to a thread)")
+    loops = _loops_of(s, at, what)
+    if len(loops) != 1:
+        raise ScheduleError(f"{what}: {at.name} heads {len(loops)} loops")
+    target = loops[0]
+    ranges = {}
+    for lp in _enclosing(s, target) + [target]:
+        ranges = loop_ranges(ranges, lp)
+    writes = _Writes(buffer, ranges)
+    writes.visit(target.body)
+    if not writes.found:
+        raise ScheduleError(f"{what}: the loop does not write {buffer.name} (compute_at a loop around its stores)")
+    inner = {id(x.var): x for x in walk_stmts(target.body) if isinstance(x, For)}
+    def pattern(index):
+        form = linear_form(simplify(index))
+        if form is None:
+            raise ScheduleError(f"{what}: an index of {buffer.name} is not an integer expression")
+        return tuple(sorted((k, c) for k, (_, c) in form[0].items())), form[1]
+
+    if len({pattern(st.index) for st, _, _ in writes.found}) != 1:
+        raise ScheduleError(f"{what}: the stores to {buffer.name} are not at one index")
+    st = writes.found[0][0]
+    for ld, _ in writes.loads:
+        if len(ld.indices) != 1 or pattern(ld.indices[0]) != pattern(st.index):
+            raise ScheduleError(f"{what}: the loop reads {buffer.name} elsewhere than where it stores it")
+    terms, const = linear_form(simplify(st.index))
+    dims = []
+    for key, (atom, c) in terms.items():
+        if isinstance(atom, Var) and id(atom) in inner:
+            lp = inner[id(atom)]
+            if const_value(lp.min) is None or const_value(lp.extent) is None or c <= 0:
+                raise ScheduleError(f"{what}: loop {atom.name} needs constant bounds and a positive stride")
+            dims.append((c, atom, const_value(lp.min), const_value(lp.extent)))
+        elif any(isinstance(v, Var) and id(v) in inner for v in walk(atom)):
+            raise ScheduleError(f"{what}: the store index is not affine in the loops inside {at.name}")
+    dims.sort(key=lambda d: -d[0])
+    for k, (c, v, _, _) in enumerate(dims):          # distinct iterations store distinct elements
+        if c <= sum(c2 * (n2 - 1) for c2, _, _, n2 in dims[k + 1:]):
+            raise ScheduleError(f"{what}: two iterations may store the same element of {buffer.name}")
+    dim_ids = {id(v) for _, v, _, _ in dims}
+
+    def on_dims(c):         # a guard of the tile: on its loops (and those around `at`), no others inside
+        vs = [v for v in walk(c) if isinstance(v, Var)]
+        return any(id(v) in dim_ids for v in vs) and all(id(v) in dim_ids for v in vs if id(v) in inner)
+    # the tile's guard: the conditions on its own loops (a split's tail), the same at every store
+    guards = {tuple(c.key() for c in cs if on_dims(c)) for _, _, cs in writes.found}
+    if len(guards) != 1:
+        raise ScheduleError(f"{what}: the stores to {buffer.name} are under different conditions on its index")
+    conds = [c for c in writes.found[0][2] if on_dims(c)]
+    # an element not certainly stored (under another condition, in a loop that may not run) or
+    # read before it is stored keeps the buffer's value: the cache starts as a copy of the tile
+    needs_fill = bool(writes.loads) or any(len(cs) != len(conds) for _, _, cs in writes.found) or any(
+        (const_value(lp.extent) or 0) < 1 for lp in inner.values() if id(lp.var) not in dim_ids)
+    shape = [n for _, _, _, n in dims] or [1]
+    cache = Buffer(f"{buffer.name}_{scope}", buffer.dtype, shape, scope)
+    strides, acc = [], 1
+    for n in reversed(shape[:len(dims)]):
+        strides.insert(0, acc)
+        acc *= n
+    local = Const(0, INDEX)
+    for (_, v, mn, _), st_ in zip(dims, strides):
+        local = local + (v - mn) * st_
+    local = simplify(local)
+
+    class Redirect(StmtMutator):
+        def mutate_expr(self, e):
+            return transform(e, lambda x: Load(cache, local) if isinstance(x, Load) and x.buffer is buffer else None)
+
+        def visit_Store(self, x):
+            x = StmtMutator.visit_Store(self, x)
+            return Store(cache, local, x.value) if x.buffer is buffer else x
+
+    copy_vars = [Var(f"{v.name}_c") for _, v, _, _ in dims]
+    to_copy = {id(v): cv + mn for (_, v, mn, _), cv in zip(dims, copy_vars)}
+    src = substitute(local, to_copy)
+    dst = substitute(st.index, to_copy)
+
+    def tile_loop(stmt, names):
+        if conds:
+            stmt = IfThenElse(all_of([substitute(c, to_copy) for c in conds]), stmt)
+        for cv, (_, _, _, n) in reversed(list(zip(names, dims))):
+            stmt = For(cv, 0, n, stmt)
+        return substitute_vars(stmt, dict(zip(map(id, copy_vars), names)))
+
+    def substitute_vars(stmt, m):
+        return map_exprs(stmt, lambda e: substitute(e, m)) if m else stmt
+
+    copy = tile_loop(Store(buffer, simplify(dst), Load(cache, simplify(src))), copy_vars)
+    fill = None
+    if needs_fill:
+        fill_vars = [Var(f"{v.name}_f") for _, v, _, _ in dims]
+        fill = tile_loop(Store(cache, simplify(src), Load(buffer, simplify(dst))), fill_vars)
+    new = _ReplaceLoops(lambda x: x is target,
+                        lambda x: x.with_body(Allocate(cache, Seq([fill, Redirect().visit(x.body), copy])))).visit(s)
+    return new, cache, copy_vars
+
+
 # -- buffer layout ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PackLayout:
@@ -615,4 +757,4 @@ def pack_layout(func: PrimFunc, param: int, dim: int, factor: int) -> PrimFunc:
 
 
 __all__ = ["ScheduleError", "as_var", "find_loops", "split", "fuse", "reorder", "fission",
-           "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "cache_read", "pack_layout", "PackLayout"]
+           "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "cache_read", "cache_write", "pack_layout", "PackLayout"]
