@@ -71,19 +71,27 @@ def _subst(s, var, value):
 def split(s: Stmt, var: Var, factor: int):
     """Split loop `var` into (outer, inner) with inner extent `factor`; returns (stmt, outer, inner).
 
-    A factor that does not divide the extent guards the tail with a condition."""
+    A factor that does not divide the extent guards the tail with a condition. So does any
+    factor of a symbolic extent (a te.var size): the guard folds away at aot.build if it divides."""
     var = as_var(var)
     factor = int(factor)
     if factor < 1:
         raise ScheduleError(f"split {var.name}: factor {factor} is not positive")
-    exts = {const_value(x.extent) for x in _loops_of(s, var, "split")}
-    if None in exts or len(exts) != 1:
-        raise ScheduleError(f"split needs one constant extent for {var.name}")
-    ext = exts.pop()
+    loops = _loops_of(s, var, "split")
+    if len({x.extent.key() for x in loops}) != 1:
+        raise ScheduleError(f"split needs one extent for {var.name}")
+    ext = const_value(loops[0].extent)
+    sym = loops[0].extent if ext is None else None
+    if sym is not None and any(isinstance(n, Load) for n in walk(sym)):
+        raise ScheduleError(f"split {var.name}: the extent depends on data")
     outer, inner = Var(var.name + "_o"), Var(var.name + "_i")
 
     def fn(x: For):
         body = _subst(x.body, var, x.min + outer * factor + inner)
+        if sym is not None:
+            body = _guard_innermost(body, lt(outer * factor + inner, sym))
+            return For(outer, 0, Bin("floordiv", sym + (factor - 1), Const(factor, INDEX)),
+                       For(inner, 0, factor, body, x.kind, x.thread_tag))
         if ext % factor:
             body = _guard_innermost(body, lt(outer * factor + inner, Const(ext, inner.dtype)))
         return For(outer, 0, (ext + factor - 1) // factor, For(inner, 0, factor, body, x.kind, x.thread_tag))
@@ -439,6 +447,8 @@ def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared"):
     what = f"cache_read {buffer.name} at {at.name}"
     if scope not in ("shared", "local"):
         raise ScheduleError(f"{what}: scope {scope!r} is not 'shared' or 'local'")
+    if buffer.symbolic:
+        raise ScheduleError(f"{what}: {buffer!r} has a symbolic size (te.var): a cache needs constant bounds")
     loops = _loops_of(s, at, "cache_read")
     if len(loops) != 1:
         raise ScheduleError(f"{what}: {at.name} heads {len(loops)} loops")
