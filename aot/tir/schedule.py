@@ -367,8 +367,12 @@ def bind(s: Stmt, var: Var, thread_tag: str):
     var = as_var(var)
     if thread_tag not in THREAD_TAGS:
         raise ScheduleError(f"bind {var.name}: unknown thread tag {thread_tag!r} (one of {', '.join(THREAD_TAGS)})")
+    loop_vars = {id(x.var) for x in walk_stmts(s) if isinstance(x, For)}
     for loop in _loops_of(s, var, "bind"):
-        if const_value(loop.min) != 0 or const_value(loop.extent) is None:
+        # an extent of te.var sizes becomes constant at aot.build, before the launch is sized
+        sizes_only = not any(isinstance(n, Load) or (isinstance(n, Var) and id(n) in loop_vars)
+                             for n in walk(loop.extent))
+        if const_value(loop.min) != 0 or (const_value(loop.extent) is None and not sizes_only):
             raise ScheduleError(f"bind {var.name}: a bound loop needs min 0 and a constant extent")
     return _set_kind(s, var, "thread_binding", thread_tag)
 
