@@ -12,11 +12,11 @@ from .ops.custom import register_op  # noqa: F401
 from .runtime import Device, NDArray, cpu, cuda, nd, opencl  # noqa: F401
 
 
-def build(inputs, args=None, target="c", target_host=None, name="default_function"):
+def build(inputs, args=None, target="c", target_host=None, name="default_function", sizes=None):
     """aot.build(s, [A, B, C], target="c" | "cuda" | "opencl", name=...): a te schedule as a module
-    callable on arrays (aot/module.py)."""
+    callable on arrays (aot/module.py); sizes={n: 1024} fixes te.var sizes (else the first call does)."""
     from .module import build as _build
-    return _build(inputs, args, target, target_host, name)
+    return _build(inputs, args, target, target_host, name, sizes)
 
 __version__ = "0.1.0"
 

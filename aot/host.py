@@ -85,6 +85,14 @@ def cached_build(data, out_dir, product, build):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def uses_openmp(tar) -> bool:
+    """Whether the module's host C has parallel loops (OpenMP pragmas the C renderer guards with
+    _OPENMP): the host build then compiles and links with -fopenmp."""
+    with tarfile.open(fileobj=io.BytesIO(_tar_bytes(tar))) as t:
+        return any(m.isfile() and m.name.endswith(".c") and "/codegen/host/src/" in "/" + m.name.lstrip("./")
+                   and b"#pragma omp parallel" in t.extractfile(m).read() for m in t.getmembers())
+
+
 def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=None, extra_sources=None, mlf=None):
     """Path of an executable built from the MLF (cached by content and flags). extra_sources:
     {file name: C text} linked in with the harness (the `aot debug` record hook); mlf: the MLF
@@ -102,6 +110,8 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
         flags += ["-Wall", "-Wextra", "-Werror", "-pedantic"]
     extra_sources = dict(extra_sources or {})
     mlf = mlf or read_valid_mlf(data)
+    if uses_openmp(data):
+        flags.append("-fopenmp")
     refuse_instrumented(mlf, extra_sources)
     mod = mlf.module_name
     main_c = render_template("host_main.c.j2", **harness_params(mlf))

@@ -12,12 +12,17 @@ import numpy as np
 
 from .errors import AotError
 from .ir.graph import Graph, Node, TensorType, Value
+from .tir.expr import Var
 
 
-def build(inputs, args=None, target="c", target_host=None, name="default_function"):
+def build(inputs, args=None, target="c", target_host=None, name="default_function", sizes=None):
     """aot.build(s, [A, B, C], target="c" | "cuda" | "opencl", name="myadd"): args are the
     placeholders, then the computed tensors, as the kernel takes them. Also a TensorIR module
-    (@aot.script.ir_module), one of its functions, or an aot.tir.Schedule (its .mod)."""
+    (@aot.script.ir_module), one of its functions, or an aot.tir.Schedule (its .mod).
+
+    Sizes left symbolic with te.var are fixed here: by sizes={n: 1024} (a te.var or its name ->
+    int), or else by the arrays of the module's first call (as a TVM module takes them at call
+    time); the module then keeps those sizes, and a call with others is refused."""
     from .te.schedule import Schedule
     from .tir.schedule_api import PrimModule, Schedule as TirSchedule
     from .tir.stmt import PrimFunc
@@ -29,7 +34,7 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
                            f"(mod['name']): {', '.join(inputs.functions)}")
         inputs = next(iter(inputs.functions.values()))
     if isinstance(inputs, PrimFunc):
-        return _build_func(inputs, target, name if name != "default_function" else inputs.name)
+        return _build_sized(inputs, target, name if name != "default_function" else inputs.name, sizes)
     if not isinstance(inputs, Schedule):
         raise AotError(f"aot.build takes a te schedule, a TensorIR module or schedule, not {type(inputs).__name__}")
     sch = inputs
@@ -45,7 +50,115 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
         raise AotError(f"aot.build: two tensors are named alike ({', '.join(names)}): names become the interface")
     func = sch.func.with_body(sch.func.body, params=[sch.buffer_of(t) for t in args])
     func.num_inputs = n_in
-    return _build_func(func, target, name)
+    return _build_sized(func, target, name, sizes)
+
+
+def _build_sized(func, target, name, sizes):
+    """A module, its symbolic sizes fixed now (sizes=) or at its first call."""
+    from .tir.bind import size_vars
+    svars = size_vars(func)
+    if sizes is not None or svars:
+        sizes = dict(sizes or {})
+        unknown = [k for k in sizes if not any(k is v or k == v.name for v in svars)]
+        if unknown:
+            raise AotError(f"aot.build: sizes names {', '.join(getattr(k, 'name', str(k)) for k in unknown)}, "
+                           f"which the function does not use (its sizes: {', '.join(v.name for v in svars) or 'none'})")
+    if not svars:
+        return _build_func(func, target, name)
+    values = {}
+    for v in svars:
+        n = next((sizes[k] for k in sizes if k is v or k == v.name), None)
+        if n is not None:
+            values[id(v)] = int(n)
+    if len(values) == len(svars):
+        return _build_bound(func, target, name, svars, values)
+    if values:
+        missing = [v.name for v in svars if id(v) not in values]
+        raise AotError(f"aot.build: sizes leaves out {', '.join(missing)}: give every size or none")
+    return SymbolicModule(func, target, name, svars)
+
+
+def _build_bound(func, target, name, svars, values):
+    from .tir.bind import bind_sizes
+    mod = _build_func(bind_sizes(func, values), target, name)
+    mod.sizes = {v.name: values[id(v)] for v in svars}
+    return mod
+
+
+class SymbolicModule:
+    """What aot.build returns for a function with te.var sizes and no sizes=: the sizes are taken
+    from the arrays of the first call (each parameter's shape gives those of its dimensions
+    that are a plain size variable), the module is built then, and it keeps those sizes."""
+
+    def __init__(self, func, target, name, svars):
+        self.func, self.target, self.name, self.svars = func, target, name, svars
+        self.module = None
+
+    def _sizes_from(self, arrays):
+        from .tir.bind import shape_of
+        params = self.func.params
+        if len(arrays) != len(params):
+            raise AotError(f"the module takes {self.func.num_inputs} inputs and {len(params) - self.func.num_inputs} "
+                           f"outputs, {len(arrays)} arrays given")
+        values, shapes = {}, []
+        for b, a in zip(params, arrays):
+            shape = tuple(a.shape)
+            shapes.append(shape)
+            if len(shape) != len(b.shape):
+                raise AotError(f"argument {b.name} must have {len(b.shape)} dimensions, not {len(shape)}")
+            for d, n in zip(b.shape, shape):
+                if isinstance(d, Var) and id(d) not in values:
+                    values[id(d)] = int(n)
+        missing = [v.name for v in self.svars if id(v) not in values]
+        if missing:
+            raise AotError(f"size {', '.join(missing)} is no dimension of an argument: give it with "
+                           "aot.build(..., sizes={...})")
+        for b, shape in zip(params, shapes):
+            want = shape_of(b, values)
+            if want != shape:
+                raise AotError(f"argument {b.name} must have shape {list(want)} for "
+                               f"{', '.join(f'{v.name}={values[id(v)]}' for v in self.svars)}, not {list(shape)}")
+        return values
+
+    def _require(self, what):
+        if self.module is None:
+            raise AotError(f"{what}: the module's sizes ({', '.join(v.name for v in self.svars)}) are fixed by its "
+                           "first call or by aot.build(..., sizes={...}); it has not been called yet")
+        return self.module
+
+    def __call__(self, *arrays):
+        if self.module is None:
+            self.module = _build_bound(self.func, self.target, self.name, self.svars, self._sizes_from(arrays))
+        self._check(arrays)
+        return self.module(*arrays)
+
+    def _check(self, arrays):
+        sizes = self.module.sizes
+        for (name, shape, _), a in zip(self.module.inputs + self.module.outputs, arrays):
+            if tuple(a.shape) != shape:
+                fixed = ", ".join(f"{k}={n}" for k, n in sizes.items())
+                raise AotError(f"argument {name} has shape {list(a.shape)}, but the module was built for "
+                               f"{fixed} (shape {list(shape)}) at its first call: build it again for other sizes")
+
+    def get_source(self, fmt=""):
+        return self._require("get_source").get_source(fmt)
+
+    @property
+    def imported_modules(self):
+        return self._require("imported_modules").imported_modules
+
+    def export_library(self, path):
+        return self._require("export_library").export_library(path)
+
+    entry_name = "run"
+
+    def time_evaluator(self, func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0):
+        def evaluate(*arrays):
+            if self.module is None:
+                self(*arrays)
+            self._check(arrays)
+            return self.module.time_evaluator(func_name, dev, number, repeat, min_repeat_ms)(*arrays)
+        return evaluate
 
 
 def _build_func(func, target, name):
@@ -76,6 +189,8 @@ class _DeviceModule:
 class Module:
     """Call it with the inputs then the outputs (numpy arrays or aot.nd arrays): the outputs are
     written in place, as a TVM module writes them."""
+
+    sizes = {}          # te.var name -> the size it was built for
 
     def __init__(self, tar):
         self.tar = bytes(tar)

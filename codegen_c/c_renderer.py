@@ -17,7 +17,7 @@ from aot.errors import AotError, InternalError
 from aot.names import C_KEYWORDS
 from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
 from aot.tir.simplify import simplify
-from aot.tir.stmt import Allocate, PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
+from aot.tir.stmt import Allocate, For, PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
 
 
 F16_HELPERS = r"""/* float16 is stored as IEEE binary16 bits and computed in float */
@@ -110,6 +110,7 @@ class CRenderer(StmtVisitor):
     barrier_text = None           # the statement a Barrier prints as; None: the dialect has no threads
     thread_indices: dict = {}     # thread tag (blockIdx.x ...) -> the expression that reads it
     helper_prefix = "static inline"   # what the small helper functions are declared with
+    openmp = True                 # a 'parallel' loop runs on the host's threads (OpenMP, when compiled with it)
     name = "C"
 
     def __init__(self):
@@ -246,12 +247,58 @@ class CRenderer(StmtVisitor):
         return [f"for (int32_t {var} = {self.expr(s.min)}; {var} < {self.expr(end)}; ++{var}) {{"]
 
     def visit_For(self, s):
+        if s.kind == "parallel" and self.openmp and self.parallel_loop(s):
+            return
         head = self.loop_header(s, self.names[id(s.var)])
         for line in head[:-1]:
             self.emit(line)
         self.emit(head[-1])
         self.block(s.body)
         self.emit("}")
+
+    def parallel_loop(self, s) -> bool:
+        """A 'parallel' loop as an OpenMP loop whose iteration is a call of the loop body made a
+        static function of its own, taking the buffers as restrict pointers: OpenMP's outlined
+        body would otherwise see the kernel's pointers through a shared struct, without restrict,
+        and the C compiler would stop vectorising it. The pragma is read only under -fopenmp
+        (_OPENMP), so the C stays plain C99 and the loop runs serially without it. False (the
+        caller prints a plain loop) when the body uses a scalar local of the kernel."""
+        inside = {id(x.buffer) for x in walk_stmts(s.body) if isinstance(x, Allocate)}
+        bufs, seen = [], set()
+        for b in _stored_buffers(s.body) + [x.buffer for e in stmt_exprs(s.body) for x in walk(e)
+                                             if isinstance(x, Load)]:
+            if id(b) not in inside and id(b) not in seen:
+                seen.add(id(b))
+                bufs.append(b)
+        if any(id(b) in self.scalars for b in bufs):
+            return False
+        bound = {id(x.var) for x in walk_stmts(s.body) if isinstance(x, For)}
+        free, seen = [s.var], {id(s.var)}
+        for e in stmt_exprs(s.body):
+            for x in walk(e):
+                if isinstance(x, Var) and id(x) not in bound and id(x) not in seen:
+                    seen.add(id(x))
+                    free.append(x)
+        params = {id(b): k for k, b in enumerate(self.func_params)}
+        order = sorted(bufs, key=lambda b: params.get(id(b), len(params)))
+        decl = []
+        for b in order:
+            const = "const " if params.get(id(b), self.num_inputs) < self.num_inputs else ""
+            q = f" {self.restrict}" if self.restrict and (self.use_restrict or id(b) not in params) else ""
+            decl.append(f"{const}{self.vtype(b.dtype) if b.scope == 'local' else self.types[b.dtype]}*{q} "
+                        f"{self.names[id(b)]}")
+        decl += [f"int32_t {self.names[id(v)]}" for v in free]
+        name = f"{self.func_name}_parallel_{len(self.outlined)}"
+        used = any(x is s.var for e in stmt_exprs(s.body) for x in walk(e))
+        body = ([] if used else [f"  (void){self.names[id(s.var)]};"]) + self.stmt(s.body, 1)
+        self.outlined.append("\n".join([f"static void {name}({', '.join(decl)}) {{"] + body + ["}"]) + "\n")
+        var = self.names[id(s.var)]
+        self.lines += ["#ifdef _OPENMP", "#pragma omp parallel for schedule(static)", "#endif"]
+        self.emit(self.loop_header(s, var)[-1])
+        args = [self.names[id(b)] for b in order] + [self.names[id(v)] for v in free]
+        self.emit(f"  {name}({', '.join(args)});")
+        self.emit("}")
+        return True
 
     def visit_Store(self, s):
         if id(s.buffer) in self.scalars:
@@ -373,6 +420,8 @@ class CRenderer(StmtVisitor):
     def function(self, func: PrimFunc, restrict: bool = True) -> str:
         """The definition of func. restrict=False when the caller may pass one buffer twice."""
         self.func_name = func.name
+        self.func_params, self.num_inputs, self.use_restrict = func.params, func.num_inputs, restrict
+        self.outlined = []              # the bodies of parallel loops, as functions of their own
         self._assign_names(func)
         used = set()
         for e in stmt_exprs(func.body):
@@ -389,7 +438,7 @@ class CRenderer(StmtVisitor):
         if self.return_value is not None:
             lines.append(f"  return {self.return_value};")
         lines.append("}")
-        return "\n".join(lines) + "\n"
+        return "".join(f + "\n" for f in self.outlined) + "\n".join(lines) + "\n"
 
     def helper_definitions(self) -> str:
         text = "\n".join(self.helpers[k] for k in sorted(self.helpers))

@@ -14,6 +14,7 @@ class CUDARenderer(CRenderer):
     shared_prefix = "__shared__"
     barrier_text = "__syncthreads();"
     helper_prefix = "static __device__ inline"
+    openmp = False
     thread_indices = {f"{k}.{a}": f"(int32_t){k}.{a}" for k in ("blockIdx", "threadIdx") for a in "xyz"}
 
     def signature(self, func, restrict=True):

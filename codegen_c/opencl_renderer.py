@@ -27,6 +27,7 @@ class OpenCLRenderer(CRenderer):
     restrict = "restrict"
     shared_prefix = "__local"
     barrier_text = "barrier(CLK_LOCAL_MEM_FENCE);"
+    openmp = False
     thread_indices = {f"{k}.{a}": f"(int32_t){fn}({d})" for k, fn in (("blockIdx", "get_group_id"),
                                                                       ("threadIdx", "get_local_id"))
                       for a, d in zip("xyz", "012")}

@@ -87,8 +87,8 @@ def test_user_schedule_split_reorder_reduce_split_unroll_parallel(tmp_path):
     assert rep.unproven == 0
     (A, B), got, src = _build_and_run(f, tmp_path)
     np.testing.assert_allclose(got.reshape(M, N), A @ B, rtol=1e-5, atol=1e-5)
-    # column blocks are the outermost loop
-    assert src.index("for (int32_t j_o") < src.index("for (int32_t i")
+    # column blocks are the outermost loop: the parallel one, whose body is a function of its own
+    assert "for (int32_t j_o = 0; j_o < 3; ++j_o) {\n    mm_scheduled_parallel_0(A, B, C, j_o);" in src
 
 
 def test_register_tile_from_primitives(tmp_path):
@@ -265,3 +265,26 @@ def test_cache_read_shared_spans_the_block_and_refuses_what_it_cannot_stage(monk
     monkeypatch.setattr(tsch, "MAX_SHARED_BYTES", 16)     # A[:, k] of the block is 6 floats
     with pytest.raises(tsch.ScheduleError, match="needs 24 bytes, more than the 16 of shared memory"):
         tsch.cache_read(tsch.bind(tsch.bind(f.body, i, "threadIdx.y"), j, "threadIdx.x"), f.params[0], k, "shared")
+
+
+def test_cache_write_computes_a_tile_locally_and_copies_it_out(tmp_path):
+    """C's row tiles (j split by 4: 10 = 2*4 + 2, a guarded tail) accumulate in a local buffer,
+    copied to C at the end of every i; under ASan/UBSan the tail is neither computed nor copied
+    out of bounds, and the verifier proves every access."""
+    a, b, c = _matmul()
+    f = lower([a, b, c], "mm_wcache")
+    i, j = c.op.axis
+    s, jo, ji = tsch.split(f.body, j, 4)
+    with pytest.raises(tsch.ScheduleError, match="scope 'shared' is not 'local'"):
+        tsch.cache_write(s, f.params[2], i, "shared")
+    with pytest.raises(tsch.ScheduleError, match="the loop does not write C"):
+        tsch.cache_write(s, f.params[2], c.op.reduce_axis[0], "local")
+    with pytest.raises(tsch.ScheduleError, match="the loop does not write A"):
+        tsch.cache_write(s, f.params[0], i, "local")
+    s, cache, copy_vars = tsch.cache_write(s, f.params[2], i, "local")
+    assert cache.shape == (3, 4) and cache.scope == "local" and len(copy_vars) == 2
+    f = flatten(f.with_body(s))
+    assert verify_accesses(f).unproven == 0
+    (A, B), got, src = _build_and_run(f, tmp_path)
+    np.testing.assert_allclose(got.reshape(M, N), A @ B, rtol=1e-5, atol=1e-5)
+    assert "C_local[12]" in src

@@ -119,7 +119,27 @@ PRIMITIVES = {
     "parallel": lambda s, C, k: s[C].parallel(C.op.axis[0]),
     "tile_parallel": lambda s, C, k: _tile(s, C),
     "reorder_reduction": lambda s, C, k: _tutorial_cpu(s, C, k),
+    "cache_write_tile": lambda s, C, k: _cache_write_tutorial(s, C, 16),
+    "cache_write_tail": lambda s, C, k: _cache_write_tutorial(s, C, 24, False),   # 64 = 2*24 + 16: guarded tiles
+    "cache_write_unplaced": lambda s, C, k: s.cache_write(C, "local"),
 }
+
+
+def _cache_write_tutorial(s, C, bn, reorder=True):
+    """TVM's CPU matmul tutorial, "write cache" step: a tile accumulated in a local buffer,
+    written back to C at the tile's loop."""
+    CC = s.cache_write(C, "local")
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
+    s[CC].compute_at(s[C], yo)
+    if not reorder:           # a tail-guarded tile is not a perfect nest (the guard is inside it)
+        return
+    xc, yc = s[CC].op.axis
+    (k,) = s[CC].op.reduce_axis
+    ko, ki = s[CC].split(k, factor=4)
+    s[CC].reorder(ko, xc, ki, yc)
+    s[CC].unroll(ki)
+    s[CC].vectorize(yc)
+    s[C].parallel(xo)
 
 
 def _tutorial_cpu(s, C, k):
@@ -162,7 +182,14 @@ INVALID = {
     "bind_not_thread": (lambda s, C, k: s[C].bind(C.op.axis[0], C.op.axis[1]), "thread_axis"),
     "thread_tag": (lambda s, C, k: te.thread_axis("warp.x"), "unknown thread tag"),
     "parallel_reduce": (lambda s, C, k: s[C].parallel(k), "may write the same element"),
-    "compute_at_plain": (lambda s, C, k: s[C].compute_at(s[C], C.op.axis[0]), "only a cache_read stage"),
+    "compute_at_plain": (lambda s, C, k: s[C].compute_at(s[C], C.op.axis[0]), "only a cache_read or cache_write"),
+    "cache_write_scope": (lambda s, C, k: s.cache_write(C, "shared"), "scope 'shared' is not 'local'"),
+    "cache_write_input": (lambda s, C, k: s.cache_write(C.op.body.source.a.tensor, "local"),
+                          "not a computed tensor"),
+    "cache_write_at_reduction": (lambda s, C, k: s[s.cache_write(C, "local")].compute_at(s[C], k),
+                                 "the loop does not write C"),
+    "cache_write_twice": (lambda s, C, k: [s[cc].compute_at(s[C], C.op.axis[0]) for cc in [s.cache_write(C, "local")] * 2],
+                          "already placed"),
     "cache_scope": (lambda s, C, k: s.cache_read(C.op.output(0), "global", [C]), "scope 'global'"),
     "inline_output": (lambda s, C, k: s[C].compute_inline(), "cannot be inlined"),
 }
@@ -175,6 +202,17 @@ def test_every_invalid_primitive_use_is_refused_with_a_reason(name):
     fn, msg = INVALID[name]
     with pytest.raises((ScheduleError, aot.AotError), match=msg):
         fn(s, C, k)
+
+
+def test_compute_at_of_an_intermediate_stage_is_refused_precisely():
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((64,), lambda i: B[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=16)
+    with pytest.raises(ScheduleError, match="inlines an intermediate stage into its readers"):
+        s[B].compute_at(s[C], xo)
+    _check(s, [A, C], lambda a: (a + 1) * 2)          # left inlined: the pipeline's values
 
 
 def test_a_reduction_with_an_epilogue_is_not_reordered_among_its_outputs():
@@ -233,3 +271,51 @@ def test_tir_example_runs():
                        text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "vector add after split/reorder" in r.stdout
+
+
+def _compile_c(tmp_path, tar, cc, extra):
+    import io
+    import subprocess
+    import tarfile
+    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+        t.extractall(tmp_path)
+    srcs = sorted(str(p) for p in (tmp_path / "codegen/host/src").glob("*.c"))
+    cmd = [cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", *extra,
+           "-I", str(tmp_path / "codegen/host/include"), "-I", str(tmp_path / "runtime/include"), "-c", *srcs]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, " ".join(cmd) + "\n" + r.stderr
+
+
+@pytest.mark.parametrize("cc", ["gcc", "clang"])
+def test_a_parallel_loop_is_openmp_guarded_c99_with_and_without_fopenmp(tmp_path, cc):
+    import shutil
+    if not shutil.which(cc):
+        pytest.skip(f"no {cc}")
+    A, B, C, k = _matmul(64)
+    s = te.create_schedule(C.op)
+    _tutorial_cpu(s, C, k)
+    f = aot.build(s, [A, B, C], target="c", name="mm")
+    src = f.get_source()
+    assert "#ifdef _OPENMP\n#pragma omp parallel for" in src
+    # the loop body is a function of its own whose pointers keep restrict
+    assert "static void tvmgen_mm_fused_prim_func_call_parallel_1(const float* restrict A" in src
+    for extra in ([], ["-fopenmp"]):
+        _compile_c(tmp_path / ("omp" if extra else "plain"), f.tar, cc, extra)
+
+
+def test_a_parallel_loop_on_a_microcontroller_stays_a_plain_loop():
+    A, B, C, k = _matmul(16)
+    s = te.create_schedule(C.op)
+    s[C].parallel(C.op.axis[0])
+    src = aot.build(s, [A, B, C], target="c -mcpu=cortex-m4", name="mm").get_source()
+    assert "#pragma omp" not in src and "_parallel_" not in src
+
+
+def test_the_host_build_links_openmp_for_parallel_loops():
+    from aot.host import uses_openmp
+    A, B, C, k = _matmul(64)
+    s = te.create_schedule(C.op)
+    plain = aot.build(s, [A, B, C], target="c", name="mm")
+    s[C].parallel(C.op.axis[0])
+    par = _check(s, [A, B, C], lambda a, b: a @ b)          # built with -fopenmp and run on every core
+    assert uses_openmp(par.tar) and not uses_openmp(plain.tar)

@@ -201,16 +201,24 @@ def test_invalid_schedule_uses_are_refused():
     io, ii = sch.split(i, factors=[4, 4])
     with pytest.raises(ScheduleError, match="is not a loop of main"):
         sch.split(i, factors=[2, 8])
-    with pytest.raises(ScheduleError, match="only a cache_read block"):
+    with pytest.raises(ScheduleError, match="only a cache_read or cache_write block"):
         sch.compute_at(blk, io)
-    with pytest.raises(ScheduleError, match="cache_write is not supported yet"):
-        sch.cache_write(blk, 0, "local")
+    with pytest.raises(ScheduleError, match="writes 1 buffer"):
+        sch.cache_write(blk, 1, "local")
+    with pytest.raises(ScheduleError, match="scope 'shared' is not 'local'"):
+        sch.cache_write(blk, 0, "shared")
+    with pytest.raises(ScheduleError, match="only a cache_write block"):
+        sch.reverse_compute_at(blk, io)
     with pytest.raises(ScheduleError, match="reads 2 buffers, not 3"):
         sch.cache_read(blk, 2, "shared")
     with pytest.raises(ScheduleError, match="unknown thread tag"):
         sch.bind(j, "warp.x")
     with pytest.raises(ScheduleError, match="may write the same element"):
         sch.parallel(k)
+    cw = sch.cache_write(blk, 0, "local")
+    sch.reverse_compute_at(cw, k)
+    with pytest.raises(ScheduleError, match="already placed"):
+        sch.reverse_compute_at(cw, j)
 
 
 def _fused_parallel(sch, i, j, k):
@@ -222,7 +230,22 @@ def _cache_at_k(sch, i, j, k):
     sch.compute_at(sch.cache_read(sch.get_block("C"), 0, "local"), ko)
 
 
+def _cache_write_tile(sch, i, j, k):
+    """TVM's pattern: the block accumulates an 8x8 tile in a local buffer (its T.init form reads
+    C, so the tile starts as C's values), written back under the tile's loop."""
+    io, ii = sch.split(i, factors=[None, 8])
+    jo, ji = sch.split(j, factors=[None, 8])
+    sch.reorder(io, jo, k, ii, ji)
+    cw = sch.cache_write(sch.get_block("C"), 0, "local")
+    sch.reverse_compute_at(cw, jo)
+    sch.vectorize(ji)
+    text = sch.mod.script()
+    assert 'T.allocate([8, 8], "float32", "local")' in text
+    assert script(parse(text)) == text              # the cached form round-trips
+
+
 TIR_VALID = {
+    "cache_write_local": _cache_write_tile,
     "fuse_parallel": _fused_parallel,
     "unroll": lambda sch, i, j, k: sch.unroll(sch.split(j, factors=[None, 4])[1]),
     "split_three": lambda sch, i, j, k: sch.split(i, factors=[2, None, 2]),

@@ -1,5 +1,5 @@
-"""TVM's tensor-expression schedules (te.create_schedule, s[C].split/fuse/reorder/unroll/
-vectorize/parallel/bind, s.cache_read + compute_at), as a thin layer over the one loop IR: the
+"""TVM's tensor-expression schedules (te.create_schedule, s[C].split/tile/fuse/reorder/unroll/
+vectorize/parallel/bind, s.cache_read and s.cache_write + compute_at), as a thin layer over the one loop IR: the
 schedule lowers its tensors once (aot/lower.py, keeping their axis variables) and each call
 applies the loop-IR primitive of aot/tir/schedule.py at once, so a refusal names the call that
 cannot apply. aot.build turns the result into a module."""
@@ -9,7 +9,7 @@ from ..errors import AotError
 from ..tir import schedule as tsch
 from ..tir.expr import Var, walk
 from ..tir.simplify import const_value
-from ..tir.stmt import THREAD_TAGS, For, walk_stmts
+from ..tir.stmt import THREAD_TAGS, For, Store, walk_stmts
 from .tensor import IterVar, Tensor, TensorRef
 
 
@@ -60,7 +60,7 @@ class Schedule:
     def __getitem__(self, t):
         if hasattr(t, "output"):
             t = t.output(0)
-        if not isinstance(t, (Tensor, _CacheTensor)):
+        if not isinstance(t, (Tensor, _CacheTensor, _CacheWrite)):
             raise tsch.ScheduleError(f"s[...] takes a tensor or its op, not {type(t).__name__}")
         return Stage(self, t)
 
@@ -92,9 +92,40 @@ class Schedule:
         self.buffer_of(tensor)
         return _CacheTensor(tensor, scope)
 
+    def cache_write(self, tensor, scope):
+        """TVM's CC = s.cache_write(C, "local"): C's stage computes into a local buffer that a
+        copy writes to C. It is placed by s[CC].compute_at(s[C], axis): the tile the loops inside
+        `axis` store is computed locally, then copied out in that loop. Left unplaced, C is
+        computed in place (the same values: a cache of the whole output would only add a copy)."""
+        if isinstance(tensor, (_CacheTensor, _CacheWrite)) or tensor.is_placeholder:
+            raise tsch.ScheduleError(f"cache_write {tensor.name}: not a computed tensor (an input or a cache "
+                                     "is not written by a stage)")
+        if not any(tensor is o for o in self.outputs):
+            raise tsch.ScheduleError(f"cache_write {tensor.name}: only an output of the schedule is computed into "
+                                     "a buffer (the other stages are inlined)")
+        if scope != "local":
+            raise tsch.ScheduleError(f"cache_write {tensor.name}: scope {scope!r} is not 'local'")
+        return _CacheWrite(tensor, scope)
+
     def __repr__(self):
         from ..tir.printer import func_str
         return func_str(self.func)
+
+
+class _CacheWrite:
+    """The stage s.cache_write returns: its op's axes are the tensor's until compute_at places it,
+    then the loops of the tile it computes (TVM: s[CC].op.axis)."""
+
+    def __init__(self, tensor, scope):
+        self.tensor, self.scope = tensor, scope
+        self.name = f"{tensor.name}.{scope}"
+        self.placed, self.op = False, _CacheOp(tensor)
+        self.shape, self.dtype = tensor.shape, tensor.dtype
+
+
+class _CacheOp:
+    def __init__(self, tensor):
+        self.tensor, self.axis, self.reduce_axis = tensor, list(tensor.op.axis), list(tensor.op.reduce_axis)
 
 
 class _CacheTensor:
@@ -118,6 +149,17 @@ class Stage:
 
     def __init__(self, sch, tensor):
         self.sch, self.tensor = sch, tensor
+
+    @property
+    def op(self):
+        return self.tensor.op
+
+    def tile(self, x_parent, y_parent, x_factor, y_factor):
+        """TVM's tile: split both axes and order them (xo, yo, xi, yi)."""
+        xo, xi = self.split(x_parent, factor=x_factor)
+        yo, yi = self.split(y_parent, factor=y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
 
     def _loops(self, iv, what):
         v = _var(iv, what)
@@ -190,10 +232,18 @@ class Stage:
         self.sch.set_body(self.sch.apply(lambda b: tsch.bind(b, v, tag), f"bind {v.name}"))
 
     def compute_at(self, parent, axis):
-        """Places a cache made by s.cache_read at the start of every iteration of `axis`."""
+        """Places a cache made by s.cache_read at the start of every iteration of `axis`, or one
+        made by s.cache_write around the body of `axis` (computed there, then copied out)."""
         t = self.tensor
+        if isinstance(t, _CacheWrite):
+            return self._place_cache_write(parent, axis)
         if not isinstance(t, _CacheTensor):
-            raise tsch.ScheduleError(f"compute_at {getattr(t, 'name', t)}: only a cache_read stage can be moved; "
+            name = getattr(t, "name", t)
+            if isinstance(t, Tensor) and not t.is_placeholder and not any(t is o for o in self.sch.outputs):
+                raise tsch.ScheduleError(f"compute_at {name}: aot.te inlines an intermediate stage into its "
+                                         "readers (computed where it is read, the same values); computing it per "
+                                         "tile into a buffer is not supported: leave it inlined")
+            raise tsch.ScheduleError(f"compute_at {name}: only a cache_read or cache_write stage can be moved; "
                                      "other stages are inlined into their reader or are outputs")
         if t.placed:
             raise tsch.ScheduleError(f"compute_at {t.name}: already placed")
@@ -203,11 +253,29 @@ class Stage:
         self.sch.set_body(body)
         t.placed = True
 
+    def _place_cache_write(self, parent, axis):
+        t = self.tensor
+        if t.placed:
+            raise tsch.ScheduleError(f"compute_at {t.name}: already placed")
+        if not isinstance(parent, Stage) or parent.tensor is not t.tensor:
+            raise tsch.ScheduleError(f"compute_at {t.name}: place it in its own tensor's stage s[{t.tensor.name}]")
+        v = parent._loops(axis, f"compute_at {t.name}")
+        buf = self.sch.buffer_of(t.tensor)
+        body, _, _ = self.sch.apply(lambda b: tsch.cache_write(b, buf, v, t.scope), f"compute_at {t.name}")
+        self.sch.set_body(body)
+        t.placed = True
+        # the loops of the tile the cache holds: what TVM's s[CC].op.axis are after compute_at
+        stores = [x for x in walk_stmts(body) if isinstance(x, Store) and x.buffer.name == f"{buf.name}_{t.scope}"
+                  and x.buffer.scope == t.scope]
+        inside = [x.var for x in walk_stmts(self.sch.loops(v)[0].body) if isinstance(x, For)]
+        used = {id(n) for st in stores for n in walk(st.index)}
+        t.op.axis = [_iv(x, self.sch.loops(x)) for x in inside if id(x) in used]
+
     def compute_inline(self):
         """Lowering already inlines every stage without a reduction into its readers; this checks
         that the stage is one of those."""
         t = self.tensor
-        if isinstance(t, _CacheTensor) or t.is_placeholder or any(t is o for o in self.sch.outputs):
+        if isinstance(t, (_CacheTensor, _CacheWrite)) or t.is_placeholder or any(t is o for o in self.sch.outputs):
             raise tsch.ScheduleError(f"compute_inline {t.name}: an output, an input or a cache cannot be inlined")
         if t.op.reduce_axis:
             raise tsch.ScheduleError(f"compute_inline {t.name}: a reduction is computed into an accumulator, "

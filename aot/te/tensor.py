@@ -47,7 +47,10 @@ class ComputeOp:
 
 class Tensor:
     def __init__(self, name, shape, dtype, op):
-        self.name, self.shape, self.dtype, self.op = name, tuple(int(s) for s in shape), dtype, op
+        # a dimension is an int or an expression of te.var sizes (fixed by aot.build)
+        self.name, self.dtype, self.op = name, dtype, op
+        self.shape = tuple(s if isinstance(s, Expr) and not isinstance(s, Const) else int(getattr(s, "value", s))
+                           for s in shape)
         self.uid = next(_uid)
 
     @property
@@ -138,6 +141,17 @@ def identity(combiner, dtype):
     if info is None:
         return Const(combiner == "min", "bool")
     return Const(info.min if combiner == "max" else info.max, dtype)
+
+
+def var(name="tindex", dtype="int32") -> Var:
+    """te.var("n"): a size left symbolic in shapes, extents and indices until aot.build fixes it
+    (from its sizes= argument, or from the arrays of the module's first call)."""
+    if dtype not in ("int32", "int64"):
+        raise InternalError(f"te.var {name}: a size is int32 or int64, not {dtype}")
+    return Var(name, INDEX)
+
+
+size_var = var
 
 
 def placeholder(shape, dtype="float32", name="placeholder") -> Tensor:

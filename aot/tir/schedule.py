@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AotError
-from .expr import INDEX, Bin, Const, Load, Var, all_of, ge, lt, substitute, transform, walk
+from .expr import INDEX, Bin, Const, Load, Unary, Var, all_of, ge, lt, substitute, transform, walk
 from .simplify import const_value, from_linear, linear_form, loop_ranges, simplify
 from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
                    StmtVisitor, Store, map_exprs, own_exprs, walk_stmts)
@@ -71,19 +71,27 @@ def _subst(s, var, value):
 def split(s: Stmt, var: Var, factor: int):
     """Split loop `var` into (outer, inner) with inner extent `factor`; returns (stmt, outer, inner).
 
-    A factor that does not divide the extent guards the tail with a condition."""
+    A factor that does not divide the extent guards the tail with a condition. So does any
+    factor of a symbolic extent (a te.var size): the guard folds away at aot.build if it divides."""
     var = as_var(var)
     factor = int(factor)
     if factor < 1:
         raise ScheduleError(f"split {var.name}: factor {factor} is not positive")
-    exts = {const_value(x.extent) for x in _loops_of(s, var, "split")}
-    if None in exts or len(exts) != 1:
-        raise ScheduleError(f"split needs one constant extent for {var.name}")
-    ext = exts.pop()
+    loops = _loops_of(s, var, "split")
+    if len({x.extent.key() for x in loops}) != 1:
+        raise ScheduleError(f"split needs one extent for {var.name}")
+    ext = const_value(loops[0].extent)
+    sym = loops[0].extent if ext is None else None
+    if sym is not None and any(isinstance(n, Load) for n in walk(sym)):
+        raise ScheduleError(f"split {var.name}: the extent depends on data")
     outer, inner = Var(var.name + "_o"), Var(var.name + "_i")
 
     def fn(x: For):
         body = _subst(x.body, var, x.min + outer * factor + inner)
+        if sym is not None:
+            body = _guard_innermost(body, lt(outer * factor + inner, sym))
+            return For(outer, 0, Bin("floordiv", sym + (factor - 1), Const(factor, INDEX)),
+                       For(inner, 0, factor, body, x.kind, x.thread_tag))
         if ext % factor:
             body = _guard_innermost(body, lt(outer * factor + inner, Const(ext, inner.dtype)))
         return For(outer, 0, (ext + factor - 1) // factor, For(inner, 0, factor, body, x.kind, x.thread_tag))
@@ -359,8 +367,12 @@ def bind(s: Stmt, var: Var, thread_tag: str):
     var = as_var(var)
     if thread_tag not in THREAD_TAGS:
         raise ScheduleError(f"bind {var.name}: unknown thread tag {thread_tag!r} (one of {', '.join(THREAD_TAGS)})")
+    loop_vars = {id(x.var) for x in walk_stmts(s) if isinstance(x, For)}
     for loop in _loops_of(s, var, "bind"):
-        if const_value(loop.min) != 0 or const_value(loop.extent) is None:
+        # an extent of te.var sizes becomes constant at aot.build, before the launch is sized
+        sizes_only = not any(isinstance(n, Load) or (isinstance(n, Var) and id(n) in loop_vars)
+                             for n in walk(loop.extent))
+        if const_value(loop.min) != 0 or (const_value(loop.extent) is None and not sizes_only):
             raise ScheduleError(f"bind {var.name}: a bound loop needs min 0 and a constant extent")
     return _set_kind(s, var, "thread_binding", thread_tag)
 
@@ -439,6 +451,8 @@ def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared"):
     what = f"cache_read {buffer.name} at {at.name}"
     if scope not in ("shared", "local"):
         raise ScheduleError(f"{what}: scope {scope!r} is not 'shared' or 'local'")
+    if buffer.symbolic:
+        raise ScheduleError(f"{what}: {buffer!r} has a symbolic size (te.var): a cache needs constant bounds")
     loops = _loops_of(s, at, "cache_read")
     if len(loops) != 1:
         raise ScheduleError(f"{what}: {at.name} heads {len(loops)} loops")
@@ -534,6 +548,148 @@ def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared"):
     return _ReplaceLoops(lambda x: x is target, fn).visit(s), cache
 
 
+class _Writes(StmtVisitor):
+    """Every store to `buffer` in a statement, with the loop ranges and the branch conditions in
+    force there."""
+
+    def __init__(self, buffer, ranges):
+        self.buffer, self.ranges, self.conds, self.found, self.loads = buffer, ranges, [], [], []
+
+    def visit_Store(self, s):
+        if s.buffer is self.buffer:
+            self.found.append((s, self.ranges, list(self.conds)))
+        self.visit_expr(s.value)
+        self.visit_expr(s.index)
+
+    def visit_expr(self, e):
+        self.loads.extend((x, list(self.conds)) for x in walk(e) if isinstance(x, Load) and x.buffer is self.buffer)
+
+    def visit_For(self, s):
+        outer, self.ranges = self.ranges, loop_ranges(self.ranges, s)
+        self.visit(s.body)
+        self.ranges = outer
+
+    def visit_IfThenElse(self, s):
+        self.visit_expr(s.cond)
+        self.conds.append(s.cond)
+        self.visit(s.then)
+        self.conds.pop()
+        if s.else_ is not None:
+            self.conds.append(Unary("not", s.cond))
+            self.visit(s.else_)
+            self.conds.pop()
+
+
+def cache_write(s: Stmt, buffer: Buffer, at: Var, scope: str = "local"):
+    """Compute what the body of loop `at` stores to `buffer` into a `scope` buffer of the tile it
+    covers, then copy the tile out at the end of every iteration of `at` (TVM's cache_write placed
+    by compute_at); returns (stmt, cache buffer, the copy's loop variables).
+
+    The tile is the box of the loops inside `at` that the store index is affine in, one
+    dimension per loop (outermost the loop with the largest stride): the body must store at one
+    index pattern, under the same conditions (a split's tail guard; the copies keep them). A body
+    that also reads `buffer` (it accumulates there: TensorIR's T.init form) reads it at that
+    index, from the cache, which is then filled from `buffer` first."""
+    at = as_var(at)
+    what = f"cache_write {buffer.name} at {at.name}"
+    if scope != "local":
+        raise ScheduleError(f"{what}: scope {scope!r} is not 'local' (a write cache is private to a thread)")
+    loops = _loops_of(s, at, what)
+    if len(loops) != 1:
+        raise ScheduleError(f"{what}: {at.name} heads {len(loops)} loops")
+    target = loops[0]
+    ranges = {}
+    for lp in _enclosing(s, target) + [target]:
+        ranges = loop_ranges(ranges, lp)
+    writes = _Writes(buffer, ranges)
+    writes.visit(target.body)
+    if not writes.found:
+        raise ScheduleError(f"{what}: the loop does not write {buffer.name} (compute_at a loop around its stores)")
+    inner = {id(x.var): x for x in walk_stmts(target.body) if isinstance(x, For)}
+    def pattern(index):
+        form = linear_form(simplify(index))
+        if form is None:
+            raise ScheduleError(f"{what}: an index of {buffer.name} is not an integer expression")
+        return tuple(sorted((k, c) for k, (_, c) in form[0].items())), form[1]
+
+    if len({pattern(st.index) for st, _, _ in writes.found}) != 1:
+        raise ScheduleError(f"{what}: the stores to {buffer.name} are not at one index")
+    st = writes.found[0][0]
+    for ld, _ in writes.loads:
+        if len(ld.indices) != 1 or pattern(ld.indices[0]) != pattern(st.index):
+            raise ScheduleError(f"{what}: the loop reads {buffer.name} elsewhere than where it stores it")
+    terms, const = linear_form(simplify(st.index))
+    dims = []
+    for key, (atom, c) in terms.items():
+        if isinstance(atom, Var) and id(atom) in inner:
+            lp = inner[id(atom)]
+            if const_value(lp.min) is None or const_value(lp.extent) is None or c <= 0:
+                raise ScheduleError(f"{what}: loop {atom.name} needs constant bounds and a positive stride")
+            dims.append((c, atom, const_value(lp.min), const_value(lp.extent)))
+        elif any(isinstance(v, Var) and id(v) in inner for v in walk(atom)):
+            raise ScheduleError(f"{what}: the store index is not affine in the loops inside {at.name}")
+    dims.sort(key=lambda d: -d[0])
+    for k, (c, v, _, _) in enumerate(dims):          # distinct iterations store distinct elements
+        if c <= sum(c2 * (n2 - 1) for c2, _, _, n2 in dims[k + 1:]):
+            raise ScheduleError(f"{what}: two iterations may store the same element of {buffer.name}")
+    dim_ids = {id(v) for _, v, _, _ in dims}
+
+    def on_dims(c):         # a guard of the tile: on its loops (and those around `at`), no others inside
+        vs = [v for v in walk(c) if isinstance(v, Var)]
+        return any(id(v) in dim_ids for v in vs) and all(id(v) in dim_ids for v in vs if id(v) in inner)
+    # the tile's guard: the conditions on its own loops (a split's tail), the same at every store
+    guards = {tuple(c.key() for c in cs if on_dims(c)) for _, _, cs in writes.found}
+    if len(guards) != 1:
+        raise ScheduleError(f"{what}: the stores to {buffer.name} are under different conditions on its index")
+    conds = [c for c in writes.found[0][2] if on_dims(c)]
+    # an element not certainly stored (under another condition, in a loop that may not run) or
+    # read before it is stored keeps the buffer's value: the cache starts as a copy of the tile
+    needs_fill = bool(writes.loads) or any(len(cs) != len(conds) for _, _, cs in writes.found) or any(
+        (const_value(lp.extent) or 0) < 1 for lp in inner.values() if id(lp.var) not in dim_ids)
+    shape = [n for _, _, _, n in dims] or [1]
+    cache = Buffer(f"{buffer.name}_{scope}", buffer.dtype, shape, scope)
+    strides, acc = [], 1
+    for n in reversed(shape[:len(dims)]):
+        strides.insert(0, acc)
+        acc *= n
+    local = Const(0, INDEX)
+    for (_, v, mn, _), st_ in zip(dims, strides):
+        local = local + (v - mn) * st_
+    local = simplify(local)
+
+    class Redirect(StmtMutator):
+        def mutate_expr(self, e):
+            return transform(e, lambda x: Load(cache, local) if isinstance(x, Load) and x.buffer is buffer else None)
+
+        def visit_Store(self, x):
+            x = StmtMutator.visit_Store(self, x)
+            return Store(cache, local, x.value) if x.buffer is buffer else x
+
+    copy_vars = [Var(f"{v.name}_c") for _, v, _, _ in dims]
+    to_copy = {id(v): cv + mn for (_, v, mn, _), cv in zip(dims, copy_vars)}
+    src = substitute(local, to_copy)
+    dst = substitute(st.index, to_copy)
+
+    def tile_loop(stmt, names):
+        if conds:
+            stmt = IfThenElse(all_of([substitute(c, to_copy) for c in conds]), stmt)
+        for cv, (_, _, _, n) in reversed(list(zip(names, dims))):
+            stmt = For(cv, 0, n, stmt)
+        return substitute_vars(stmt, dict(zip(map(id, copy_vars), names)))
+
+    def substitute_vars(stmt, m):
+        return map_exprs(stmt, lambda e: substitute(e, m)) if m else stmt
+
+    copy = tile_loop(Store(buffer, simplify(dst), Load(cache, simplify(src))), copy_vars)
+    fill = None
+    if needs_fill:
+        fill_vars = [Var(f"{v.name}_f") for _, v, _, _ in dims]
+        fill = tile_loop(Store(cache, simplify(src), Load(buffer, simplify(dst))), fill_vars)
+    new = _ReplaceLoops(lambda x: x is target,
+                        lambda x: x.with_body(Allocate(cache, Seq([fill, Redirect().visit(x.body), copy])))).visit(s)
+    return new, cache, copy_vars
+
+
 # -- buffer layout ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PackLayout:
@@ -615,4 +771,4 @@ def pack_layout(func: PrimFunc, param: int, dim: int, factor: int) -> PrimFunc:
 
 
 __all__ = ["ScheduleError", "as_var", "find_loops", "split", "fuse", "reorder", "fission",
-           "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "cache_read", "pack_layout", "PackLayout"]
+           "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "cache_read", "cache_write", "pack_layout", "PackLayout"]

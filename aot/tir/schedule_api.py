@@ -51,6 +51,12 @@ class _CacheRV(BlockRV):
         self.buffer, self.scope, self.placed = buffer, scope, False
 
 
+class _CacheWriteRV(BlockRV):
+    def __init__(self, buffer, scope):
+        super().__init__(f"{buffer.name}_{scope}", buffer.name)
+        self.buffer, self.scope, self.placed = buffer, scope, False
+
+
 class Schedule:
     def __init__(self, mod, func_name=None):
         if isinstance(mod, PrimFunc):
@@ -196,9 +202,11 @@ class Schedule:
         return _CacheRV(params[read_buffer_index], storage_scope)
 
     def compute_at(self, block, loop):
+        if isinstance(block, _CacheWriteRV):
+            return self.reverse_compute_at(block, loop)
         if not isinstance(block, _CacheRV):
-            raise tsch.ScheduleError(f"compute_at {block.name}: only a cache_read block can be moved here; "
-                                     "others are computed where their loops are")
+            raise tsch.ScheduleError(f"compute_at {block.name}: only a cache_read or cache_write block can be moved "
+                                     "here; others are computed where their loops are")
         if block.placed:
             raise tsch.ScheduleError(f"compute_at {block.name}: already placed")
         v = self._var(loop, "compute_at")
@@ -207,7 +215,31 @@ class Schedule:
         block.placed = True
 
     def cache_write(self, block, write_buffer_index, storage_scope):
-        raise tsch.ScheduleError("cache_write is not supported yet (cache_read + compute_at are)")
+        """The block computes into a `storage_scope` buffer that a copy block writes back; returns
+        that copy block, placed with reverse_compute_at (or compute_at) under a loop of the block:
+        the tile that loop's body stores is computed locally, then copied out there. Unplaced, the
+        block keeps writing its buffer (the same values)."""
+        if isinstance(block, (_CacheRV, _CacheWriteRV)):
+            raise tsch.ScheduleError(f"cache_write: {block.name} is a cache block")
+        written = [b for b in self.func.params if b.name == block.buffer_name and
+                   any(isinstance(s, Store) and s.buffer is b for s in walk_stmts(self.func.body))]
+        if write_buffer_index != 0 or not written:
+            raise tsch.ScheduleError(f"cache_write: block '{block.name}' writes {len(written)} buffer(s), "
+                                     f"not {write_buffer_index + 1}")
+        if storage_scope != "local":
+            raise tsch.ScheduleError(f"cache_write: scope {storage_scope!r} is not 'local'")
+        return _CacheWriteRV(written[0], storage_scope)
+
+    def reverse_compute_at(self, block, loop):
+        if not isinstance(block, _CacheWriteRV):
+            raise tsch.ScheduleError(f"reverse_compute_at {block.name}: only a cache_write block can be placed")
+        if block.placed:
+            raise tsch.ScheduleError(f"reverse_compute_at {block.name}: already placed")
+        v = self._var(loop, "reverse_compute_at")
+        body, _, _ = self._apply(lambda b: tsch.cache_write(b, block.buffer, v, block.scope),
+                                 f"cache_write {block.name}")
+        self._set(body)
+        block.placed = True
 
 
 def _children(s):

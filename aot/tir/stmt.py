@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InternalError
-from .expr import Expr, Var, preorder, wrap
+from .expr import Const, Expr, Var, preorder, wrap
 
 SCOPES = ("global", "local", "shared")
 FOR_KINDS = ("serial", "unroll", "vectorize", "parallel", "thread_binding")
@@ -25,10 +25,19 @@ class Buffer:
     def __init__(self, name: str, dtype: str, shape, scope: str = "global"):
         if scope not in SCOPES:
             raise InternalError(f"buffer {name}: unknown storage scope {scope!r}")
-        self.name, self.dtype, self.shape, self.scope = name, dtype, tuple(int(s) for s in shape), scope
+        self.name, self.dtype, self.scope = name, dtype, scope
+        # a dimension is an int, or an expression of te.var sizes until aot.build fixes them
+        self.shape = tuple(s if isinstance(s, Expr) and not isinstance(s, Const) else int(getattr(s, "value", s))
+                           for s in shape)
+
+    @property
+    def symbolic(self):
+        return any(isinstance(s, Expr) for s in self.shape)
 
     @property
     def size(self):
+        if self.symbolic:
+            raise InternalError(f"buffer {self.name}: the size of {self!r} is not known before aot.build")
         return int(np.prod(self.shape, dtype=np.int64))
 
     def __repr__(self):

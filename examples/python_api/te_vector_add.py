@@ -1,6 +1,8 @@
-"""TVM's tensor-expression vector add, with aot.te: split by 64, the halves bound to blockIdx.x and
-threadIdx.x, built for a GPU target, its device source printed, saved and reloaded, run and
-checked. Only the imports differ from TVM's tutorial. Without a GPU, pass opencl (PoCL runs it).
+"""TVM's tensor-expression vector add, with aot.te: the size a te.var, split by 64, the halves bound
+to blockIdx.x and threadIdx.x, built for a GPU target, its device source printed, saved and
+reloaded, run and checked. Only the imports differ from TVM's tutorial. Without a GPU, pass opencl
+(PoCL runs it). The symbolic size n is fixed when the module is first called (with n = 1024
+arrays): aot emits C with static shapes, so that module then takes only that size.
 
 Run:  python examples/python_api/te_vector_add.py [opencl|cuda|c]
 """
@@ -14,7 +16,7 @@ import aot as tvm
 from aot import te
 
 tgt = sys.argv[1] if len(sys.argv) > 1 else "opencl"
-n = 1024
+n = te.var("n")
 A = te.placeholder((n,), name="A")
 B = te.placeholder((n,), name="B")
 C = te.compute(A.shape, lambda i: A[i] + B[i], name="C")
@@ -26,6 +28,7 @@ if tgt != "c":
 fadd = tvm.build(s, [A, B, C], target=tgt, name="myadd")
 
 dev = {"c": tvm.cpu(0), "cuda": tvm.cuda(0), "opencl": tvm.opencl(0)}[tgt]
+n = 1024
 a = tvm.nd.array(np.random.uniform(size=n).astype(A.dtype), dev)
 b = tvm.nd.array(np.random.uniform(size=n).astype(B.dtype), dev)
 c = tvm.nd.array(np.zeros(n, dtype=C.dtype), dev)
@@ -35,7 +38,7 @@ print((fadd.imported_modules[0] if fadd.imported_modules else fadd).get_source()
 
 path = os.path.join(tempfile.mkdtemp(), "myadd.tar")
 fadd.export_library(path)
-fadd2 = tvm.runtime.load_module(path)
+fadd2 = tvm.runtime.load_module(path)          # the built module, n = 1024
 c2 = tvm.nd.array(np.zeros(n, dtype=C.dtype), dev)
 fadd2(a, b, c2)
 np.testing.assert_allclose(c2.numpy(), a.numpy() + b.numpy())
