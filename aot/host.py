@@ -60,7 +60,7 @@ def harness_params(m):
                 outputs=[{"c": t["c_name"]} for t in a["outputs"]],
                 workspace_io=a.get("use_workspace_io", False),
                 pools=[{"c": p["c"], "C": p["c"].upper()} for p in a.get("workspace_pools") or []],
-                devices=list(a.get("devices", [])))
+                devices=list(a.get("devices", [])), packed=a.get("interface_api") == "packed")
 
 
 def cached_build(data, out_dir, product, build):

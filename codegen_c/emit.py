@@ -206,7 +206,8 @@ def with_external_sources(out, plan):
     return out
 
 
-def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm", debug=False):
+def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm", debug=False,
+           interface_api="c"):
     """{relative path: text} for the codegen/host tree. debug: main hands every kernel output
     to tvmgen_<mod>_debug_record(kernel, output, data, nbytes) right after the kernel (aot debug)."""
     mod, MOD = plan.model_name, plan.model_name.upper()
@@ -260,7 +261,11 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     constants = [{"name": name, "ctype": C_TYPES[str(a.dtype)], "size": max(a.size, 1),
                   "comment": comment_safe(f"{list(a.shape)} {a.dtype}"),
                   "body": _format_values(a) if a.size else "  0"} for name, a in plan.constants]
-    common = dict(mod=mod, MOD=MOD, target=comment_safe(target), devices=[device_member(d) for d in devices],
+    packed = interface_api == "packed"
+    if packed and (devices or plan.pools or plan.io_offsets is not None):
+        raise AotError("--interface-api packed takes only the inputs and outputs: devices, workspace pools and "
+                       "--use-workspace-io need --interface-api c")
+    common = dict(mod=mod, MOD=MOD, target=comment_safe(target), devices=[device_member(d) for d in devices], packed=packed,
                   devices_param=f", struct tvmgen_{mod}_devices* devices" if devices else "")
     ws_io = plan.io_offsets is not None
     pools = [dict(p, C=p["c"].upper()) for p in plan.pools]
