@@ -100,13 +100,10 @@ def tvm_output_names(graph, model):
     return ["output"] if n == 1 else [f"output{k}" for k in range(n)]
 
 
-def check_pools(pools, workspace_io):
+def check_pools(pools):
     """User workspace pools: C identifiers, distinct, hints positive. None = internal workspace."""
     if not pools:
         return None
-    if workspace_io:
-        raise AotError("--use-workspace-io with user --workspace-pools is not supported yet: "
-                       "use one of the two")
     seen = set()
     for name, hint in pools:
         if not POOL_RE.match(name):
@@ -187,7 +184,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
             raise AotError(f"{what} section name '{sec}' may only contain letters, digits, '.' and '_'")
 
     check_interface(options)
-    pools = check_pools(options.workspace_pools, options.use_workspace_io)
+    pools = check_pools(options.workspace_pools)
     graph = import_model(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
     if backends:

@@ -255,7 +255,8 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     proto = _main_prototype(plan)
     def io(lst, kind):
         return [dict({"c": c, "nbytes": t.nbytes,
-                      "offset": plan.io_offsets[(kind, k)] if plan.io_offsets is not None else None},
+                      "offset": plan.io_offsets[(kind, k)] if plan.io_offsets is not None else None,
+                      "pool": plan.pools[plan.io_pools[(kind, k)]]["c"] if plan.io_pools else None},
                      **quant_macros(plan, kind, k))
                 for k, (c, _, t) in enumerate(lst)]
     constants = [{"name": name, "ctype": C_TYPES[str(a.dtype)], "size": max(a.size, 1),
