@@ -308,6 +308,52 @@ def test_cmsisnn_like_makefile_project(tmp_path):
     np.testing.assert_allclose(got, ref.ravel(), rtol=1e-5, atol=1e-6)
 
 
+ETHOSU_DECL = ("#include <stdint.h>\n"
+               "int32_t TVMEthosULaunch(void* context, const float* in, float* out, int32_t n, float floor_);\n")
+
+
+def test_ethosu_like_device_demo(tmp_path):
+    """A demo shaped like apps/microtvm/ethosu: the firmware reserves its driver, hands it to the
+    model in struct tvmgen_default_devices (.ethos_u), and implements TVMEthosULaunch and the
+    TVMDeviceEthosU* hooks on its typed context. The "NPU" is a plug-in backend named ethos-u."""
+    import aot
+    from aot.uma import UMABackend, call_extern
+
+    class EthosU(UMABackend):
+        target_name = "ethos-u"
+
+        def __init__(self):
+            super().__init__()
+            self._register_op("Relu")
+            self._register_lowering("Relu", lambda c: call_extern("TVMEthosULaunch", c.device, c.inputs[0],
+                                                                  c.outputs[0], c.inputs[0].size, 0.0))
+            self._register_device_context()
+            self._register_codegen(includes=["aot_ethosu.h"], sources={"aot_ethosu.h": ETHOSU_DECL})
+    EthosU().register()
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sigmoid", ["a"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    m = make_model(nodes, [vi("x", [2, 5])], [vi("y", [2, 5])])
+    x = np.random.default_rng(5).standard_normal((2, 5)).astype(np.float32)
+    ref = ort_run(m, {"x": x})["y"]
+    app = tmp_path / "app"
+    shutil.copytree(os.path.join(CLIENTS, "ethosu"), app)
+    compile_mlf(m, str(app / "build"), target="ethos-u, c")
+    (app / "include" / "inputs.h").write_text(f"static float input[{x.size}] = {{{c_floats(x)}}};\n")
+    (app / "include" / "outputs.h").write_text(f"static float output[{ref.size}];\n")
+    b = app / "build"
+    srcs = [str(app / "src" / "demo_bare_metal.c"), str(app / "src" / "tvm_ethosu_runtime.c"),
+            *sorted(str(p) for p in (b / "codegen/host/src").glob("*.c")), *(str(b / s) for s in RUNTIME_SRCS)]
+    exe = str(b / "demo")
+    r = subprocess.run(["gcc", *STRICT, *SANITIZE, "-I", str(app / "include"), "-I", str(b / "codegen/host/include"),
+                        "-I", str(b / "runtime/include"), *srcs, "-o", exe, "-lm"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-4000:]
+    r = subprocess.run([exe], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "launches 2 opened 0 active 0" in r.stdout    # both ReLUs ran on the device, hooks balanced
+    vals = [line for line in r.stdout.splitlines() if line.startswith("output ")]
+    np.testing.assert_allclose(np.array(vals[0].split()[1:], np.float32), ref.ravel(), rtol=1e-6)
+
+
 # -- the same programs on qemu-cortex-m55 -----------------------------------------------------
 
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm")
