@@ -30,6 +30,7 @@ SANITIZE = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=
             "-DTVMGEN_DEFAULT_WORKSPACE_ATTRIBUTE=__attribute__((aligned(16)))"]
 RUNTIME_SRCS = ["runtime/src/runtime/crt/memory/stack_allocator.c", "runtime/src/runtime/crt/common/crt_backend_api.c"]
 SUCCESS, FAILURE = "AOT_TEST_SUCCESS", "AOT_TEST_FAILURE"
+BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm")
 VARIANTS = {   # TVM's call shapes -> the aot.compile options that give them
     "unpacked": dict(interface_api="c"),
     "packed": dict(interface_api="packed"),
@@ -280,16 +281,35 @@ def test_zephyr_cmsisnn_like_cmake_project(tmp_path):
     assert f"The class is {int(np.argmax(ref))}" in r.stdout
 
 
-def test_cmsisnn_like_makefile_project(tmp_path):
-    """Make: build/runtime as the standalone CRT, include/tvm_runtime.h, src/demo_bare_metal.c."""
+def _qemu_objects(d, b):
+    """startup, semihosting and the demo's system calls for a QEMU board, compiled: what the
+    board's firmware links besides the application (TVM's demos link their platform's the same way)."""
+    from aot.firmware import BOARD_CFLAGS, board_dir
+    common = board_dir("cortex_m")
+    objs = []
+    for src in (os.path.join(common, "startup.c"), os.path.join(common, "semihost.c"),
+                os.path.join(CLIENTS, "harness", "retarget_qemu.c")):
+        obj = os.path.join(d, os.path.basename(src)[:-2] + ".o")
+        r = subprocess.run([b["cc"], *BOARD_CFLAGS, *b["cflags"], "-O2", "-I", common, "-c", src, "-o", obj],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-3000:]
+        objs.append(obj)
+    return objs
+
+
+@pytest.mark.parametrize("board", ["host", pytest.param("qemu-cortex-m55", marks=pytest.mark.board)])
+def test_cmsisnn_like_makefile_project(tmp_path, board):
+    """Make: build/runtime as the standalone CRT, include/tvm_runtime.h, src/demo_bare_metal.c.
+    On the board, the Makefile's compiler and flag variables are set on make's command line."""
     m, x, ref = model_and_data(2)
     app = tmp_path / "app"
     shutil.copytree(os.path.join(CLIENTS, "cmsisnn"), app)
     (app / "build").mkdir()
     (app / "model.onnx").write_bytes(m.SerializeToString())
     env = dict(os.environ, PYTHONPATH=ROOT)
+    target = [] if board == "host" else ["--target=c -mcpu=cortex-m55"]
     # run_demo.sh's steps: compile with the module name 'detection', unpack, convert the input, make
-    r = subprocess.run([sys.executable, "-m", "aot", "compile", "model.onnx", "--executor-aot-interface-api=c",
+    r = subprocess.run([sys.executable, "-m", "aot", "compile", "model.onnx", *target, "--executor-aot-interface-api=c",
                         "--io-names", "tvm", "--module-name=detection", "-o", "build/module.tar"],
                        cwd=app, capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
@@ -299,13 +319,29 @@ def test_cmsisnn_like_makefile_project(tmp_path):
         f.write(f"static float input[{x.size}] = {{{c_floats(x)}}};\n")
     with open(app / "include" / "outputs.h", "w") as f:
         f.write(f"static float output[{ref.size}];\n")
-    r = subprocess.run(["make", "-C", str(app)], capture_output=True, text=True)
+    make = ["make", "-C", str(app)]
+    if board != "host":
+        if any(shutil.which(t) is None for t in BOARD_TOOLS):
+            pytest.skip("Arm toolchain or QEMU not installed")
+        from aot.firmware import LIBS, LINK, board_dir, load_qemu_board, qemu_command
+        b = load_qemu_board(board)
+        objs = _qemu_objects(str(tmp_path), b)
+        make += ["CC=arm-none-eabi-gcc", "AR=arm-none-eabi-ar", "RANLIB=arm-none-eabi-ranlib",
+                 "PKG_COMPILE_OPTS=" + " ".join(["-g", *STRICT, "-O2", *b["cflags"]]),
+                 # newlib-nano prints floats only when asked to link that code
+                 "PKG_LDFLAGS=" + " ".join([*objs, *LINK, "-u", "_printf_float", "-L", board_dir(board), "-L", board_dir("cortex_m"),
+                                            "-T", "link.ld", *LIBS])]
+    r = subprocess.run(make, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    r = subprocess.run([str(app / "build" / "demo")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    vals = [line for line in r.stdout.splitlines() if line.startswith("output ")]
+    demo = str(app / "build" / "demo")
+    r = subprocess.run([demo] if board == "host" else qemu_command(b, demo), capture_output=True, text=True,
+                       timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-3000:]
+    vals = [line for line in out.splitlines() if line.startswith("output ")]
     got = np.array([float(v) for v in vals[0].split()[1:]], np.float32)
     np.testing.assert_allclose(got, ref.ravel(), rtol=1e-5, atol=1e-6)
+    assert f"Class {int(np.argmax(ref))} detected." in out
 
 
 ETHOSU_DECL = ("#include <stdint.h>\n"
@@ -355,9 +391,6 @@ def test_ethosu_like_device_demo(tmp_path):
 
 
 # -- the same programs on qemu-cortex-m55 -----------------------------------------------------
-
-BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm")
-
 
 @pytest.mark.board
 @pytest.mark.skipif(any(shutil.which(t) is None for t in BOARD_TOOLS), reason="Arm toolchain or QEMU not installed")
