@@ -259,8 +259,10 @@ def _aot_cli():
     return f"{sys.executable} -m aot"
 
 
-def test_zephyr_cmsisnn_like_cmake_project(tmp_path):
-    """CMake: the MLF compiled and unpacked into the build directory; TVM's runtime paths built."""
+@pytest.mark.parametrize("board", ["host", pytest.param("qemu-cortex-m55", marks=pytest.mark.board)])
+def test_zephyr_cmsisnn_like_cmake_project(tmp_path, board):
+    """CMake: the MLF compiled and unpacked into the build directory; TVM's runtime paths built.
+    On the board, the cross compiler and its flags are given as CMake cache variables."""
     if shutil.which("cmake") is None:
         pytest.skip("cmake not installed")
     m, x, ref = model_and_data(1)
@@ -270,15 +272,30 @@ def test_zephyr_cmsisnn_like_cmake_project(tmp_path):
     (src / "model" / "input.txt").write_text(" ".join(f"{v:.9g}" for v in x.ravel()) + "\n")
     build = tmp_path / "build"
     env = dict(os.environ, PYTHONPATH=ROOT)
-    for cmd in (["cmake", "-S", str(src), "-B", str(build), f"-DPYTHON={sys.executable}"],
-                ["cmake", "--build", str(build)]):
+    configure = ["cmake", "-S", str(src), "-B", str(build), f"-DPYTHON={sys.executable}"]
+    if board != "host":
+        if any(shutil.which(t) is None for t in BOARD_TOOLS):
+            pytest.skip("Arm toolchain or QEMU not installed")
+        from aot.firmware import LINK, board_dir, load_qemu_board, qemu_command
+        b = load_qemu_board(board)
+        objs = _qemu_objects(str(tmp_path), b)
+        configure += ["-DCMAKE_SYSTEM_NAME=Generic", "-DCMAKE_C_COMPILER=arm-none-eabi-gcc",
+                      "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY", "-DAOT_TARGET=c -mcpu=cortex-m55",
+                      "-DCMAKE_C_FLAGS=" + " ".join(["-O2", *b["cflags"]]),
+                      "-DCMAKE_EXE_LINKER_FLAGS=" + " ".join([*objs, *LINK, "-u", "_printf_float", "-L", board_dir(board),
+                                                              "-L", board_dir("cortex_m"), "-T", "link.ld"])]
+    for cmd in (configure, ["cmake", "--build", str(build)]):
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    r = subprocess.run([str(build / "app")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    got = np.array([float(v) for v in r.stdout.split("\n")[0].split()], np.float32)
+    r = subprocess.run([str(build / "app")] if board == "host" else qemu_command(b, str(build / "app")),
+                       capture_output=True, text=True, timeout=300)
+    out = r.stdout + r.stderr      # QEMU's semihosting console is its stderr
+    assert r.returncode == 0, out
+    lines = out.splitlines()
+    k = next(i for i, line in enumerate(lines) if line.startswith("The class is"))
+    got = np.array([float(v) for v in lines[k - 1].split()], np.float32)
     np.testing.assert_allclose(got, ref.ravel(), rtol=1e-5, atol=1e-6)
-    assert f"The class is {int(np.argmax(ref))}" in r.stdout
+    assert lines[k] == f"The class is {int(np.argmax(ref))}"
 
 
 def _qemu_objects(d, b):
