@@ -34,6 +34,8 @@ def _cmd_compile(a):
     if a.workspace_section:
         opts.workspace_section = a.workspace_section
     opts.use_workspace_io = a.use_workspace_io
+    opts.interface_api = a.interface_api
+    opts.io_names = a.io_names
     opts.in_place = not a.no_in_place
     opts.workspace_pools = parse_pools(a.workspace_pools, a.workspace_pools_size_hint_bytes)
     refuse_overwriting_input(a.model, a.output)
@@ -275,7 +277,8 @@ def main(argv=None):
     c = sub.add_parser("compile", help="compile a model to a Model Library Format tarball")
     c.add_argument("model")
     c.add_argument("-o", "--output", required=True)
-    c.add_argument("--model-name", default="default")
+    c.add_argument("--model-name", "--module-name", dest="model_name", default="default",
+                   help="the <mod> of tvmgen_<mod>_run (tvmc calls it --module-name)")
     c.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...", help="static shape for an input")
     c.add_argument("--bind-input", action="append", metavar="NAME=FILE.npy",
                    help="fix an input's value at compile time (e.g. a shape or axes tensor)")
@@ -293,6 +296,13 @@ def main(argv=None):
                         "tvmgen_<mod>_workspace_pools and run takes it; filled in the order given")
     c.add_argument("--workspace-pools-size-hint-bytes", action="append", metavar="NAME:BYTES[,...]",
                    help="the most bytes a pool may take; the compile is refused when the plan does not fit")
+    c.add_argument("--interface-api", "--executor-aot-interface-api", dest="interface_api", default="c",
+                   choices=("c", "packed"),
+                   help="the entry point: 'c' (default) tvmgen_<mod>_run(&inputs, &outputs, ...) with structs, or "
+                        "'packed' tvmgen_<mod>_run(TVMValue* args, int* type_codes, int num_args, ...) over DLTensors")
+    c.add_argument("--io-names", default="model", choices=("model", "tvm"),
+                   help="C names of inputs/outputs: 'model' (default) the model's tensor names; 'tvm' as TVM names "
+                        "them (an ONNX model's single output is 'output', several are 'output0', 'output1', ...)")
     c.add_argument("--no-in-place", action="store_true",
                    help="never let a kernel write its output over a dying input")
     c.add_argument("-v", "--verbose", action="store_true", help="explain what each pass did")

@@ -39,6 +39,10 @@ class Options:
     use_workspace_io: bool = False     # inputs and outputs live inside the workspace (TVM's option)
     in_place: bool = True              # a kernel may write its output over an input that dies there
     workspace_pools: list = None       # user pools [(name, size hint bytes or None)], TVM's option
+    interface_api: str = "c"           # "c": tvmgen_<mod>_run(&inputs, &outputs...) (TVM's default for
+                                       # microTVM); "packed": the packed run(TVMValue*, type codes, ...)
+    io_names: str = "model"            # "model": C members named after the model's tensors; "tvm": as
+                                       # TVM's ONNX frontend names them (outputs "output" / "outputN")
     debug: bool = False                # instrumented build for `aot debug`: main hands each kernel's
                                        # output to tvmgen_<mod>_debug_record right after the kernel
     external: object = None            # (group, symbol) -> ExternalKernel | None: groups handed to an
@@ -67,13 +71,39 @@ def board_target(board) -> Target:
 POOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def check_pools(pools, workspace_io):
+INTERFACE_APIS = ("c", "packed")
+IO_NAMES = ("model", "tvm")
+
+
+def check_interface(options):
+    """--interface-api and --io-names: known values, and combinations the packed API can serve."""
+    if options.interface_api not in INTERFACE_APIS:
+        raise AotError(f"--interface-api '{options.interface_api}' is not one of {', '.join(INTERFACE_APIS)}")
+    if options.io_names not in IO_NAMES:
+        raise AotError(f"--io-names '{options.io_names}' is not one of {', '.join(IO_NAMES)}")
+    if options.interface_api == "packed":
+        # TVM's packed entry point takes only the I/O tensors; pools, workspace I/O and devices
+        # belong to the C interface's structs
+        if options.workspace_pools:
+            raise AotError("--interface-api packed does not take --workspace-pools: use --interface-api c")
+        if options.use_workspace_io:
+            raise AotError("--interface-api packed does not take --use-workspace-io: use --interface-api c")
+
+
+def tvm_output_names(graph, model):
+    """TVM's ONNX frontend gives its main no output names, so the AOT executor calls a single
+    output 'output' and several 'output0', 'output1', ...; its TFLite frontend keeps the tensors'."""
+    from .frontend import read_tflite
+    if read_tflite(model) is not None:
+        return graph.output_names
+    n = len(graph.output_names)
+    return ["output"] if n == 1 else [f"output{k}" for k in range(n)]
+
+
+def check_pools(pools):
     """User workspace pools: C identifiers, distinct, hints positive. None = internal workspace."""
     if not pools:
         return None
-    if workspace_io:
-        raise AotError("--use-workspace-io with user --workspace-pools is not supported yet: "
-                       "use one of the two")
     seen = set()
     for name, hint in pools:
         if not POOL_RE.match(name):
@@ -153,7 +183,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         if not SECTION_RE.match(sec):
             raise AotError(f"{what} section name '{sec}' may only contain letters, digits, '.' and '_'")
 
-    pools = check_pools(options.workspace_pools, options.use_workspace_io)
+    check_interface(options)
+    pools = check_pools(options.workspace_pools)
     graph = import_model(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
     if backends:
@@ -169,7 +200,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         groups = fuse_and_order(graph, options, lambda m: None)
 
     in_c, notes1 = unique_c_names([v.name for v in graph.inputs], reserved=("WORKSPACE",))
-    out_c, notes2 = unique_c_names(graph.output_names, reserved=["WORKSPACE"] + in_c)
+    out_c, notes2 = unique_c_names(tvm_output_names(graph, model) if options.io_names == "tvm" else graph.output_names,
+                                   reserved=["WORKSPACE"] + in_c)
     notes = notes1 + notes2
     for n in notes:
         log("note: " + n)
@@ -181,17 +213,22 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     plan.io_quant = dict(graph.io_quant)
     if target.is_device:
         from codegen_c.emit_gpu import emit_gpu
+        if options.interface_api != "c":
+            raise AotError(f"--interface-api {options.interface_api} is for C targets, not '{target}'")
         if options.debug:
             raise AotError(f"aot debug is for C targets, not '{target}'")
         sources = emit_gpu(plan, target)
     else:
-        sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug)
+        sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug,
+                         interface_api=options.interface_api)
     src_list = sorted(s for s in sources if s.endswith(".c"))
     extra = {
         "inputs": [io_entry(plan, "input", k) for k in range(len(plan.inputs))],
         "outputs": [io_entry(plan, "output", k) for k in range(len(plan.outputs))],
         "workspace_lower_bound_bytes": plan.workspace_lower_bound,
         "use_workspace_io": bool(options.use_workspace_io),
+        "interface_api": options.interface_api,
+        "io_names": options.io_names,
         "workspace_pools": plan.pools,
         "workspace_tensors": plan.tensors,
         "kernels": [c.symbol for c in plan.calls],

@@ -129,6 +129,7 @@ class ExecutorPlan:
     notes: list = field(default_factory=list)
     io_offsets: dict = None      # ("input"|"output", index) -> workspace offset (use_workspace_io)
     pools: list = field(default_factory=list)   # user workspace pools: {name, c, size, hint}; [] = internal
+    io_pools: dict = None        # ("input"|"output", index) -> the pool (index) holding it (workspace io + pools)
     io_quant: dict = field(default_factory=dict)   # ("input" | "output", k) -> (scale, zero point)
 
     @property
@@ -286,15 +287,18 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
     if log:
         log(f"verify: {access.checked} accesses proven in bounds, {access.guarded} guarded by a condition, "
             f"{access.data_dependent} data-dependent, {access.unproven} not proven; no overlap between live buffers")
-    io_offsets = None
+    io_offsets = io_pools = None
     if workspace_io:
         io_offsets = {("input", k): offset[id(v)] for k, v in enumerate(graph.inputs)}
         io_offsets.update({("output", k): offset[id(root(v))] for k, v in enumerate(graph.outputs)})
+        io_pools = {("input", k): pool_of[id(v)] for k, v in enumerate(graph.inputs)}
+        io_pools.update({("output", k): pool_of[id(root(v))] for k, v in enumerate(graph.outputs)})
     pool_info = [{"name": n, "c": sanitize(n), "size": sz, "hint": h} for (n, h), sz in zip(pools or [], sizes)]
     if log and pools:
         log("workspace pools: " + ", ".join(f"{p['name']} {p['size']} bytes" + (f" (hint {p['hint']})" if p["hint"]
                                                                                   else "") for p in pool_info))
-    return ExecutorPlan(mod, ins, outs, constants, calls, total, bound, rows, io_offsets=io_offsets, pools=pool_info)
+    return ExecutorPlan(mod, ins, outs, constants, calls, total, bound, rows, io_offsets=io_offsets, pools=pool_info,
+                        io_pools=io_pools if pools else None)
 
 
 class _Scratch:

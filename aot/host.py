@@ -55,12 +55,16 @@ def refuse_device(m, board):
 def harness_params(m):
     """Template parameters shared by the host, firmware and project harnesses."""
     a = m.aot
-    return dict(mod=m.module_name, MOD=m.module_name.upper(),
+    wsio, pools, devices = a.get("use_workspace_io", False), a.get("workspace_pools") or [], a.get("devices", [])
+    # TVM's call shapes: run(&pools[, &devices]) when the I/O lives in the pools, else the structs first
+    run_args = ([] if wsio and pools else ["&inputs", "&outputs"]) + (["&pools"] if pools else []) + \
+        (["&devices"] if devices else [])
+    return dict(mod=m.module_name, MOD=m.module_name.upper(), run_args=", ".join(run_args),
                 inputs=[{"c": t["c_name"]} for t in a["inputs"]],
                 outputs=[{"c": t["c_name"]} for t in a["outputs"]],
                 workspace_io=a.get("use_workspace_io", False),
                 pools=[{"c": p["c"], "C": p["c"].upper()} for p in a.get("workspace_pools") or []],
-                devices=list(a.get("devices", [])))
+                devices=list(a.get("devices", [])), packed=a.get("interface_api") == "packed")
 
 
 def cached_build(data, out_dir, product, build):

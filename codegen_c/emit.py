@@ -207,7 +207,8 @@ def with_external_sources(out, plan):
     return out
 
 
-def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm", debug=False):
+def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm", debug=False,
+           interface_api="c"):
     """{relative path: text} for the codegen/host tree. debug: main hands every kernel output
     to tvmgen_<mod>_debug_record(kernel, output, data, nbytes) right after the kernel (aot debug)."""
     mod, MOD = plan.model_name, plan.model_name.upper()
@@ -257,13 +258,18 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     proto = _main_prototype(plan)
     def io(lst, kind):
         return [dict({"c": c, "nbytes": t.nbytes,
-                      "offset": plan.io_offsets[(kind, k)] if plan.io_offsets is not None else None},
+                      "offset": plan.io_offsets[(kind, k)] if plan.io_offsets is not None else None,
+                      "pool": plan.pools[plan.io_pools[(kind, k)]]["c"] if plan.io_pools else None},
                      **quant_macros(plan, kind, k))
                 for k, (c, _, t) in enumerate(lst)]
     constants = [{"name": name, "ctype": C_TYPES[str(a.dtype)], "size": max(a.size, 1),
                   "comment": comment_safe(f"{list(a.shape)} {a.dtype}"),
                   "body": _format_values(a) if a.size else "  0"} for name, a in plan.constants]
-    common = dict(mod=mod, MOD=MOD, target=comment_safe(target), devices=[device_member(d) for d in devices],
+    packed = interface_api == "packed"
+    if packed and (devices or plan.pools or plan.io_offsets is not None):
+        raise AotError("--interface-api packed takes only the inputs and outputs: devices, workspace pools and "
+                       "--use-workspace-io need --interface-api c")
+    common = dict(mod=mod, MOD=MOD, target=comment_safe(target), devices=[device_member(d) for d in devices], packed=packed,
                   devices_param=f", struct tvmgen_{mod}_devices* devices" if devices else "")
     ws_io = plan.io_offsets is not None
     pools = [dict(p, C=p["c"].upper()) for p in plan.pools]

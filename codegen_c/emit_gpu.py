@@ -94,7 +94,7 @@ def emit_gpu(plan, target):
     includes = sorted({h for c in externals for h in c.includes})
     io = [{"c": cn, "nbytes": t.nbytes, "io": k} for k, (cn, _, t) in enumerate(plan.inputs)]
     outs = [{"c": cn, "nbytes": t.nbytes, "io": n_in + k} for k, (cn, _, t) in enumerate(plan.outputs)]
-    common = dict(mod=mod, MOD=MOD, target=comment_safe(str(target)), devices=[], devices_param="")
+    common = dict(mod=mod, MOD=MOD, target=comment_safe(str(target)), devices=[], devices_param="", packed=False)
     header = render_template("model.h.j2", inputs=io, outputs=outs, workspace_size=plan.workspace_size,
                              workspace_io=False, pools=[], device_api=api, **common)
     out = {f"codegen/host/include/tvmgen_{mod}.h": header}

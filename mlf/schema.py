@@ -85,6 +85,11 @@ def metadata_problems(meta, files) -> list:
     for key in ("use_workspace_io",):
         if key in aot and not isinstance(aot[key], bool):
             p.append(f"aot.{key} {_show(aot[key])} is not true/false")
+    for key, allowed in (("interface_api", ("c", "packed")), ("io_names", ("model", "tvm"))):
+        if key in aot and aot[key] not in allowed:
+            p.append(f"aot.{key} {_show(aot[key])} is not one of {', '.join(allowed)}")
+    if aot.get("interface_api") == "packed" and (aot.get("use_workspace_io") or aot.get("workspace_pools")):
+        p.append("aot.interface_api 'packed' cannot go with workspace pools or use_workspace_io")
     lb = aot.get("workspace_lower_bound_bytes")
     if lb is not None and not _is_int(lb):
         p.append(f"aot.workspace_lower_bound_bytes {_show(lb)} is not a byte count")

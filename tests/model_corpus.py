@@ -132,7 +132,8 @@ def _half(dtype):
 
 
 def option_cases():
-    """Template branches the op models do not reach: workspace I/O, user pools, a module name,
+    """Template branches the op models do not reach: workspace I/O, user pools (with workspace I/O too),
+    the packed interface, a module name,
     no constants and no workspace, copy-only outputs, float16/bfloat16 helpers."""
     chain = _chain()
     ident = make_model([helper.make_node("Identity", ["x"], ["y"])], [vi("x", [2, 3])], [_out("y")])
@@ -142,6 +143,8 @@ def option_cases():
         Case("chain", chain),
         Case("chain_workspace_io", chain, use_workspace_io=True),
         Case("chain_pools", chain, workspace_pools=[("sram", None), ("ext", None)]),
+        Case("chain_pools_workspace_io", chain, workspace_pools=[("sram", None)], use_workspace_io=True),
+        Case("chain_packed", chain, interface_api="packed", io_names="tvm"),
         Case("chain_named", chain, model_name="net_2", in_place=False),
         Case("identity", ident),
         Case("identity_workspace_io", ident, use_workspace_io=True),

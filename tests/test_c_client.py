@@ -104,9 +104,9 @@ def test_runtime_sources_compile_strictly(tmp_path):
     import aot
     extract(aot.compile(small_cnn().SerializeToString()).tar, tmp_path)
     for cc in ("gcc", "clang"):
-        for src in ("stack_allocator.c", "crt_backend_api.c"):
-            subprocess.run([cc, *STRICT, "-I", str(tmp_path / "runtime/include"), "-c", str(tmp_path / "runtime/src" / src),
-                            "-o", str(tmp_path / f"{src}.o")], check=True)
+        for src in ("memory/stack_allocator.c", "common/crt_backend_api.c"):
+            subprocess.run([cc, *STRICT, "-I", str(tmp_path / "runtime/include"), "-c", str(tmp_path / "runtime/src/runtime/crt" / src),
+                            "-o", str(tmp_path / "runtime.o")], check=True)
 
 
 def test_two_models_link_into_one_program(tmp_path):

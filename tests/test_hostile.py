@@ -511,6 +511,8 @@ TAMPER = [
     ("aot.workspace_pools", [{"name": "p", "c": "pool", "size": 4}], "POOL_SIZE"),
     ("aot.workspace_tensors", [{"name": "t"}], "workspace_tensors"),
     ("aot.use_workspace_io", "yes", "use_workspace_io"),
+    ("aot.interface_api", "cpp", "interface_api"),
+    ("aot.io_names", 1, "io_names"),
     ("aot", KeyError, "'aot'"),
     ("aot.version", 2, "aot.version is 2, this aot reads version 1"),
     ("aot.version", KeyError, "compile the model again"),

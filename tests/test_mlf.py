@@ -32,7 +32,9 @@ def test_layout_and_metadata():
                  "./codegen/host/src/default_lib1.c", "./parameters/default.params", "./src/default.relay",
                  "./runtime/include/tvm/runtime/c_runtime_api.h", "./runtime/include/tvm/runtime/c_backend_api.h",
                  "./runtime/include/tvm/runtime/crt/error_codes.h", "./runtime/include/tvm/runtime/crt/stack_allocator.h",
-                 "./runtime/src/stack_allocator.c", "./mlf.mk", "./mlf.cmake"):
+                 "./runtime/src/runtime/crt/memory/stack_allocator.c",
+                 "./runtime/src/runtime/crt/common/crt_backend_api.c", "./runtime/include/dlpack/dlpack.h",
+                 "./runtime/include/crt_config.h", "./runtime/include/tvm/runtime/crt/logging.h", "./mlf.mk", "./mlf.cmake"):
         assert need in names, need
     assert all(m.uid == 0 and m.gid == 0 for m in members(tb))
     m = read_mlf(tb)

@@ -1,10 +1,12 @@
 /*
  * Minimal C runtime API types, source-compatible with the subset of Apache TVM's
- * tvm/runtime/c_runtime_api.h that AOT firmware uses. Part of the aot project's runtime_c.
+ * tvm/runtime/c_runtime_api.h that AOT firmware uses; DLPack's types come from dlpack/dlpack.h.
+ * Part of the aot project's runtime_c.
  */
 #ifndef TVM_RUNTIME_C_RUNTIME_API_H_
 #define TVM_RUNTIME_C_RUNTIME_API_H_
 
+#include <dlpack/dlpack.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,38 +22,6 @@ extern "C" {
 
 typedef int64_t tvm_index_t;
 
-typedef enum {
-  kDLCPU = 1
-} DLDeviceType;
-
-typedef struct {
-  DLDeviceType device_type;
-  int32_t device_id;
-} DLDevice;
-
-typedef enum {
-  kDLInt = 0U,
-  kDLUInt = 1U,
-  kDLFloat = 2U,
-  kDLBool = 6U
-} DLDataTypeCode;
-
-typedef struct {
-  uint8_t code;
-  uint8_t bits;
-  uint16_t lanes;
-} DLDataType;
-
-typedef struct {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-} DLTensor;
-
 typedef DLDevice TVMDevice;
 typedef DLDataType DLDataType_t;
 
@@ -62,8 +32,35 @@ typedef union {
   const char* v_str;
 } TVMValue;
 
+/* Type codes of TVMValue arguments (TVM's numbering; the first three are DLPack's). */
+typedef enum {
+  kTVMArgInt = kDLInt,
+  kTVMArgFloat = kDLFloat,
+  kTVMOpaqueHandle = 3U,
+  kTVMNullptr = 4U,
+  kTVMDataType = 5U,
+  kDLDevice = 6U,
+  kTVMDLTensorHandle = 7U,
+  kTVMObjectHandle = 8U,
+  kTVMModuleHandle = 9U,
+  kTVMPackedFuncHandle = 10U,
+  kTVMStr = 11U,
+  kTVMBytes = 12U,
+  kTVMNDArrayHandle = 13U
+} TVMArgTypeCode;
+
 typedef void* TVMModuleHandle;
 typedef void* TVMFunctionHandle;
+typedef DLTensor* TVMArrayHandle;
+
+/*! \brief Signature of a packed function: arguments, their type codes, their count, the return
+ * value and its type code, and the resource handle. */
+typedef int (*TVMBackendPackedCFunc)(TVMValue* args, int* type_codes, int num_args, TVMValue* out_ret_value,
+                                     int* out_ret_tcode, void* resource_handle);
+
+/*! \brief Registers a global function; the AOT runtime has no registry, so firmware that links
+ * one (as TVM's demos do) provides the definition. */
+TVM_DLL int TVMFuncRegisterGlobal(const char* name, TVMFunctionHandle f, int override);
 
 /*! \brief The last error message set by TVMAPISetLastError (never NULL). */
 TVM_DLL const char* TVMGetLastError(void);

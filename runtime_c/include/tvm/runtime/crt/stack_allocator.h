@@ -9,6 +9,15 @@
 #include <stdint.h>
 #include <tvm/runtime/crt/error_codes.h>
 
+/* The firmware's configuration (TVM_CRT_* macros), found on the include path as TVM's is; the MLF's
+ * runtime/include has a default that a firmware's own directory, listed first, replaces. */
+#include "crt_config.h"
+
+/*! \brief Alignment of every block (and of the workspace start); firmware may define its own. */
+#ifndef TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES
+#define TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES 16
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,11 +31,11 @@ typedef struct {
   uint8_t* next_alloc;       /* where the next allocation starts */
 } tvm_workspace_t;
 
-/*! \brief Prepare `workspace` for allocations from `g_workspace` (aligned up to 16 bytes). */
+/*! \brief Prepare `workspace` for allocations from `g_workspace` (aligned up to TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES). */
 tvm_crt_error_t StackMemoryManager_Init(tvm_workspace_t* tvm_runtime_workspace, uint8_t* g_workspace,
                                         size_t workspace_size);
 
-/*! \brief Allocate `nbytes` (rounded up to 16); kTvmErrorPlatformNoMemory when it does not fit. */
+/*! \brief Allocate `nbytes` (rounded up to TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES); kTvmErrorPlatformNoMemory when it does not fit. */
 tvm_crt_error_t StackMemoryManager_Allocate(tvm_workspace_t* tvm_runtime_workspace, int32_t nbytes,
                                             void** current_alloc);
 

@@ -1,6 +1,7 @@
 /* Backend API over the platform hooks (see tvm/runtime/c_backend_api.h). Only firmware that
  * links generated code asking for runtime memory needs this file. */
 #include <tvm/runtime/c_backend_api.h>
+#include <tvm/runtime/crt/logging.h>
 #include <tvm/runtime/crt/platform.h>
 
 static const char* g_last_error = "";

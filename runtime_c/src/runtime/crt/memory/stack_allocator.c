@@ -3,7 +3,7 @@
 #include <string.h>
 #include <tvm/runtime/crt/stack_allocator.h>
 
-#define AOT_ALIGN 16u
+#define AOT_ALIGN ((size_t)TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES)
 
 static size_t align_up(size_t n) { return (n + AOT_ALIGN - 1u) & ~(size_t)(AOT_ALIGN - 1u); }
 
