@@ -149,6 +149,19 @@ def test_float_op_matches_tflm(name):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(ref).max())))
 
 
+@pytest.mark.parametrize("name", sorted(__import__("test_tflite_build").CASES_WITHOUT_TFLM))
+def test_float_op_without_a_tflm_kernel_matches_numpy(name):
+    """RELU_N1_TO_1 and REDUCE_PROD convert (full TFLite has them) but TFLite Micro has no kernel to
+    compare with: their numpy reference is the oracle."""
+    import aot
+    from test_tflite_build import CASES_WITHOUT_TFLM, build
+    model, feeds, refs, _ = build(CASES_WITHOUT_TFLM[name], "float32")
+    res = aot.compile(model)
+    outs = aot.run(res, {v.name: x for v, x in zip(res.graph.inputs, feeds)}, sanitize=True)
+    for out_name, ref in zip(res.graph.output_names, refs):
+        np.testing.assert_allclose(outs[out_name], ref, rtol=1e-5, atol=1e-6)
+
+
 # -- int8: bit for bit with TFLM -----------------------------------------------------------------------
 INT8_MODELS = ["anomaly_detection/ad01_int8.tflite", "keyword_spotting/kws_ref_model.tflite",
                "visual_wake_words/vww_96_int8.tflite", "image_classification/pretrainedResnet_quant.tflite"]
