@@ -16,6 +16,7 @@ from aot.dtypes import C_TYPES
 from aot.errors import AotError, InternalError
 from aot.names import C_KEYWORDS
 from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
+from aot.tir.intrin import get_intrin
 from aot.tir.simplify import simplify
 from aot.tir.stmt import Allocate, PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
 
@@ -214,6 +215,13 @@ class CRenderer(StmtVisitor):
                 return f"((uint8_t){e.fn}({self.expr(e.args[0])}))"
             if e.fn in ("srdhm", "rdbpot"):
                 return f"{self._fixed_point_helper(e.fn)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
+            it = get_intrin(e.fn)
+            if it is not None:       # a tensorized micro-kernel: pointers to its operands' first elements
+                name = f"aot_{e.fn}"
+                if name not in self.helpers:
+                    self.helpers[name] = "\n".join(x for x in (it.c_includes(), it.c_source()) if x)
+                args = [f"&{self.expr(a)}" if k in it.pointer_args else self.expr(a) for k, a in enumerate(e.args)]
+                return f"{name}(" + ", ".join(args) + ")"
             return f"{self.math_fn(e.fn, e.dtype)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
         if isinstance(e, Cast):
             if e.dtype in HALF:   # a value rounded to 16-bit precision, kept as float

@@ -1,0 +1,75 @@
+"""Schedule rules for Cortex-M ("arm_cpu" key): int8 dot products as ACLE micro-kernels, then
+the CPU rules of cpu.py for everything else.
+
+An integer convolution or fully connected layer lowers to an int32 accumulation whose
+operands are int8 loads; in NHWC with OHWI weights (TFLite's layouts) the input-channel loop
+reads both consecutively. That loop goes innermost and becomes one dot_s8 call
+(aot/tir/intrin/arm.py), which the C compiler builds with Helium on cortex-m55/m85, with the
+DSP extension's SIMD32 on cortex-m4/m7/m33, and as the plain loop elsewhere. A core without
+either (cortex-m0/m3) keeps the CPU rules' register tiles, which serve it better than a call
+per output. The choice is recorded in func.attrs["schedule"] for `aot info`.
+"""
+from __future__ import annotations
+
+from ..tir.intrin import get_intrin
+from ..tir.schedule import ScheduleError, reorder, tensorize
+from ..tir.simplify import const_value
+from ..tir.stmt import For, Seq
+from . import cpu
+from .nests import accumulation, nests as _nests
+from .registry import register
+
+DOT = "dot_s8"
+MIN_DOT = 4          # a shorter contiguous run is not worth a call (a 1-channel first layer)
+
+
+def _dot_loop(red):
+    """The reduce loop the dot product runs along: the one both int8 operands read
+    consecutively, of constant extent >= MIN_DOT (None if none)."""
+    it, body = get_intrin(DOT), red[-1].body
+    for r in red:
+        if (const_value(r.extent) or 0) < MIN_DOT:
+            continue
+        args, _ = it.match(For(r.var, r.min, r.extent, body), body.buffer)
+        if args is not None:
+            return r
+    return None
+
+
+def tensorize_dots(func, target):
+    variant = get_intrin(DOT).variant_for(target.mcpu)
+    if variant == "plain":
+        return func
+    nests, done = _nests(func.body), 0
+    for n, nest in enumerate(nests):
+        found = accumulation(nest)
+        if not found or found[2].dtype != "int32" or not found[1]:
+            continue
+        red = found[1]
+        r = _dot_loop(red)
+        if r is None:
+            continue
+        try:
+            s = reorder(nest, [x.var for x in red if x is not r] + [r.var]) if red[-1] is not r else nest
+            nests[n] = tensorize(s, r.var, DOT)
+            done += 1
+        except ScheduleError:
+            continue
+    if not done:
+        return func
+    attrs = dict(func.attrs, schedule=f"{DOT} ({variant})")
+    return func.with_body(Seq(nests), attrs=attrs)
+
+
+@register("arm_cpu")
+def arm_rules(func, target):
+    """The micro-kernels where they apply; the CPU rules for the rest (register tiles only in a
+    kernel with no micro-kernel: packing the weights for the tiles would break the contiguous
+    runs the calls read)."""
+    func = tensorize_dots(func, target)
+    if "schedule" not in func.attrs:
+        func = cpu.register_tiles(func)
+    return cpu.unroll_short_loops(cpu.flatten(func))
+
+
+arm_rules.wants_target = True

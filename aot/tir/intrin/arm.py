@@ -1,0 +1,118 @@
+"""Arm micro-kernels (ACLE): the int8 dot product at the heart of TFLite's integer
+convolutions and fully connected layers.
+
+dot_s8(a, b, n, off) = sum over k < n of ((int32)a[k] + off) * (int32)b[k], a and b int8 and
+contiguous. `off` is TFLite's input offset (minus the input zero point), so the call replaces
+the accumulation loop as lowering writes it, padded borders included (a clipped window only
+shortens the loops around the call). Bodies:
+- Helium (MVE): 16 lanes per step, the tail predicated with vctp8q; sum(a*b) by vmladavaq,
+  plus off * sum(b) by vaddvaq (exact: both are int32 sums of the same terms);
+- DSP (SIMD32): four bytes per 32-bit load, widened to int16 pairs with __sxtab16 (which adds
+  the offset in the same instruction) and __sxtb16, two __smlad; a scalar tail;
+- plain C: the loop itself.
+"""
+from __future__ import annotations
+
+from ..expr import Bin, Cast, Const, Load, substitute
+from ..simplify import const_value, simplify
+from ..stmt import Store
+from .base import TensorIntrin, register_intrin
+
+_DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p")
+_MVE_CPUS = ("cortex-m55", "cortex-m85")
+
+
+def _step(index, var):
+    """How far index moves when var grows by one (None unless a constant)."""
+    return const_value(simplify(substitute(index, {id(var): var + 1}) - index))
+
+
+def contiguous_in(load, var):
+    """load reads consecutive elements as var counts up: only its last index moves, by one."""
+    *outer, last = load.indices
+    return all(_step(i, var) == 0 for i in outer) and _step(last, var) == 1
+
+
+def _int8_operand(e):
+    """(load, offset) of (int32)load, (int32)load - c or (int32)load + c, load int8."""
+    off = 0
+    if isinstance(e, Bin) and e.op in ("+", "-") and isinstance(e.b, Const):
+        off = int(e.b.value) if e.op == "+" else -int(e.b.value)
+        e = e.a
+    if isinstance(e, Cast) and e.dtype == "int32" and isinstance(e.a, Load) and e.a.dtype == "int8":
+        return e.a, off
+    return None, None
+
+
+@register_intrin
+class DotS8(TensorIntrin):
+    name = "dot_s8"
+    pointer_args = (0, 1)
+    extent_arg = 2
+
+    def match(self, loop, acc):
+        s = loop.body
+        if not isinstance(s, Store) or s.buffer is not acc:
+            return None, "the loop body is not one store to the accumulator"
+        v = s.value
+        if not (isinstance(v, Bin) and v.op == "+" and isinstance(v.a, Load) and v.a.buffer is acc
+                and isinstance(v.b, Bin) and v.b.op == "*"):
+            return None, "the store is not acc = acc + x * y"
+        (xa, ox), (xb, ob) = _int8_operand(v.b.a), _int8_operand(v.b.b)
+        if xa is None or xb is None:
+            return None, "the product's operands are not int8 loads widened to int32"
+        if ox and ob:
+            return None, "both operands carry an offset"
+        if ob:                                     # the offset operand goes first
+            (xa, ox), (xb, ob) = (xb, ob), (xa, ox)
+        if not (-255 <= ox <= 255):
+            return None, f"the offset {ox} does not fit the int16 lanes"
+        for ld in (xa, xb):
+            if ld.buffer is acc or not contiguous_in(ld, loop.var):
+                return None, f"{ld.buffer.name} is not read contiguously along {loop.var.name}"
+        at_min = {id(loop.var): loop.min}
+        base = [Load(ld.buffer, tuple(simplify(substitute(i, at_min)) for i in ld.indices)) for ld in (xa, xb)]
+        return [base[0], base[1], Cast("int32", loop.extent) if loop.extent.dtype != "int32" else loop.extent,
+                Const(ox, "int32")], None
+
+    def variant_for(self, mcpu):
+        if mcpu in _MVE_CPUS:
+            return "mve"
+        return "dsp" if mcpu in _DSP_CPUS else "plain"
+
+    def signature(self):
+        return "int32_t aot_dot_s8(const int8_t* a, const int8_t* b, int32_t n, int32_t off)"
+
+    def includes(self):
+        return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
+
+    def variants(self):
+        mve = ["int32_t acc = 0;", "int32_t bsum = 0;", "int32_t k;",
+               "for (k = 0; k < n; k += 16) {",
+               "  mve_pred16_t p = vctp8q((uint32_t)(n - k));",
+               "  int8x16_t va = vldrbq_z_s8(a + k, p);",
+               "  int8x16_t vb = vldrbq_z_s8(b + k, p);",
+               "  acc = vmladavaq_s8(acc, va, vb);",
+               "  bsum = vaddvaq_s8(bsum, vb);",
+               "}",
+               "return acc + off * bsum;"]
+        dsp = ["int32_t acc = 0;", "int32_t k = 0;",
+               "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "for (; k + 4 <= n; k += 4) {",
+               "  uint32_t xa, xb;",
+               "  memcpy(&xa, a + k, 4);",
+               "  memcpy(&xb, b + k, 4);",
+               "  acc = __smlad(__sxtab16(off2, (int32_t)xa), __sxtb16((int32_t)xb), acc);",
+               "  acc = __smlad(__sxtab16(off2, (int32_t)((xa >> 8) | (xa << 24))),"
+               " __sxtb16((int32_t)((xb >> 8) | (xb << 24))), acc);",
+               "}",
+               "for (; k < n; ++k) {",
+               "  acc += ((int32_t)a[k] + off) * (int32_t)b[k];",
+               "}",
+               "return acc;"]
+        plain = ["int32_t acc = 0;", "int32_t k;",
+                 "for (k = 0; k < n; ++k) {",
+                 "  acc += ((int32_t)a[k] + off) * (int32_t)b[k];",
+                 "}",
+                 "return acc;"]
+        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
