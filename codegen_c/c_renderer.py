@@ -179,9 +179,10 @@ class CRenderer(StmtVisitor):
         name = f"aot_{fn}"
         if name not in self.helpers:
             body = {
+                # gemmlowp's (ab + nudge) / 2^31 (nudge 2^30, or 1 - 2^30 below zero; division truncating)
+                # is floor((ab + 2^30) / 2^31) for every ab: one add and one arithmetic shift
                 "srdhm": f"{i64} ab = ({i64})a * ({i64})b; "
-                         f"{i64} nudge = ab >= 0 ? (({i64})1 << 30) : (({i64})1 - (({i64})1 << 30)); "
-                         f"return (a == b && a == (-2147483647 - 1)) ? 2147483647 : ({i32})((ab + nudge) / (({i64})1 << 31));",
+                         f"return (a == b && a == (-2147483647 - 1)) ? 2147483647 : ({i32})((ab + (({i64})1 << 30)) >> 31);",
                 "rdbpot": f"{i32} mask = ({i32})((({u32})1 << b) - ({u32})1); "
                           f"{i32} threshold = (mask >> 1) + (a < 0); return (a >> b) + ((a & mask) > threshold);",
             }[fn]

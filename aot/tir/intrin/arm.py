@@ -5,7 +5,7 @@ dot_s8(a, b, n, off) = sum over k < n of ((int32)a[k] + off) * (int32)b[k], a an
 contiguous. `off` is TFLite's input offset (minus the input zero point), so the call replaces
 the accumulation loop as lowering writes it, padded borders included (a clipped window only
 shortens the loops around the call). Bodies:
-- Helium (MVE): 16 lanes per step, the tail predicated with vctp8q; sum(a*b) by vmladavaq,
+- Helium (MVE): 16 lanes per step, the tail (n not a multiple of 16) predicated with vctp8q; sum(a*b) by vmladavaq,
   plus off * sum(b) by vaddvaq (exact: both are int32 sums of the same terms);
 - DSP (SIMD32): four bytes per 32-bit load, widened to int16 pairs with __sxtab16 (which adds
   the offset in the same instruction) and __sxtb16, two __smlad; a scalar tail;
@@ -87,27 +87,31 @@ class DotS8(TensorIntrin):
         return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
 
     def variants(self):
-        mve = ["int32_t acc = 0;", "int32_t bsum = 0;", "int32_t k;",
-               "for (k = 0; k < n; k += 16) {",
-               "  mve_pred16_t p = vctp8q((uint32_t)(n - k));",
-               "  int8x16_t va = vldrbq_z_s8(a + k, p);",
-               "  int8x16_t vb = vldrbq_z_s8(b + k, p);",
-               "  acc = vmladavaq_s8(acc, va, vb);",
+        mve = ["int32_t acc = 0;", "int32_t bsum = 0;",
+               "for (; n >= 16; n -= 16, a += 16, b += 16) {",   # whole vectors: no predicate to keep
+               "  int8x16_t vb = vld1q_s8(b);",
+               "  acc = vmladavaq_s8(acc, vld1q_s8(a), vb);",
+               "  bsum = vaddvaq_s8(bsum, vb);",
+               "}",
+               "if (n > 0) {",                                   # the tail: lanes past n load as zeros
+               "  mve_pred16_t p = vctp8q((uint32_t)n);",
+               "  int8x16_t vb = vldrbq_z_s8(b, p);",
+               "  acc = vmladavaq_s8(acc, vldrbq_z_s8(a, p), vb);",
                "  bsum = vaddvaq_s8(bsum, vb);",
                "}",
                "return acc + off * bsum;"]
-        dsp = ["int32_t acc = 0;", "int32_t k = 0;",
-               "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
-               "for (; k + 4 <= n; k += 4) {",
+        dsp = ["int32_t acc = 0;",
+               "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",   # off in both halfwords
+               "for (; n >= 4; n -= 4, a += 4, b += 4) {",
                "  uint32_t xa, xb;",
-               "  memcpy(&xa, a + k, 4);",
-               "  memcpy(&xb, b + k, 4);",
-               "  acc = __smlad(__sxtab16(off2, (int32_t)xa), __sxtb16((int32_t)xb), acc);",
-               "  acc = __smlad(__sxtab16(off2, (int32_t)((xa >> 8) | (xa << 24))),"
-               " __sxtb16((int32_t)((xb >> 8) | (xb << 24))), acc);",
+               "  memcpy(&xa, a, 4);",
+               "  memcpy(&xb, b, 4);",
+               "  acc = __smlad(__sxtab16(off2, (int32_t)xa), __sxtb16((int32_t)xb), acc);",    # bytes 0, 2
+               "  acc = __smlad(__sxtab16(off2, (int32_t)((xa >> 8) | (xa << 24))),",            # bytes 1, 3
+               "                __sxtb16((int32_t)((xb >> 8) | (xb << 24))), acc);",
                "}",
-               "for (; k < n; ++k) {",
-               "  acc += ((int32_t)a[k] + off) * (int32_t)b[k];",
+               "for (; n > 0; --n, ++a, ++b) {",
+               "  acc += ((int32_t)*a + off) * (int32_t)*b;",
                "}",
                "return acc;"]
         plain = ["int32_t acc = 0;", "int32_t k;",
