@@ -109,6 +109,29 @@ def test_tensorize_refuses_a_loop_that_is_not_the_pattern():
         tensorize(body, k, "dot_s8")
 
 
+def test_the_verifier_checks_every_element_a_micro_kernel_reads():
+    """A dot_s8 call reads n elements from each pointer: a run that ends past its buffer is refused
+    even though its first element is in bounds."""
+    from aot.tir.expr import Cast, Const, Load, Var
+    from aot.tir.flatten import flatten
+    from aot.tir.schedule import tensorize
+    from aot.tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store
+    from aot.tir.verify import AccessError, verify_accesses
+
+    def func(n):
+        a, b, out = Buffer("a", "int8", (4, 8)), Buffer("b", "int8", (8,)), Buffer("out", "int32", (4,))
+        acc = Buffer("acc", "int32", (1,), "local")
+        i, k = Var("i"), Var("k")
+        prod = Cast("int32", Load(a, (i, k))) * Cast("int32", Load(b, (k,)))
+        body = For(i, 0, 4, Allocate(acc, Seq([Store(acc, 0, Const(0, "int32")),
+                                               For(k, 0, n, Store(acc, 0, Load(acc, 0) + prod)),
+                                               Store(out, i, Load(acc, 0))])))
+        return flatten(PrimFunc("f", [a, b, out], tensorize(body, k, "dot_s8"), 2))
+    assert verify_accesses(func(8)).checked > 0
+    with pytest.raises(AccessError, match=r"a\[8..32\] is outside its 32 elements"):
+        verify_accesses(func(9))
+
+
 @pytest.mark.parametrize("mcpu,variant", [("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp"),
                                           ("cortex-m55", "mve"), ("cortex-m85", "mve"),
                                           ("cortex-m0", None), ("cortex-m3", None), (None, None)])
