@@ -24,19 +24,29 @@ MIN_DOT = 4          # a shorter contiguous run is not worth a call (a 1-channel
 DSP_TAPS_MIN = 32    # with DSP and a window of taps around the run: the shortest run worth a call
 
 
-def _dot_loop(red, variant):
-    """The reduce loop the dot product runs along: the one both int8 operands read
-    consecutively, long enough to pay for a call per run (None if none). With DSP, one call per
-    window tap (a k x k conv) costs more than the CPU rules' register tiles save until the run
-    is DSP_TAPS_MIN long (measured on ResNet-8's 3x3 convs: 16 channels lose, 32 break even)."""
+def _dot_run(red, variant):
+    """(reorder, loop to tensorize at) for the longest run both int8 operands read
+    consecutively: the channel loop innermost, with the window-row loop around it when the two
+    make one run (NHWC input, OHWI weights, no dilation); None if no run is long enough to pay
+    for a call. With DSP, a call per window tap costs more than the CPU rules' register tiles
+    save until the run is DSP_TAPS_MIN long (measured on ResNet-8's 3x3 convs)."""
     it, body = get_intrin(DOT), red[-1].body
     for r in red:
-        taps = any(const_value(x.extent) != 1 for x in red if x is not r)
-        if (const_value(r.extent) or 0) < (DSP_TAPS_MIN if variant == "dsp" and taps else MIN_DOT):
+        if not (const_value(r.extent) or 0) or it.match(For(r.var, r.min, r.extent, body), body.buffer)[0] is None:
             continue
-        args, _ = it.match(For(r.var, r.min, r.extent, body), body.buffer)
-        if args is not None:
-            return r
+        rest = [x for x in red if x is not r]
+        for outer in reversed(rest):        # the row loop: one run with the channels under it
+            nest = For(outer.var, outer.min, outer.extent, For(r.var, r.min, r.extent, body))
+            if it.match(nest, body.buffer)[0] is not None:
+                others = [x for x in rest if x is not outer]
+                run, head = (const_value(outer.extent) or 1) * const_value(r.extent), outer
+                break
+        else:
+            others, run, head = rest, const_value(r.extent), r
+        taps = any(const_value(x.extent) != 1 for x in others)
+        if run < (DSP_TAPS_MIN if variant == "dsp" and taps else MIN_DOT):
+            return None
+        return [x.var for x in others] + ([head.var] if head is not r else []) + [r.var], head
     return None
 
 
@@ -50,12 +60,13 @@ def tensorize_dots(func, target):
         if not found or found[2].dtype != "int32" or not found[1]:
             continue
         red = found[1]
-        r = _dot_loop(red, variant)
-        if r is None:
+        plan = _dot_run(red, variant)
+        if plan is None:
             continue
+        order, head = plan
         try:
-            s = reorder(nest, [x.var for x in red if x is not r] + [r.var]) if red[-1] is not r else nest
-            nests[n] = tensorize(s, r.var, DOT)
+            s = reorder(nest, order) if [x.var for x in red] != order else nest
+            nests[n] = tensorize(s, head.var, DOT)
             done += 1
         except ScheduleError:
             continue

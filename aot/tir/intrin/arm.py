@@ -13,9 +13,9 @@ shortens the loops around the call). Bodies:
 """
 from __future__ import annotations
 
-from ..expr import Bin, Cast, Const, Load, substitute
+from ..expr import Bin, Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
-from ..stmt import Store
+from ..stmt import For, Store
 from .base import TensorIntrin, register_intrin
 
 _DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p")
@@ -27,10 +27,28 @@ def _step(index, var):
     return const_value(simplify(substitute(index, {id(var): var + 1}) - index))
 
 
-def contiguous_in(load, var):
-    """load reads consecutive elements as var counts up: only its last index moves, by one."""
-    *outer, last = load.indices
-    return all(_step(i, var) == 0 for i in outer) and _step(last, var) == 1
+def flat_index(load):
+    """load's element offset in its buffer (row-major), from its per-dimension indices."""
+    flat, stride = None, 1
+    for i, n in zip(reversed(load.indices), reversed(load.buffer.shape)):
+        term = i if stride == 1 else i * stride
+        flat = term if flat is None else term + flat
+        stride *= n
+    return flat
+
+
+def contiguous_in(load, loops):
+    """load reads one consecutive run over the perfect nest `loops` (outermost first): the
+    innermost moves it by one element, each outer loop by the constant extent of the run inside."""
+    flat, run = flat_index(load), 1
+    for lp in reversed(loops):
+        if _step(flat, lp.var) != run:
+            return False
+        n = const_value(lp.extent)
+        if lp is not loops[0] and n is None:
+            return False
+        run = run * n if n is not None else None
+    return True
 
 
 def _int8_operand(e):
@@ -51,7 +69,12 @@ class DotS8(TensorIntrin):
     extent_arg = 2
 
     def match(self, loop, acc):
-        s = loop.body
+        """loop, or a perfect nest under it whose loops read both operands as one run (a conv's
+        taps along a window row and its channels, in NHWC with OHWI weights)."""
+        loops, s = [loop], loop.body
+        while isinstance(s, For):
+            loops.append(s)
+            s = s.body
         if not isinstance(s, Store) or s.buffer is not acc:
             return None, "the loop body is not one store to the accumulator"
         v = s.value
@@ -67,13 +90,20 @@ class DotS8(TensorIntrin):
             (xa, ox), (xb, ob) = (xb, ob), (xa, ox)
         if not (-255 <= ox <= 255):
             return None, f"the offset {ox} does not fit the int16 lanes"
+        names = ", ".join(lp.var.name for lp in loops)
+        for lp in loops[1:]:
+            if any(x is o.var for e in (lp.min, lp.extent) for o in loops for x in walk(e)):
+                return None, f"the bounds of {lp.var.name} depend on the run's loops"
         for ld in (xa, xb):
-            if ld.buffer is acc or not contiguous_in(ld, loop.var):
-                return None, f"{ld.buffer.name} is not read contiguously along {loop.var.name}"
-        at_min = {id(loop.var): loop.min}
+            if ld.buffer is acc or not contiguous_in(ld, loops):
+                return None, f"{ld.buffer.name} is not read contiguously along {names}"
+        at_min = {id(lp.var): lp.min for lp in loops}
         base = [Load(ld.buffer, tuple(simplify(substitute(i, at_min)) for i in ld.indices)) for ld in (xa, xb)]
-        return [base[0], base[1], Cast("int32", loop.extent) if loop.extent.dtype != "int32" else loop.extent,
-                Const(ox, "int32")], None
+        n = loop.extent
+        for lp in loops[1:]:
+            n = n * lp.extent
+        n = simplify(n)
+        return [base[0], base[1], Cast("int32", n) if n.dtype != "int32" else n, Const(ox, "int32")], None
 
     def variant_for(self, mcpu):
         if mcpu in _MVE_CPUS:
