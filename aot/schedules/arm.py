@@ -17,7 +17,7 @@ from ..tir.simplify import const_value
 from ..tir.stmt import For, Seq
 from . import cpu
 from .nests import accumulation, nests as _nests
-from .registry import register
+from .registry import register, rules_of
 
 DOT = "dot_s8"
 MIN_DOT = 4          # a shorter contiguous run is not worth a call (a 1-channel first layer)
@@ -84,9 +84,11 @@ def arm_rules(func, target):
     kernel with no micro-kernel: packing the weights for the tiles would break the contiguous
     runs the calls read)."""
     func = tensorize_dots(func, target)
-    if "schedule" not in func.attrs:
-        func = cpu.register_tiles(func)
-    return cpu.unroll_short_loops(cpu.flatten(func))
+    for rule in rules_of("cpu"):
+        if rule is cpu.register_tiles and "schedule" in func.attrs:
+            continue
+        func = rule(func, target) if getattr(rule, "wants_target", False) else rule(func)
+    return func
 
 
 arm_rules.wants_target = True
