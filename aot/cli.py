@@ -225,6 +225,7 @@ def info_summary(m) -> dict:
         "constants_size_bytes": mem["constants_size_bytes"],
         "io_size_bytes": mem["io_size_bytes"],
         "kernels": [f["function_name"] for f in m.module["memory"]["functions"]["operator_functions"]],
+        "kernel_schedules": m.aot.get("kernel_schedules", {}),
         "external_functions": m.aot.get("external_functions", []),
     }
 
@@ -263,6 +264,8 @@ def _cmd_info(a):
             print(f"  workspace {s['workspace_size_bytes']} bytes (lower bound {s['workspace_lower_bound_bytes']}), "
                   f"constants {s['constants_size_bytes']} bytes, io {s['io_size_bytes']} bytes")
             print(f"  {len(s['kernels'])} kernels: " + ", ".join(s["kernels"]))
+            for k, how in s["kernel_schedules"].items():
+                print(f"    {k}: {how}")
             for f in s["external_functions"]:
                 nodes = ", ".join(f"{n['name']} ({n['op']}" + (f" in {n['composite']})" if "composite" in n else ")")
                                   for n in f["nodes"])

@@ -232,6 +232,9 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         "workspace_pools": plan.pools,
         "workspace_tensors": plan.tensors,
         "kernels": [c.symbol for c in plan.calls],
+        # which schedule each generated kernel got: a micro-kernel and its variant, or the plain rules
+        "kernel_schedules": {c.symbol: c.func.attrs.get("schedule", "loop nest")
+                             for c in plan.calls if getattr(c, "func", None) is not None},
         "name_notes": notes,
         "sources": src_list,
         "target": target.export(),

@@ -5,7 +5,12 @@ RecordingMicroAllocator; its arena holds inputs and outputs too), and on the emu
 the flash, RAM and instructions per inference of our firmware (arm-none-eabi-gcc -O2, QEMU
 -icount), each checked bit-exact against TFLM on the input it ran.
 
-  python bench/bench_int8.py [--boards qemu-cortex-m4,qemu-cortex-m55]
+The board runs compile for the board's core (c -mcpu=cortex-m4 / cortex-m55: the arm_cpu
+schedule, int8 dot products as DSP or Helium micro-kernels); --plain compiles them for "c" (the
+plain CPU rules) instead, for a before/after. Instructions per MAC counts the multiply-accumulates
+of the convolutions and fully connected layers.
+
+  python bench/bench_int8.py [--boards qemu-cortex-m4,qemu-cortex-m55] [--plain]
 """
 import argparse
 import contextlib
@@ -22,6 +27,21 @@ MODELS = ["anomaly_detection/ad01_int8.tflite", "keyword_spotting/kws_ref_model.
 GOAL = 0.8
 
 
+def count_macs(graph):
+    """Multiply-accumulates of the QConv and QDense nodes: output elements x taps x input channels
+    per group (or x K)."""
+    import numpy as np
+    total = 0
+    for n in graph.nodes:
+        out = int(np.prod(n.outputs[0].type.shape))
+        if n.op == "QDense":
+            total += out * n.inputs[1].type.shape[1]
+        elif n.op == "QConv":
+            w = n.inputs[1].type.shape          # OHWI: taps x input channels per group
+            total += out * int(np.prod(w[1:]))
+    return total
+
+
 def main():
     import numpy as np
     import aot
@@ -30,6 +50,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--boards", default="qemu-cortex-m4,qemu-cortex-m55")
     ap.add_argument("--opt", default="-O2")
+    ap.add_argument("--plain", action="store_true", help="board builds for target 'c' (no micro-kernels)")
     a = ap.parse_args()
     # two like-for-like totals: ws+io (the application owns separate input/output buffers) and the
     # workspace with the inputs and outputs planned into it (--use-workspace-io), which is what
@@ -55,7 +76,8 @@ def main():
               flush=True)
         results.append((rel, res))
     print()
-    print(f"{'model':28s} {'board':16s} {'flash B':>9s} {'RAM B':>8s} {'instructions':>13s}  matches TFLM")
+    print(f"{'model':28s} {'board':16s} {'flash B':>9s} {'RAM B':>8s} {'instructions':>13s} {'MACs':>11s} "
+          f"{'instr/MAC':>9s}  matches TFLM")
     from tflite_micro.python.tflite_micro import runtime
     for rel, res in results:
         x = res.graph.inputs[0]
@@ -64,11 +86,16 @@ def main():
         it.set_input(feed, 0)
         it.invoke()
         ref = it.get_output(0)
+        macs = count_macs(res.graph)
         for board in a.boards.split(","):
+            if not a.plain:
+                with contextlib.redirect_stderr(io.StringIO()):
+                    res = aot.compile(os.path.join(MLPERF, rel), target=f"c -mcpu={board.split('-', 1)[1]}")
             rep, outs = measure(res.tar, board, a.opt, inputs={x.name: feed})
             same = outs is not None and np.array_equal(outs[res.graph.output_names[0]], ref)
             print(f"{os.path.basename(rel)[:-7]:28s} {board:16s} {rep['flash']:9,d} {rep['ram']:8,d} "
-                  f"{rep['instructions']:13,d}  {'yes' if same else 'NO'}", flush=True)
+                  f"{rep['instructions']:13,d} {macs:11,d} {rep['instructions'] / macs:9.2f}  "
+                  f"{'yes' if same else 'NO'}", flush=True)
     return 0
 
 

@@ -16,6 +16,7 @@ from aot.dtypes import C_TYPES
 from aot.errors import AotError, InternalError
 from aot.names import C_KEYWORDS
 from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
+from aot.tir.intrin import get_intrin
 from aot.tir.simplify import simplify
 from aot.tir.stmt import Allocate, For, PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
 
@@ -179,9 +180,10 @@ class CRenderer(StmtVisitor):
         name = f"aot_{fn}"
         if name not in self.helpers:
             body = {
+                # gemmlowp's (ab + nudge) / 2^31 (nudge 2^30, or 1 - 2^30 below zero; division truncating)
+                # is floor((ab + 2^30) / 2^31) for every ab: one add and one arithmetic shift
                 "srdhm": f"{i64} ab = ({i64})a * ({i64})b; "
-                         f"{i64} nudge = ab >= 0 ? (({i64})1 << 30) : (({i64})1 - (({i64})1 << 30)); "
-                         f"return (a == b && a == (-2147483647 - 1)) ? 2147483647 : ({i32})((ab + nudge) / (({i64})1 << 31));",
+                         f"return (a == b && a == (-2147483647 - 1)) ? 2147483647 : ({i32})((ab + (({i64})1 << 30)) >> 31);",
                 "rdbpot": f"{i32} mask = ({i32})((({u32})1 << b) - ({u32})1); "
                           f"{i32} threshold = (mask >> 1) + (a < 0); return (a >> b) + ((a & mask) > threshold);",
             }[fn]
@@ -215,6 +217,13 @@ class CRenderer(StmtVisitor):
                 return f"((uint8_t){e.fn}({self.expr(e.args[0])}))"
             if e.fn in ("srdhm", "rdbpot"):
                 return f"{self._fixed_point_helper(e.fn)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
+            it = get_intrin(e.fn)
+            if it is not None:       # a tensorized micro-kernel: pointers to its operands' first elements
+                name = f"aot_{e.fn}"
+                if name not in self.helpers:
+                    self.helpers[name] = "\n".join(x for x in (it.c_includes(), it.c_source()) if x)
+                args = [f"&{self.expr(a)}" if k in it.pointer_args else self.expr(a) for k, a in enumerate(e.args)]
+                return f"{name}(" + ", ".join(args) + ")"
             return f"{self.math_fn(e.fn, e.dtype)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
         if isinstance(e, Cast):
             if e.dtype in HALF:   # a value rounded to 16-bit precision, kept as float

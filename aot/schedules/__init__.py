@@ -9,12 +9,12 @@ here that registers its rules; lowering and the renderers do not change.
 from __future__ import annotations
 
 from ..tir.flatten import flatten
-from . import cpu, gpu  # noqa: F401  register the CPU and GPU rules
+from . import arm, cpu, gpu  # noqa: F401  register the Arm, CPU and GPU rules
 from .registry import register, rules_for  # noqa: F401
 
 
 def schedule(func, target):
     """func (plain, from lowering) scheduled for target, with flat indices."""
     for rule in rules_for(target):
-        func = rule(func)
+        func = rule(func, target) if getattr(rule, "wants_target", False) else rule(func)
     return func if func.attrs.get("flat") else flatten(func)

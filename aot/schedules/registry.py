@@ -18,3 +18,8 @@ def rules_for(target) -> list:
         if key in _RULES:
             return list(_RULES[key])
     return []
+
+
+def rules_of(key: str) -> list:
+    """The rules registered under one key (a target family reusing another's rules)."""
+    return list(_RULES.get(key, ()))

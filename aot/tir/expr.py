@@ -149,12 +149,16 @@ MATH_FUNCS = ("exp", "log", "sqrt", "tanh", "erf", "fabs", "pow", "floor", "ceil
               "srdhm", "rdbpot")
 
 
+TENSOR_INTRINSICS = set()    # names of the micro-kernels aot/tir/intrin/ registers (tensorize)
+
+
 class Call(Expr):
-    """A pure math intrinsic; renderers map the name to their own function."""
+    """A pure math intrinsic, or a tensor intrinsic (aot/tir/intrin/) whose pointer arguments
+    are loads of the first elements it reads; renderers map the name to their own function."""
     __slots__ = ("fn", "args")
 
     def __init__(self, fn: str, args, dtype: str | None = None):
-        if fn not in MATH_FUNCS:
+        if fn not in MATH_FUNCS and fn not in TENSOR_INTRINSICS:
             raise InternalError(f"unknown math function {fn!r}")
         self.fn, self.args = fn, tuple(args)
         self.dtype = dtype or self.args[0].dtype

@@ -377,6 +377,36 @@ def bind(s: Stmt, var: Var, thread_tag: str):
     return _set_kind(s, var, "thread_binding", thread_tag)
 
 
+def tensorize(s: Stmt, var: Var, intrin):
+    """Replace every loop over var, an accumulation acc = acc + f(k) (or a perfect nest of them
+    under var), by one call of the tensor intrinsic (aot/tir/intrin/; a name or the object) that
+    computes the whole sum: acc = acc + intrin(args). Refused unless the nest is exactly the
+    intrinsic's pattern (its own check: operand types, contiguity along the nest's loops)
+    accumulating into a one-element buffer."""
+    from .expr import Call
+    from .intrin import TensorIntrin, get_intrin
+    var = as_var(var)
+    it = intrin if isinstance(intrin, TensorIntrin) else get_intrin(intrin)
+    if it is None:
+        raise ScheduleError(f"tensorize: no tensor intrinsic named {intrin!r}")
+
+    def fn(x: For):
+        if x.kind != "serial":
+            raise ScheduleError(f"tensorize: loop {var.name} is {x.kind}, not serial")
+        inner = x.body
+        while isinstance(inner, For):      # a perfect nest under var may be one run (the intrinsic says)
+            inner = inner.body
+        acc = inner.buffer if isinstance(inner, Store) else None
+        if acc is None or acc.size != 1:
+            raise ScheduleError(f"tensorize: loop {var.name} does not accumulate into one scalar")
+        args, why = it.match(x, acc)
+        if args is None:
+            raise ScheduleError(f"tensorize: loop {var.name} is not {it.name}: {why}")
+        return Store(acc, inner.index, Bin("+", Load(acc, inner.index), Call(it.name, args, it.dtype)))
+    _loops_of(s, var, "tensorize")
+    return _replace(s, var, fn)
+
+
 # -- memory hierarchy -------------------------------------------------------------------------
 MAX_SHARED_BYTES = 48 * 1024     # what every CUDA device gives a block without opting in; OpenCL guarantees 32 KiB
 

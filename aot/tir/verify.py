@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import INDEX, Bin, Const, Load, Select, Unary, children, substitute, walk
+from .expr import INDEX, Bin, Call, Const, Load, Select, Unary, cast, children, substitute, walk
+from .intrin import get_intrin
 from .simplify import bounds, loop_ranges, simplify
 from .stmt import PrimFunc, StmtVisitor
 
@@ -160,6 +161,13 @@ def _expr(e, ranges, report, where, guarded, loops, cache):
             report.guarded += 1
         else:
             _check(e.buffer, e.index, ranges, report, where, loops, cache)
+    if isinstance(e, Call) and not guarded:
+        it = get_intrin(e.fn)
+        if it is not None:      # a micro-kernel reads n elements from each pointer: check the last one too
+            last = e.args[it.extent_arg] - Const(1, e.args[it.extent_arg].dtype)
+            for k in it.pointer_args:
+                ld = e.args[k]
+                _check(ld.buffer, simplify(ld.index + cast(ld.index.dtype, last)), ranges, report, where, loops, cache)
     if isinstance(e, Select):
         _expr(e.cond, ranges, report, where, guarded, loops, cache)
         _expr(e.t, ranges, report, where, True, loops, cache)

@@ -1,0 +1,15 @@
+"""Tensor intrinsics: named micro-kernels that `tensorize` (aot/tir/schedule.py) puts in place
+of an inner loop nest.
+
+An intrinsic holds the loop pattern it replaces (match: the loop and its body -> the call's
+arguments, or a reason it does not apply) and its C: one portable body, and bodies for the
+Arm extensions a C compiler announces with ACLE's feature macros (__ARM_FEATURE_DSP for
+Cortex-M4/M7/M33, __ARM_FEATURE_MVE for Cortex-M55/M85's Helium). The renderer prints a used
+intrinsic once per file as a static inline function that picks its body with #if, so the C
+is the same for every target and each compiler keeps only the body its -mcpu can run; the
+portable body is the replaced loop nest itself (the fallback). Families: arm.py.
+"""
+from __future__ import annotations
+
+from . import arm  # noqa: F401  register the Arm family
+from .base import TensorIntrin, get_intrin, intrin_names, register_intrin  # noqa: F401

@@ -1,0 +1,152 @@
+"""Arm micro-kernels (ACLE): the int8 dot product at the heart of TFLite's integer
+convolutions and fully connected layers.
+
+dot_s8(a, b, n, off) = sum over k < n of ((int32)a[k] + off) * (int32)b[k], a and b int8 and
+contiguous. `off` is TFLite's input offset (minus the input zero point), so the call replaces
+the accumulation loop as lowering writes it, padded borders included (a clipped window only
+shortens the loops around the call). Bodies:
+- Helium (MVE): 16 lanes per step, the tail (n not a multiple of 16) predicated with vctp8q; sum(a*b) by vmladavaq,
+  plus off * sum(b) by vaddvaq (exact: both are int32 sums of the same terms);
+- DSP (SIMD32): four bytes per 32-bit load, widened to int16 pairs with __sxtab16 (which adds
+  the offset in the same instruction) and __sxtb16, two __smlad; a scalar tail;
+- plain C: the loop itself.
+"""
+from __future__ import annotations
+
+from ..expr import Bin, Cast, Const, Load, substitute, walk
+from ..simplify import const_value, simplify
+from ..stmt import For, Store
+from .base import TensorIntrin, register_intrin
+
+_DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p")
+_MVE_CPUS = ("cortex-m55", "cortex-m85")
+
+
+def _step(index, var):
+    """How far index moves when var grows by one (None unless a constant)."""
+    return const_value(simplify(substitute(index, {id(var): var + 1}) - index))
+
+
+def flat_index(load):
+    """load's element offset in its buffer (row-major), from its per-dimension indices."""
+    flat, stride = None, 1
+    for i, n in zip(reversed(load.indices), reversed(load.buffer.shape)):
+        term = i if stride == 1 else i * stride
+        flat = term if flat is None else term + flat
+        stride *= n
+    return flat
+
+
+def contiguous_in(load, loops):
+    """load reads one consecutive run over the perfect nest `loops` (outermost first): the
+    innermost moves it by one element, each outer loop by the constant extent of the run inside."""
+    flat, run = flat_index(load), 1
+    for lp in reversed(loops):
+        if _step(flat, lp.var) != run:
+            return False
+        n = const_value(lp.extent)
+        if lp is not loops[0] and n is None:
+            return False
+        run = run * n if n is not None else None
+    return True
+
+
+def _int8_operand(e):
+    """(load, offset) of (int32)load, (int32)load - c or (int32)load + c, load int8."""
+    off = 0
+    if isinstance(e, Bin) and e.op in ("+", "-") and isinstance(e.b, Const):
+        off = int(e.b.value) if e.op == "+" else -int(e.b.value)
+        e = e.a
+    if isinstance(e, Cast) and e.dtype == "int32" and isinstance(e.a, Load) and e.a.dtype == "int8":
+        return e.a, off
+    return None, None
+
+
+@register_intrin
+class DotS8(TensorIntrin):
+    name = "dot_s8"
+    pointer_args = (0, 1)
+    extent_arg = 2
+
+    def match(self, loop, acc):
+        """loop, or a perfect nest under it whose loops read both operands as one run (a conv's
+        taps along a window row and its channels, in NHWC with OHWI weights)."""
+        loops, s = [loop], loop.body
+        while isinstance(s, For):
+            loops.append(s)
+            s = s.body
+        if not isinstance(s, Store) or s.buffer is not acc:
+            return None, "the loop body is not one store to the accumulator"
+        v = s.value
+        if not (isinstance(v, Bin) and v.op == "+" and isinstance(v.a, Load) and v.a.buffer is acc
+                and isinstance(v.b, Bin) and v.b.op == "*"):
+            return None, "the store is not acc = acc + x * y"
+        (xa, ox), (xb, ob) = _int8_operand(v.b.a), _int8_operand(v.b.b)
+        if xa is None or xb is None:
+            return None, "the product's operands are not int8 loads widened to int32"
+        if ox and ob:
+            return None, "both operands carry an offset"
+        if ob:                                     # the offset operand goes first
+            (xa, ox), (xb, ob) = (xb, ob), (xa, ox)
+        if not (-255 <= ox <= 255):
+            return None, f"the offset {ox} does not fit the int16 lanes"
+        names = ", ".join(lp.var.name for lp in loops)
+        for lp in loops[1:]:
+            if any(x is o.var for e in (lp.min, lp.extent) for o in loops for x in walk(e)):
+                return None, f"the bounds of {lp.var.name} depend on the run's loops"
+        for ld in (xa, xb):
+            if ld.buffer is acc or not contiguous_in(ld, loops):
+                return None, f"{ld.buffer.name} is not read contiguously along {names}"
+        at_min = {id(lp.var): lp.min for lp in loops}
+        base = [Load(ld.buffer, tuple(simplify(substitute(i, at_min)) for i in ld.indices)) for ld in (xa, xb)]
+        n = loop.extent
+        for lp in loops[1:]:
+            n = n * lp.extent
+        n = simplify(n)
+        return [base[0], base[1], Cast("int32", n) if n.dtype != "int32" else n, Const(ox, "int32")], None
+
+    def variant_for(self, mcpu):
+        if mcpu in _MVE_CPUS:
+            return "mve"
+        return "dsp" if mcpu in _DSP_CPUS else "plain"
+
+    def signature(self):
+        return "int32_t aot_dot_s8(const int8_t* a, const int8_t* b, int32_t n, int32_t off)"
+
+    def includes(self):
+        return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
+
+    def variants(self):
+        mve = ["int32_t acc = 0;", "int32_t bsum = 0;",
+               "for (; n >= 16; n -= 16, a += 16, b += 16) {",   # whole vectors: no predicate to keep
+               "  int8x16_t vb = vld1q_s8(b);",
+               "  acc = vmladavaq_s8(acc, vld1q_s8(a), vb);",
+               "  bsum = vaddvaq_s8(bsum, vb);",
+               "}",
+               "if (n > 0) {",                                   # the tail: lanes past n load as zeros
+               "  mve_pred16_t p = vctp8q((uint32_t)n);",
+               "  int8x16_t vb = vldrbq_z_s8(b, p);",
+               "  acc = vmladavaq_s8(acc, vldrbq_z_s8(a, p), vb);",
+               "  bsum = vaddvaq_s8(bsum, vb);",
+               "}",
+               "return acc + off * bsum;"]
+        dsp = ["int32_t acc = 0;",
+               "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",   # off in both halfwords
+               "for (; n >= 4; n -= 4, a += 4, b += 4) {",
+               "  uint32_t xa, xb;",
+               "  memcpy(&xa, a, 4);",
+               "  memcpy(&xb, b, 4);",
+               "  acc = __smlad(__sxtab16(off2, (int32_t)xa), __sxtb16((int32_t)xb), acc);",    # bytes 0, 2
+               "  acc = __smlad(__sxtab16(off2, (int32_t)((xa >> 8) | (xa << 24))),",            # bytes 1, 3
+               "                __sxtb16((int32_t)((xb >> 8) | (xb << 24))), acc);",
+               "}",
+               "for (; n > 0; --n, ++a, ++b) {",
+               "  acc += ((int32_t)*a + off) * (int32_t)*b;",
+               "}",
+               "return acc;"]
+        plain = ["int32_t acc = 0;", "int32_t k;",
+                 "for (k = 0; k < n; ++k) {",
+                 "  acc += ((int32_t)a[k] + off) * (int32_t)b[k];",
+                 "}",
+                 "return acc;"]
+        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]

@@ -1,0 +1,72 @@
+"""The tensor intrinsic interface and its registry (the package doc says what they are for)."""
+from __future__ import annotations
+
+from ..expr import TENSOR_INTRINSICS
+
+_INTRINSICS: dict = {}
+
+
+class TensorIntrin:
+    """One micro-kernel. `name` is the loop IR's Call name; `variants` the C bodies, keyed by
+    the ACLE feature macro that enables them, in the order tried ('plain' last, no macro)."""
+    name = ""
+    dtype = "int32"          # the value the call returns
+    pointer_args = ()        # positions of the arguments that are pointers (a Load: &buf[index])
+    extent_arg = 0           # the argument holding how many consecutive elements each pointer spans
+
+    def match(self, loop, acc):
+        """(args, None) when loop (a For) is an instance of the pattern accumulating into the
+        scalar buffer acc, else (None, why)."""
+        raise NotImplementedError
+
+    def signature(self) -> str:
+        raise NotImplementedError
+
+    def variants(self) -> list:
+        """[(feature macro or None, C body lines)]: the bodies, the portable one last."""
+        raise NotImplementedError
+
+    def includes(self) -> list:
+        """[(feature macro, [header, ...])]: the headers each variant needs."""
+        return []
+
+    def variant_for(self, mcpu) -> str:
+        """The variant a compiler for -mcpu=mcpu keeps (for `aot info`): 'mve', 'dsp' or 'plain'."""
+        return "plain"
+
+    def c_source(self) -> str:
+        """The static inline function, every variant behind its feature macro."""
+        lines = [f"static inline {self.signature()} {{"]
+        vs = self.variants()
+        for k, (macro, body) in enumerate(vs):
+            if macro is not None:
+                lines.append(f"#{'if' if k == 0 else 'elif'} defined({macro})")
+            elif k:
+                lines.append("#else")
+            lines += ["  " + b for b in body]
+        if len(vs) > 1:
+            lines.append("#endif")
+        lines.append("}")
+        return "\n".join(lines)
+
+    def c_includes(self) -> str:
+        out = []
+        for k, (macro, headers) in enumerate(self.includes()):
+            out.append(f"#{'if' if k == 0 else 'elif'} defined({macro})")
+            out += [f"#include <{h}>" for h in headers]
+        return "\n".join(out + ["#endif"]) if out else ""
+
+
+def register_intrin(cls):
+    _INTRINSICS[cls.name] = cls()
+    TENSOR_INTRINSICS.add(cls.name)
+    return cls
+
+
+def get_intrin(name: str) -> TensorIntrin | None:
+    return _INTRINSICS.get(name)
+
+
+def intrin_names() -> tuple:
+    return tuple(_INTRINSICS)
+

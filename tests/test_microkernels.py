@@ -1,0 +1,202 @@
+"""Micro-kernels (tensorize + aot/tir/intrin/): the int8 dot product of TFLite's convolutions and
+fully connected layers, as Helium (cortex-m55), DSP SIMD32 (cortex-m4) and plain C bodies.
+
+Each model is built here (tests/tflite_build.py) on shapes that reach every tail of the
+kernels: channel counts and K that are odd and not multiples of 4 or 16, SAME padding (clipped
+windows), stride 2, per-channel quantisation, nonzero input zero points. The same compile for
+a Cortex-M target runs on the host (the plain body, under ASan/UBSan) and on the emulated
+boards (the DSP and MVE bodies), and every output is compared bit for bit with the tflite-micro
+wheel. The plain loop nest (target "c", no micro-kernel) is the fourth path.
+"""
+import contextlib
+import io
+import shutil
+import subprocess
+import tarfile
+
+import numpy as np
+import pytest
+
+from tflite_build import ModelBuilder
+from tflm_oracle import run_tflm, tflm_available
+
+tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel is not installed")
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+
+
+def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0):
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=x_zp)
+    ws = (rng.random(O) * 0.02 + 0.005).astype(np.float32)           # per output channel
+    w = mb.tensor("w", [O, k, k, C], "int8", data=rng.integers(-127, 128, (O, k, k, C)).astype(np.int8),
+                  scale=ws, zero_point=[0] * O, quantized_dimension=0)
+    b = mb.tensor("b", [O], "int32", data=rng.integers(-500, 500, O).astype(np.int32), scale=0.05 * ws,
+                  zero_point=[0] * O)
+    Ho = -(-H // stride) if padding == "SAME" else (H - k) // stride + 1
+    Wo = -(-W // stride) if padding == "SAME" else (W - k) // stride + 1
+    y = mb.tensor("y", [1, Ho, Wo, O], "int8", scale=0.1 * np.sqrt(k * k * C / 9), zero_point=2)
+    mb.op("CONV_2D", [x, w, b], [y], padding=padding, stride_h=stride, stride_w=stride,
+          fused_activation_function="RELU")
+    return mb.finish(inputs=[x], outputs=[y]), (1, H, W, C)
+
+
+def dense_model(N, K, O, x_zp=5, seed=0):
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.tensor("x", [N, K], "int8", scale=0.05, zero_point=x_zp)
+    w = mb.tensor("w", [O, K], "int8", data=rng.integers(-127, 128, (O, K)).astype(np.int8), scale=0.01,
+                  zero_point=0)
+    b = mb.tensor("b", [O], "int32", data=rng.integers(-500, 500, O).astype(np.int32), scale=0.0005, zero_point=0)
+    y = mb.tensor("y", [N, O], "int8", scale=0.02 * np.sqrt(K), zero_point=-1)
+    mb.op("FULLY_CONNECTED", [x, w, b], [y])
+    return mb.finish(inputs=[x], outputs=[y]), (N, K)
+
+
+# name -> (model builder call, the variants that tensorize it): a k x k window needs 32+ channels
+# for the DSP call per tap to pay (aot/schedules/arm.py)
+CASES = {
+    "conv3x3_c7_same_s2": (lambda: conv_model(9, 11, 7, 5, 3, 2, "SAME"), {"mve"}),
+    "conv3x3_c17_same_s1": (lambda: conv_model(7, 6, 17, 3, 3, 1, "SAME", x_zp=-128), {"mve"}),
+    "conv3x3_c35_same_s2": (lambda: conv_model(7, 9, 35, 3, 3, 2, "SAME", x_zp=100), {"mve", "dsp"}),
+    "conv3x3_c33_valid_s2": (lambda: conv_model(9, 9, 33, 4, 3, 2, "VALID", x_zp=127), {"mve", "dsp"}),
+    "conv1x1_c33": (lambda: conv_model(5, 3, 33, 7, 1, 1, "VALID"), {"mve", "dsp"}),
+    "conv1x1_c7_s2": (lambda: conv_model(6, 5, 7, 9, 1, 2, "VALID"), {"mve", "dsp"}),
+    "conv3x3_c3_same_s2": (lambda: conv_model(8, 8, 3, 7, 3, 2, "SAME"), set()),   # too short a run: tiles
+    "dense_k5": (lambda: dense_model(2, 5, 7), {"mve", "dsp"}),
+    "dense_k33": (lambda: dense_model(1, 33, 9, x_zp=-77), {"mve", "dsp"}),
+    "dense_k64": (lambda: dense_model(3, 64, 10, x_zp=0), {"mve", "dsp"}),
+}
+BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
+
+
+def _feeds(shape, n=3):
+    rng = np.random.default_rng(7)
+    feeds = [rng.integers(-128, 128, shape).astype(np.int8) for _ in range(n)]
+    return feeds + [np.full(shape, -128, np.int8), np.full(shape, 127, np.int8)]   # the extremes of every sum
+
+
+def _check(res, feeds, model, **run):
+    import aot
+    x, out = res.graph.inputs[0].name, res.graph.output_names[0]
+    for k, feed in enumerate(feeds):
+        ref = run_tflm(model, [feed])[0]
+        got = aot.run(res, {x: feed}, **run)[out]
+        np.testing.assert_array_equal(got, ref, err_msg=f"input {k}")
+
+
+def _schedules(res):
+    return {c.symbol: c.func.attrs.get("schedule") for c in res.plan.calls}
+
+
+def test_tensorize_refuses_a_loop_that_is_not_the_pattern():
+    from aot.tir.expr import Cast, Load, Var
+    from aot.tir.schedule import ScheduleError, tensorize
+    from aot.tir.stmt import Allocate, Buffer, For, Store
+    a, b = Buffer("a", "int8", (8, 8)), Buffer("b", "int8", (8,))
+    acc = Buffer("acc", "int32", (1,), "local")
+    k, j = Var("k"), Var("j")
+
+    def nest(x_index):
+        prod = Cast("int32", Load(a, x_index)) * Cast("int32", Load(b, (k,)))
+        return Allocate(acc, For(k, 0, 8, Store(acc, 0, Load(acc, 0) + prod)))
+    tensorize(nest((j, k)), k, "dot_s8")                               # contiguous: accepted
+    with pytest.raises(ScheduleError, match="a is not read contiguously along k"):
+        tensorize(nest((k, j)), k, "dot_s8")                           # a column: stride 8
+    with pytest.raises(ScheduleError, match="no tensor intrinsic named 'dot_f32'"):
+        tensorize(nest((j, k)), k, "dot_f32")
+    fl = Buffer("f", "float32", (8,))
+    facc = Buffer("facc", "float32", (1,), "local")
+    body = For(k, 0, 8, Store(facc, 0, Load(facc, 0) + Load(fl, (k,))))
+    with pytest.raises(ScheduleError, match="not int8 loads|not acc = acc"):
+        tensorize(body, k, "dot_s8")
+
+
+def test_the_verifier_checks_every_element_a_micro_kernel_reads():
+    """A dot_s8 call reads n elements from each pointer: a run that ends past its buffer is refused
+    even though its first element is in bounds."""
+    from aot.tir.expr import Cast, Const, Load, Var
+    from aot.tir.flatten import flatten
+    from aot.tir.schedule import tensorize
+    from aot.tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store
+    from aot.tir.verify import AccessError, verify_accesses
+
+    def func(n):
+        a, b, out = Buffer("a", "int8", (4, 8)), Buffer("b", "int8", (8,)), Buffer("out", "int32", (4,))
+        acc = Buffer("acc", "int32", (1,), "local")
+        i, k = Var("i"), Var("k")
+        prod = Cast("int32", Load(a, (i, k))) * Cast("int32", Load(b, (k,)))
+        body = For(i, 0, 4, Allocate(acc, Seq([Store(acc, 0, Const(0, "int32")),
+                                               For(k, 0, n, Store(acc, 0, Load(acc, 0) + prod)),
+                                               Store(out, i, Load(acc, 0))])))
+        return flatten(PrimFunc("f", [a, b, out], tensorize(body, k, "dot_s8"), 2))
+    assert verify_accesses(func(8)).checked > 0
+    with pytest.raises(AccessError, match=r"a\[8..32\] is outside its 32 elements"):
+        verify_accesses(func(9))
+
+
+@pytest.mark.parametrize("mcpu,variant", [("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp"),
+                                          ("cortex-m55", "mve"), ("cortex-m85", "mve"),
+                                          ("cortex-m0", None), ("cortex-m3", None), (None, None)])
+def test_each_target_gets_its_schedule_and_info_names_it(mcpu, variant, tmp_path):
+    import aot
+    from aot.cli import main
+    model, _ = CASES["conv1x1_c33"][0]()
+    res = aot.compile(model, target=f"c -mcpu={mcpu}" if mcpu else "c")
+    assert set(_schedules(res).values()) == {f"dot_s8 ({variant})" if variant else None}
+    tar = tmp_path / "m.tar"
+    with open(tar, "wb") as f:
+        f.write(res.tar)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["info", str(tar)]) == 0
+    assert (f"dot_s8 ({variant})" if variant else "loop nest") in buf.getvalue()
+
+
+@tflm
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_microkernel_plain_body_on_the_host_is_bit_exact(name):
+    """A Cortex-M compile run on the host: the micro-kernel's plain body, under ASan/UBSan; and
+    the untensorized loop nest of target "c"."""
+    import aot
+    build, variants = CASES[name]
+    model, shape = build()
+    res = aot.compile(model, target="c -mcpu=cortex-m55")
+    assert (set(_schedules(res).values()) == {"dot_s8 (mve)"}) == ("mve" in variants)
+    _check(res, _feeds(shape), model, sanitize=True)
+    _check(aot.compile(model), _feeds(shape, 1), model)
+
+
+@pytest.mark.parametrize("cc,flags", [("gcc", []), ("clang", []),
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mfloat-abi=hard"]),
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m55", "-mfloat-abi=hard"])])
+def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
+    import aot
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m55")
+    for name in ("conv3x3_c35_same_s2", "dense_k33"):
+        model, _ = CASES[name][0]()
+        res = aot.compile(model, target=f"c -mcpu={mcpu}")
+        with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
+            t.extractall(tmp_path / name)
+        src = tmp_path / name / "codegen/host/src/default_lib1.c"
+        assert "aot_dot_s8(" in src.read_text()
+        r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / name / "codegen/host/include"),
+                            "-I", str(tmp_path / name / "runtime/include"), "-c", str(src), "-o",
+                            str(tmp_path / f"{name}.o")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+
+@tflm
+@pytest.mark.board
+@pytest.mark.parametrize("board", sorted(BOARDS))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_microkernel_on_cortex_m_is_bit_exact(name, board):
+    """The DSP body on qemu-cortex-m4, the Helium body on qemu-cortex-m55."""
+    import aot
+    build, variants = CASES[name]
+    model, shape = build()
+    res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
+    assert (set(_schedules(res).values()) == {f"dot_s8 ({BOARDS[board]})"}) == (BOARDS[board] in variants)
+    _check(res, _feeds(shape, 2), model, board=board)
