@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .dtypes import BYTES as dtype_bytes_table
 from .errors import AotError
 from .liveness import lifetimes
 from .lower import const_param_array, lower_group
@@ -20,7 +21,8 @@ from .tir.launch import launch_shape
 from .tir.flatten import flatten
 from .tir.legalize import legalize
 from .tir.stmt import PrimFunc
-from .tir.inplace import writes_over
+from .tir.inplace import writes_over, writes_over_staged
+from .schedules.inplace_conv import stage_in_place
 from .tir.verify import AccessReport, verify_accesses
 
 
@@ -54,6 +56,8 @@ class GeneratedKernel(_FromLoopIR):
     func: object               # PrimFunc
     args: list
     no_alias: bool = True      # no two arguments share storage (its pointers may be restrict)
+    scratch_bytes: int = 0     # a staged kernel's scratch: its last argument, planned in the workspace
+    staged_over: int = None    # the input a staged kernel was proven to write over (writes_over_staged)
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,10 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             layouts = {}
         elif ext is None:
             func, params = lower_group(g, fname)
+            staged = (_staged_in_place(func, params, g, step, lives, len(kernels), set(in_index) | set(out_root))
+                      if in_place and not target.is_device else None)
+            if staged:
+                func = staged[0]
             func = legalize(schedule(func, target))
             verify_accesses(func, access)
             layouts = func.attrs.get("layouts", {})
@@ -236,6 +244,12 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 grid, block = launch_shape(func)
                 func = func.with_body(func.body, attrs=dict(func.attrs, launch=(grid, block)))
                 calls.append(DeviceLaunch(func, args, tuple(grid), tuple(block)))
+            elif staged:
+                _, over, nbytes = staged
+                scratch = _Scratch(f"{fname} scratch", nbytes)
+                intervals[id(scratch)] = [step, step, scratch]
+                args.append(Arg("workspace", id(scratch), func.params[-1].dtype, size=nbytes))
+                calls.append(GeneratedKernel(func, args, scratch_bytes=nbytes, staged_over=over))
             else:
                 calls.append(GeneratedKernel(func, args))
             continue
@@ -305,6 +319,28 @@ class _Scratch:
         self.name, self.type = name, TensorType((nbytes,), "uint8")
 
 
+def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids):
+    """(func staged to write over an input that dies here, that input's index, scratch bytes)
+    when aot/schedules/inplace_conv.py can stage the kernel and aot/tir/inplace.py proves the
+    staged kernel safe; else None."""
+    if len(g.outputs) != 1 or id(alias_root(g.outputs[0])) in io_ids:
+        return None
+    out = alias_root(g.outputs[0])
+    for k, v in enumerate(params):
+        r = alias_root(v) if v is not None else None
+        if r is None or r.is_const or id(r) in io_ids or r.type.nbytes != out.type.nbytes \
+                or lives[id(r)].interval(n_kernels)[1] != step \
+                or sum(x is not None and alias_root(x) is r for x in params) != 1:
+            continue
+        got = stage_in_place(func, k, len(params))
+        if got is None:
+            continue
+        staged, n = got
+        if writes_over_staged(staged, [staged.params[k]], staged.params[len(params)]):
+            return staged, k, n * dtype_bytes_table[staged.params[-1].dtype]
+    return None
+
+
 def _find(storage, key):
     while key in storage:
         key = storage[key]
@@ -320,7 +356,7 @@ def _write_in_place(calls, intervals, io_keys, log):
         if not isinstance(c, GeneratedKernel):
             continue          # only a generated kernel's loop IR can prove an in-place write safe
         n_in = c.func.num_inputs
-        for j, a in enumerate(c.args[n_in:], n_in):
+        for j, a in enumerate(c.args[n_in:len(c.args) - (1 if c.scratch_bytes else 0)], n_in):
             if a.kind != "workspace" or a.index in io_keys or intervals[a.index][0] != step:
                 continue
             out_val = intervals[a.index][2]
@@ -333,7 +369,7 @@ def _write_in_place(calls, intervals, io_keys, log):
                     continue
                 views = [c.func.params[k] for k, x in enumerate(c.args[:n_in]) if x.kind == "workspace"
                          and x.index == b.index]
-                if not writes_over(c.func, views, c.func.params[j]):
+                if c.staged_over != i and not writes_over(c.func, views, c.func.params[j]):
                     continue
                 storage[a.index] = b.index
                 intervals[home][1] = intervals[a.index][1]
