@@ -21,10 +21,11 @@ from .nests import accumulation, nests
 MAX_SCRATCH_SHARE = 4     # the scratch may take at most a quarter of the output: else nothing is saved
 
 
-def stage_in_place(func, in_param: int, out_param: int):
+def stage_in_place(func, in_param: int, out_param: int, outer_dims=None):
     """(func staged over the loops whose output coordinates the input reads share, with the
     scratch buffer appended to its parameters, the scratch's element count), or None when the
-    kernel is not one accumulation nest with such loops."""
+    kernel is not one accumulation nest with such loops. outer_dims: stage over the loops of
+    these output dimensions instead, unchecked (the tests build unsafe schedules with it)."""
     tops = nests(func.body)
     if len(tops) != 1:
         return None
@@ -58,6 +59,8 @@ def stage_in_place(func, in_param: int, out_param: int):
                     if c is None:
                         return None
                     shared = {d for d in shared if c[d].key() == out_c[d].key()}
+    if outer_dims is not None:
+        shared = set(outer_dims)
     outer = [lp for lp in keep if dim_of[id(lp.var)] in shared]
     inner = [lp for lp in keep if dim_of[id(lp.var)] not in shared]
     if not outer or not inner:
