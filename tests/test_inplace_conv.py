@@ -109,3 +109,44 @@ def test_kws_int8_workspace_is_exact_with_staged_convs():
     assert rc == 0, err[-2000:]
     rc, err = _run_with_workspace_bytes(res.tar, feeds, size - 1)
     assert rc != 0 and "global-buffer-overflow" in err
+
+
+def _concat_model():
+    """Two branches concatenated on channels: each branch's conv can write into its slice."""
+    from onnx import helper
+    rng = np.random.default_rng(7)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], pads=[1, 1, 1, 1], name="stem"),
+             helper.make_node("Conv", ["a", "w1"], ["b1"], pads=[1, 1, 1, 1], name="branch1"),
+             helper.make_node("Conv", ["a", "w2"], ["t2"], name="branch2"),
+             helper.make_node("Relu", ["t2"], ["b2"], name="branch2_relu"),
+             helper.make_node("Concat", ["b1", "b2"], ["c"], axis=1, name="cat"),
+             helper.make_node("Conv", ["c", "w3"], ["d"], name="mix"),
+             helper.make_node("ReduceMean", ["d"], ["y"], axes=[2, 3], keepdims=0, name="pool")]
+    inits = [init("w0", (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)),
+             init("w1", (rng.standard_normal((6, 4, 3, 3)) * 0.3).astype(np.float32)),
+             init("w2", (rng.standard_normal((2, 4, 1, 1)) * 0.3).astype(np.float32)),
+             init("w3", (rng.standard_normal((5, 8, 1, 1)) * 0.3).astype(np.float32))]
+    m = make_model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", [1, 5])], inits)
+    return m, {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)}
+
+
+def test_concat_inputs_are_placed_in_their_slices():
+    from aot.compiler import Options, compile_model
+    from aot.memory_report import svg, table
+    m, feeds = _concat_model()
+    res, _ = check_model(m, feeds)
+    plan = res.plan
+    rows = {r["name"]: r for r in plan.tensors}
+    cat = rows["c"]
+    assert rows["b1"].get("slice_of") == "c" and rows["b1"]["offset"] == cat["offset"]
+    assert rows["b2"].get("slice_of") == "c" and rows["b2"]["offset"] == cat["offset"] + 6 * 64 * 4
+    # a, b1 and b2 were live beside c; now a and c (holding b1, b2) are
+    ref = compile_model(m.SerializeToString(), Options(in_place=False))
+    assert plan.workspace_lower_bound < ref.plan.workspace_lower_bound
+    assert plan.workspace_size == plan.workspace_lower_bound == (4 + 8) * 64 * 4
+    assert "slice of c" in table(plan.tensors, plan.workspace_size, plan.workspace_lower_bound, ["k"] * 6)
+    assert "placed in its slice of c" in svg(plan.tensors, plan.workspace_size, plan.workspace_lower_bound, ["k"] * 6)
+    rc, err = _run_with_workspace_bytes(res.tar, feeds, plan.workspace_size)
+    assert rc == 0, err[-2000:]
+    rc, err = _run_with_workspace_bytes(res.tar, feeds, plan.workspace_size - 1)
+    assert rc != 0 and "global-buffer-overflow" in err

@@ -34,7 +34,7 @@ def stage_in_place(func, in_param: int, out_param: int, outer_dims=None):
         return None
     loops, red, acc = found
     inb, outb = func.params[in_param], func.params[out_param]
-    if inb.shape != outb.shape or inb.dtype != outb.dtype:
+    if len(inb.shape) != len(outb.shape) or inb.dtype != outb.dtype:
         return None
     if any(const_value(lp.min) != 0 or const_value(lp.extent) is None or lp.kind != "serial" for lp in loops):
         return None
@@ -59,6 +59,7 @@ def stage_in_place(func, in_param: int, out_param: int, outer_dims=None):
                     if c is None:
                         return None
                     shared = {d for d in shared if c[d].key() == out_c[d].key()}
+    shared = {d for d in shared if inb.shape[d] == outb.shape[d]}
     if outer_dims is not None:
         shared = set(outer_dims)
     outer = [lp for lp in keep if dim_of[id(lp.var)] in shared]

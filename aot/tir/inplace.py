@@ -100,7 +100,7 @@ def _touches(s, targets, out):
     return False
 
 
-def writes_over_staged(func, in_bufs, out_buf) -> bool:
+def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
     """May out_buf share in_buf's storage in a kernel that stages its results (issue 16: a
     depthwise conv plane by plane, a pointwise conv pixel by pixel)?
 
@@ -112,13 +112,20 @@ def writes_over_staged(func, in_bufs, out_buf) -> bool:
     input and every store to the output has exactly that loop's variable as its coordinate in
     its dimension, with its other coordinates proven inside their dimensions. Iteration v then
     touches only the elements whose D coordinates are v: no later iteration reads what an
-    earlier one wrote back, and within an iteration all reads come before the write-back."""
+    earlier one wrote back, and within an iteration all reads come before the write-back.
+
+    delta: the input lies `delta` elements into the output's storage instead (a pointwise conv
+    that widens its channels, its input at the end of its output). The shapes may then differ
+    outside D, and every element the write-back of iteration v stores is enumerated: the input
+    element at its address, if any, must belong to an iteration no later than v."""
     from .expr import Var
     from .simplify import bounds, const_value, loop_ranges
     from .stmt import For, Seq
     from .verify import _endpoints
     (in_buf,) = in_bufs if len(in_bufs) == 1 else (None,)
-    if in_buf is None or in_buf.dtype != out_buf.dtype or in_buf.shape != out_buf.shape:
+    if in_buf is None or in_buf.dtype != out_buf.dtype or len(in_buf.shape) != len(out_buf.shape) \
+            or (delta is None and in_buf.shape != out_buf.shape) \
+            or (delta is not None and not 0 <= delta <= out_buf.size - in_buf.size):
         return False
     targets = {id(in_buf)}
     tops = func.body.stmts if isinstance(func.body, Seq) else [func.body]
@@ -172,7 +179,8 @@ def writes_over_staged(func, in_bufs, out_buf) -> bool:
         if id(lp.var) in dim_of and const_value(lp.extent) > out_buf.shape[dim_of[id(lp.var)]]:
             return False
     for kind, x, loops, _ in acc.found:
-        c = coords(x.indices if kind == "read" else (x.index,), out_buf.shape, fixed)
+        shape = (x.buffer if kind == "read" else out_buf).shape
+        c = coords(x.indices if kind == "read" else (x.index,), shape, fixed)
         if c is None:
             return False
         ranges = {}
@@ -186,6 +194,44 @@ def writes_over_staged(func, in_bufs, out_buf) -> bool:
             live = [(v, mn, ext) for v, mn, ext in loops if id(v) not in fixed]
             span = _endpoints(e, live) if live else None
             span = span or bounds(e, ranges)
-            if span is None or span[0] < 0 or span[1] >= out_buf.shape[d]:
+            if span is None or span[0] < 0 or span[1] >= shape[d]:
                 return False
+    if any(in_buf.shape[d] != out_buf.shape[d] for d in D):
+        return False
+    return delta is None or _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed)
+
+
+def _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed):
+    """Every element the write-back stores, enumerated: the input element at the same address
+    (delta elements into the output) lies outside the input or belongs to an iteration of V no
+    later than the one storing. Each store's loops must have constant bounds."""
+    import numpy as np
+    from .simplify import const_value
+    vars_ = [lp.var for lp in vloops if id(lp.var) in {v for v in D.values()}]
+    radix = [const_value(lp.extent) for lp in vloops if id(lp.var) in {v for v in D.values()}]
+    order = [next(d for d, v in D.items() if v == id(x)) for x in vars_]   # V's dims, outermost first
+    for _, st, loops, _ in writes:
+        live = [(v, const_value(mn), const_value(ext)) for v, mn, ext in loops if id(v) not in fixed]
+        if any(mn is None or ext is None for _, mn, ext in live):
+            return False
+        grids = np.meshgrid(*[np.arange(mn, mn + ext, dtype=np.int64) for _, mn, ext in live], indexing="ij")
+        value = {id(v): g.ravel() for (v, _, _), g in zip(live, grids)}
+        c = coords((st.index,), out_buf.shape, fixed)
+        addr = np.zeros(grids[0].size if grids else 1, dtype=np.int64)
+        stride = 1
+        for d in reversed(range(len(out_buf.shape))):
+            e = c[d]
+            if id(e) in value:
+                addr = addr + value[id(e)] * stride
+            stride *= out_buf.shape[d]
+        i = addr - delta
+        inside = (i >= 0) & (i < in_buf.size)
+        where = np.unravel_index(np.clip(i, 0, in_buf.size - 1), in_buf.shape)
+        rank_in = np.zeros_like(addr)
+        rank_v = np.zeros_like(addr)
+        for d, x, n in zip(order, vars_, radix):
+            rank_in = rank_in * n + where[d]
+            rank_v = rank_v * n + value[id(x)]
+        if np.any(inside & (rank_in > rank_v)):
+            return False
     return True
