@@ -294,8 +294,9 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             row["pool"] = pools[pool_of[key]][0]
         if key in storage:
             row["in_place_of"] = intervals[storage[key]][2].name
-        if key in placed:
-            row["slice_of"] = intervals[placed[key][0]][2].name
+        inner = _find(storage, key)
+        if inner in placed:       # placed in another tensor's storage, itself or the tensor it was written over
+            row["slice_of"] = intervals[placed[inner][0]][2].name
         rows.append(row)
     rows.sort(key=lambda r: (r.get("pool", ""), r["offset"], r["first"]))
     bound = lower_bound(bufs)
@@ -333,6 +334,8 @@ def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids):
     if len(g.outputs) != 1 or id(alias_root(g.outputs[0])) in io_ids:
         return None
     out = alias_root(g.outputs[0])
+    if sum(1 for v in params if v is not None and not alias_root(v).is_const) != 1:
+        return None     # e.g. a conv with a residual add: that one writes over the residual (writes_over)
     for k, v in enumerate(params):
         r = alias_root(v) if v is not None else None
         if r is None or r.is_const or id(r) in io_ids or r.type.nbytes > out.type.nbytes \

@@ -10,7 +10,7 @@ def table(rows, total, bound, kernels):
     for r in sorted(rows, key=lambda r: (r["first"], r["offset"])):
         note = f"pool {r['pool']}; " if r.get("pool") else ""
         note += f"written in place of {r['in_place_of']}" if r.get("in_place_of") else ""
-        note += f"slice of {r['slice_of']}" if r.get("slice_of") else ""
+        note += ("; " if r.get("in_place_of") else "") + f"slice of {r['slice_of']}" if r.get("slice_of") else ""
         lines.append(f"{r['name'][:40]:40s} {r['bytes']:10d} {r['first']:6d} {r['last']:6d} {r['offset']:10d}  {note}")
     peak_step, peak = 0, 0
     for t in range(len(kernels)):

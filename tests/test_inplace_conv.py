@@ -95,13 +95,18 @@ def test_unsafe_staging_is_refused():
 
 
 @pytest.mark.slow
-def test_kws_int8_workspace_is_exact_with_staged_convs():
+@pytest.mark.parametrize("rel,staged,slices", [("keyword_spotting/kws_ref_model.tflite", 8, 0),
+                                                ("visual_wake_words/vww_96_int8.tflite", 22, 4)])
+def test_int8_workspace_is_exact_with_staged_convs(rel, staged, slices):
+    """NHWC: the depthwise planes are strided, the pointwise pixels contiguous; VWW's widening
+    pointwise convs hold their input at the end of their output."""
     import aot
-    path = os.path.join(SHARED, "models", "mlperf_tiny", "keyword_spotting", "kws_ref_model.tflite")
+    path = os.path.join(SHARED, "models", "mlperf_tiny", rel)
     if not os.path.exists(path):
         pytest.skip("MLPerf Tiny models not present")
     res = aot.compile(path)
-    assert sum(1 for c in res.plan.calls if getattr(c, "staged_over", None) is not None) == 8
+    assert sum(1 for c in res.plan.calls if getattr(c, "staged_over", None) is not None) == staged
+    assert sum(1 for r in res.plan.tensors if r.get("slice_of")) == slices
     (_, name, t), = res.plan.inputs
     feeds = {name: np.random.default_rng(0).integers(-128, 128, t.shape).astype(np.int8)}
     size = res.plan.workspace_size
