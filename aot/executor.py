@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .dtypes import BYTES as dtype_bytes_table
 from .errors import AotError
 from .liveness import lifetimes
 from .lower import const_param_array, lower_group
@@ -20,7 +21,8 @@ from .tir.launch import launch_shape
 from .tir.flatten import flatten
 from .tir.legalize import legalize
 from .tir.stmt import PrimFunc
-from .tir.inplace import writes_over
+from .tir.inplace import writes_over, writes_over_staged
+from .schedules.inplace_conv import stage_in_place
 from .tir.verify import AccessReport, verify_accesses
 
 
@@ -54,6 +56,9 @@ class GeneratedKernel(_FromLoopIR):
     func: object               # PrimFunc
     args: list
     no_alias: bool = True      # no two arguments share storage (its pointers may be restrict)
+    scratch_bytes: int = 0     # a staged kernel's scratch: its last argument, planned in the workspace
+    staged_over: int = None    # the input a staged kernel was proven to write over (writes_over_staged)
+    staged_inside: int = 0     # ... lying this many bytes into the output's storage (a wider output)
 
 
 @dataclass(frozen=True)
@@ -202,6 +207,10 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             layouts = {}
         elif ext is None:
             func, params = lower_group(g, fname)
+            staged = (_staged_in_place(func, params, g, step, lives, len(kernels), set(in_index) | set(out_root))
+                      if in_place and not target.is_device else None)
+            if staged:
+                func = staged[0]
             func = legalize(schedule(func, target))
             verify_accesses(func, access)
             layouts = func.attrs.get("layouts", {})
@@ -237,6 +246,12 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 grid, block = launch_shape(func)
                 func = func.with_body(func.body, attrs=dict(func.attrs, launch=(grid, block)))
                 calls.append(DeviceLaunch(func, args, tuple(grid), tuple(block)))
+            elif staged:
+                _, over, nbytes, inside = staged
+                scratch = _Scratch(f"{fname} scratch", nbytes)
+                intervals[id(scratch)] = [step, step, scratch]
+                args.append(Arg("workspace", id(scratch), func.params[-1].dtype, size=nbytes))
+                calls.append(GeneratedKernel(func, args, scratch_bytes=nbytes, staged_over=over, staged_inside=inside))
             else:
                 calls.append(GeneratedKernel(func, args))
             continue
@@ -253,13 +268,17 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             intervals.setdefault(id(v), [*lives[id(v)].interval(len(kernels)), v])
     io_keys = {id(v) for v in graph.inputs} | set(out_root) if workspace_io else set()
     storage = _write_in_place(calls, intervals, io_keys, log) if in_place else {}
-    bufs = [Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items() if key not in storage]
+    placed = _place_inside_outputs(calls, intervals, storage, log) if in_place else {}
+    placed.update(_place_concat_slices(kernels, calls, intervals, storage, io_keys, log, placed) if in_place else {})
+    bufs = [Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items()
+            if key not in storage and key not in placed]
     pool_of, sizes = _assign_pools(bufs, pools or [("", None)], align)
     total = sum(sizes)
     offset = {b.key: b.offset for b in bufs}
-    for key in storage:
-        offset[key] = offset[_find(storage, key)]
-        pool_of[key] = pool_of[_find(storage, key)]
+    for key in intervals:
+        if key in storage or key in placed:
+            home, delta = _home(storage, placed, key)
+            offset[key], pool_of[key] = offset[home] + delta, pool_of[home]
     for c in calls:
         for a in c.args:
             if a.kind == "workspace":
@@ -268,7 +287,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         keys = [(a.kind, a.pool, a.index) for a in c.args]
         if isinstance(c, GeneratedKernel):
             # two parameters get the same address (aliases, or an empty tensor): no restrict
-            c.no_alias = len(set(keys)) == len(keys)
+            c.no_alias = c.no_alias and len(set(keys)) == len(keys)
     rows = []
     for key, (s, e, r) in intervals.items():
         row = {"name": r.name, "bytes": r.type.nbytes, "first": s, "last": e, "offset": offset[key]}
@@ -276,6 +295,9 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             row["pool"] = pools[pool_of[key]][0]
         if key in storage:
             row["in_place_of"] = intervals[storage[key]][2].name
+        inner = _find(storage, key)
+        if inner in placed:       # placed in another tensor's storage, itself or the tensor it was written over
+            row["slice_of"] = intervals[placed[inner][0]][2].name
         rows.append(row)
     rows.sort(key=lambda r: (r.get("pool", ""), r["offset"], r["first"]))
     bound = lower_bound(bufs)
@@ -309,6 +331,34 @@ class _Scratch:
         self.name, self.type = name, TensorType((nbytes,), "uint8")
 
 
+def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids):
+    """(func staged to write over an input that dies here, that input's index, scratch bytes)
+    when aot/schedules/inplace_conv.py can stage the kernel and aot/tir/inplace.py proves the
+    staged kernel safe; else None."""
+    if len(g.outputs) != 1 or id(alias_root(g.outputs[0])) in io_ids:
+        return None
+    out = alias_root(g.outputs[0])
+    if sum(1 for v in params if v is not None and not alias_root(v).is_const) != 1:
+        return None     # e.g. a conv with a residual add: that one writes over the residual (writes_over)
+    for k, v in enumerate(params):
+        r = alias_root(v) if v is not None else None
+        if r is None or r.is_const or id(r) in io_ids or r.type.nbytes > out.type.nbytes \
+                or lives[id(r)].interval(n_kernels)[1] != step \
+                or sum(x is not None and alias_root(x) is r for x in params) != 1:
+            continue
+        got = stage_in_place(func, k, len(params))
+        if got is None:
+            continue
+        staged, n = got
+        inb, outb = staged.params[k], staged.params[len(params)]
+        # a wider output holds its input at its end (delta elements in)
+        delta = None if inb.size == outb.size else outb.size - inb.size
+        if writes_over_staged(staged, [inb], outb, delta):
+            size = dtype_bytes_table[outb.dtype]
+            return staged, k, n * size, (delta or 0) * size
+    return None
+
+
 def _find(storage, key):
     while key in storage:
         key = storage[key]
@@ -324,7 +374,7 @@ def _write_in_place(calls, intervals, io_keys, log):
         if not isinstance(c, GeneratedKernel):
             continue          # only a generated kernel's loop IR can prove an in-place write safe
         n_in = c.func.num_inputs
-        for j, a in enumerate(c.args[n_in:], n_in):
+        for j, a in enumerate(c.args[n_in:len(c.args) - (1 if c.scratch_bytes else 0)], n_in):
             if a.kind != "workspace" or a.index in io_keys or intervals[a.index][0] != step:
                 continue
             out_val = intervals[a.index][2]
@@ -337,7 +387,7 @@ def _write_in_place(calls, intervals, io_keys, log):
                     continue
                 views = [c.func.params[k] for k, x in enumerate(c.args[:n_in]) if x.kind == "workspace"
                          and x.index == b.index]
-                if not writes_over(c.func, views, c.func.params[j]):
+                if c.staged_over != i and not writes_over(c.func, views, c.func.params[j]):
                     continue
                 storage[a.index] = b.index
                 intervals[home][1] = intervals[a.index][1]
@@ -345,6 +395,96 @@ def _write_in_place(calls, intervals, io_keys, log):
                     log(f"memory plan: {c.func.name} writes {out_val.name} in place of {intervals[b.index][2].name}")
                 break
     return storage
+
+
+def _home(storage, placed, key):
+    """(the planned buffer holding key's bytes, key's byte offset inside it)."""
+    delta = 0
+    while key in storage or key in placed:
+        if key in storage:
+            key = storage[key]
+        else:
+            key, d = placed[key]
+            delta += d
+    return key, delta
+
+
+def _bound(intervals, storage, placed):
+    return lower_bound([Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items()
+                        if key not in storage and key not in placed])
+
+
+def _place(placed, home, out, delta, intervals, storage):
+    """Put home's bytes `delta` bytes into out's storage, out's interval stretched over home's,
+    unless that raises the peak of live bytes (out's other bytes are then held from home's
+    first step on). Returns whether it did."""
+    before, span = _bound(intervals, storage, placed), list(intervals[out][:2])
+    placed[home] = (out, delta)
+    intervals[out][0] = min(span[0], intervals[home][0])
+    intervals[out][1] = max(span[1], intervals[home][1])
+    if _bound(intervals, storage, placed) <= before:
+        return True
+    del placed[home]
+    intervals[out][:2] = span
+    return False
+
+
+def _place_inside_outputs(calls, intervals, storage, log):
+    """A staged kernel whose output is wider than the input it was proven to write over
+    (writes_over_staged with delta) gets that input's storage placed at the end of its output.
+    Returns {input home key: (output key, byte offset)}; the output's interval starts with the input's."""
+    placed = {}
+    for step, c in enumerate(calls):
+        if not isinstance(c, GeneratedKernel) or c.staged_over is None or not c.staged_inside:
+            continue
+        b, a = c.args[c.staged_over], c.args[c.func.num_inputs]
+        home = _find(storage, b.index)
+        if home in placed or intervals[home][1] != step or intervals[a.index][0] != step or a.index in storage:
+            continue
+        if not _place(placed, home, a.index, c.staged_inside, intervals, storage):
+            continue
+        c.no_alias = False
+        if log:
+            log(f"memory plan: {intervals[home][2].name} placed at byte {c.staged_inside} of {intervals[a.index][2].name}")
+    return placed
+
+
+def _place_concat_slices(kernels, calls, intervals, storage, io_keys, log, placed=None):
+    """Concatenation in place: a concat whose slices are contiguous in its output (every axis
+    before the concat axis has extent 1) gets each input's storage placed at that input's
+    slice of the output, so the producer writes straight into it and the concat's copy of that
+    slice is a copy onto itself. Returns {input home key: (output key, byte offset)}; the
+    output's interval is stretched over its placed inputs'. An input is left where it is
+    when its bytes are written again after the concat (a later kernel writing in place of it),
+    when it already sits in another concat's output, or when it is a graph input or output."""
+    placed = dict(placed or {})
+    for step, (g, c) in enumerate(zip(kernels, calls)):
+        if not isinstance(c, GeneratedKernel) or [n.op for n in g.nodes] != ["Concat"] or c.scratch_bytes:
+            continue
+        node, n_in = g.nodes[0], c.func.num_inputs
+        out = c.args[n_in]
+        axis = node.attrs["axis"] % len(node.outputs[0].type.shape)
+        if out.kind != "workspace" or out.index in io_keys or _home(storage, placed, out.index)[0] != out.index \
+                or any(x != 1 for x in node.outputs[0].type.shape[:axis]) or len(c.args) != n_in + 1:
+            continue
+        delta, done = 0, set()
+        for v in node.inputs:
+            nbytes, key = v.type.nbytes, id(alias_root(v))
+            home = _find(storage, key) if key in intervals else None
+            later = home is not None and any(_find(storage, k) == home and intervals[k][0] > step
+                                             for k in intervals if k in storage)
+            if home is not None and home not in io_keys and home not in placed and home not in done \
+                    and not later and intervals[home][2].type.nbytes == nbytes and home != out.index:
+                if not _place(placed, home, out.index, delta, intervals, storage):
+                    delta += nbytes
+                    continue
+                done.add(home)
+                if log:
+                    log(f"memory plan: {intervals[home][2].name} placed at byte {delta} of {intervals[out.index][2].name}")
+            delta += nbytes
+        if done:
+            c.no_alias = False      # each placed slice is copied onto itself
+    return placed
 
 
 def _assign_pools(bufs, pools, align):

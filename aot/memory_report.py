@@ -10,12 +10,13 @@ def table(rows, total, bound, kernels):
     for r in sorted(rows, key=lambda r: (r["first"], r["offset"])):
         note = f"pool {r['pool']}; " if r.get("pool") else ""
         note += f"written in place of {r['in_place_of']}" if r.get("in_place_of") else ""
+        note += ("; " if r.get("in_place_of") else "") + f"slice of {r['slice_of']}" if r.get("slice_of") else ""
         lines.append(f"{r['name'][:40]:40s} {r['bytes']:10d} {r['first']:6d} {r['last']:6d} {r['offset']:10d}  {note}")
     peak_step, peak = 0, 0
     for t in range(len(kernels)):
         # a tensor written in place shares its first step's bytes with the input it replaces
         live = sum(r["bytes"] for r in rows if r["first"] <= t <= r["last"]
-                   and not (r.get("in_place_of") and r["first"] == t))
+                   and not (r.get("in_place_of") and r["first"] == t) and not r.get("slice_of"))
         if live > peak:
             peak_step, peak = t, live
     lines.append(f"workspace {total} bytes; lower bound {bound} bytes (peak of live tensors, at step {peak_step}"
@@ -51,6 +52,8 @@ def svg(rows, total, bound, kernels, title="memory plan", width=900, height=520)
         tip = f'{r["name"]}: {r["bytes"]:,} B at offset {r["offset"]:,}, live in steps {r["first"]}..{r["last"]}'
         if r.get("in_place_of"):
             tip += f', written in place of {r["in_place_of"]}'
+        if r.get("slice_of"):
+            tip += f', placed in its slice of {r["slice_of"]}'
         out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bw:.1f}" height="{bh:.1f}" fill="{_color(k)}" '
                    f'stroke="#333" stroke-width="0.5"><title>{escape(tip)}</title></rect>')
         if bh > 13 and bw > 60:

@@ -22,6 +22,9 @@ PAIRS = [("anomaly_detection/ad01_fp32.onnx", "anomaly_detection/ad01_fp32.tflit
          ("keyword_spotting/kws_ref_model_float32.onnx", None),   # hybrid .tflite: TFLM refuses it
          ("image_classification/pretrainedResnet.onnx", "image_classification/pretrainedResnet.tflite"),
          ("visual_wake_words/vww_96_float.onnx", "visual_wake_words/vww_96_float.tflite")]
+# int8: our compile of the .tflite itself, next to TFLM's arena for the same file
+INT8 = ["anomaly_detection/ad01_int8.tflite", "keyword_spotting/kws_ref_model.tflite",
+        "image_classification/pretrainedResnet_quant.tflite", "visual_wake_words/vww_96_int8.tflite"]
 
 
 def tflm_arena(path):
@@ -42,7 +45,7 @@ def main():
     rows = []
     print(f"{'model':34s} {'workspace':>10s} {'lower bd':>10s} {'ratio':>6s} {'no inplace':>10s} {'ws+io':>10s} "
           f"{'ws, io in':>10s} {'TFLM arena':>11s} {'ours/TFLM':>9s} {'io-in/TFLM':>10s}")
-    for onnx_rel, tfl_rel in PAIRS:
+    for onnx_rel, tfl_rel in PAIRS + [(r, r) for r in INT8]:
         p = os.path.join(MLPERF, onnx_rel)
         if not os.path.exists(p):
             continue
@@ -57,7 +60,7 @@ def main():
         ratio = f"{(plan.workspace_size + io_bytes) / tflm:9.3f}" if isinstance(tflm, int) else f"{'-':>9s}"
         ratio2 = f"{io_in / tflm:10.3f}" if isinstance(tflm, int) else f"{'-':>10s}"
         rows.append((os.path.basename(p), plan.workspace_size, plan.workspace_lower_bound))
-        print(f"{os.path.basename(p)[:-5]:34s} {plan.workspace_size:10d} {plan.workspace_lower_bound:10d} "
+        print(f"{os.path.splitext(os.path.basename(p))[0]:34s} {plan.workspace_size:10d} {plan.workspace_lower_bound:10d} "
               f"{plan.workspace_size / max(plan.workspace_lower_bound, 1):6.3f} {plain:10d} {plan.workspace_size + io_bytes:10d} "
               f"{io_in:10d} {str(tflm):>11s} {ratio} {ratio2}", flush=True)
     for p in sorted(glob.glob(os.path.join(LIGHT_DIR, "light_*.onnx"))):

@@ -37,3 +37,201 @@ def writes_over(func, in_bufs, out_buf) -> bool:
                         return False
     return covered > 0
 
+
+
+# -- staged in-place writes: a kernel that computes a slice into a scratch buffer and copies it back
+def coords(indices, shape, fixed=None):
+    """The coordinate of each dimension of an access: its own indices, or a flat index taken
+    apart when it is exactly sum(stride_d * var_d) with at most one loop variable per dimension
+    (None otherwise). fixed: {id(var): value} for loops of one iteration."""
+    from .expr import Const, Var, substitute
+    from .simplify import linear_form, simplify
+    fixed = fixed or {}
+    if len(indices) == len(shape) and (len(shape) != 1 or shape[0] >= 1):
+        return [simplify(substitute(i, fixed)) for i in indices]
+    form = linear_form(simplify(substitute(indices[0], fixed)))
+    if form is None or form[1] != 0:
+        return None
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.insert(0, acc)
+        acc *= n
+    per = [[] for _ in shape]
+    for atom, k in form[0].values():
+        if k == 0:
+            continue
+        dims = [d for d in range(len(shape)) if strides[d] == k and shape[d] > 1]
+        if not isinstance(atom, Var) or len(dims) != 1:
+            return None
+        per[dims[0]].append(atom)
+    if any(len(p) > 1 for p in per):
+        return None
+    return [p[0] if p else Const(0, "int32") for p in per]
+
+
+class _Accesses:
+    """Every read of `targets`/`out` and store to `out` in a nest, with its enclosing loops and
+    the position (in the stage sequence) of the statement holding it."""
+
+    def __init__(self, targets, out):
+        self.targets, self.out, self.found = targets, out, []
+
+    def run(self, s, loops, pos):
+        from .stmt import For, stmt_children
+        exprs = own_exprs(s)
+        for top in exprs:
+            for e in walk(top):
+                if isinstance(e, Load) and (id(e.buffer) in self.targets or e.buffer is self.out):
+                    self.found.append(("read", e, loops, pos))
+        if isinstance(s, Store) and s.buffer is self.out:
+            self.found.append(("write", s, loops, pos))
+        inner = loops + [(s.var, s.min, s.extent)] if isinstance(s, For) else loops
+        for c in stmt_children(s):
+            self.run(c, inner, pos)
+
+
+def _touches(s, targets, out):
+    for x in walk_stmts(s):
+        if isinstance(x, Store) and x.buffer is out:
+            return True
+        for top in own_exprs(x):
+            if any(isinstance(e, Load) and (id(e.buffer) in targets or e.buffer is out) for e in walk(top)):
+                return True
+    return False
+
+
+def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
+    """May out_buf share in_buf's storage in a kernel that stages its results (issue 16: a
+    depthwise conv plane by plane, a pointwise conv pixel by pixel)?
+
+    Proven when one top-level statement touches the input or the output, and it is a perfect
+    nest of loops V around a sequence in which every store to the output comes after every
+    read of the input (compute into a scratch buffer, then copy back); the output is never
+    read and no index reads either; input and output have one shape; and there is a set of
+    dimensions D, one per loop of V with more than one iteration, such that every read of the
+    input and every store to the output has exactly that loop's variable as its coordinate in
+    its dimension, with its other coordinates proven inside their dimensions. Iteration v then
+    touches only the elements whose D coordinates are v: no later iteration reads what an
+    earlier one wrote back, and within an iteration all reads come before the write-back.
+
+    delta: the input lies `delta` elements into the output's storage instead (a pointwise conv
+    that widens its channels, its input at the end of its output). The shapes may then differ
+    outside D, and every element the write-back of iteration v stores is enumerated: the input
+    element at its address, if any, must belong to an iteration no later than v."""
+    from .expr import Var
+    from .simplify import bounds, const_value, loop_ranges
+    from .stmt import For, Seq
+    from .verify import _endpoints
+    (in_buf,) = in_bufs if len(in_bufs) == 1 else (None,)
+    if in_buf is None or in_buf.dtype != out_buf.dtype or len(in_buf.shape) != len(out_buf.shape) \
+            or (delta is None and in_buf.shape != out_buf.shape) \
+            or (delta is not None and not 0 <= delta <= out_buf.size - in_buf.size):
+        return False
+    targets = {id(in_buf)}
+    tops = func.body.stmts if isinstance(func.body, Seq) else [func.body]
+    touching = [s for s in tops if _touches(s, targets, out_buf)]
+    if len(touching) != 1:
+        return False
+    nest, vloops = touching[0], []
+    while isinstance(nest, For):
+        vloops.append(nest)
+        nest = nest.body
+    if not vloops or not isinstance(nest, Seq) or any(const_value(lp.min) != 0 or const_value(lp.extent) is None
+                                                      for lp in vloops):
+        return False
+    fixed = {}
+    for x in walk_stmts(touching[0]):
+        if isinstance(x, For) and const_value(x.extent) == 1 and const_value(x.min) is not None:
+            fixed[id(x.var)] = x.min
+    acc = _Accesses(targets, out_buf)
+    outer = [(lp.var, lp.min, lp.extent) for lp in vloops]
+    for lp in vloops:
+        for top in own_exprs(lp):      # loop bounds of V reading the input: refused below
+            if any(isinstance(e, Load) and (id(e.buffer) in targets or e.buffer is out_buf) for e in walk(top)):
+                return False
+    for pos, s in enumerate(nest.stmts):
+        acc.run(s, outer, pos)
+    reads = [f for f in acc.found if f[0] == "read"]
+    writes = [f for f in acc.found if f[0] == "write"]
+    if not writes or any(f[1].buffer is out_buf for f in reads):
+        return False
+    if any(isinstance(e, Load) and (id(e.buffer) in targets or e.buffer is out_buf)
+           for f in acc.found for idx in (f[1].indices if f[0] == "read" else (f[1].index,)) for e in walk(idx)):
+        return False
+    if max((f[3] for f in reads), default=-1) >= min(f[3] for f in writes):
+        return False
+    dim_of = {}
+    for lp in vloops:
+        if const_value(lp.extent) > 1:
+            dim_of[id(lp.var)] = None
+    first = coords((writes[0][1].index,), out_buf.shape, fixed)
+    if first is None:
+        return False
+    for d, e in enumerate(first):
+        if isinstance(e, Var) and id(e) in dim_of:
+            if dim_of[id(e)] is not None:
+                return False
+            dim_of[id(e)] = d
+    if not dim_of or any(d is None for d in dim_of.values()):
+        return False
+    D = {d: v for v, d in dim_of.items()}
+    for lp in vloops:
+        if id(lp.var) in dim_of and const_value(lp.extent) > out_buf.shape[dim_of[id(lp.var)]]:
+            return False
+    for kind, x, loops, _ in acc.found:
+        shape = (x.buffer if kind == "read" else out_buf).shape
+        c = coords(x.indices if kind == "read" else (x.index,), shape, fixed)
+        if c is None:
+            return False
+        ranges = {}
+        for var, mn, ext in loops:
+            ranges = loop_ranges(ranges, For(var, mn, ext, Seq([])))
+        for d, e in enumerate(c):
+            if d in D:
+                if not (isinstance(e, Var) and id(e) == D[d]):
+                    return False
+                continue
+            live = [(v, mn, ext) for v, mn, ext in loops if id(v) not in fixed]
+            span = _endpoints(e, live) if live else None
+            span = span or bounds(e, ranges)
+            if span is None or span[0] < 0 or span[1] >= shape[d]:
+                return False
+    if any(in_buf.shape[d] != out_buf.shape[d] for d in D):
+        return False
+    return delta is None or _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed)
+
+
+def _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed):
+    """Every element the write-back stores, enumerated: the input element at the same address
+    (delta elements into the output) lies outside the input or belongs to an iteration of V no
+    later than the one storing. Each store's loops must have constant bounds."""
+    import numpy as np
+    from .simplify import const_value
+    vars_ = [lp.var for lp in vloops if id(lp.var) in {v for v in D.values()}]
+    radix = [const_value(lp.extent) for lp in vloops if id(lp.var) in {v for v in D.values()}]
+    order = [next(d for d, v in D.items() if v == id(x)) for x in vars_]   # V's dims, outermost first
+    for _, st, loops, _ in writes:
+        live = [(v, const_value(mn), const_value(ext)) for v, mn, ext in loops if id(v) not in fixed]
+        if any(mn is None or ext is None for _, mn, ext in live):
+            return False
+        grids = np.meshgrid(*[np.arange(mn, mn + ext, dtype=np.int64) for _, mn, ext in live], indexing="ij")
+        value = {id(v): g.ravel() for (v, _, _), g in zip(live, grids)}
+        c = coords((st.index,), out_buf.shape, fixed)
+        addr = np.zeros(grids[0].size if grids else 1, dtype=np.int64)
+        stride = 1
+        for d in reversed(range(len(out_buf.shape))):
+            e = c[d]
+            if id(e) in value:
+                addr = addr + value[id(e)] * stride
+            stride *= out_buf.shape[d]
+        i = addr - delta
+        inside = (i >= 0) & (i < in_buf.size)
+        where = np.unravel_index(np.clip(i, 0, in_buf.size - 1), in_buf.shape)
+        rank_in = np.zeros_like(addr)
+        rank_v = np.zeros_like(addr)
+        for d, x, n in zip(order, vars_, radix):
+            rank_in = rank_in * n + where[d]
+            rank_v = rank_v * n + value[id(x)]
+        if np.any(inside & (rank_in > rank_v)):
+            return False
+    return True

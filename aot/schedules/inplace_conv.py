@@ -1,0 +1,91 @@
+"""Staged convolutions that can write over their input (issue 16).
+
+A depthwise conv reads, for output channel c, only input channel c; a pointwise (1x1) conv
+reads, for output pixel p, only input pixel p. Scheduled with those loops outermost, each
+iteration computes its slice (a channel plane, a pixel's output channels) into a small
+scratch buffer and then copies it over the same slice of the output: the output can then
+share the input's storage when the input dies at the kernel. The executor asks for this
+only for such an input, and keeps it only when aot/tir/inplace.py's writes_over_staged proves
+it; the scratch is a trailing parameter that the executor plans in the workspace.
+"""
+from __future__ import annotations
+
+import math
+
+from ..tir.expr import Const, Load, Var, substitute, walk
+from ..tir.inplace import coords
+from ..tir.simplify import const_value
+from ..tir.stmt import Allocate, Buffer, For, Seq, Store, own_exprs, walk_stmts
+from .nests import accumulation, nests
+
+MAX_SCRATCH_SHARE = 4     # the scratch may take at most a quarter of the output: else nothing is saved
+
+
+def stage_in_place(func, in_param: int, out_param: int, outer_dims=None):
+    """(func staged over the loops whose output coordinates the input reads share, with the
+    scratch buffer appended to its parameters, the scratch's element count), or None when the
+    kernel is not one accumulation nest with such loops. outer_dims: stage over the loops of
+    these output dimensions instead, unchecked (the tests build unsafe schedules with it)."""
+    tops = nests(func.body)
+    if len(tops) != 1:
+        return None
+    found = accumulation(tops[0])
+    if not found:
+        return None
+    loops, red, acc = found
+    inb, outb = func.params[in_param], func.params[out_param]
+    if len(inb.shape) != len(outb.shape) or inb.dtype != outb.dtype:
+        return None
+    if any(const_value(lp.min) != 0 or const_value(lp.extent) is None or lp.kind != "serial" for lp in loops):
+        return None
+    init, reduce_, store = loops[-1].body.body.stmts
+    if store.buffer is not outb:
+        return None
+    fixed = {id(x.var): x.min for x in walk_stmts(tops[0]) if isinstance(x, For) and const_value(x.extent) == 1
+             and const_value(x.min) is not None}
+    out_c = coords((store.index,), outb.shape, fixed)
+    if out_c is None:
+        return None
+    dim_of = {id(e): d for d, e in enumerate(out_c) if isinstance(e, Var)}
+    keep = [lp for lp in loops if const_value(lp.extent) > 1]
+    if any(id(lp.var) not in dim_of for lp in keep):
+        return None
+    shared = set(dim_of.values())
+    for s in walk_stmts(tops[0]):
+        for top in own_exprs(s):
+            for e in walk(top):
+                if isinstance(e, Load) and e.buffer is inb:
+                    c = coords(e.indices, inb.shape, fixed)
+                    if c is None:
+                        return None
+                    shared = {d for d in shared if c[d].key() == out_c[d].key()}
+    shared = {d for d in shared if inb.shape[d] == outb.shape[d]}
+    if outer_dims is not None:
+        shared = set(outer_dims)
+    outer = [lp for lp in keep if dim_of[id(lp.var)] in shared]
+    inner = [lp for lp in keep if dim_of[id(lp.var)] not in shared]
+    if not outer or not inner:
+        return None
+    n = math.prod(const_value(lp.extent) for lp in inner)
+    if n * MAX_SCRATCH_SHARE > outb.size:
+        return None
+    scratch = Buffer(f"{outb.name}_stage", outb.dtype, (n,))
+
+    def slot(vars_):
+        idx = Const(0, "int32")
+        for v, lp in zip(vars_, inner):
+            idx = idx * const_value(lp.extent) + v
+        return idx
+
+    body = Allocate(acc, Seq([init, reduce_, Store(scratch, slot([lp.var for lp in inner]), store.value)]))
+    for lp in reversed(inner):
+        body = For(lp.var, lp.min, lp.extent, body)
+    fresh = [Var(lp.var.name + "_w", lp.var.dtype) for lp in inner]
+    back = Store(outb, substitute(store.index, {id(lp.var): v for lp, v in zip(inner, fresh)}),
+                 Load(scratch, slot(fresh)))
+    for lp, v in zip(reversed(inner), reversed(fresh)):
+        back = For(v, lp.min, lp.extent, back)
+    staged = Seq([body, back])
+    for lp in reversed([lp for lp in loops if lp not in keep] + outer):
+        staged = For(lp.var, lp.min, lp.extent, staged)
+    return func.with_body(staged, params=list(func.params) + [scratch]), n
