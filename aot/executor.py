@@ -200,6 +200,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         fname = base if k == 0 else f"{base}_{k}"
         ext = external(g, fname) if external is not None else None
         user = g.nodes[0].attrs["prim_func"] if g.nodes[0].op == "PrimFuncCall" else None
+        staged = None             # only the compiler's own lowering is staged to write over an input
         if ext is None and user is not None:      # a user's kernel, scheduled as the user wrote it
             func, params = PrimFunc(fname, user.params, user.body, user.num_inputs, dict(user.attrs)), list(g.inputs)
             func = legalize(flatten(func))
