@@ -188,6 +188,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
     out_root = {id(root(v)): k for k, v in enumerate(graph.outputs)}
     kernels = [g for g in groups if not g.alias]
     lives = lifetimes(graph, kernels, workspace_io)     # the same model order_for_memory optimised
+    worth_staging = _steps_worth_staging(kernels, lives) if in_place else set()
 
     const_ids, constants = {}, []
     intervals = {}
@@ -209,7 +210,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         elif ext is None:
             func, params = lower_group(g, fname)
             staged = (_staged_in_place(func, params, g, step, lives, len(kernels), set(in_index) | set(out_root))
-                      if in_place and not target.is_device else None)
+                      if in_place and not target.is_device and step in worth_staging else None)
             if staged:
                 func = staged[0]
             func = legalize(schedule(func, target))
@@ -330,6 +331,43 @@ class _Scratch:
     def __init__(self, name, nbytes):
         from .ir.graph import TensorType
         self.name, self.type = name, TensorType((nbytes,), "uint8")
+
+
+def _steps_worth_staging(kernels, lives):
+    """The steps whose kernel may be staged to write over its input: a staged kernel gives up
+    the register tiles and micro-kernels of the target's schedule (KWS int8 on Cortex-M55 takes
+    2.7x the instructions staged everywhere), so only the kernels whose live bytes stand above
+    what the peak can come down to are staged. A step can drop by its dying input's bytes when
+    its one activation input dies there and is no larger than its output; the peak cannot fall
+    below the highest step after such drops."""
+    n = len(kernels)
+    live = [0] * n
+    for lf in lives.values():
+        first, last = lf.interval(n)
+        for s in range(first, last + 1):
+            live[s] += lf.nbytes
+    saving = [0] * n
+    for s, g in enumerate(kernels):
+        ins = {id(alias_root(v)) for v in g.inputs if v is not None and not alias_root(v).is_const}
+        if len(g.outputs) != 1 or len(ins) != 1:
+            continue
+        src, dst = lives.get(ins.pop()), lives.get(id(alias_root(g.outputs[0])))
+        if src is not None and dst is not None and src.interval(n)[1] == s and 0 < src.nbytes <= dst.nbytes:
+            saving[s] = src.nbytes
+    floor = max((live[s] - saving[s] for s in range(n)), default=0)
+    chosen = {s for s in range(n) if saving[s] and live[s] > floor}
+    # a wider output holds its input only if that input's producer wrote over its own input too
+    # (else the region is live a step earlier): stage such producers back along the chain
+    producer = {id(alias_root(o)): k for k, g in enumerate(kernels) for o in g.outputs}
+    for s in sorted(chosen, reverse=True):
+        k = s
+        while True:
+            ins = [alias_root(v) for v in kernels[k].inputs if v is not None and not alias_root(v).is_const]
+            k = producer.get(id(ins[0])) if len(ins) == 1 else None
+            if k is None or not saving[k] or k in chosen:
+                break
+            chosen.add(k)
+    return chosen
 
 
 def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids):

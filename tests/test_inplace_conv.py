@@ -96,11 +96,12 @@ def test_unsafe_staging_is_refused():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("rel,staged,slices", [("keyword_spotting/kws_ref_model.tflite", 8, 0),
-                                                ("visual_wake_words/vww_96_int8.tflite", 22, 5)])
+                                                ("visual_wake_words/vww_96_int8.tflite", 2, 2)])
 def test_int8_workspace_is_exact_with_staged_convs(rel, staged, slices):
-    """NHWC: the depthwise planes are strided, the pointwise pixels contiguous; VWW's widening
-    pointwise convs hold their input at the end of their output (4 placed; 1 more written over
-    one of them)."""
+    """NHWC: the depthwise planes are strided, the pointwise pixels contiguous. Only the kernels
+    at the peak are staged (a staged kernel loses the target's register tiles and micro-kernels):
+    every layer of KWS, whose layers are all the same size; in VWW the first widening pointwise
+    conv, holding its input at the end of its output, and the depthwise conv before it."""
     import aot
     path = os.path.join(SHARED, "models", "mlperf_tiny", rel)
     if not os.path.exists(path):
