@@ -346,6 +346,18 @@ def _let(shape, fn, name):
     return te.compute(shape, body, name)
 
 
+def row_max(x):
+    """(x widened to int32, the max of each row over the last axis): where every integer softmax
+    starts (QSoftmax, qsoftmax16's QSoftmax16)."""
+    def xi(*i):
+        return Cast("int32", x(*i))
+
+    def max_body(*r):
+        k = te.reduce_axis(x.shape[-1], "rc")
+        return te.max(xi(*r, k.var), k)
+    return xi, te.compute(x.shape[:-1], max_body, "row_max")
+
+
 @register
 class QSoftmax(Op):
     """TFLite SOFTMAX, int8 in and out (scale 1/256, zero point -128), over the last axis:
@@ -371,13 +383,7 @@ class QSoftmax(Op):
         out_dtype = node.attrs.get("out_dtype", "int8")
         info = np.iinfo(out_dtype)
 
-        def xi(*i):
-            return Cast("int32", x(*i))
-
-        def max_body(*r):
-            k = te.reduce_axis(depth, "rc")
-            return te.max(xi(*r, k.var), k)
-        mx = te.compute(rows, max_body, "row_max")
+        xi, mx = row_max(x)
 
         def total_body(*r):
             k = te.reduce_axis(depth, "rs")

@@ -16,7 +16,7 @@ from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Bin, Cast, Const
 from .fixed_point import leading_zeros, mbqm, mbqm_np
-from .qnn import _let
+from .qnn import _let, row_max
 from .registry import Op, Pattern, register
 
 I16 = np.iinfo(np.int16)
@@ -131,13 +131,7 @@ class QSoftmax16(Op):
         shape = x.shape
         rows, depth = shape[:-1], shape[-1]
 
-        def xi(*i):
-            return Cast("int32", x(*i))
-
-        def max_body(*r):
-            k = te.reduce_axis(depth, "rc")
-            return te.max(xi(*r, k.var), k)
-        mx = te.compute(rows, max_body, "row_max")
+        xi, mx = row_max(x)
 
         def exp_body(*i):
             scaled = mbqm(xi(*i) - mx(*i[:-1]), int(a["multiplier"]), int(a["shift"]))
