@@ -358,13 +358,11 @@ def _steps_worth_staging(kernels, lives):
     chosen = {s for s in range(n) if saving[s] and live[s] > floor}
     # a wider output holds its input only if that input's producer wrote over its own input too
     # (else the region is live a step earlier): stage such producers back along the chain
-    producer = {id(alias_root(o)): k for k, g in enumerate(kernels) for o in g.outputs}
-    for s in sorted(chosen, reverse=True):
-        k = s
+    for k in sorted(chosen, reverse=True):
         while True:
             ins = [alias_root(v) for v in kernels[k].inputs if v is not None and not alias_root(v).is_const]
-            k = producer.get(id(ins[0])) if len(ins) == 1 else None
-            if k is None or not saving[k] or k in chosen:
+            k = lives[id(ins[0])].producer if len(ins) == 1 else -1
+            if k < 0 or not saving[k] or k in chosen:
                 break
             chosen.add(k)
     return chosen
