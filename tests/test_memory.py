@@ -344,3 +344,30 @@ def test_workspace_pool_hint_too_small(tmp_path):
                 "sram:100000", "-v")
     assert r.returncode == 0, r.stderr
     assert "workspace pools: sram" in r.stderr
+
+
+def test_planner_pins():
+    """Buffers pinned into one another (Buf.pin) are placed at their pinned offsets, may overlap
+    their host only at the one step they share, and verify() catches a broken pin or overlap."""
+    from aot.errors import InternalError
+    from aot.memory_plan import Buf, lower_bound, plan, verify
+    rng = np.random.default_rng(8)
+    for trial in range(30):
+        bufs = []
+        for k in range(int(rng.integers(2, 15))):
+            s = int(rng.integers(0, 20))
+            bufs.append(Buf(k, int(rng.integers(1, 3000)), s, s + int(rng.integers(0, 6))))
+        big = Buf("in", 4000, 3, 7)
+        small = Buf("out", 1000, 7, 9, pin=("in", 0))        # written over the start of its input
+        bufs += [big, small]
+        total = plan(bufs, align=16)
+        verify(bufs, total, 16)
+        assert small.offset == big.offset and total >= lower_bound(bufs)
+    with pytest.raises(InternalError):
+        small.offset += 16
+        verify(bufs, total + 16, 16)
+    a, b = Buf("a", 100, 0, 2, offset=0), Buf("b", 50, 2, 3, offset=0, pin=("a", 0))
+    verify([a, b], 100, 16)
+    with pytest.raises(InternalError):       # pinned, but sharing two steps
+        verify([Buf("a", 100, 0, 2, offset=0), Buf("b", 50, 1, 3, offset=0, pin=("a", 0))], 100, 16)
+    assert lower_bound([a, b]) == 100
