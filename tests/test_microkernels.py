@@ -62,12 +62,33 @@ CASES = {
     "conv3x3_c33_valid_s2": (lambda: conv_model(9, 9, 33, 4, 3, 2, "VALID", x_zp=127), {"mve", "dsp"}),
     "conv1x1_c33": (lambda: conv_model(5, 3, 33, 7, 1, 1, "VALID"), {"mve", "dsp"}),
     "conv1x1_c7_s2": (lambda: conv_model(6, 5, 7, 9, 1, 2, "VALID"), {"mve", "dsp"}),
-    "conv3x3_c3_same_s2": (lambda: conv_model(8, 8, 3, 7, 3, 2, "SAME"), set()),   # too short a run: tiles
+    # a window row of 3 taps x 3 channels is one run of 9 (clipped at the borders)
+    "conv3x3_c3_same_s2": (lambda: conv_model(8, 8, 3, 7, 3, 2, "SAME"), {"mve"}),
+    "conv3x3_c3_same_s1": (lambda: conv_model(7, 9, 3, 5, 3, 1, "SAME", x_zp=-128), {"mve"}),
+    "conv3x3_c1_same_s1": (lambda: conv_model(6, 7, 1, 5, 3, 1, "SAME"), set()),   # too short a run: tiles
     "dense_k5": (lambda: dense_model(2, 5, 7), {"mve", "dsp"}),
     "dense_k33": (lambda: dense_model(1, 33, 9, x_zp=-77), {"mve", "dsp"}),
     "dense_k64": (lambda: dense_model(3, 64, 10, x_zp=0), {"mve", "dsp"}),
 }
 BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
+
+
+def pointwise_chain_model(H=5, W=3, C=33, n=3, seed=0):
+    """n pointwise convs C -> C: the inner ones write over their input, pixel by pixel through a
+    scratch (aot/schedules/inplace_conv.py), and keep their micro-kernels."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = x0 = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=-3)
+    for k in range(n):
+        ws = (rng.random(C) * 0.02 + 0.005).astype(np.float32)
+        w = mb.tensor(f"w{k}", [C, 1, 1, C], "int8", data=rng.integers(-127, 128, (C, 1, 1, C)).astype(np.int8),
+                      scale=ws, zero_point=[0] * C, quantized_dimension=0)
+        b = mb.tensor(f"b{k}", [C], "int32", data=rng.integers(-500, 500, C).astype(np.int32), scale=0.05 * ws,
+                      zero_point=[0] * C)
+        y = mb.tensor(f"y{k}", [1, H, W, C], "int8", scale=0.05, zero_point=[4, -7, 0][k % 3])
+        mb.op("CONV_2D", [x, w, b], [y], padding="VALID", stride_h=1, stride_w=1, fused_activation_function="RELU")
+        x = y
+    return mb.finish(inputs=[x0], outputs=[x]), (1, H, W, C)
 
 
 def _feeds(shape, n=3):
@@ -200,3 +221,26 @@ def test_microkernel_on_cortex_m_is_bit_exact(name, board):
     res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
     assert (set(_schedules(res).values()) == {f"dot_s8 ({BOARDS[board]})"}) == (BOARDS[board] in variants)
     _check(res, _feeds(shape, 2), model, board=board)
+
+
+def _staged_kernels(res):
+    return [c for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
+
+
+@tflm
+@pytest.mark.parametrize("board", [None] + sorted(BOARDS))
+def test_staged_pointwise_conv_keeps_its_micro_kernel(board):
+    """The inner pointwise convs of a chain are staged to write over their input; the reduction
+    over one pixel's channels inside the staging is still one dot_s8 call (33 channels: the
+    Helium and DSP tails), on the host's plain body and on both boards, bit-exact with TFLM."""
+    import aot
+    model, shape = pointwise_chain_model()
+    mcpu = board.split("-", 1)[1] if board else "cortex-m55"
+    res = aot.compile(model, target=f"c -mcpu={mcpu}")
+    staged = _staged_kernels(res)
+    assert staged and all(c.func.attrs.get("schedule") == f"dot_s8 ({'dsp' if mcpu == 'cortex-m4' else 'mve'})"
+                          for c in staged)
+    if board is None:
+        _check(res, _feeds(shape), model, sanitize=True)
+    else:
+        _check(res, _feeds(shape, 2), model, board=board)

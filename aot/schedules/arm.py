@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..tir.intrin import get_intrin
 from ..tir.schedule import ScheduleError, reorder, tensorize
-from ..tir.simplify import const_value
+from ..tir.simplify import bounds, const_value, loop_ranges
 from ..tir.stmt import For, Seq
 from . import cpu
 from .nests import accumulation, nests as _nests
@@ -24,7 +24,13 @@ MIN_DOT = 4          # a shorter contiguous run is not worth a call (a 1-channel
 DSP_TAPS_MIN = 32    # with DSP and a window of taps around the run: the shortest run worth a call
 
 
-def _dot_run(red, variant):
+def _longest(lp, ranges):
+    """The most iterations loop lp makes (a window row clipped at the border: its full width)."""
+    b = bounds(lp.extent, ranges)
+    return b[1] if b is not None else 1
+
+
+def _dot_run(red, variant, ranges=None):
     """(reorder, loop to tensorize at) for the longest run both int8 operands read
     consecutively: the channel loop innermost, with the window-row loop around it when the two
     make one run (NHWC input, OHWI weights, no dilation); None if no run is long enough to pay
@@ -41,7 +47,7 @@ def _dot_run(red, variant):
             nest = For(outer.var, outer.min, outer.extent, For(r.var, r.min, r.extent, body))
             if it.match(nest, body.buffer)[0] is not None:
                 others = [x for x in rest if x is not outer]
-                run, head = (const_value(outer.extent) or 1) * const_value(r.extent), outer
+                run, head = _longest(outer, ranges or {}) * const_value(r.extent), outer
                 break
         else:
             others, run, head = rest, const_value(r.extent), r
@@ -52,26 +58,53 @@ def _dot_run(red, variant):
     return None
 
 
+def _tensorize_nest(nest, variant, ranges):
+    """nest with its int32 accumulation's run as one dot_s8 call, or None. A nest that is not
+    one accumulation may be a staged kernel's (aot/schedules/inplace_conv.py: loops over the
+    pixels around computing one pixel into scratch, then copying it back): its parts are tried
+    in turn, each with the ranges of the loops around it."""
+    found = accumulation(nest)
+    if not found:
+        loops, x = [], nest
+        while isinstance(x, For):
+            loops.append(x)
+            ranges = loop_ranges(ranges, x)
+            x = x.body
+        if not loops or not isinstance(x, Seq):
+            return None
+        parts = [_tensorize_nest(p, variant, ranges) for p in x.stmts]
+        if all(p is None for p in parts):
+            return None
+        x = Seq([p if p is not None else q for p, q in zip(parts, x.stmts)])
+        for lp in reversed(loops):
+            x = lp.with_body(x)
+        return x
+    if found[2].dtype != "int32" or not found[1]:
+        return None
+    for lp in found[0]:
+        ranges = loop_ranges(ranges, lp)
+    red = found[1]
+    plan = _dot_run(red, variant, ranges)
+    if plan is None:
+        return None
+    order, head = plan
+    try:
+        s = reorder(nest, order) if [x.var for x in red] != order else nest
+        return tensorize(s, head.var, DOT)
+    except ScheduleError:
+        return None
+
+
 def tensorize_dots(func, target):
     variant = get_intrin(DOT).variant_for(target.mcpu)
     if variant == "plain":
         return func
     nests, done = _nests(func.body), 0
     for n, nest in enumerate(nests):
-        found = accumulation(nest)
-        if not found or found[2].dtype != "int32" or not found[1]:
-            continue
-        red = found[1]
-        plan = _dot_run(red, variant)
-        if plan is None:
-            continue
-        order, head = plan
-        try:
-            s = reorder(nest, order) if [x.var for x in red] != order else nest
-            nests[n] = tensorize(s, head.var, DOT)
+        got = _tensorize_nest(nest, variant, {})
+        if got is not None:
+            nests[n] = got
             done += 1
-        except ScheduleError:
-            continue
     if not done:
         return func
     attrs = dict(func.attrs, schedule=f"{DOT} ({variant})")
