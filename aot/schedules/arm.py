@@ -20,6 +20,7 @@ from .nests import accumulation, nests as _nests
 from .registry import register, rules_of
 
 DOT = "dot_s8"
+ROWS = "dot_s8_rows"
 MIN_DOT = 4          # a shorter contiguous run is not worth a call (a 1-channel first layer)
 DSP_TAPS_MIN = 32    # with DSP and a window of taps around the run: the shortest run worth a call
 
@@ -90,6 +91,17 @@ def _tensorize_nest(nest, variant, ranges):
     order, head = plan
     try:
         s = reorder(nest, order) if [x.var for x in red] != order else nest
+    except ScheduleError:
+        return None
+    # Helium: the window rows around the run in the same call (one call per output)
+    around = len(order) - (1 if head.var is order[-1] else 2) - 1
+    rows = [x for x in red if around >= 0 and x.var is order[around]] if variant == "mve" else []
+    if rows and const_value(rows[0].extent) != 1:
+        try:
+            return tensorize(s, rows[0].var, ROWS)
+        except ScheduleError:
+            pass
+    try:
         return tensorize(s, head.var, DOT)
     except ScheduleError:
         return None

@@ -117,14 +117,16 @@ class DotS8(TensorIntrin):
         return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
 
     def variants(self):
-        mve = ["int32_t acc = 0;", "int32_t bsum = 0;",
-               "for (; n >= 16; n -= 16, a += 16, b += 16) {",   # whole vectors: no predicate to keep
+        mve = ["int32_t acc = 0;", "int32_t bsum = 0;", "int32_t k;",
+               "if (n <= 0) {", "  return 0;", "}",
+               # whole vectors, counted down (a low-overhead loop) with post-incremented loads
+               "for (k = n >> 4; k > 0; --k, a += 16, b += 16) {",
                "  int8x16_t vb = vld1q_s8(b);",
                "  acc = vmladavaq_s8(acc, vld1q_s8(a), vb);",
                "  bsum = vaddvaq_s8(bsum, vb);",
                "}",
-               "if (n > 0) {",                                   # the tail: lanes past n load as zeros
-               "  mve_pred16_t p = vctp8q((uint32_t)n);",
+               "if ((n & 15) != 0) {",                            # the tail: lanes past n load as zeros
+               "  mve_pred16_t p = vctp8q((uint32_t)(n & 15));",
                "  int8x16_t vb = vldrbq_z_s8(b, p);",
                "  acc = vmladavaq_s8(acc, vldrbq_z_s8(a, p), vb);",
                "  bsum = vaddvaq_s8(bsum, vb);",
@@ -150,3 +152,98 @@ class DotS8(TensorIntrin):
                  "}",
                  "return acc;"]
         return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+
+
+@register_intrin
+class DotS8Rows(TensorIntrin):
+    """dot_s8 over `rows` runs of n: row r starts sa elements of a and sb of b after row r-1 (a
+    conv's window rows: one call per output instead of one per row, the row loop's bookkeeping
+    inside the kernel). dot_s8_rows(a, b, rows, n, sa, sb, off)."""
+    name = "dot_s8_rows"
+    pointer_args = (0, 1)
+    extent_arg = 3
+
+    def last_offsets(self, args):
+        rows, n, sa, sb = args[2], args[3], args[4], args[5]
+        return [(k, (rows - Const(1, rows.dtype)) * s + n - Const(1, n.dtype)) for k, s in ((0, sa), (1, sb))]
+
+    def match(self, loop, acc):
+        if not isinstance(loop.body, For):
+            return None, "no run under the row loop"
+        args, why = _DOT.match(loop.body, acc)
+        if args is None:
+            return None, why
+        x = loop.body
+        while isinstance(x, For):
+            if any(v is loop.var for e in (x.min, x.extent) for v in walk(e)):
+                return None, f"the bounds of {x.var.name} depend on {loop.var.name}"
+            x = x.body
+        steps = [_step(flat_index(ld), loop.var) for ld in args[:2]]
+        if any(s is None or s < 0 for s in steps):
+            return None, f"a row does not start a constant step after the previous along {loop.var.name}"
+        at_min = {id(loop.var): loop.min}
+        base = [Load(ld.buffer, tuple(simplify(substitute(i, at_min)) for i in ld.indices)) for ld in args[:2]]
+        rows = loop.extent if loop.extent.dtype == "int32" else Cast("int32", loop.extent)
+        return base + [rows, args[2], Const(steps[0], "int32"), Const(steps[1], "int32"), args[3]], None
+
+    def variant_for(self, mcpu):
+        return _DOT.variant_for(mcpu)
+
+    def signature(self):
+        return ("int32_t aot_dot_s8_rows(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, "
+                "int32_t sa, int32_t sb, int32_t off)")
+
+    def includes(self):
+        return _DOT.includes()
+
+    def variants(self):
+        # each body: the rows around the run of dot_s8's body of the same extension
+        mve = ["int32_t acc = 0;", "int32_t bsum = 0;", "mve_pred16_t p;",
+               "if (n <= 0) {", "  return 0;", "}",
+               "p = vctp8q((uint32_t)(n & 15));",                  # the tail's lanes, the same every row
+               "for (; rows > 0; --rows, a += sa, b += sb) {",
+               "  const int8_t* pa = a;",
+               "  const int8_t* pb = b;",
+               "  int32_t k;",
+               "  for (k = n >> 4; k > 0; --k, pa += 16, pb += 16) {",
+               "    int8x16_t vb = vld1q_s8(pb);",
+               "    acc = vmladavaq_s8(acc, vld1q_s8(pa), vb);",
+               "    bsum = vaddvaq_s8(bsum, vb);",
+               "  }",
+               "  if ((n & 15) != 0) {",
+               "    int8x16_t vb = vldrbq_z_s8(pb, p);",
+               "    acc = vmladavaq_s8(acc, vldrbq_z_s8(pa, p), vb);",
+               "    bsum = vaddvaq_s8(bsum, vb);",
+               "  }",
+               "}",
+               "return acc + off * bsum;"]
+        dsp = ["int32_t acc = 0;",
+               "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "for (; rows > 0; --rows, a += sa, b += sb) {",
+               "  const int8_t* pa = a;",
+               "  const int8_t* pb = b;",
+               "  int32_t k;",
+               "  for (k = n; k >= 4; k -= 4, pa += 4, pb += 4) {",
+               "    uint32_t xa, xb;",
+               "    memcpy(&xa, pa, 4);",
+               "    memcpy(&xb, pb, 4);",
+               "    acc = __smlad(__sxtab16(off2, (int32_t)xa), __sxtb16((int32_t)xb), acc);",
+               "    acc = __smlad(__sxtab16(off2, (int32_t)((xa >> 8) | (xa << 24))),",
+               "                  __sxtb16((int32_t)((xb >> 8) | (xb << 24))), acc);",
+               "  }",
+               "  for (; k > 0; --k, ++pa, ++pb) {",
+               "    acc += ((int32_t)*pa + off) * (int32_t)*pb;",
+               "  }",
+               "}",
+               "return acc;"]
+        plain = ["int32_t acc = 0;", "int32_t r, k;",
+                 "for (r = 0; r < rows; ++r) {",
+                 "  for (k = 0; k < n; ++k) {",
+                 "    acc += ((int32_t)a[r * sa + k] + off) * (int32_t)b[r * sb + k];",
+                 "  }",
+                 "}",
+                 "return acc;"]
+        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+
+
+_DOT = DotS8()
