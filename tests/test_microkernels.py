@@ -53,11 +53,13 @@ def dense_model(N, K, O, x_zp=5, seed=0):
     return mb.finish(inputs=[x], outputs=[y]), (N, K)
 
 
-# name -> (model builder call, the variants that tensorize it): a k x k window needs 32+ channels
-# for the DSP call per tap to pay (aot/schedules/arm.py)
+# name -> (model builder call, the variants that tensorize it): a k x k window's rows (taps x
+# channels) must be 32+ bytes for the DSP call to pay (aot/schedules/arm.py); the k x k convs take
+# dot_s8_rows (one call per output), 1x1 convs and dense dot_s8. Rows of 21, 51, 105, 99 and 9
+# bytes, clipped at SAME borders to 14, 34, 70: every Helium tail (n % 16), every DSP step (8, 4, 1)
 CASES = {
     "conv3x3_c7_same_s2": (lambda: conv_model(9, 11, 7, 5, 3, 2, "SAME"), {"mve"}),
-    "conv3x3_c17_same_s1": (lambda: conv_model(7, 6, 17, 3, 3, 1, "SAME", x_zp=-128), {"mve"}),
+    "conv3x3_c17_same_s1": (lambda: conv_model(7, 6, 17, 3, 3, 1, "SAME", x_zp=-128), {"mve", "dsp"}),
     "conv3x3_c35_same_s2": (lambda: conv_model(7, 9, 35, 3, 3, 2, "SAME", x_zp=100), {"mve", "dsp"}),
     "conv3x3_c33_valid_s2": (lambda: conv_model(9, 9, 33, 4, 3, 2, "VALID", x_zp=127), {"mve", "dsp"}),
     "conv1x1_c33": (lambda: conv_model(5, 3, 33, 7, 1, 1, "VALID"), {"mve", "dsp"}),
@@ -156,6 +158,28 @@ def test_the_verifier_checks_every_element_a_micro_kernel_reads():
         verify_accesses(func(9))
 
 
+def test_the_verifier_checks_the_last_row_of_a_rows_call():
+    """dot_s8_rows reads rows runs of n, sa apart: the last row's end is checked."""
+    from aot.tir.expr import Cast, Const, Load, Var
+    from aot.tir.flatten import flatten
+    from aot.tir.schedule import tensorize
+    from aot.tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store
+    from aot.tir.verify import AccessError, verify_accesses
+
+    def func(rows):
+        a, b, out = Buffer("a", "int8", (8, 8)), Buffer("b", "int8", (3, 5)), Buffer("out", "int32", (4,))
+        acc = Buffer("acc", "int32", (1,), "local")
+        i, r, k = Var("i"), Var("r"), Var("k")
+        prod = (Cast("int32", Load(a, (i + r, k))) - Const(3, "int32")) * Cast("int32", Load(b, (r, k)))
+        body = For(i, 0, 4, Allocate(acc, Seq([Store(acc, 0, Const(0, "int32")),
+                                               For(r, 0, rows, For(k, 0, 5, Store(acc, 0, Load(acc, 0) + prod))),
+                                               Store(out, i, Load(acc, 0))])))
+        return flatten(PrimFunc("f", [a, b, out], tensorize(body, r, "dot_s8_rows"), 2))
+    assert verify_accesses(func(2)).checked > 0
+    with pytest.raises(AccessError, match=r"b\[\d+..19\] is outside its 15 elements"):
+        verify_accesses(func(4))
+
+
 @pytest.mark.parametrize("mcpu,variant", [("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp"),
                                           ("cortex-m55", "mve"), ("cortex-m85", "mve"),
                                           ("cortex-m0", None), ("cortex-m3", None), (None, None)])
@@ -202,7 +226,7 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
         with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
             t.extractall(tmp_path / name)
         src = tmp_path / name / "codegen/host/src/default_lib1.c"
-        assert "aot_dot_s8(" in src.read_text()
+        assert ("aot_dot_s8_rows(&" if name.startswith("conv3x3") else "aot_dot_s8(&") in src.read_text()
         r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / name / "codegen/host/include"),
                             "-I", str(tmp_path / name / "runtime/include"), "-c", str(src), "-o",
                             str(tmp_path / f"{name}.o")], capture_output=True, text=True)
