@@ -68,6 +68,8 @@ CASES = {
     "conv3x3_c3_same_s2": (lambda: conv_model(8, 8, 3, 7, 3, 2, "SAME"), {"mve"}),
     "conv3x3_c3_same_s1": (lambda: conv_model(7, 9, 3, 5, 3, 1, "SAME", x_zp=-128), {"mve"}),
     "conv3x3_c1_same_s1": (lambda: conv_model(6, 7, 1, 5, 3, 1, "SAME"), set()),   # too short a run: tiles
+    # one channel: the run is a window row's taps alone, clipped at the borders (KWS's first conv)
+    "conv5x5_c1_same_s2": (lambda: conv_model(9, 10, 1, 6, 5, 2, "SAME", x_zp=11), {"mve"}),
     "dense_k5": (lambda: dense_model(2, 5, 7), {"mve", "dsp"}),
     "dense_k33": (lambda: dense_model(1, 33, 9, x_zp=-77), {"mve", "dsp"}),
     "dense_k64": (lambda: dense_model(3, 64, 10, x_zp=0), {"mve", "dsp"}),

@@ -3,9 +3,11 @@ the CPU rules of cpu.py for everything else.
 
 An integer convolution or fully connected layer lowers to an int32 accumulation whose
 operands are int8 loads; in NHWC with OHWI weights (TFLite's layouts) the input-channel loop
-reads both consecutively. That loop goes innermost and becomes one dot_s8 call
-(aot/tir/intrin/arm.py), which the C compiler builds with Helium on cortex-m55/m85, with the
-DSP extension's SIMD32 on cortex-m4/m7/m33, and as the plain loop elsewhere. A core without
+reads both consecutively. That loop goes innermost (with the window row's taps when they make
+one run) and becomes one dot_s8 call (aot/tir/intrin/arm.py), or with the window's rows
+around it one dot_s8_rows call; a staged kernel's nest (aot/schedules/inplace_conv.py) gets
+the same inside its staging. The C compiler builds the calls with Helium on cortex-m55/m85,
+with the DSP extension's SIMD32 on cortex-m4/m7/m33, and as the plain loop elsewhere. A core without
 either (cortex-m0/m3) keeps the CPU rules' register tiles, which serve it better than a call
 per output. The choice is recorded in func.attrs["schedule"] for `aot info`.
 """
@@ -40,8 +42,9 @@ def _dot_run(red, variant, ranges=None):
     run is DSP_TAPS_MIN long (measured on ResNet-8's 3x3 convs: rows of 16-channel taps, 48
     bytes, are 17% fewer instructions as calls; 9-byte rows of a 3-channel conv are not)."""
     it, body = get_intrin(DOT), red[-1].body
+    ranges = ranges or {}
     for r in red:
-        if not (const_value(r.extent) or 0) or it.match(For(r.var, r.min, r.extent, body), body.buffer)[0] is None:
+        if _longest(r, ranges) < 1 or it.match(For(r.var, r.min, r.extent, body), body.buffer)[0] is None:
             continue
         rest = [x for x in red if x is not r]
         # the row loop: one run with the channels under it
@@ -49,10 +52,10 @@ def _dot_run(red, variant, ranges=None):
             nest = For(outer.var, outer.min, outer.extent, For(r.var, r.min, r.extent, body))
             if it.match(nest, body.buffer)[0] is not None:
                 others = [x for x in rest if x is not outer]
-                run, head = _longest(outer, ranges or {}) * const_value(r.extent), outer
+                run, head = _longest(outer, ranges) * _longest(r, ranges), outer
                 break
         else:
-            others, run, head = rest, const_value(r.extent), r
+            others, run, head = rest, _longest(r, ranges), r
         taps = any(const_value(x.extent) != 1 for x in others)
         if run < (DSP_TAPS_MIN if variant == "dsp" and taps else MIN_DOT):
             return None

@@ -4,11 +4,14 @@ convolutions and fully connected layers.
 dot_s8(a, b, n, off) = sum over k < n of ((int32)a[k] + off) * (int32)b[k], a and b int8 and
 contiguous. `off` is TFLite's input offset (minus the input zero point), so the call replaces
 the accumulation loop as lowering writes it, padded borders included (a clipped window only
-shortens the loops around the call). Bodies:
-- Helium (MVE): 16 lanes per step, the tail (n not a multiple of 16) predicated with vctp8q; sum(a*b) by vmladavaq,
-  plus off * sum(b) by vaddvaq (exact: both are int32 sums of the same terms);
-- DSP (SIMD32): four bytes per 32-bit load, widened to int16 pairs with __sxtab16 (which adds
-  the offset in the same instruction) and __sxtb16, two __smlad; a scalar tail;
+shortens the loops around the call). dot_s8_rows(a, b, rows, n, sa, sb, off) is the same over
+`rows` such runs sa and sb apart (a conv's window rows: one call per output). Bodies:
+- Helium (MVE): 16 lanes per step in a counted loop with post-incremented loads, the tail (n
+  not a multiple of 16) predicated with vctp8q; sum(a*b) by vmladavaq, plus off * sum(b) by
+  vaddvaq (exact: both are int32 sums of the same terms);
+- DSP (SIMD32): two 32-bit words of each operand per step, widened to int16 pairs with
+  sxtab16 (which adds the offset in the same instruction) and sxtb16, the odd bytes through
+  their rotated forms, four __smlad; then one word, then a scalar tail;
 - plain C: the loop itself.
 """
 from __future__ import annotations
