@@ -250,3 +250,99 @@ class DotS8Rows(TensorIntrin):
 
 
 _DOT = DotS8()
+
+
+@register_intrin
+class DotS8x2(TensorIntrin):
+    """Two output channels from one pass over the input: dot_s8x2(a, b, rows, n, sa, sb, sw, off)
+    is dot_s8_rows(a, b, ...) in its low 32 bits and dot_s8_rows(a, b + sw, ...) in its high
+    32 bits (each input vector or word loaded and widened once for both weight rows). The
+    schedule puts it in place of two outputs' dot_s8 or dot_s8_rows calls
+    (aot/schedules/arm_pairs.py); it has no loop pattern of its own."""
+    name = "dot_s8x2"
+    dtype = "uint64"
+    pointer_args = (0, 1)
+    extent_arg = 3
+
+    def last_offsets(self, args):
+        rows, n, sa, sb, sw = args[2], args[3], args[4], args[5], args[6]
+        one = Const(1, rows.dtype)
+        return [(0, (rows - one) * sa + n - one), (1, (rows - one) * sb + sw + n - one)]
+
+    def match(self, loop, acc):
+        return None, "dot_s8x2 replaces two calls, not a loop"
+
+    def variant_for(self, mcpu):
+        return _DOT.variant_for(mcpu)
+
+    def signature(self):
+        return ("uint64_t aot_dot_s8x2(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, "
+                "int32_t sa, int32_t sb, int32_t sw, int32_t off)")
+
+    def includes(self):
+        return _DOT.includes()
+
+    def variants(self):
+        pack = "return ((uint64_t)(uint32_t)acc1 << 32) | (uint64_t)(uint32_t)acc0;"
+        mve = ["int32_t acc0 = 0, acc1 = 0, bsum0 = 0, bsum1 = 0;", "mve_pred16_t p;",
+               "if (n <= 0) {", "  return 0;", "}",
+               "p = vctp8q((uint32_t)(n & 15));",
+               "for (; rows > 0; --rows, a += sa, b += sb) {",
+               "  const int8_t* pa = a;",
+               "  const int8_t* pb = b;",
+               "  int32_t k;",
+               "  for (k = n >> 4; k > 0; --k, pa += 16, pb += 16) {",
+               "    int8x16_t va = vld1q_s8(pa);",
+               "    int8x16_t vb0 = vld1q_s8(pb);",
+               "    int8x16_t vb1 = vld1q_s8(pb + sw);",
+               "    acc0 = vmladavaq_s8(acc0, va, vb0);",
+               "    bsum0 = vaddvaq_s8(bsum0, vb0);",
+               "    acc1 = vmladavaq_s8(acc1, va, vb1);",
+               "    bsum1 = vaddvaq_s8(bsum1, vb1);",
+               "  }",
+               "  if ((n & 15) != 0) {",
+               "    int8x16_t va = vldrbq_z_s8(pa, p);",
+               "    int8x16_t vb0 = vldrbq_z_s8(pb, p);",
+               "    int8x16_t vb1 = vldrbq_z_s8(pb + sw, p);",
+               "    acc0 = vmladavaq_s8(acc0, va, vb0);",
+               "    bsum0 = vaddvaq_s8(bsum0, vb0);",
+               "    acc1 = vmladavaq_s8(acc1, va, vb1);",
+               "    bsum1 = vaddvaq_s8(bsum1, vb1);",
+               "  }",
+               "}",
+               "acc0 += off * bsum0;", "acc1 += off * bsum1;", pack]
+        word = ["memcpy(&xa, pa, 4);",
+                "lo = __sxtab16(off2, (int32_t)xa);",                       # input bytes 0, 2 (+ off)
+                '__asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(hi) : "r"(off2), "r"(xa));',   # bytes 1, 3
+                "memcpy(&xb, pb, 4);",
+                "acc0 = __smlad(lo, __sxtb16((int32_t)xb), acc0);",
+                '__asm__("sxtb16 %0, %1, ror #8" : "=r"(tb) : "r"(xb));',
+                "acc0 = __smlad(hi, tb, acc0);",
+                "memcpy(&xb, pb + sw, 4);",
+                "acc1 = __smlad(lo, __sxtb16((int32_t)xb), acc1);",
+                '__asm__("sxtb16 %0, %1, ror #8" : "=r"(tb) : "r"(xb));',
+                "acc1 = __smlad(hi, tb, acc1);"]
+        dsp = ["int32_t acc0 = 0, acc1 = 0;",
+               "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "for (; rows > 0; --rows, a += sa, b += sb) {",
+               "  const int8_t* pa = a;",
+               "  const int8_t* pb = b;",
+               "  int32_t k;",
+               "  uint32_t xa, xb;",
+               "  int32_t lo, hi, tb;",
+               "  for (k = n; k >= 4; k -= 4, pa += 4, pb += 4) {",
+               *["    " + x for x in word],
+               "  }",
+               "  for (; k > 0; --k, ++pa, ++pb) {",
+               "    acc0 += ((int32_t)*pa + off) * (int32_t)*pb;",
+               "    acc1 += ((int32_t)*pa + off) * (int32_t)pb[sw];",
+               "  }",
+               "}", pack]
+        plain = ["int32_t acc0 = 0, acc1 = 0;", "int32_t r, k;",
+                 "for (r = 0; r < rows; ++r) {",
+                 "  for (k = 0; k < n; ++k) {",
+                 "    acc0 += ((int32_t)a[r * sa + k] + off) * (int32_t)b[r * sb + k];",
+                 "    acc1 += ((int32_t)a[r * sa + k] + off) * (int32_t)b[r * sb + sw + k];",
+                 "  }",
+                 "}", pack]
+        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
