@@ -26,7 +26,7 @@ tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel i
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 
-def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0):
+def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0, y_scale=None):
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=x_zp)
@@ -37,7 +37,7 @@ def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0):
                   zero_point=[0] * O)
     Ho = -(-H // stride) if padding == "SAME" else (H - k) // stride + 1
     Wo = -(-W // stride) if padding == "SAME" else (W - k) // stride + 1
-    y = mb.tensor("y", [1, Ho, Wo, O], "int8", scale=0.1 * np.sqrt(k * k * C / 9), zero_point=2)
+    y = mb.tensor("y", [1, Ho, Wo, O], "int8", scale=y_scale or 0.1 * np.sqrt(k * k * C / 9), zero_point=2)
     mb.op("CONV_2D", [x, w, b], [y], padding=padding, stride_h=stride, stride_w=stride,
           fused_activation_function="RELU")
     return mb.finish(inputs=[x], outputs=[y]), (1, H, W, C)
@@ -72,6 +72,8 @@ CASES = {
     "conv3x3_c1_same_s1": (lambda: conv_model(6, 7, 1, 5, 3, 1, "SAME"), set()),   # too short a run: tiles
     # one channel: the run is a window row's taps alone, clipped at the borders (KWS's first conv)
     "conv5x5_c1_same_s2": (lambda: conv_model(9, 10, 1, 6, 5, 2, "SAME", x_zp=11), {"mve"}),
+    # output scale below input x weight scale for some channels: requantisation shifts left there
+    "conv1x1_c9_o11_mixed_shifts": (lambda: conv_model(5, 4, 9, 11, 1, 1, "VALID", y_scale=1e-3), {"mve", "dsp"}),
     "dense_k5": (lambda: dense_model(2, 5, 7), {"mve", "dsp"}),
     "dense_k33": (lambda: dense_model(1, 33, 9, x_zp=-77), {"mve", "dsp"}),
     "dense_k64": (lambda: dense_model(3, 64, 10, x_zp=0), {"mve", "dsp"}),
@@ -224,16 +226,18 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed")
     mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m55")
-    for name in ("conv3x3_c35_same_s2", "dense_k33"):
+    for name in ("conv3x3_c35_same_s2", "dense_k33", "conv1x1_c9_o11_mixed_shifts"):
         model, _ = CASES[name][0]()
         res = aot.compile(model, target=f"c -mcpu={mcpu}")
         with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
             t.extractall(tmp_path / name)
         src = tmp_path / name / "codegen/host/src/default_lib1.c"
         text = src.read_text()
-        # 3 and 9 output channels: one pair call and one single call for the last
+        # 3, 9 (per-tensor) and 11 output channels: per-channel ones four to a call with their
+        # requantisation, then a pair call, and one single call for the last
         assert ("aot_dot_s8_rows(&" if name.startswith("conv3x3") else "aot_dot_s8(&") in text
         assert "aot_dot_s8x2(&" in text
+        assert ("aot_dot_s8x4q(&" in text) == name.startswith("conv1x1")
         r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / name / "codegen/host/include"),
                             "-I", str(tmp_path / name / "runtime/include"), "-c", str(src), "-o",
                             str(tmp_path / f"{name}.o")], capture_output=True, text=True)
@@ -275,3 +279,37 @@ def test_staged_pointwise_conv_keeps_its_micro_kernel(board):
         _check(res, _feeds(shape), model, sanitize=True)
     else:
         _check(res, _feeds(shape, 2), model, board=board)
+
+
+def test_the_verifier_checks_every_row_a_quad_call_reads():
+    """Four output channels requantised in one dot_s8x4q call (aot/schedules/arm_pairs.py) read
+    four weight rows and four elements of bias, multiplier and shift: one short of any of them is
+    refused (the range checked ends at the fourth row or element)."""
+    from aot.ops.fixed_point import mbqm
+    from aot.schedules.arm_pairs import pair_outputs
+    from aot.tir.expr import Bin, Call, Cast, Const, Load, Var, walk
+    from aot.tir.flatten import flatten
+    from aot.tir.schedule import tensorize
+    from aot.tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store, walk_stmts
+    from aot.tir.verify import AccessError, verify_accesses
+
+    def func(w_len=32, q_len=4):
+        a, w = Buffer("a", "int8", (8,)), Buffer("w", "int8", (w_len,))
+        bias, mult, shift = (Buffer(n, "int32", (q_len,)) for n in ("bias", "mult", "shift"))
+        out, acc = Buffer("out", "int8", (4,)), Buffer("acc", "int32", (1,), "local")
+        c, k = Var("c"), Var("k")
+        prod = (Cast("int32", Load(a, (k,))) - Const(3, "int32")) * Cast("int32", Load(w, (c * 8 + k,)))
+        req = mbqm(Load(acc, 0) + Load(bias, (c,)), Load(mult, (c,)), Load(shift, (c,))) + Const(2, "int32")
+        clamp = Bin("min", Bin("max", req, Const(-128, "int32")), Const(127, "int32"))
+        body = For(c, 0, 4, Allocate(acc, Seq([Store(acc, 0, Const(0, "int32")),
+                                               For(k, 0, 8, Store(acc, 0, Load(acc, 0) + prod)),
+                                               Store(out, c, Cast("int8", clamp))])))
+        quad = pair_outputs(tensorize(body, k, "dot_s8"), quads=True)
+        assert sum(1 for s in walk_stmts(quad) if isinstance(s, Store) for e in walk(s.value)
+                   if isinstance(e, Call) and e.fn == "dot_s8x4q") == 1
+        return flatten(PrimFunc("f", [a, w, bias, mult, shift, out], quad, 5))
+    assert verify_accesses(func()).checked > 0
+    with pytest.raises(AccessError, match=r"w\[31..31\] is outside its 31 elements"):
+        verify_accesses(func(w_len=31))
+    with pytest.raises(AccessError, match=r"(bias|mult|shift)\[3..3\] is outside its 3 elements"):
+        verify_accesses(func(q_len=3))

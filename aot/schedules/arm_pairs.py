@@ -1,9 +1,11 @@
-"""Two output channels per micro-kernel call (Cortex-M): after tensorize, a conv or dense
+"""Several output channels per micro-kernel call (Cortex-M): after tensorize, a conv or dense
 whose innermost output loop runs over channels makes, for each channel, one dot_s8 or
-dot_s8_rows call that reads the same input run with the next weight row. Pairing the channels
-lets one call (dot_s8x2, aot/tir/intrin/arm.py) load and widen each input vector or word once
-for two weight rows, and halves the calls; it returns both sums packed in 64 bits, each then
-requantised as before. An odd channel count keeps one single call for the last channel.
+dot_s8_rows call that reads the same input run with the next weight row. Where the channel's
+epilogue is TFLite's per-channel requantisation (a conv's), four channels go to one dot_s8x4q
+call, which also requantises them (on Helium as one vector) and returns the four int8 results
+packed in 32 bits. Other channels go two to a dot_s8x2 call, which returns both sums packed in
+64 bits, each then requantised as before. Either call loads and widens each input vector or
+word once for all its weight rows. An odd channel left over keeps its single call.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from ..tir.simplify import const_value
 from ..tir.stmt import Allocate, Buffer, For, Seq, Store, map_exprs
 
 PAIR = "dot_s8x2"
+QUAD = "dot_s8x4q"
 SINGLE = ("dot_s8", "dot_s8_rows")
 
 
@@ -20,9 +23,64 @@ def _subst(s, mapping):
     return map_exprs(s, lambda e: substitute(e, mapping))
 
 
-def pair_outputs(nest):
+def _requant_parts(value, acc, oc):
+    """(bias, mult, shift, zp, lo, hi) when value is TFLite's per-channel requantisation of the
+    accumulator as lowering writes it: (int8)min(max(mbqm(acc + bias[c], mult[c], shift[c]) + zp,
+    lo), hi), bias, mult and shift int32 loads one element apart along the channel loop oc; else
+    None. The middle is checked by building mbqm's expression again from the parts found."""
+    from ..ops.fixed_point import mbqm
+    if not (isinstance(value, Cast) and value.dtype == "int8" and isinstance(value.a, Bin)):
+        return None
+    hi, x = value.a, None
+    if hi.op != "min" or not isinstance(hi.b, Const) or not isinstance(hi.a, Bin) or hi.a.op != "max":
+        return None
+    lo, x = hi.a, hi.a.a
+    if not isinstance(lo.b, Const):
+        return None
+    zp = 0
+    if isinstance(x, Bin) and x.op == "+" and isinstance(x.b, Const):
+        zp, x = int(x.b.value), x.a
+    if not (isinstance(x, Call) and x.fn == "rdbpot" and isinstance(x.args[0], Call) and x.args[0].fn == "srdhm"):
+        return None
+    scaled, mult = x.args[0].args
+    if not (isinstance(scaled, Bin) and scaled.op == "*" and isinstance(scaled.a, Bin) and scaled.a.op == "+"):
+        return None
+    got, bias = scaled.a.a, scaled.a.b
+    right = x.args[1]                       # shift > 0 ? 0 : 0 - shift
+    shift = getattr(getattr(right, "f", None), "b", None)
+    if not (isinstance(got, Load) and got.buffer is acc):
+        return None
+    for ld in (bias, mult, shift):
+        if not (isinstance(ld, Load) and ld.dtype == "int32" and _step(flat_index(ld), oc) == 1):
+            return None
+    if mbqm(got + bias, mult, shift).key() != x.key():
+        return None
+    return bias, mult, shift, zp, int(lo.b.value), int(hi.b.value)
+
+
+def _quads(oc, acc, store, ptrs, args, sw, parts):
+    """The channel loop oc (acc = dot(ptrs, args); store: out = requant(acc)) as a loop of
+    dot_s8x4q calls, four channels each, and the first channel it leaves over."""
+    rows, n, sa, sb, off = args
+    bias, mult, shift, zp, lo, hi = parts
+    n_out = const_value(oc.extent)
+    v = Var(oc.var.name + "_quad", oc.var.dtype)
+    at = {id(oc.var): v * 4}
+    packed = Buffer(acc.name + "_quad", "uint32", (1,), "local")
+    call = Call(QUAD, [substitute(ptrs[0], at), substitute(ptrs[1], at), rows, n, sa, sb,
+                       Const(sw, "int32"), off, substitute(bias, at), substitute(mult, at), substitute(shift, at),
+                       Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "uint32")
+    got = Load(packed, (Const(0, "int32"),))
+    outs = [Store(store.buffer, substitute(store.index, {id(oc.var): v * 4 + j}),
+                  Cast("int8", Bin(">>", got, Const(8 * j, "uint32")) if j else got)) for j in range(4)]
+    body = Allocate(packed, Seq([Store(packed, Const(0, "int32"), call)] + outs))
+    return For(v, 0, n_out // 4, body), n_out - n_out % 4
+
+
+def pair_outputs(nest, quads=False):
     """nest (output loops around one accumulator whose reduction is one dot_s8/dot_s8_rows call)
-    with its channel loop paired onto dot_s8x2 calls; None when it is not that shape."""
+    with its channel loop on dot_s8x4q calls (quads, and a per-channel requantisation), then
+    dot_s8x2 calls; None when it is not that shape."""
     loops, x = [], nest
     while isinstance(x, For):
         loops.append(x)
@@ -54,8 +112,13 @@ def pair_outputs(nest):
         rows, n, sa, sb, off = Const(1, "int32"), args[2], Const(0, "int32"), Const(0, "int32"), args[3]
     else:
         rows, n, sa, sb, off = args[2:7]
+    req = quads and n_out >= 4 and _requant_parts(store.value, acc, oc.var)
+    head, first = [], 0
+    if req:
+        q, first = _quads(oc, acc, store, args[:2], (rows, n, sa, sb, off), sw, req)
+        head = [q]
     v = Var(oc.var.name + "_pair", oc.var.dtype)
-    even, odd = {id(oc.var): v * 2}, {id(oc.var): v * 2 + 1}
+    even, odd = {id(oc.var): v * 2 + first}, {id(oc.var): v * 2 + first + 1}
     pair = Buffer(acc.name + "_pair", "uint64", (1,), "local")
     packed = Call(PAIR, [substitute(args[0], even), substitute(args[1], even), rows, n, sa, sb,
                          Const(sw, "int32"), off], "uint64")
@@ -65,8 +128,8 @@ def pair_outputs(nest):
     body = Allocate(pair, Seq([Store(pair, Const(0, "int32"), packed),
                                Allocate(acc, Seq([Store(acc, init.index, lo), _subst(store, even),
                                                   Store(acc, init.index, hi), _subst(store, odd)]))]))
-    parts = [For(v, 0, n_out // 2, body)]
-    if n_out % 2:
+    parts = head + ([For(v, 0, (n_out - first) // 2, body)] if n_out - first >= 2 else [])
+    if (n_out - first) % 2:
         parts.append(oc.with_body(x, min=Const(n_out - 1, oc.min.dtype), extent=Const(1, oc.extent.dtype)))
     out = Seq(parts) if len(parts) > 1 else parts[0]
     for lp in reversed(loops[:-1]):
@@ -74,10 +137,10 @@ def pair_outputs(nest):
     return out
 
 
-def pair_channels(nest):
+def pair_channels(nest, quads=False):
     """nest with every output-channel loop of micro-kernel calls paired (pair_outputs), a staged
     kernel's parts (loops around a Seq) each in turn; None when nothing pairs."""
-    got = pair_outputs(nest)
+    got = pair_outputs(nest, quads)
     if got is not None:
         return got
     loops, x = [], nest
@@ -86,7 +149,7 @@ def pair_channels(nest):
         x = x.body
     if not loops or not isinstance(x, Seq):
         return None
-    parts = [pair_channels(p) for p in x.stmts]
+    parts = [pair_channels(p, quads) for p in x.stmts]
     if all(p is None for p in parts):
         return None
     x = Seq([p if p is not None else q for p, q in zip(parts, x.stmts)])

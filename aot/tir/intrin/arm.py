@@ -13,6 +13,9 @@ shortens the loops around the call). dot_s8_rows(a, b, rows, n, sa, sb, off) is 
   sxtab16 (which adds the offset in the same instruction) and sxtb16, the odd bytes through
   their rotated forms, four __smlad; then one word, then a scalar tail;
 - plain C: the loop itself.
+dot_s8x2 and dot_s8x4q are the same over two or four weight rows sw apart (output channels),
+each input vector or word loaded and widened once for all of them; dot_s8x4q also requantises
+its four sums (TFLite's per-channel MultiplyByQuantizedMultiplier, zero point, clamp).
 """
 from __future__ import annotations
 
@@ -345,4 +348,130 @@ class DotS8x2(TensorIntrin):
                  "    acc1 += ((int32_t)a[r * sa + k] + off) * (int32_t)b[r * sb + sw + k];",
                  "  }",
                  "}", pack]
+        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+
+
+def _requant_c(x, j):
+    """C lines: TFLite's per-channel requantisation of int32 `x` with channel j's bias, multiplier
+    and shift, then the output zero point and clamp (gemmlowp's rounding, exactly)."""
+    return [f"x = {x} + bias[{j}];",
+            f"x = (int32_t)((uint32_t)x << (shift[{j}] > 0 ? shift[{j}] : 0));",
+            f"ab = (int64_t)x * (int64_t)mult[{j}];",
+            f"x = (x == mult[{j}] && x == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);",
+            f"e = shift[{j}] > 0 ? 0 : -shift[{j}];",
+            "mask = (int32_t)(((uint32_t)1 << e) - 1u);",
+            "x = (x >> e) + ((x & mask) > ((mask >> 1) + (x < 0)));",
+            "x += zp;",
+            "x = x < lo ? lo : (x > hi ? hi : x);",
+            f"u |= (uint32_t)(uint8_t)x << {8 * j};"]
+
+
+@register_intrin
+class DotS8x4Requant(TensorIntrin):
+    """Four output channels of a per-channel-quantised conv, requantised: dot_s8x4q(a, b, rows, n,
+    sa, sb, sw, off, bias, mult, shift, zp, lo, hi) is, for j < 4, dot_s8_rows(a, b + j * sw, rows,
+    n, sa, sb, off) + bias[j] scaled by mult[j] and shift[j] (TFLite's MultiplyByQuantizedMultiplier),
+    plus zp and clamped to [lo, hi], as the int8 byte j of the result. Helium: each input vector
+    loaded once for four weight rows, and the requantisation one vector for the four channels
+    (vqrdmulhq, then a rounding shift with gemmlowp's round-half-away fixup). The schedule puts it
+    in place of four outputs' dot calls and epilogues (aot/schedules/arm_pairs.py)."""
+    name = "dot_s8x4q"
+    dtype = "uint32"
+    pointer_args = (0, 1, 8, 9, 10)
+    extent_arg = 3
+
+    def last_offsets(self, args):
+        rows, n, sa, sb, sw = args[2], args[3], args[4], args[5], args[6]
+        one, three = Const(1, rows.dtype), Const(3, rows.dtype)
+        return [(0, (rows - one) * sa + n - one), (1, (rows - one) * sb + sw * three + n - one),
+                (8, three), (9, three), (10, three)]
+
+    def match(self, loop, acc):
+        return None, "dot_s8x4q replaces four outputs' calls and requantisation, not a loop"
+
+    def variant_for(self, mcpu):
+        return _DOT.variant_for(mcpu)
+
+    def signature(self):
+        return ("uint32_t aot_dot_s8x4q(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, int32_t sa, "
+                "int32_t sb, int32_t sw, int32_t off, const int32_t* bias, const int32_t* mult, "
+                "const int32_t* shift, int32_t zp, int32_t lo, int32_t hi)")
+
+    def includes(self):
+        return [("__ARM_FEATURE_MVE", ["arm_mve.h", "string.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
+
+    def variants(self):
+        acc4 = [f"acc{j} = vmladavaq_s8(acc{j}, va, vb{j});" for j in range(4)]
+        bs4 = [f"bsum{j} = vaddvaq_s8(bsum{j}, vb{j});" for j in range(4)]
+        mve = ["int32_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;",
+               "int32_t bsum0 = 0, bsum1 = 0, bsum2 = 0, bsum3 = 0;",
+               "int32_t t[4];", "int8_t o[4];", "uint32_t u;",
+               "mve_pred16_t p = vctp8q((uint32_t)(n & 15));",
+               "int32x4_t v, sh, r, zero = vdupq_n_s32(0);",
+               "for (; rows > 0 && n > 0; --rows, a += sa, b += sb) {",
+               "  const int8_t* pa = a;",
+               "  const int8_t* pb = b;",
+               "  int32_t k;",
+               "  for (k = n >> 4; k > 0; --k, pa += 16, pb += 16) {",
+               "    int8x16_t va = vld1q_s8(pa);",
+               *[f"    int8x16_t vb{j} = vld1q_s8(pb + {j} * sw);" for j in range(4)],
+               *["    " + x for x in acc4 + bs4],
+               "  }",
+               "  if ((n & 15) != 0) {",
+               "    int8x16_t va = vldrbq_z_s8(pa, p);",
+               *[f"    int8x16_t vb{j} = vldrbq_z_s8(pb + {j} * sw, p);" for j in range(4)],
+               *["    " + x for x in acc4 + bs4],
+               "  }",
+               "}",
+               *[f"t[{j}] = acc{j} + off * bsum{j};" for j in range(4)],
+               "v = vaddq_s32(vld1q_s32(t), vld1q_s32(bias));",
+               "sh = vld1q_s32(shift);",
+               "v = vshlq_s32(v, vmaxq_s32(sh, zero));",
+               "v = vqrdmulhq_s32(v, vld1q_s32(mult));",
+               # a rounding shift right by -r rounds half up; minus one first on a negative value
+               # makes it round half away from zero (r is 0 or negative: its sign bit picks them)
+               "r = vminq_s32(sh, zero);",
+               "v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, r), 31)), r);",
+               "v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
+               "vstrbq_s32(o, v);",
+               "memcpy(&u, o, 4);",
+               "return u;"]
+        word = ["memcpy(&xa, pa, 4);",
+                "lo = __sxtab16(off2, (int32_t)xa);",
+                '__asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(hi) : "r"(off2), "r"(xa));']
+        for j in range(4):
+            word += [f"memcpy(&xb, pb + {j} * sw, 4);" if j else "memcpy(&xb, pb, 4);",
+                     f"s{j} = __smlad(lo, __sxtb16((int32_t)xb), s{j});",
+                     '__asm__("sxtb16 %0, %1, ror #8" : "=r"(tb) : "r"(xb));',
+                     f"s{j} = __smlad(hi, tb, s{j});"]
+        dsp = ["int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;", "int32_t x, e, mask;", "int64_t ab;", "uint32_t u = 0;",
+               "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "for (; rows > 0; --rows, a += sa, b += sb) {",
+               "  const int8_t* pa = a;",
+               "  const int8_t* pb = b;",
+               "  int32_t k;",
+               "  uint32_t xa, xb;",
+               "  int32_t lo, hi, tb;",
+               "  for (k = n; k >= 4; k -= 4, pa += 4, pb += 4) {",
+               *["    " + x for x in word],
+               "  }",
+               "  for (; k > 0; --k, ++pa, ++pb) {",
+               "    x = (int32_t)*pa + off;",
+               *[f"    s{j} += x * (int32_t)pb[{j} * sw];" for j in range(4)],
+               "  }",
+               "}"]
+        for j in range(4):
+            dsp += _requant_c(f"s{j}", j)
+        dsp.append("return u;")
+        plain = ["int32_t s[4] = {0, 0, 0, 0};", "int32_t r, k, j, x, e, mask;", "int64_t ab;", "uint32_t u = 0;",
+                 "for (r = 0; r < rows; ++r) {",
+                 "  for (j = 0; j < 4; ++j) {",
+                 "    for (k = 0; k < n; ++k) {",
+                 "      s[j] += ((int32_t)a[r * sa + k] + off) * (int32_t)b[r * sb + j * sw + k];",
+                 "    }",
+                 "  }",
+                 "}"]
+        for j in range(4):
+            plain += _requant_c(f"s[{j}]", j)
+        plain.append("return u;")
         return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
