@@ -88,6 +88,21 @@ def _dsp_run(a, b, n):
             f"for (; {n} > 0; --{n}, ++{a}, ++{b}) {{", f"  acc += ((int32_t)*{a} + off) * (int32_t)*{b};", "}"]
 
 
+def _dsp_multi_word(at, accs):
+    """The DSP step over one 32-bit word of the input at pa + at for len(accs) weight rows sw
+    apart: the input widened once (the offset added by sxtab16), each row's word then widened
+    and multiplied into its accumulator."""
+    w = [f"memcpy(&xa, pa{at}, 4);",
+         "lo = __sxtab16(off2, (int32_t)xa);",                                      # bytes 0, 2 (+ off)
+         '__asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(hi) : "r"(off2), "r"(xa));']   # bytes 1, 3
+    for j, acc in enumerate(accs):
+        w += [f"memcpy(&xb, pb{f' + {j} * sw' if j else ''}{at}, 4);",
+              f"{acc} = __smlad(lo, __sxtb16((int32_t)xb), {acc});",
+              '__asm__("sxtb16 %0, %1, ror #8" : "=r"(tb) : "r"(xb));',
+              f"{acc} = __smlad(hi, tb, {acc});"]
+    return w
+
+
 @register_intrin
 class DotS8(TensorIntrin):
     name = "dot_s8"
@@ -314,17 +329,7 @@ class DotS8x2(TensorIntrin):
                "  }",
                "}",
                "acc0 += off * bsum0;", "acc1 += off * bsum1;", pack]
-        word = ["memcpy(&xa, pa, 4);",
-                "lo = __sxtab16(off2, (int32_t)xa);",                       # input bytes 0, 2 (+ off)
-                '__asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(hi) : "r"(off2), "r"(xa));',   # bytes 1, 3
-                "memcpy(&xb, pb, 4);",
-                "acc0 = __smlad(lo, __sxtb16((int32_t)xb), acc0);",
-                '__asm__("sxtb16 %0, %1, ror #8" : "=r"(tb) : "r"(xb));',
-                "acc0 = __smlad(hi, tb, acc0);",
-                "memcpy(&xb, pb + sw, 4);",
-                "acc1 = __smlad(lo, __sxtb16((int32_t)xb), acc1);",
-                '__asm__("sxtb16 %0, %1, ror #8" : "=r"(tb) : "r"(xb));',
-                "acc1 = __smlad(hi, tb, acc1);"]
+        word = lambda at: _dsp_multi_word(at, ["acc0", "acc1"])  # noqa: E731
         dsp = ["int32_t acc0 = 0, acc1 = 0;",
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "for (; rows > 0; --rows, a += sa, b += sb) {",
@@ -333,8 +338,8 @@ class DotS8x2(TensorIntrin):
                "  int32_t k;",
                "  uint32_t xa, xb;",
                "  int32_t lo, hi, tb;",
-               "  for (k = n; k >= 4; k -= 4, pa += 4, pb += 4) {",
-               *["    " + x for x in word],
+               "  for (k = n; k >= 4; k -= 4, pa += 4, pb += 4) {",     # (two words a step spill on M4)
+               *["    " + x for x in word("")],
                "  }",
                "  for (; k > 0; --k, ++pa, ++pb) {",
                "    acc0 += ((int32_t)*pa + off) * (int32_t)*pb;",
@@ -436,14 +441,7 @@ class DotS8x4Requant(TensorIntrin):
                "vstrbq_s32(o, v);",
                "memcpy(&u, o, 4);",
                "return u;"]
-        word = ["memcpy(&xa, pa, 4);",
-                "lo = __sxtab16(off2, (int32_t)xa);",
-                '__asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(hi) : "r"(off2), "r"(xa));']
-        for j in range(4):
-            word += [f"memcpy(&xb, pb + {j} * sw, 4);" if j else "memcpy(&xb, pb, 4);",
-                     f"s{j} = __smlad(lo, __sxtb16((int32_t)xb), s{j});",
-                     '__asm__("sxtb16 %0, %1, ror #8" : "=r"(tb) : "r"(xb));',
-                     f"s{j} = __smlad(hi, tb, s{j});"]
+        word = lambda at: _dsp_multi_word(at, ["s0", "s1", "s2", "s3"])  # noqa: E731
         dsp = ["int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;", "int32_t x, e, mask;", "int64_t ab;", "uint32_t u = 0;",
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "for (; rows > 0; --rows, a += sa, b += sb) {",
@@ -452,8 +450,8 @@ class DotS8x4Requant(TensorIntrin):
                "  int32_t k;",
                "  uint32_t xa, xb;",
                "  int32_t lo, hi, tb;",
-               "  for (k = n; k >= 4; k -= 4, pa += 4, pb += 4) {",
-               *["    " + x for x in word],
+               "  for (k = n; k >= 4; k -= 4, pa += 4, pb += 4) {",     # (two words a step spill on M4)
+               *["    " + x for x in word("")],
                "  }",
                "  for (; k > 0; --k, ++pa, ++pb) {",
                "    x = (int32_t)*pa + off;",
