@@ -43,14 +43,14 @@ def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0, y_scale=None):
     return mb.finish(inputs=[x], outputs=[y]), (1, H, W, C)
 
 
-def dense_model(N, K, O, x_zp=5, seed=0):
+def dense_model(N, K, O, x_zp=5, seed=0, y_scale=None):
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     x = mb.tensor("x", [N, K], "int8", scale=0.05, zero_point=x_zp)
     w = mb.tensor("w", [O, K], "int8", data=rng.integers(-127, 128, (O, K)).astype(np.int8), scale=0.01,
                   zero_point=0)
     b = mb.tensor("b", [O], "int32", data=rng.integers(-500, 500, O).astype(np.int32), scale=0.0005, zero_point=0)
-    y = mb.tensor("y", [N, O], "int8", scale=0.02 * np.sqrt(K), zero_point=-1)
+    y = mb.tensor("y", [N, O], "int8", scale=y_scale or 0.02 * np.sqrt(K), zero_point=-1)
     mb.op("FULLY_CONNECTED", [x, w, b], [y])
     return mb.finish(inputs=[x], outputs=[y]), (N, K)
 
@@ -76,6 +76,7 @@ CASES = {
     "conv1x1_c9_o11_mixed_shifts": (lambda: conv_model(5, 4, 9, 11, 1, 1, "VALID", y_scale=1e-3), {"mve", "dsp"}),
     "dense_k5": (lambda: dense_model(2, 5, 7), {"mve", "dsp"}),
     "dense_k33": (lambda: dense_model(1, 33, 9, x_zp=-77), {"mve", "dsp"}),
+    "dense_k20_left_shift": (lambda: dense_model(2, 20, 8, x_zp=-128, y_scale=2e-4), {"mve", "dsp"}),  # x2.5
     "dense_k64": (lambda: dense_model(3, 64, 10, x_zp=0), {"mve", "dsp"}),
 }
 BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
@@ -226,18 +227,19 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed")
     mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m55")
-    for name in ("conv3x3_c35_same_s2", "dense_k33", "conv1x1_c9_o11_mixed_shifts"):
+    # 3 output channels: a pair and a single call; 9 (per-tensor) and 11 (per-channel): four to a
+    # call with their requantisation, then a pair (11), then one single call for the last
+    calls = {"conv3x3_c35_same_s2": ("aot_dot_s8x2(&", "aot_dot_s8_rows(&"),
+             "dense_k33": ("aot_dot_s8x4qt(&", "aot_dot_s8(&"),
+             "conv1x1_c9_o11_mixed_shifts": ("aot_dot_s8x4q(&", "aot_dot_s8x2(&", "aot_dot_s8(&")}
+    for name, expected in calls.items():
         model, _ = CASES[name][0]()
         res = aot.compile(model, target=f"c -mcpu={mcpu}")
         with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
             t.extractall(tmp_path / name)
         src = tmp_path / name / "codegen/host/src/default_lib1.c"
         text = src.read_text()
-        # 3, 9 (per-tensor) and 11 output channels: per-channel ones four to a call with their
-        # requantisation, then a pair call, and one single call for the last
-        assert ("aot_dot_s8_rows(&" if name.startswith("conv3x3") else "aot_dot_s8(&") in text
-        assert "aot_dot_s8x2(&" in text
-        assert ("aot_dot_s8x4q(&" in text) == name.startswith("conv1x1")
+        assert all(c in text for c in expected), name
         r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / name / "codegen/host/include"),
                             "-I", str(tmp_path / name / "runtime/include"), "-c", str(src), "-o",
                             str(tmp_path / f"{name}.o")], capture_output=True, text=True)

@@ -1,8 +1,8 @@
 """Several output channels per micro-kernel call (Cortex-M): after tensorize, a conv or dense
 whose innermost output loop runs over channels makes, for each channel, one dot_s8 or
 dot_s8_rows call that reads the same input run with the next weight row. Where the channel's
-epilogue is TFLite's per-channel requantisation (a conv's), four channels go to one dot_s8x4q
-call, which also requantises them (on Helium as one vector) and returns the four int8 results
+epilogue is TFLite's requantisation, four channels go to one dot_s8x4q call (dot_s8x4qt with
+one multiplier and shift for all: per tensor), which also requantises them (on Helium as one vector) and returns the four int8 results
 packed in 32 bits. Other channels go two to a dot_s8x2 call, which returns both sums packed in
 64 bits, each then requantised as before. Either call loads and widens each input vector or
 word once for all its weight rows. An odd channel left over keeps its single call.
@@ -16,6 +16,7 @@ from ..tir.stmt import Allocate, Buffer, For, Seq, Store, map_exprs
 
 PAIR = "dot_s8x2"
 QUAD = "dot_s8x4q"
+QUAD_T = "dot_s8x4qt"      # one multiplier and shift for every channel
 SINGLE = ("dot_s8", "dot_s8_rows")
 
 
@@ -24,10 +25,11 @@ def _subst(s, mapping):
 
 
 def _requant_parts(value, acc, oc):
-    """(bias, mult, shift, zp, lo, hi) when value is TFLite's per-channel requantisation of the
-    accumulator as lowering writes it: (int8)min(max(mbqm(acc + bias[c], mult[c], shift[c]) + zp,
-    lo), hi), bias, mult and shift int32 loads one element apart along the channel loop oc; else
-    None. The middle is checked by building mbqm's expression again from the parts found."""
+    """(bias, mult, shift, zp, lo, hi) when value is TFLite's requantisation of the accumulator as
+    lowering writes it: (int8)min(max(mbqm(acc + bias[c], mult, shift) + zp, lo), hi), bias an
+    int32 load one element apart along the channel loop oc, mult and shift too (per channel) or
+    ints (per tensor); else None. The middle is checked by building mbqm's expression again from
+    the parts found."""
     from ..ops.fixed_point import mbqm
     if not (isinstance(value, Cast) and value.dtype == "int8" and isinstance(value.a, Bin)):
         return None
@@ -40,22 +42,46 @@ def _requant_parts(value, acc, oc):
     zp = 0
     if isinstance(x, Bin) and x.op == "+" and isinstance(x.b, Const):
         zp, x = int(x.b.value), x.a
-    if not (isinstance(x, Call) and x.fn == "rdbpot" and isinstance(x.args[0], Call) and x.args[0].fn == "srdhm"):
-        return None
-    scaled, mult = x.args[0].args
-    if not (isinstance(scaled, Bin) and scaled.op == "*" and isinstance(scaled.a, Bin) and scaled.a.op == "+"):
-        return None
-    got, bias = scaled.a.a, scaled.a.b
-    right = x.args[1]                       # shift > 0 ? 0 : 0 - shift
-    shift = getattr(getattr(right, "f", None), "b", None)
-    if not (isinstance(got, Load) and got.buffer is acc):
-        return None
-    for ld in (bias, mult, shift):
-        if not (isinstance(ld, Load) and ld.dtype == "int32" and _step(flat_index(ld), oc) == 1):
-            return None
-    if mbqm(got + bias, mult, shift).key() != x.key():
+    got, bias, mult, shift = _mbqm_parts(x, acc, oc)
+    if got is None or mbqm(got + bias, mult, shift).key() != x.key():
         return None
     return bias, mult, shift, zp, int(lo.b.value), int(hi.b.value)
+
+
+def _mbqm_parts(x, acc, oc):
+    """(acc load, bias, mult, shift) of x = mbqm(acc + bias[c], mult, shift), mult and shift int32
+    loads one element apart along oc (per channel) or Python ints (per tensor: constants folded
+    into the expression); Nones when x is not of that form (the caller checks the rest)."""
+    none = None, None, None, None
+    right = Const(0, "int32")               # mbqm leaves out a rounding shift by zero
+    if isinstance(x, Call) and x.fn == "rdbpot":
+        x, right = x.args
+    if not (isinstance(x, Call) and x.fn == "srdhm"):
+        return none
+    scaled, mult = x.args
+    if isinstance(right, Const) and isinstance(mult, Const):          # per tensor
+        left = 0
+        if isinstance(scaled, Bin) and scaled.op == "*" and isinstance(scaled.b, Const):
+            left = int(scaled.b.value).bit_length() - 1
+            scaled = scaled.a
+        if not (isinstance(scaled, Bin) and scaled.op == "+"):
+            return none
+        got, bias = scaled.a, scaled.b
+        mult, shift = int(mult.value), left - int(right.value)
+        if left and right.value:
+            return none
+    else:                                                              # per channel
+        if not (isinstance(scaled, Bin) and scaled.op == "*" and isinstance(scaled.a, Bin) and scaled.a.op == "+"):
+            return none
+        got, bias = scaled.a.a, scaled.a.b
+        shift = getattr(getattr(right, "f", None), "b", None)       # shift > 0 ? 0 : 0 - shift
+        if not all(isinstance(ld, Load) and ld.dtype == "int32" and _step(flat_index(ld), oc) == 1
+                   for ld in (mult, shift)):
+            return none
+    if not (isinstance(got, Load) and got.buffer is acc and isinstance(bias, Load) and bias.dtype == "int32"
+            and _step(flat_index(bias), oc) == 1):
+        return none
+    return got, bias, mult, shift
 
 
 def _quads(oc, acc, store, ptrs, args, sw, parts):
@@ -67,9 +93,13 @@ def _quads(oc, acc, store, ptrs, args, sw, parts):
     v = Var(oc.var.name + "_quad", oc.var.dtype)
     at = {id(oc.var): v * 4}
     packed = Buffer(acc.name + "_quad", "uint32", (1,), "local")
-    call = Call(QUAD, [substitute(ptrs[0], at), substitute(ptrs[1], at), rows, n, sa, sb,
-                       Const(sw, "int32"), off, substitute(bias, at), substitute(mult, at), substitute(shift, at),
-                       Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "uint32")
+    if isinstance(mult, int):
+        fn, scale = QUAD_T, [Const(mult, "int32"), Const(shift, "int32")]
+    else:
+        fn, scale = QUAD, [substitute(mult, at), substitute(shift, at)]
+    call = Call(fn, [substitute(ptrs[0], at), substitute(ptrs[1], at), rows, n, sa, sb, Const(sw, "int32"), off,
+                     substitute(bias, at), *scale, Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")],
+                "uint32")
     got = Load(packed, (Const(0, "int32"),))
     outs = [Store(store.buffer, substitute(store.index, {id(oc.var): v * 4 + j}),
                   Cast("int8", Bin(">>", got, Const(8 * j, "uint32")) if j else got)) for j in range(4)]

@@ -356,14 +356,15 @@ class DotS8x2(TensorIntrin):
         return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
 
 
-def _requant_c(x, j):
-    """C lines: TFLite's per-channel requantisation of int32 `x` with channel j's bias, multiplier
-    and shift, then the output zero point and clamp (gemmlowp's rounding, exactly)."""
+def _requant_c(x, j, mult, shift):
+    """C lines: TFLite's requantisation of int32 `x` with channel j's bias and the multiplier and
+    shift named (mult[j] or one for all), then the output zero point and clamp (gemmlowp's
+    rounding, exactly)."""
     return [f"x = {x} + bias[{j}];",
-            f"x = (int32_t)((uint32_t)x << (shift[{j}] > 0 ? shift[{j}] : 0));",
-            f"ab = (int64_t)x * (int64_t)mult[{j}];",
-            f"x = (x == mult[{j}] && x == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);",
-            f"e = shift[{j}] > 0 ? 0 : -shift[{j}];",
+            f"x = (int32_t)((uint32_t)x << ({shift} > 0 ? {shift} : 0));",
+            f"ab = (int64_t)x * (int64_t){mult};",
+            f"x = (x == {mult} && x == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);",
+            f"e = {shift} > 0 ? 0 : -{shift};",
             "mask = (int32_t)(((uint32_t)1 << e) - 1u);",
             "x = (x >> e) + ((x & mask) > ((mask >> 1) + (x < 0)));",
             "x += zp;",
@@ -384,12 +385,13 @@ class DotS8x4Requant(TensorIntrin):
     dtype = "uint32"
     pointer_args = (0, 1, 8, 9, 10)
     extent_arg = 3
+    per_channel = True
 
     def last_offsets(self, args):
         rows, n, sa, sb, sw = args[2], args[3], args[4], args[5], args[6]
         one, three = Const(1, rows.dtype), Const(3, rows.dtype)
-        return [(0, (rows - one) * sa + n - one), (1, (rows - one) * sb + sw * three + n - one),
-                (8, three), (9, three), (10, three)]
+        return [(0, (rows - one) * sa + n - one), (1, (rows - one) * sb + sw * three + n - one)] + \
+            [(k, three) for k in self.pointer_args[2:]]
 
     def match(self, loop, acc):
         return None, "dot_s8x4q replaces four outputs' calls and requantisation, not a loop"
@@ -398,14 +400,17 @@ class DotS8x4Requant(TensorIntrin):
         return _DOT.variant_for(mcpu)
 
     def signature(self):
-        return ("uint32_t aot_dot_s8x4q(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, int32_t sa, "
-                "int32_t sb, int32_t sw, int32_t off, const int32_t* bias, const int32_t* mult, "
-                "const int32_t* shift, int32_t zp, int32_t lo, int32_t hi)")
+        ms = "const int32_t* mult, const int32_t* shift" if self.per_channel else "int32_t mult, int32_t shift"
+        return (f"uint32_t aot_{self.name}(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, int32_t sa, "
+                f"int32_t sb, int32_t sw, int32_t off, const int32_t* bias, {ms}, int32_t zp, int32_t lo, int32_t hi)")
 
     def includes(self):
         return [("__ARM_FEATURE_MVE", ["arm_mve.h", "string.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
 
     def variants(self):
+        mult = (lambda j: f"mult[{j}]") if self.per_channel else (lambda j: "mult")
+        shift = (lambda j: f"shift[{j}]") if self.per_channel else (lambda j: "shift")
+        vec = (lambda name: f"vld1q_s32({name})") if self.per_channel else (lambda name: f"vdupq_n_s32({name})")
         acc4 = [f"acc{j} = vmladavaq_s8(acc{j}, va, vb{j});" for j in range(4)]
         bs4 = [f"bsum{j} = vaddvaq_s8(bsum{j}, vb{j});" for j in range(4)]
         mve = ["int32_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;",
@@ -430,9 +435,9 @@ class DotS8x4Requant(TensorIntrin):
                "}",
                *[f"t[{j}] = acc{j} + off * bsum{j};" for j in range(4)],
                "v = vaddq_s32(vld1q_s32(t), vld1q_s32(bias));",
-               "sh = vld1q_s32(shift);",
+               f"sh = {vec('shift')};",
                "v = vshlq_s32(v, vmaxq_s32(sh, zero));",
-               "v = vqrdmulhq_s32(v, vld1q_s32(mult));",
+               f"v = vqrdmulhq_s32(v, {vec('mult')});",
                # a rounding shift right by -r rounds half up; minus one first on a negative value
                # makes it round half away from zero (r is 0 or negative: its sign bit picks them)
                "r = vminq_s32(sh, zero);",
@@ -459,7 +464,7 @@ class DotS8x4Requant(TensorIntrin):
                "  }",
                "}"]
         for j in range(4):
-            dsp += _requant_c(f"s{j}", j)
+            dsp += _requant_c(f"s{j}", j, mult(j), shift(j))
         dsp.append("return u;")
         plain = ["int32_t s[4] = {0, 0, 0, 0};", "int32_t r, k, j, x, e, mask;", "int64_t ab;", "uint32_t u = 0;",
                  "for (r = 0; r < rows; ++r) {",
@@ -470,6 +475,18 @@ class DotS8x4Requant(TensorIntrin):
                  "  }",
                  "}"]
         for j in range(4):
-            plain += _requant_c(f"s[{j}]", j)
+            plain += _requant_c(f"s[{j}]", j, mult(j), shift(j))
         plain.append("return u;")
         return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+
+
+@register_intrin
+class DotS8x4RequantT(DotS8x4Requant):
+    """dot_s8x4q with one multiplier and shift (int32 values) for the four channels: a
+    per-tensor-quantised fully connected layer or conv."""
+    name = "dot_s8x4qt"
+    pointer_args = (0, 1, 8)
+    per_channel = False
+
+    def match(self, loop, acc):
+        return None, "dot_s8x4qt replaces four outputs' calls and requantisation, not a loop"
