@@ -100,6 +100,24 @@ def pointwise_chain_model(H=5, W=3, C=33, n=3, seed=0):
     return mb.finish(inputs=[x0], outputs=[x]), (1, H, W, C)
 
 
+def conv_add_model(H=6, W=5, C=11, seed=0):
+    """A 3x3 conv C -> C whose output feeds a residual ADD with its input (ResNet's block end):
+    the add is fused into the conv's epilogue, after the conv's requantisation."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=-128)
+    ws = (rng.random(C) * 0.02 + 0.005).astype(np.float32)
+    w = mb.tensor("w", [C, 3, 3, C], "int8", data=rng.integers(-127, 128, (C, 3, 3, C)).astype(np.int8),
+                  scale=ws, zero_point=[0] * C, quantized_dimension=0)
+    b = mb.tensor("b", [C], "int32", data=rng.integers(-500, 500, C).astype(np.int32), scale=0.05 * ws,
+                  zero_point=[0] * C)
+    y = mb.tensor("y", [1, H, W, C], "int8", scale=0.3, zero_point=-4)
+    z = mb.tensor("z", [1, H, W, C], "int8", scale=0.2, zero_point=-128)
+    mb.op("CONV_2D", [x, w, b], [y], padding="SAME", stride_h=1, stride_w=1, fused_activation_function="NONE")
+    mb.op("ADD", [x, y], [z], fused_activation_function="RELU")
+    return mb.finish(inputs=[x], outputs=[z]), (1, H, W, C)
+
+
 def _feeds(shape, n=3):
     rng = np.random.default_rng(7)
     feeds = [rng.integers(-128, 128, shape).astype(np.int8) for _ in range(n)]
@@ -315,3 +333,24 @@ def test_the_verifier_checks_every_row_a_quad_call_reads():
         verify_accesses(func(w_len=31))
     with pytest.raises(AccessError, match=r"(bias|mult|shift)\[3..3\] is outside its 3 elements"):
         verify_accesses(func(q_len=3))
+
+
+@tflm
+@pytest.mark.parametrize("board", [None] + sorted(BOARDS))
+def test_conv_with_a_fused_add_keeps_its_quad_calls(board):
+    """A conv whose epilogue goes on into a residual add: the conv's requantisation is still four
+    channels to a dot_s8x4q call, the add then runs on each byte (11 channels: two quads, a pair, a
+    single call), bit-exact with TFLM on the host's plain body and on both boards."""
+    import aot
+    model, shape = conv_add_model()
+    mcpu = board.split("-", 1)[1] if board else "cortex-m55"
+    res = aot.compile(model, target=f"c -mcpu={mcpu}")
+    fused = [c for c in res.plan.calls if "qadd" in c.symbol]
+    assert fused
+    with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
+        src = next(t.extractfile(m).read().decode() for m in t.getmembers() if m.name.endswith("lib1.c"))
+    assert "aot_dot_s8x4q(&" in src and "aot_dot_s8x2(&" in src
+    if board is None:
+        _check(res, _feeds(shape), model, sanitize=True)
+    else:
+        _check(res, _feeds(shape, 2), model, board=board)

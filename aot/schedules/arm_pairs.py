@@ -1,15 +1,17 @@
 """Several output channels per micro-kernel call (Cortex-M): after tensorize, a conv or dense
 whose innermost output loop runs over channels makes, for each channel, one dot_s8 or
 dot_s8_rows call that reads the same input run with the next weight row. Where the channel's
-epilogue is TFLite's requantisation, four channels go to one dot_s8x4q call (dot_s8x4qt with
-one multiplier and shift for all: per tensor), which also requantises them (on Helium as one vector) and returns the four int8 results
-packed in 32 bits. Other channels go two to a dot_s8x2 call, which returns both sums packed in
-64 bits, each then requantised as before. Either call loads and widens each input vector or
-word once for all its weight rows. An odd channel left over keeps its single call.
+epilogue is, or starts with, TFLite's requantisation, four channels go to one dot_s8x4q call
+(dot_s8x4qt with one multiplier and shift for all: per tensor), which also requantises them
+(on Helium as one vector) and returns the four int8 results packed in 32 bits; the rest of the
+epilogue (a fused residual add) then runs on each byte. Other channels go two to a dot_s8x2
+call, which returns both sums packed in 64 bits, each then requantised as before. Either call
+loads and widens each input vector or word once for all its weight rows. An odd channel left
+over keeps its single call.
 """
 from __future__ import annotations
 
-from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, walk
+from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, transform, walk
 from ..tir.intrin.arm import _step, flat_index
 from ..tir.simplify import const_value
 from ..tir.stmt import Allocate, Buffer, For, Seq, Store, map_exprs
@@ -48,6 +50,19 @@ def _requant_parts(value, acc, oc):
     return bias, mult, shift, zp, int(lo.b.value), int(hi.b.value)
 
 
+def _find_requant(value, acc, oc):
+    """(node, parts): the requantisation of the accumulator inside the epilogue `value` (all of it,
+    or the int8 operand of what follows: a fused residual add) and its _requant_parts; Nones when
+    there is none, or the accumulator is read outside it."""
+    reads = sum(1 for e in walk(value) if isinstance(e, Load) and e.buffer is acc)
+    for e in walk(value):
+        if isinstance(e, Cast) and e.dtype == "int8":
+            parts = _requant_parts(e, acc, oc)
+            if parts and reads == sum(1 for x in walk(e) if isinstance(x, Load) and x.buffer is acc):
+                return e, parts
+    return None, None
+
+
 def _mbqm_parts(x, acc, oc):
     """(acc load, bias, mult, shift) of x = mbqm(acc + bias[c], mult, shift), mult and shift int32
     loads one element apart along oc (per channel) or Python ints (per tensor: constants folded
@@ -84,9 +99,10 @@ def _mbqm_parts(x, acc, oc):
     return got, bias, mult, shift
 
 
-def _quads(oc, acc, store, ptrs, args, sw, parts):
-    """The channel loop oc (acc = dot(ptrs, args); store: out = requant(acc)) as a loop of
-    dot_s8x4q calls, four channels each, and the first channel it leaves over."""
+def _quads(oc, acc, store, ptrs, args, sw, node, parts):
+    """The channel loop oc (acc = dot(ptrs, args); store: out = f(requant(acc)), requant(acc) being
+    `node`) as a loop of dot_s8x4q calls, four channels each, then f of each byte; and the first
+    channel it leaves over."""
     rows, n, sa, sb, off = args
     bias, mult, shift, zp, lo, hi = parts
     n_out = const_value(oc.extent)
@@ -101,8 +117,12 @@ def _quads(oc, acc, store, ptrs, args, sw, parts):
                      substitute(bias, at), *scale, Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")],
                 "uint32")
     got = Load(packed, (Const(0, "int32"),))
-    outs = [Store(store.buffer, substitute(store.index, {id(oc.var): v * 4 + j}),
-                  Cast("int8", Bin(">>", got, Const(8 * j, "uint32")) if j else got)) for j in range(4)]
+    outs = []
+    for j in range(4):
+        byte = Cast("int8", Bin(">>", got, Const(8 * j, "uint32")) if j else got)
+        value = transform(store.value, lambda e, b=byte: b if e.key() == node.key() else None)
+        at_j = {id(oc.var): v * 4 + j}
+        outs.append(Store(store.buffer, substitute(store.index, at_j), substitute(value, at_j)))
     body = Allocate(packed, Seq([Store(packed, Const(0, "int32"), call)] + outs))
     return For(v, 0, n_out // 4, body), n_out - n_out % 4
 
@@ -142,10 +162,10 @@ def pair_outputs(nest, quads=False):
         rows, n, sa, sb, off = Const(1, "int32"), args[2], Const(0, "int32"), Const(0, "int32"), args[3]
     else:
         rows, n, sa, sb, off = args[2:7]
-    req = quads and n_out >= 4 and _requant_parts(store.value, acc, oc.var)
+    node, req = _find_requant(store.value, acc, oc.var) if quads and n_out >= 4 else (None, None)
     head, first = [], 0
     if req:
-        q, first = _quads(oc, acc, store, args[:2], (rows, n, sa, sb, off), sw, req)
+        q, first = _quads(oc, acc, store, args[:2], (rows, n, sa, sb, off), sw, node, req)
         head = [q]
     v = Var(oc.var.name + "_pair", oc.var.dtype)
     even, odd = {id(oc.var): v * 2 + first}, {id(oc.var): v * 2 + first + 1}
