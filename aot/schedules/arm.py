@@ -7,9 +7,9 @@ reads both consecutively. That loop goes innermost (with the window row's taps w
 one run) and becomes one dot_s8 call (aot/tir/intrin/arm.py), or with the window's rows
 around it one dot_s8_rows call; a staged kernel's nest (aot/schedules/inplace_conv.py) gets
 the same inside its staging. Then the output channels go four to a dot_s8x4q call with
-their requantisation, or two to a dot_s8x2 call (aot/schedules/arm_pairs.py). The C compiler builds the calls with Helium on cortex-m55/m85,
-with the DSP extension's SIMD32 on cortex-m4/m7/m33, and as the plain loop elsewhere. A core without
-either (cortex-m0/m3) keeps the CPU rules' register tiles, which serve it better than a call
+their requantisation, or two to a dot_s8x2 call (aot/schedules/arm_pairs.py). The C compiler
+builds the calls with Helium on cortex-m55/m85, with the DSP extension's SIMD32 on
+cortex-m4/m7/m33, and as the plain loop elsewhere. A core without either (cortex-m0/m3) keeps the CPU rules' register tiles, which serve it better than a call
 per output. The choice is recorded in func.attrs["schedule"] for `aot info`.
 """
 from __future__ import annotations

@@ -15,7 +15,8 @@ shortens the loops around the call). dot_s8_rows(a, b, rows, n, sa, sb, off) is 
 - plain C: the loop itself.
 dot_s8x2 and dot_s8x4q are the same over two or four weight rows sw apart (output channels),
 each input vector or word loaded and widened once for all of them; dot_s8x4q also requantises
-its four sums (TFLite's per-channel MultiplyByQuantizedMultiplier, zero point, clamp).
+its four sums (TFLite's MultiplyByQuantizedMultiplier, zero point, clamp: per channel, or per
+tensor as dot_s8x4qt).
 """
 from __future__ import annotations
 
