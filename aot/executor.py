@@ -347,8 +347,8 @@ class _Scratch:
 
 def _steps_worth_staging(kernels, lives):
     """The steps whose kernel may be staged to write over its input: a staged kernel gives up
-    the register tiles and micro-kernels of the target's schedule (KWS int8 on Cortex-M55 takes
-    2.7x the instructions staged everywhere), so only the kernels whose live bytes stand above
+    the register tiles of the target's schedule (a staged pointwise conv keeps its dot_s8 calls,
+    a depthwise one has none to keep), so only the kernels whose live bytes stand above
     what the peak can come down to are staged. A step can drop by its dying input's bytes when
     its one activation input dies there and is no larger than its output; the peak cannot fall
     below the highest step after such drops."""

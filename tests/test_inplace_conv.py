@@ -99,7 +99,7 @@ def test_unsafe_staging_is_refused():
                                                 ("visual_wake_words/vww_96_int8.tflite", 2, 2)])
 def test_int8_workspace_is_exact_with_staged_convs(rel, staged, slices):
     """NHWC: the depthwise planes are strided, the pointwise pixels contiguous. Only the kernels
-    at the peak are staged (a staged kernel loses the target's register tiles and micro-kernels):
+    at the peak are staged (a staged kernel loses the target's register tiles):
     every layer of KWS, whose layers are all the same size; in VWW the first widening pointwise
     conv, holding its input at the end of its output, and the depthwise conv before it."""
     import aot
