@@ -19,7 +19,9 @@ def is_float(dtype: str) -> bool:
 
 
 class Expr:
-    __slots__ = ("dtype", "_key")
+    # _lin: the linear form aot/tir/simplify.py found for this (immutable) node, kept so that
+    # simplifying a long sum does not walk it again at every level
+    __slots__ = ("dtype", "_key", "_lin")
 
     def key(self):
         """Structural identity (hashable)."""

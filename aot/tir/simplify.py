@@ -56,9 +56,17 @@ def bounds(e: Expr, ranges: Ranges):
 
 # linear form -----------------------------------------------------------------
 def _linear(e: Expr):
-    """{atom_key: (atom, coeff)} and constant, or None if e is not linear over ints."""
+    """{atom_key: (atom, coeff)} and constant, or None if e is not linear over ints.
+    The form is cached on the node: callers read it and never change it."""
     if is_float(e.dtype) or e.dtype == "bool":
         return None
+    lin = getattr(e, "_lin", None)
+    if lin is None:
+        lin = e._lin = _linear_uncached(e)
+    return lin
+
+
+def _linear_uncached(e: Expr):
     if isinstance(e, Const):
         return {}, int(e.value)
     if isinstance(e, Bin) and e.op in ("+", "-"):
@@ -96,6 +104,7 @@ def from_linear(terms, c, dtype):
     """Rebuild sum(coeff*atom) + c with positive terms first: (i*8 + j - 9), (1 - i)."""
     def term(atom, k):
         return atom if k == 1 else Bin("*", atom, Const(k, dtype))
+    const = c
     pos = [(a, k) for a, k in terms.values() if k > 0]
     neg = [(a, -k) for a, k in terms.values() if k < 0]
     out = None
@@ -110,6 +119,9 @@ def from_linear(terms, c, dtype):
         out = Bin("-", out, term(a, k))
     if c < 0:
         out = Bin("-", out, Const(-c, dtype))
+    if getattr(out, "_lin", None) is None and not (is_float(dtype) or dtype == "bool"):
+        # what _linear would find walking out: its terms, positive ones first, zeros dropped
+        out._lin = ({a.key(): (a, k) for a, k in pos} | {a.key(): (a, -k) for a, k in neg}, const)
     return out
 
 

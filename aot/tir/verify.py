@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import INDEX, Bin, Call, Const, Load, Select, Unary, cast, children, substitute, walk
+from .expr import INDEX, Bin, Call, Cast, Const, Load, Select, Unary, Var, cast, children, substitute, walk
 from .intrin import get_intrin
-from .simplify import bounds, loop_ranges, simplify
+from .simplify import bounds, from_linear, linear_form, loop_ranges, simplify
 from .stmt import PrimFunc, StmtVisitor
 
 
@@ -121,6 +121,103 @@ def _overflow_free(index, ranges):
     return True
 
 
+def _loop_vars_of(e, pos):
+    """Positions (in pos) of the loop variables e reads; None when it reads any other Var."""
+    out = set()
+    for x in walk(e):
+        if isinstance(x, Var):
+            p = pos.get(id(x))
+            if p is None:
+                return None
+            out.add(p)
+    return out
+
+
+def _canon(e, pos):
+    """e's structural key with each loop variable named by its position in the nest, so that
+    the same index over the same loop shape in another kernel has the same key."""
+    if isinstance(e, Var):
+        return ("lv", pos[id(e)], e.dtype)
+    if isinstance(e, Const):
+        return e.key()
+    if not isinstance(e, (Bin, Unary, Cast, Select, Call)):
+        raise _NoKey
+    return (type(e).__name__, getattr(e, "op", None), getattr(e, "fn", None), e.dtype,
+            tuple(_canon(k, pos) for k in children(e)))
+
+
+class _NoKey(Exception):
+    """A node _canon does not know the whole structure of: its proof is not shared."""
+
+
+# canonical (index, loop shape) -> exact (lo, hi) or None. Keys hold no object identities (every
+# Var is a loop position, Loads never reach it), so the proofs are shared by every compile.
+_PROOFS: dict = {}
+
+
+def _relevant_loops(e, loops):
+    """The loops e depends on, directly or through the bounds of a loop it depends on, in nest
+    order; None when e or those bounds read a variable that is no loop of the nest. _endpoints
+    skips every other loop, so its result over these is its result over the whole nest."""
+    pos = {id(v): k for k, (v, _, _) in enumerate(loops)}
+    need = _loop_vars_of(e, pos)
+    if need is None:
+        return None
+    todo = list(need)
+    while todo:
+        _, mn, ext = loops[todo.pop()]
+        for b in (mn, ext):
+            more = _loop_vars_of(b, pos)
+            if more is None:
+                return None
+            for k in more - need:
+                need.add(k)
+                todo.append(k)
+    return [loops[k] for k in sorted(need)]
+
+
+def _nest_endpoints(index, loops):
+    """_endpoints(index, loops), proven once per loop nest rather than once per unrolled lane:
+    the index's constant is split off (lanes differ only in it) and the rest is proven over
+    the loops it depends on, by interval sums when those are rectangular, else by _endpoints,
+    each proof cached under a key canonical across kernels. Falls back to _endpoints on the
+    whole index, so it proves everything _endpoints proves, with the same numbers."""
+    lin = linear_form(index)
+    if lin is None:
+        return _endpoints(index, loops)
+    terms, c = lin
+    rest = from_linear(terms, 0, index.dtype)
+    sub = _relevant_loops(rest, loops)
+    if sub is None:
+        return _endpoints(index, loops)
+    box = {}
+    for v, mn, ext in sub:
+        if isinstance(mn, Const) and isinstance(ext, Const) and ext.value >= 1:
+            box[id(v)] = (mn.value, mn.value + ext.value - 1)
+    if all(isinstance(a, Var) and id(a) in box for a, _ in terms.values()):
+        # a linear index over independent loop ranges: each term at its own end is exact
+        lo = hi = c
+        for a, k in terms.values():
+            r0, r1 = box[id(a)]
+            lo += min(k * r0, k * r1)
+            hi += max(k * r0, k * r1)
+        return lo, hi
+    pos = {id(v): k for k, (v, _, _) in enumerate(sub)}
+    try:
+        key = (_canon(rest, pos), tuple((_canon(mn, pos), _canon(ext, pos)) for _, mn, ext in sub))
+    except _NoKey:
+        key = None
+    if key is None:
+        r = _endpoints(rest, sub)
+    elif key in _PROOFS:
+        r = _PROOFS[key]
+    else:
+        r = _PROOFS[key] = _endpoints(rest, sub)
+    if r is not None:
+        return r[0] + c, r[1] + c
+    return _endpoints(index, loops)
+
+
 def _check(buf, index, ranges, report, where, loops=(), cache=None):
     if cache is not None:
         key = (id(buf), index.key(), tuple(id(v) for v, _, _ in loops))
@@ -139,7 +236,7 @@ def _check(buf, index, ranges, report, where, loops=(), cache=None):
     if buf.size - 1 > INT_RANGE[INDEX][1] or not _overflow_free(index, ranges):
         report.unproven += 1
         return
-    exact = _endpoints(index, loops) if loops else None
+    exact = _nest_endpoints(index, loops) if loops else None
     if exact is None and not loops:
         exact = bounds(index, ranges)
     if exact is None:
