@@ -137,3 +137,89 @@ def test_a_micro_kernel_past_the_end_is_refused_after_its_nest_was_proven():
         assert verify_accesses(func(8)).checked > 0
         with pytest.raises(AccessError, match=r"a\[8..32\] is outside its 32 elements"):
             verify_accesses(func(9))
+
+
+def _func_over(index, loops, size):
+    """A nest of `loops` (innermost last) storing to x[index] for a buffer of `size` elements."""
+    x = Buffer("x", "float32", (size,))
+    body = Store(x, index, Const(0.0, "float32"))
+    for v, mn, ext in reversed(loops):
+        body = For(v, mn, ext, body)
+    return PrimFunc("n", [x], body, 1)
+
+
+def _refused_exactly_past(index, loops):
+    """The nest is proven over the smallest buffer that holds it and refused one element shorter
+    (or, reading below 0, always), at the enumerated range."""
+    lo, hi = _enumerate(index, loops)
+    assert _nest_endpoints(index, loops) == (lo, hi)
+    if lo >= 0:
+        assert verify_accesses(_func_over(index, loops, hi + 1)).unproven == 0
+    with pytest.raises(AccessError, match=rf"x\[{lo}..{hi}\] is outside"):
+        verify_accesses(_func_over(index, loops, hi))
+
+
+def test_a_triangular_nest_is_not_taken_for_a_rectangle():
+    """j runs to i (extent i+1) and from i (min i): the box of the loops' widest ranges would
+    over- or under-state the index; the proof follows the outer loop."""
+    i, j = Var("i"), Var("j")
+    c0, c1 = Const(0, "int32"), Const(1, "int32")
+    _refused_exactly_past(i * 4 + j, [(i, c0, Const(5, "int32")), (j, c0, i + c1)])
+    _refused_exactly_past(i * 4 + j, [(i, c0, Const(5, "int32")), (j, i, Const(5, "int32") - i)])
+    # the index reads only j, whose range still follows i
+    _refused_exactly_past(j * 3 + 2, [(i, c0, Const(6, "int32")), (j, c0, i + c1)])
+
+
+def test_negative_strides_take_their_ends_the_other_way_round():
+    i, j = Var("i"), Var("j")
+    c0 = Const(0, "int32")
+    # a reversed copy, rectangular: x[15 - i*4 - j]
+    _refused_exactly_past(Const(15, "int32") - i * 4 - j, [(i, c0, Const(4, "int32")), (j, c0, Const(4, "int32"))])
+    # a reversed clipped window: the outer loop's coefficient is negative, its values enumerated
+    index, loops = _padded_nest(9, 2, 5, 2, 0)
+    (o, _, _), (r, _, _) = loops
+    _refused_exactly_past(Const(20, "int32") - o * 2 - r, loops)
+    _refused_exactly_past(Const(20, "int32") - o * 3 + r, loops)
+    # one element under 0 is refused as well
+    with pytest.raises(AccessError, match=r"x\[-1..14\] is outside"):
+        verify_accesses(_func_over(Const(14, "int32") - i * 4 - j, [(i, c0, Const(4, "int32")), (j, c0, Const(4, "int32"))], 64))
+
+
+def test_a_clamped_window_is_proven_by_its_clamp():
+    """An index clamped by min/max (edge replication) is not linear in the loops: the clamp's
+    constants decide, and a proof cached for one clamp is not reused for another."""
+    o, r = Var("o"), Var("r")
+    c0 = Const(0, "int32")
+    loops = [(o, c0, Const(8, "int32")), (r, c0, Const(3, "int32"))]
+
+    def clamped(top):
+        return min_(max_(o + r - 1, c0), Const(top, "int32"))
+    for top in (7, 8, 6):
+        _refused_exactly_past(clamped(top), loops)
+        _refused_exactly_past(clamped(top) * 2 + 5, loops)
+    # an unclamped side still reads below 0
+    with pytest.raises(AccessError, match=r"x\[-1..7\] is outside"):
+        verify_accesses(_func_over(min_(o + r - 1, Const(7, "int32")), loops, 8))
+
+
+def test_a_proof_cached_for_one_nest_shape_is_not_reused_for_a_longer_one():
+    """Same index, same loop structure, one more output position: a different key."""
+    for n in (7, 8, 7, 9):
+        index, loops = _padded_nest(n, 1, 3, 1, 1)
+        _refused_exactly_past(index, loops)
+
+
+def test_a_window_too_large_to_enumerate_falls_back_to_the_symbolic_proof():
+    index, loops = _padded_nest(6000, 2, 5, 1, 0)
+    lo, hi = _enumerate(index, loops)
+    assert _nest_endpoints(index, loops) == (lo, hi) == (0, 5999)
+
+
+def test_an_inner_loop_empty_for_some_outer_values_still_gets_a_sound_range():
+    """extent i - 1 is empty for i < 2: the enumeration stops and the symbolic proof (which
+    covers those values too) decides; its range contains every executed index."""
+    i, j = Var("i"), Var("j")
+    c0, c1 = Const(0, "int32"), Const(1, "int32")
+    loops = [(i, c0, Const(5, "int32")), (j, c0, i - c1)]
+    lo, hi = _nest_endpoints(i * 4 + j, loops)
+    assert lo <= 8 and hi >= 4 * 4 + 2

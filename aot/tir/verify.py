@@ -176,6 +176,61 @@ def _relevant_loops(e, loops):
     return [loops[k] for k in sorted(need)]
 
 
+def _value(e, env):
+    """e's integer value with the loop variables of env set; None for anything else."""
+    if isinstance(e, Const):
+        return e.value if isinstance(e.value, int) and not isinstance(e.value, bool) else None
+    if isinstance(e, Var):
+        return env.get(id(e))
+    if not isinstance(e, Bin) or e.op not in _ARITH:
+        return None
+    a, b = _value(e.a, env), _value(e.b, env)
+    if a is None or b is None or (e.op in ("floordiv", "floormod") and b <= 0):
+        return None
+    return _ARITH[e.op](a, b)
+
+
+_ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+          "min": min, "max": max, "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b}
+
+
+def _by_outer_values(terms, loops, limit=4096):
+    """(lo, hi) of sum(coeff * var) over a nest whose bounds depend on outer loops (a padded
+    window clipped by the output position), exact: every value of the loops that other loops'
+    bounds read is enumerated, and the rest are intervals for each. None (the symbolic proof
+    takes over) past `limit` cases, on an empty inner loop, or on a term that is no loop."""
+    if not all(isinstance(a, Var) for a, _ in terms.values()):
+        return None
+    outer = {id(x) for _, mn, ext in loops for b in (mn, ext) for x in walk(b) if isinstance(x, Var)}
+    coeff = {id(a): k for a, k in terms.values()}
+    budget = [limit]
+    best = [None, None]
+
+    def go(k, env, lo, hi):
+        if k == len(loops):
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            best[0] = lo if best[0] is None else min(best[0], lo)
+            best[1] = hi if best[1] is None else max(best[1], hi)
+            return True
+        v, mn, ext = loops[k]
+        m, n = _value(mn, env), _value(ext, env)
+        if m is None or n is None or n < 1:
+            return False
+        c = coeff.get(id(v), 0)
+        if id(v) not in outer:
+            a, b = c * m, c * (m + n - 1)
+            return go(k + 1, env, lo + min(a, b), hi + max(a, b))
+        for x in range(m, m + n):
+            env[id(v)] = x
+            if not go(k + 1, env, lo + c * x, hi + c * x):
+                return False
+        del env[id(v)]
+        return True
+    return (best[0], best[1]) if go(0, {}, 0, 0) else None
+
+
 def _nest_endpoints(index, loops):
     """_endpoints(index, loops), proven once per loop nest rather than once per unrolled lane:
     the index's constant is split off (lanes differ only in it) and the rest is proven over
@@ -207,12 +262,14 @@ def _nest_endpoints(index, loops):
         key = (_canon(rest, pos), tuple((_canon(mn, pos), _canon(ext, pos)) for _, mn, ext in sub))
     except _NoKey:
         key = None
-    if key is None:
-        r = _endpoints(rest, sub)
-    elif key in _PROOFS:
+    if key is not None and key in _PROOFS:
         r = _PROOFS[key]
     else:
-        r = _PROOFS[key] = _endpoints(rest, sub)
+        r = _by_outer_values(terms, sub)
+        if r is None:
+            r = _endpoints(rest, sub)
+        if key is not None:
+            _PROOFS[key] = r
     if r is not None:
         return r[0] + c, r[1] + c
     return _endpoints(index, loops)
