@@ -223,3 +223,19 @@ def test_an_inner_loop_empty_for_some_outer_values_still_gets_a_sound_range():
     loops = [(i, c0, Const(5, "int32")), (j, c0, i - c1)]
     lo, hi = _nest_endpoints(i * 4 + j, loops)
     assert lo <= 8 and hi >= 4 * 4 + 2
+
+
+def test_a_2d_clipped_window_is_proven_row_and_column_apart():
+    """Rows (oh, kh) and columns (ow, kw) bound no loop of the other: their ranges add up; a
+    loop whose bounds read both joins them. Each case against enumeration, and refused one
+    element short."""
+    ih, ((oh, _, n_oh), (kh, kh_lo, kh_n)) = _padded_nest(9, 2, 5, 2, 0)
+    iw, ((ow, _, n_ow), (kw, kw_lo, kw_n)) = _padded_nest(7, 1, 3, 1, 0)
+    c0 = Const(0, "int32")
+    loops = [(oh, c0, n_oh), (ow, c0, n_ow), (kh, kh_lo, kh_n), (kw, kw_lo, kw_n)]
+    _refused_exactly_past(ih * 7 + iw, loops)
+    _refused_exactly_past(ih * 7 - iw + 6, loops)
+    # a depth loop whose extent reads both outer loops links the groups
+    d = Var("d")
+    linked = loops + [(d, c0, min_(Const(4, "int32"), Const(12, "int32") - oh - ow))]
+    _refused_exactly_past(ih * 7 + iw + d * 100, linked)

@@ -94,15 +94,17 @@ class Const(Expr):
 BIN_OPS = ("+", "-", "*", "/", "%", "floordiv", "floormod", "min", "max", "&&", "||", "<<", ">>", "&", "|", "^",
            "<", "<=", ">", ">=", "==", "!=")
 CMP_OPS = ("<", "<=", ">", ">=", "==", "!=", "&&", "||")
+_BIN_OPS = frozenset(BIN_OPS)
 
 
 class Bin(Expr):
     __slots__ = ("op", "a", "b")
 
     def __init__(self, op: str, a: Expr, b: Expr):
-        if op not in BIN_OPS:
+        if op not in _BIN_OPS:
             raise InternalError(f"unknown binary op {op!r}")
-        a, b = wrap(a, getattr(b, "dtype", INDEX)), wrap(b, getattr(a, "dtype", INDEX))
+        if not (isinstance(a, Expr) and isinstance(b, Expr)):
+            a, b = wrap(a, getattr(b, "dtype", INDEX)), wrap(b, getattr(a, "dtype", INDEX))
         if op not in ("&&", "||") and a.dtype != b.dtype:
             raise InternalError(f"dtype mismatch in {op}: {a.dtype} vs {b.dtype}")
         self.op, self.a, self.b, self._key = op, a, b, None
@@ -251,6 +253,11 @@ def all_of(conds):
 
 
 def children(e: Expr):
+    t = type(e)         # the exact classes first: this runs for every node of every walk
+    if t is Bin:
+        return (e.a, e.b)
+    if t is Var or t is Const:
+        return ()
     if isinstance(e, Bin):
         return (e.a, e.b)
     if isinstance(e, (Unary, Cast)):
@@ -267,6 +274,9 @@ def children(e: Expr):
 
 def rebuild(e: Expr, kids):
     """The same node with new children (returns e itself if nothing changed)."""
+    if type(e) is Bin:
+        a, b = kids
+        return e if (a is e.a and b is e.b) else Bin(e.op, a, b)
     old = children(e)
     if len(old) == len(kids) and all(a is b for a, b in zip(old, kids)):
         return e
@@ -298,7 +308,28 @@ def substitute(e: Expr, mapping: dict) -> Expr:
     """Replace Vars (keyed by id) with expressions."""
     if not mapping:
         return e
-    return transform(e, lambda x: mapping.get(id(x)) if isinstance(x, Var) else None)
+    return substituter(mapping)(e)
+
+
+def substituter(mapping: dict):
+    """substitute(., mapping) as one function for many expressions: a sub-expression they
+    share (the unrolled and tiled bodies share most of theirs) is rewritten once."""
+    memo = {}       # id(node) -> (node, result); holding node keeps its id from being reused
+
+    def sub(x):
+        hit = memo.get(id(x))
+        if hit is not None:
+            return hit[1]
+        if isinstance(x, Var):
+            r = mapping.get(id(x), x)
+        elif isinstance(x, Const):
+            r = x
+        else:
+            kids = children(x)
+            r = rebuild(x, [sub(k) for k in kids]) if kids else x
+        memo[id(x)] = (x, r)
+        return r
+    return sub if mapping else (lambda x: x)
 
 
 def preorder(root, kids_of):

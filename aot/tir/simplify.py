@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .expr import Bin, Cast, Const, Expr, Select, Unary, Var, children, is_float, rebuild, substitute
+from .expr import Bin, Cast, Const, Expr, Select, Unary, Var, children, is_float, rebuild, substituter
 from .stmt import Allocate, For, IfThenElse, Seq, Stmt, StmtMutator, map_exprs
 
 Ranges = dict  # id(Var) -> (lo, hi) inclusive integer bounds
@@ -261,15 +261,26 @@ def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
 
 
 def simplify(e: Expr, ranges: Ranges | None = None) -> Expr:
-    ranges = ranges or {}
+    return _simplify(e, ranges or {}, {})
+
+
+def _simplify(e, ranges, memo):
+    """memo: id(node) -> (node, result) under these ranges; a sub-expression shared by several
+    expressions (unrolled lanes share most of theirs) is simplified once. Holding the node
+    keeps its id from being reused while the memo lives."""
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
+    orig = e
     kids = children(e)
     if kids:
-        e = rebuild(e, [simplify(k, ranges) for k in kids])
+        e = rebuild(e, [_simplify(k, ranges, memo) for k in kids])
     # children are already simple, so a rewrite only needs the new top node revisited
     for _ in range(3):
         prev, e = e, _simplify_node(e, ranges)
         if e is prev:
             break
+    memo[id(orig)] = (orig, e)
     return e
 
 
@@ -289,9 +300,13 @@ class _SimplifyStmt(StmtMutator):
 
     def __init__(self, ranges):
         self.ranges = ranges
+        self.memos = {}         # id(ranges) -> (ranges, memo): one memo per loop scope
 
     def mutate_expr(self, e):
-        return simplify(e, self.ranges)
+        m = self.memos.get(id(self.ranges))
+        if m is None or m[0] is not self.ranges:
+            m = self.memos[id(self.ranges)] = (self.ranges, {})
+        return _simplify(e, self.ranges, m[1])
 
     def visit_For(self, s):
         mn, ext = self.mutate_expr(s.min), self.mutate_expr(s.extent)
@@ -303,7 +318,7 @@ class _SimplifyStmt(StmtMutator):
         try:
             if ce == 1 and s.kind != "thread_binding":
                 # a single-iteration loop is just its body with var = min
-                return self.visit(map_exprs(s.body, lambda e: substitute(e, {id(s.var): mn})))
+                return self.visit(map_exprs(s.body, substituter({id(s.var): mn})))
             body = self.visit(s.body)
         finally:
             self.ranges = outer

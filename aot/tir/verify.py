@@ -196,13 +196,47 @@ _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a 
 
 def _by_outer_values(terms, loops, limit=4096):
     """(lo, hi) of sum(coeff * var) over a nest whose bounds depend on outer loops (a padded
-    window clipped by the output position), exact: every value of the loops that other loops'
-    bounds read is enumerated, and the rest are intervals for each. None (the symbolic proof
-    takes over) past `limit` cases, on an empty inner loop, or on a term that is no loop."""
+    window clipped by the output position), exact: the loops fall into groups that no bound
+    links (rows and columns of a 2-D window), whose iteration sets multiply, so each group's
+    range adds up; within a group every value of the loops that other loops' bounds read is
+    enumerated and the rest are intervals for each. None (the symbolic proof takes over) past
+    `limit` cases in a group, on an empty inner loop, or on a term that is no loop."""
     if not all(isinstance(a, Var) for a, _ in terms.values()):
         return None
-    outer = {id(x) for _, mn, ext in loops for b in (mn, ext) for x in walk(b) if isinstance(x, Var)}
     coeff = {id(a): k for a, k in terms.values()}
+    lo = hi = 0
+    for group in _unlinked_groups(loops):
+        r = _group_range(group, coeff, limit)
+        if r is None:
+            return None
+        lo, hi = lo + r[0], hi + r[1]
+    return lo, hi
+
+
+def _unlinked_groups(loops):
+    """loops split into groups (each in nest order) such that no loop's bounds read a loop of
+    another group: the nest's iteration set is the product of the groups' sets."""
+    pos = {id(v): k for k, (v, _, _) in enumerate(loops)}
+    root = list(range(len(loops)))
+
+    def find(k):
+        while root[k] != k:
+            root[k] = root[root[k]]
+            k = root[k]
+        return k
+    for k, (_, mn, ext) in enumerate(loops):
+        for b in (mn, ext):
+            for x in walk(b):
+                if isinstance(x, Var):
+                    root[find(pos[id(x)])] = find(k)
+    groups = {}
+    for k in range(len(loops)):
+        groups.setdefault(find(k), []).append(loops[k])
+    return list(groups.values())
+
+
+def _group_range(loops, coeff, limit):
+    outer = {id(x) for _, mn, ext in loops for b in (mn, ext) for x in walk(b) if isinstance(x, Var)}
     budget = [limit]
     best = [None, None]
 
