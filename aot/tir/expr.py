@@ -20,8 +20,9 @@ def is_float(dtype: str) -> bool:
 
 class Expr:
     # _lin: the linear form aot/tir/simplify.py found for this (immutable) node, kept so that
-    # simplifying a long sum does not walk it again at every level
-    __slots__ = ("dtype", "_key", "_lin")
+    # simplifying a long sum does not walk it again at every level; _canon: set on the sums and
+    # products simplify.from_linear builds, which are their own canonical form
+    __slots__ = ("dtype", "_key", "_lin", "_canon")
 
     def key(self):
         """Structural identity (hashable)."""
@@ -295,13 +296,23 @@ def rebuild(e: Expr, kids):
     return e._rebuild(kids)
 
 
-def transform(e: Expr, fn):
-    """Post-order rewrite: fn(node_with_new_children) -> replacement or None to keep."""
+def transform(e: Expr, fn, memo: dict | None = None):
+    """Post-order rewrite: fn(node_with_new_children) -> replacement or None to keep.
+    With a memo (kept by the caller across calls; only for an fn without side effects whose
+    answer depends on the node alone) a shared sub-expression is rewritten once."""
+    if memo is not None:
+        hit = memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+    orig = e
     kids = children(e)
     if kids:
-        e = rebuild(e, [transform(k, fn) for k in kids])
+        e = rebuild(e, [transform(k, fn, memo) for k in kids])
     r = fn(e)
-    return e if r is None else r
+    out = e if r is None else r
+    if memo is not None:
+        memo[id(orig)] = (orig, out)     # holding orig keeps its id from being reused
+    return out
 
 
 def substitute(e: Expr, mapping: dict) -> Expr:

@@ -101,24 +101,31 @@ def linear_form(e: Expr):
 
 
 def from_linear(terms, c, dtype):
-    """Rebuild sum(coeff*atom) + c with positive terms first: (i*8 + j - 9), (1 - i)."""
+    """Rebuild sum(coeff*atom) + c with positive terms first: (i*8 + j - 9), (1 - i).
+    Every sum and product built here is marked canonical: rebuilding it from its own linear
+    form gives the same tree, so _simplify_node keeps it as it is."""
+    def bin_(op, a, b):
+        out = Bin(op, a, b)
+        out._canon = True
+        return out
+
     def term(atom, k):
-        return atom if k == 1 else Bin("*", atom, Const(k, dtype))
+        return atom if k == 1 else bin_("*", atom, Const(k, dtype))
     const = c
     pos = [(a, k) for a, k in terms.values() if k > 0]
     neg = [(a, -k) for a, k in terms.values() if k < 0]
     out = None
     for a, k in pos:
-        out = term(a, k) if out is None else Bin("+", out, term(a, k))
+        out = term(a, k) if out is None else bin_("+", out, term(a, k))
     if out is None:
         out = Const(c, dtype)
         c = 0
     elif c > 0:
-        out = Bin("+", out, Const(c, dtype))
+        out = bin_("+", out, Const(c, dtype))
     for a, k in neg:
-        out = Bin("-", out, term(a, k))
+        out = bin_("-", out, term(a, k))
     if c < 0:
-        out = Bin("-", out, Const(-c, dtype))
+        out = bin_("-", out, Const(-c, dtype))
     if getattr(out, "_lin", None) is None and not (is_float(dtype) or dtype == "bool"):
         # what _linear would find walking out: its terms, positive ones first, zeros dropped
         out._lin = ({a.key(): (a, k) for a, k in pos} | {a.key(): (a, -k) for a, k in neg}, const)
@@ -181,6 +188,8 @@ def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
         if op == "/" and cb == 1:
             return a
         if not fl and e.dtype != "bool" and op in ("+", "-", "*"):
+            if getattr(e, "_canon", False):
+                return e
             lin = _linear(e)
             if lin is not None:
                 return from_linear(lin[0], lin[1], e.dtype)
