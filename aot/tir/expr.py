@@ -22,7 +22,8 @@ class Expr:
     # _lin: the linear form aot/tir/simplify.py found for this (immutable) node, kept so that
     # simplifying a long sum does not walk it again at every level; _canon: set on the sums and
     # products simplify.from_linear builds, which are their own canonical form
-    __slots__ = ("dtype", "_key", "_lin", "_canon")
+    # _free: ids of the Vars under this node, for substitute to leave alone a subtree without them
+    __slots__ = ("dtype", "_key", "_lin", "_canon", "_free")
 
     def key(self):
         """Structural identity (hashable)."""
@@ -326,6 +327,7 @@ def substituter(mapping: dict):
     """substitute(., mapping) as one function for many expressions: a sub-expression they
     share (the unrolled and tiled bodies share most of theirs) is rewritten once."""
     memo = {}       # id(node) -> (node, result); holding node keeps its id from being reused
+    keys = mapping.keys()
 
     def sub(x):
         hit = memo.get(id(x))
@@ -333,14 +335,32 @@ def substituter(mapping: dict):
             return hit[1]
         if isinstance(x, Var):
             r = mapping.get(id(x), x)
-        elif isinstance(x, Const):
+        elif keys.isdisjoint(free_vars(x)):
             r = x
         else:
-            kids = children(x)
-            r = rebuild(x, [sub(k) for k in kids]) if kids else x
+            r = rebuild(x, [sub(k) for k in children(x)])
         memo[id(x)] = (x, r)
         return r
     return sub if mapping else (lambda x: x)
+
+
+_NO_VARS = frozenset()
+
+
+def free_vars(e: Expr) -> frozenset:
+    """The ids of the Vars e reads (cached on the node: expressions are immutable)."""
+    f = getattr(e, "_free", None)
+    if f is None:
+        if isinstance(e, Var):
+            f = frozenset((id(e),))
+        else:
+            f = _NO_VARS
+            for k in children(e):
+                kf = free_vars(k)
+                if kf:
+                    f = kf if not f else (f if kf <= f else f | kf)
+        e._free = f
+    return f
 
 
 def preorder(root, kids_of):

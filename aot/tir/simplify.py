@@ -19,14 +19,26 @@ def const_value(e):
     return e.value if isinstance(e, Const) else None
 
 
-def bounds(e: Expr, ranges: Ranges):
-    """Inclusive integer interval of e, or None when unknown."""
+def bounds(e: Expr, ranges: Ranges, memo: dict | None = None):
+    """Inclusive integer interval of e, or None when unknown. memo (id(node) -> (node,
+    interval), the caller's, for one `ranges`) shares the intervals of sub-expressions
+    between calls on the nodes of one tree."""
+    if memo is None:
+        return _bounds(e, ranges, None)
+    hit = memo.get(id(e))
+    if hit is None:
+        hit = memo[id(e)] = (e, _bounds(e, ranges, memo))
+    return hit[1]
+
+
+def _bounds(e, ranges, memo):
+    sub = _bounds if memo is None else bounds
     if isinstance(e, Const) and not is_float(e.dtype):
         return (int(e.value), int(e.value))
     if isinstance(e, Var):
         return ranges.get(id(e))
     if isinstance(e, Bin) and not is_float(e.dtype):
-        a, b = bounds(e.a, ranges), bounds(e.b, ranges)
+        a, b = sub(e.a, ranges, memo), sub(e.b, ranges, memo)
         if a is None or b is None:
             return None
         if e.op == "+":
@@ -47,7 +59,7 @@ def bounds(e: Expr, ranges: Ranges):
                 return a
             return (0, b[0] - 1)
     if isinstance(e, Select):
-        t, f = bounds(e.t, ranges), bounds(e.f, ranges)
+        t, f = sub(e.t, ranges, memo), sub(e.f, ranges, memo)
         if t is None or f is None:
             return None
         return (min(t[0], f[0]), max(t[1], f[1]))

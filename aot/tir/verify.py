@@ -111,11 +111,12 @@ def _endpoints(index, loops):
 
 def _overflow_free(index, ranges):
     """Every integer term of index provably within its C type over the loop ranges."""
+    memo = {}           # each node's interval once, not once per node above it
     for x in walk(index):
         lim = INT_RANGE.get(x.dtype)
         if lim is None:
             continue
-        b = bounds(x, ranges)
+        b = bounds(x, ranges, memo)
         if b is None or b[0] < lim[0] or b[1] > lim[1]:
             return False
     return True
@@ -265,6 +266,18 @@ def _group_range(loops, coeff, limit):
     return (best[0], best[1]) if go(0, {}, 0, 0) else None
 
 
+def _const_box(loops):
+    """{id(var): (first, last)} of the loops with constant, non-empty ranges (an inner loop
+    that rebinds a variable wins, as in _relevant_loops)."""
+    box = {}
+    for v, mn, ext in loops:
+        if isinstance(mn, Const) and isinstance(ext, Const) and ext.value >= 1:
+            box[id(v)] = (mn.value, mn.value + ext.value - 1)
+        else:
+            box.pop(id(v), None)
+    return box
+
+
 def _nest_endpoints(index, loops):
     """_endpoints(index, loops), proven once per loop nest rather than once per unrolled lane:
     the index's constant is split off (lanes differ only in it) and the rest is proven over
@@ -275,22 +288,20 @@ def _nest_endpoints(index, loops):
     if lin is None:
         return _endpoints(index, loops)
     terms, c = lin
-    rest = from_linear(terms, 0, index.dtype)
-    sub = _relevant_loops(rest, loops)
-    if sub is None:
-        return _endpoints(index, loops)
-    box = {}
-    for v, mn, ext in sub:
-        if isinstance(mn, Const) and isinstance(ext, Const) and ext.value >= 1:
-            box[id(v)] = (mn.value, mn.value + ext.value - 1)
+    box = _const_box(loops)
     if all(isinstance(a, Var) and id(a) in box for a, _ in terms.values()):
-        # a linear index over independent loop ranges: each term at its own end is exact
+        # a linear index over loops of constant ranges, which no other loop's bounds can
+        # narrow: each term at its own end is exact
         lo = hi = c
         for a, k in terms.values():
             r0, r1 = box[id(a)]
             lo += min(k * r0, k * r1)
             hi += max(k * r0, k * r1)
         return lo, hi
+    rest = from_linear(terms, 0, index.dtype)
+    sub = _relevant_loops(rest, loops)
+    if sub is None:
+        return _endpoints(index, loops)
     pos = {id(v): k for k, (v, _, _) in enumerate(sub)}
     try:
         key = (_canon(rest, pos), tuple((_canon(mn, pos), _canon(ext, pos)) for _, mn, ext in sub))
