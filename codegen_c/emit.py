@@ -50,9 +50,9 @@ def _format_values(a: np.ndarray, per_line=8):
     elif a.dtype == np.uint64:
         vals = [f"UINT64_C({x})" for x in flat.tolist()]
     else:
-        vals = [str(x) for x in flat.tolist()]
-    return "\n".join("  " + ", ".join(vals[i:i + per_line]) + ("," if i + per_line < len(vals) else "")
-                     for i in range(0, len(vals), per_line))
+        vals = list(map(str, flat.tolist()))
+    lines = [", ".join(vals[i:i + per_line]) for i in range(0, len(vals), per_line)]
+    return ",\n".join(map("  ".__add__, lines))
 
 
 def _main_prototype(plan):
