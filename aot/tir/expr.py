@@ -260,6 +260,10 @@ def children(e: Expr):
         return (e.a, e.b)
     if t is Var or t is Const:
         return ()
+    if t is Load:
+        return e.indices
+    if t is Cast or t is Unary:
+        return (e.a,)
     if isinstance(e, Bin):
         return (e.a, e.b)
     if isinstance(e, (Unary, Cast)):
