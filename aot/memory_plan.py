@@ -28,15 +28,8 @@ def align_up(n, a):
 
 def lower_bound(bufs):
     """Most bytes simultaneously live at one step: no plan can use less."""
-    # one sweep over the steps where a buffer comes or goes (the frees of a step before its
-    # allocations): the live total only rises at a start, so its peak is the peak at the starts
-    events = sorted([(b.start, 1, b.size) for b in bufs if b.start <= b.end] +
-                    [(b.end + 1, 0, -b.size) for b in bufs if b.start <= b.end])
-    peak = live = 0
-    for _, _, d in events:
-        live += d
-        peak = max(peak, live)
-    return peak
+    steps = sorted({b.start for b in bufs} | {b.end for b in bufs})
+    return max((sum(b.size for b in bufs if b.start <= t <= b.end) for t in steps), default=0)
 
 
 def _overlaps(a, b):
