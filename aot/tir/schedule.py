@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AotError
-from .expr import INDEX, Bin, Const, Load, Unary, Var, all_of, ge, lt, substitute, transform, walk
+from .expr import INDEX, Bin, Const, Load, Unary, Var, all_of, ge, lt, substitute, substituter, transform, walk
 from .simplify import const_value, from_linear, linear_form, loop_ranges, simplify
 from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
                    StmtVisitor, Store, map_exprs, own_exprs, walk_stmts)
@@ -64,7 +64,7 @@ def _replace(s, var, fn):
 
 
 def _subst(s, var, value):
-    return map_exprs(s, lambda e: substitute(e, {id(var): value}))
+    return map_exprs(s, substituter({id(var): value}))
 
 
 # -- loop structure -------------------------------------------------------------------------
@@ -708,7 +708,7 @@ def cache_write(s: Stmt, buffer: Buffer, at: Var, scope: str = "local"):
         return substitute_vars(stmt, dict(zip(map(id, copy_vars), names)))
 
     def substitute_vars(stmt, m):
-        return map_exprs(stmt, lambda e: substitute(e, m)) if m else stmt
+        return map_exprs(stmt, substituter(m)) if m else stmt
 
     copy = tile_loop(Store(buffer, simplify(dst), Load(cache, simplify(src))), copy_vars)
     fill = None
