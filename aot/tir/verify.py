@@ -154,6 +154,7 @@ class _NoKey(Exception):
 # canonical (index, loop shape) -> exact (lo, hi) or None. Keys hold no object identities (every
 # Var is a loop position, Loads never reach it), so the proofs are shared by every compile.
 _PROOFS: dict = {}
+_MAX_PROOFS = 1 << 16
 
 
 def _relevant_loops(e, loops):
@@ -314,6 +315,8 @@ def _nest_endpoints(index, loops):
         if r is None:
             r = _endpoints(rest, sub)
         if key is not None:
+            if len(_PROOFS) >= _MAX_PROOFS:
+                _PROOFS.clear()     # a long-lived process (a server, the test suite) stays bounded
             _PROOFS[key] = r
     if r is not None:
         return r[0] + c, r[1] + c
