@@ -164,9 +164,7 @@ def _expr(e, ranges, report, where, guarded, loops, cache):
     if isinstance(e, Call) and not guarded:
         it = get_intrin(e.fn)
         if it is not None:      # a micro-kernel reads n elements from each pointer: check the last one too
-            last = e.args[it.extent_arg] - Const(1, e.args[it.extent_arg].dtype)
-            for k in it.pointer_args:
-                ld = e.args[k]
+            for ld, last in it.footprints(e.args):
                 _check(ld.buffer, simplify(ld.index + cast(ld.index.dtype, last)), ranges, report, where, loops, cache)
     if isinstance(e, Select):
         _expr(e.cond, ranges, report, where, guarded, loops, cache)

@@ -1,7 +1,7 @@
 """The tensor intrinsic interface and its registry (the package doc says what they are for)."""
 from __future__ import annotations
 
-from ..expr import TENSOR_INTRINSICS
+from ..expr import TENSOR_INTRINSICS, Const
 
 _INTRINSICS: dict = {}
 
@@ -13,6 +13,15 @@ class TensorIntrin:
     dtype = "int32"          # the value the call returns
     pointer_args = ()        # positions of the arguments that are pointers (a Load: &buf[index])
     extent_arg = 0           # the argument holding how many consecutive elements each pointer spans
+
+    written_args = ()        # positions of the pointer arguments it stores through (an Evaluate's call)
+
+    def footprints(self, args) -> list:
+        """[(pointer argument, offset of the last element it touches from the first)]: what the
+        verifier (aot/tir/verify.py) proves in bounds besides the first elements themselves.
+        The accesses between must lie between the two (non-negative strides)."""
+        last = args[self.extent_arg] - Const(1, args[self.extent_arg].dtype)
+        return [(args[k], last) for k in self.pointer_args]
 
     def match(self, loop, acc):
         """(args, None) when loop (a For) is an instance of the pattern accumulating into the

@@ -1,0 +1,176 @@
+"""The int8 depthwise micro-kernel (aot/tir/intrin/arm_dw.py, rule aot/schedules/arm_dw.py): a
+pixel's channels, window and per-channel requantisation as one call, in Helium (cortex-m55),
+DSP SIMD32 (cortex-m4) and plain C.
+
+Each model is one DEPTHWISE_CONV_2D built here (tests/tflite_build.py) on shapes that reach every
+tail: channel counts 1, 3, 15, 16, 17, 33 (the vector blocks of 4 and 16 and the DSP's words of
+4), SAME padding (clipped windows at every border), stride 2, dilation 2, nonzero and extreme
+input zero points, per-channel scales spread over four decades so that the shifts go both
+ways (a left shift where the effective scale passes 1/2). Every output is compared bit for bit
+with the tflite-micro wheel, on the host (the plain body, under ASan/UBSan) and on the emulated
+boards; a depth multiplier of 2 keeps the other rules.
+"""
+import contextlib
+import io
+import shutil
+import subprocess
+import tarfile
+
+import numpy as np
+import pytest
+
+from tflite_build import ModelBuilder
+from tflm_oracle import run_tflm, tflm_available
+
+tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel is not installed")
+STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
+
+
+def dw_model(H, W, C, k, stride, padding, mult=1, dilation=1, x_zp=-3, act="NONE", seed=0):
+    rng = np.random.default_rng(seed)
+    O = C * mult
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=x_zp)
+    ws = (10.0 ** rng.uniform(-4, 1.3, O)).astype(np.float32)            # per channel, shifts both ways
+    w = mb.tensor("w", [1, k, k, O], "int8", data=rng.integers(-127, 128, (1, k, k, O)).astype(np.int8),
+                  scale=ws, zero_point=[0] * O, quantized_dimension=3)
+    b = mb.tensor("b", [O], "int32", data=rng.integers(-5000, 5000, O).astype(np.int32), scale=0.05 * ws,
+                  zero_point=[0] * O)
+    ek = (k - 1) * dilation + 1
+    Ho = -(-H // stride) if padding == "SAME" else (H - ek) // stride + 1
+    Wo = -(-W // stride) if padding == "SAME" else (W - ek) // stride + 1
+    y = mb.tensor("y", [1, Ho, Wo, O], "int8", scale=0.4, zero_point=5)
+    mb.op("DEPTHWISE_CONV_2D", [x, w, b], [y], padding=padding, stride_h=stride, stride_w=stride,
+          depth_multiplier=mult, dilation_h_factor=dilation, dilation_w_factor=dilation,
+          fused_activation_function=act)
+    return mb.finish(inputs=[x], outputs=[y]), (1, H, W, C)
+
+
+# name -> (model, whether the rule takes it)
+CASES = {
+    # one channel: a plain conv with its requantisation folded to constants, left to the other rules
+    "c1_same_s1": (lambda: dw_model(5, 6, 1, 3, 1, "SAME"), False),
+    "c3_same_s2": (lambda: dw_model(7, 8, 3, 3, 2, "SAME", x_zp=-128), True),
+    "c15_valid_s1": (lambda: dw_model(6, 5, 15, 3, 1, "VALID", x_zp=127, act="RELU"), True),
+    "c16_same_s2": (lambda: dw_model(9, 7, 16, 3, 2, "SAME", act="RELU6"), True),
+    "c17_same_s1": (lambda: dw_model(5, 5, 17, 3, 1, "SAME", x_zp=0), True),
+    "c33_valid_s2": (lambda: dw_model(9, 9, 33, 3, 2, "VALID", x_zp=100), True),
+    "c33_5x5_same_s1": (lambda: dw_model(6, 7, 33, 5, 1, "SAME", x_zp=-77), True),
+    "c17_dilation2_same": (lambda: dw_model(8, 9, 17, 3, 1, "SAME", dilation=2), True),
+    "c8_mult2_same": (lambda: dw_model(6, 6, 8, 3, 1, "SAME", mult=2), False),     # depth multiplier: skipped
+}
+
+
+def _feeds(shape, n=3):
+    rng = np.random.default_rng(11)
+    feeds = [rng.integers(-128, 128, shape).astype(np.int8) for _ in range(n)]
+    return feeds + [np.full(shape, -128, np.int8), np.full(shape, 127, np.int8)]
+
+
+def _check(res, feeds, model, **run):
+    import aot
+    x, out = res.graph.inputs[0].name, res.graph.output_names[0]
+    for k, feed in enumerate(feeds):
+        ref = run_tflm(model, [feed])[0]
+        got = aot.run(res, {x: feed}, **run)[out]
+        np.testing.assert_array_equal(got, ref, err_msg=f"input {k}")
+
+
+def _schedules(res):
+    return {c.func.attrs.get("schedule") for c in res.plan.calls}
+
+
+def test_dw_s8_refuses_a_nest_that_is_not_the_pattern():
+    """The channel loop must read every operand consecutively: a channel stride of 2 is refused."""
+    from aot.tir.expr import Cast, Const, Load, Var
+    from aot.tir.schedule import ScheduleError, tensorize
+    from aot.tir.stmt import Allocate, Buffer, For, Seq, Store
+    x, w, o = Buffer("x", "int8", (3, 16)), Buffer("w", "int8", (3, 8)), Buffer("o", "int8", (8,))
+    acc = Buffer("acc", "int32", (1,), "local")
+    c, r = Var("c"), Var("r")
+    prod = (Cast("int32", Load(x, (r, c * 2))) + Const(3, "int32")) * Cast("int32", Load(w, (r, c)))
+    nest = For(c, 0, 8, Allocate(acc, Seq([Store(acc, 0, Const(0, "int32")),
+                                           For(r, 0, 3, Store(acc, 0, Load(acc, 0) + prod)),
+                                           Store(o, c, Cast("int8", Load(acc, 0)))])))
+    with pytest.raises(ScheduleError, match="not TFLite's per-channel requantisation|not contiguous"):
+        tensorize(nest, c, "dw_s8")
+
+
+def test_the_verifier_checks_the_whole_window_a_dw_call_reads():
+    """A dw_s8 call whose window rows run past the input is refused, though its first element is in."""
+    from aot.tir.expr import Const, Load
+    from aot.tir.stmt import Buffer, Evaluate, PrimFunc
+    from aot.tir.expr import Call
+    from aot.tir.verify import AccessError, verify_accesses
+    x, w, o = Buffer("x", "int8", (40,)), Buffer("w", "int8", (36,)), Buffer("o", "int8", (4,))
+    bias, m, s = (Buffer(n, "int32", (4,)) for n in ("bias", "m", "s"))
+
+    def func(rows):
+        i = [Const(v, "int32") for v in (4, 3, rows, 3, 12, 4, 12, 4, 0, 0, -128, 127)]
+        call = Call("dw_s8", [Load(o, 0), Load(x, 0), Load(w, 0), Load(bias, 0), Load(m, 0), Load(s, 0), *i[:1],
+                              i[2], i[3], i[4], i[5], i[6], i[7], i[8], i[9], i[10], i[11]], "int32")
+        return PrimFunc("f", [x, w, bias, m, s, o], Evaluate(call), 5)
+    assert verify_accesses(func(3)).checked > 0
+    with pytest.raises(AccessError, match=r"x\[0..39\]|x\[.*\] is outside"):
+        verify_accesses(func(4))
+
+
+@tflm
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_dw_plain_body_on_the_host_is_bit_exact(name):
+    import aot
+    build, takes = CASES[name]
+    model, shape = build()
+    res = aot.compile(model, target="c -mcpu=cortex-m55", in_place=False)
+    assert ("dw_s8 (mve)" in _schedules(res)) == takes
+    _check(res, _feeds(shape), model, sanitize=True)
+
+
+@pytest.mark.parametrize("mcpu,variant", [("cortex-m4", "dsp"), ("cortex-m55", "mve"), ("cortex-m0", None)])
+def test_each_target_gets_its_depthwise_schedule_and_info_names_it(mcpu, variant, tmp_path):
+    import aot
+    from aot.cli import main
+    model, _ = CASES["c17_same_s1"][0]()
+    res = aot.compile(model, target=f"c -mcpu={mcpu}", in_place=False)
+    assert (f"dw_s8 ({variant})" in _schedules(res)) == (variant is not None)
+    tar = tmp_path / "m.tar"
+    tar.write_bytes(res.tar)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["info", str(tar)]) == 0
+    assert (f"dw_s8 ({variant})" in buf.getvalue()) == (variant is not None)
+
+
+@pytest.mark.parametrize("cc,flags", [("gcc", []), ("clang", []),
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mfloat-abi=hard"]),
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m55", "-mfloat-abi=hard"])])
+def test_dw_kernels_compile_warning_free(cc, flags, tmp_path):
+    import aot
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m55")
+    model, _ = CASES["c33_valid_s2"][0]()
+    res = aot.compile(model, target=f"c -mcpu={mcpu}", in_place=False)
+    with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
+        t.extractall(tmp_path / "m")
+    src = tmp_path / "m/codegen/host/src/default_lib1.c"
+    assert "aot_dw_s8(" in src.read_text()
+    r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / "m/codegen/host/include"),
+                        "-I", str(tmp_path / "m/runtime/include"), "-c", str(src), "-o", str(tmp_path / "m.o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@tflm
+@pytest.mark.board
+@pytest.mark.parametrize("board", sorted(BOARDS))
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_dw_microkernel_on_cortex_m_is_bit_exact(name, board):
+    """The DSP body on qemu-cortex-m4, the Helium body on qemu-cortex-m55."""
+    import aot
+    build, takes = CASES[name]
+    model, shape = build()
+    res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}", in_place=False)
+    assert (f"dw_s8 ({BOARDS[board]})" in _schedules(res)) == takes
+    _check(res, _feeds(shape, 2), model, board=board)
