@@ -3,7 +3,7 @@ pixel's channels, window and per-channel requantisation as one call, in Helium (
 DSP SIMD32 (cortex-m4) and plain C.
 
 Each model is one DEPTHWISE_CONV_2D built here (tests/tflite_build.py) on shapes that reach every
-tail: channel counts 1, 3, 15, 16, 17, 33 (the vector blocks of 4 and 16 and the DSP's words of
+tail: channel counts 1, 3, 15, 16, 17, 33 (the Helium blocks of 8 and the DSP's words of
 4), SAME padding (clipped windows at every border), stride 2, dilation 2, nonzero and extreme
 input zero points, per-channel scales spread over four decades so that the shifts go both
 ways (a left shift where the effective scale passes 1/2). Every output is compared bit for bit

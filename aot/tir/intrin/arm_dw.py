@@ -11,8 +11,10 @@ weights too. So the channel loop, with the window and the requantisation under i
 
 MBQM is TFLite's MultiplyByQuantizedMultiplier with per-channel multiplier and shift; a clipped
 window at a padded border only moves the pointers and shortens kh, kw. Bodies:
-- Helium (MVE): four channels per int32 vector (int8 loads widened by vldrb.s32), 16 channels a
-  step, the last block predicated with vctp32q; the requantisation vectorised too: vqrdmulh is
+- Helium (MVE): eight channels a step, int8 loads widened to int16 (vldrb.s16, the offset added
+  there), their products widened into two int32 vectors of the even and odd channels (vmullb,
+  vmullt), which the bias, multipliers and shifts are gathered to match; the last block
+  predicated (vctp); the requantisation vectorised too: vqrdmulh is
   gemmlowp's SaturatingRoundingDoublingHighMul exactly (floor((ab + 2^30) / 2^31), saturating
   only at INT32_MIN^2 as gemmlowp does), and RoundingDivideByPOT (half away from zero) is
   vrshl's half-up rounding after subtracting one from negative values when the shift is nonzero;
@@ -67,6 +69,20 @@ def _requant_parts(value, acc):
             mult.dtype != "int32" or shift.dtype != "int32":
         return None
     return bias, mult, shift, int(add.b.value), int(mx.b.value), int(mn.b.value)
+
+
+def _taps(load_a, load_b):
+    """The Helium window loop over one block of eight channels (the loads given)."""
+    return ["    for (r = 0; r < kh; ++r) {",
+            "      const int8_t* pa = a + r * a_row + k;",
+            "      const int8_t* pb = b + r * b_row + k;",
+            "      for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
+            f"        int16x8_t xa = vaddq_n_s16({load_a}, (int16_t)off);",   # |x + off| <= 255
+            f"        int16x8_t xb = {load_b};",
+            "        acc[0] = vaddq_s32(acc[0], vmullbq_int_s16(xa, xb));",
+            "        acc[1] = vaddq_s32(acc[1], vmulltq_int_s16(xa, xb));",
+            "      }",
+            "    }"]
 
 
 @register_intrin
@@ -186,26 +202,32 @@ class DwS8(TensorIntrin):
     def variants(self):
         mve = ["int32_t k, r, s;",
                "const int32x4_t z = vdupq_n_s32(0);",
-               "for (k = 0; k < c; k += 4) {",
-               "  mve_pred16_t p = vctp32q((uint32_t)(c - k));",     # the last block: lanes past c off
-               "  int32x4_t acc = vldrwq_z_s32(bias + k, p);",
-               "  for (r = 0; r < kh; ++r) {",
-               "    const int8_t* pa = a + r * a_row + k;",
-               "    const int8_t* pb = b + r * b_row + k;",
-               "    for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
-               "      acc = vaddq_s32(acc, vmulq_s32(vaddq_n_s32(vldrbq_z_s32(pa, p), off), vldrbq_z_s32(pb, p)));",
-               "    }",
+               "const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);",     # word offsets 0, 2, 4, 6
+               "for (k = 0; k < c; k += 8) {",
+               "  uint32_t n = (uint32_t)(c - k);",                # the last block: lanes past c off
+               "  mve_pred16_t p = vctp16q(n), pe = vctp32q((n + 1) / 2), po = vctp32q(n / 2);",
+               "  int32x4_t acc[2];",
+               "  int16x8_t v16 = vdupq_n_s16(0);",
+               "  acc[0] = vldrwq_gather_shifted_offset_z_s32(bias + k, even, pe);",        # channels 0, 2, 4, 6
+               "  acc[1] = vldrwq_gather_shifted_offset_z_s32(bias + k + 1, even, po);",    # channels 1, 3, 5, 7
+               "  if (n >= 8) {",                                 # a whole block: no predicate to keep
+               *_taps("vldrbq_s16(pa)", "vldrbq_s16(pb)"),
+               "  } else {",
+               *_taps("vldrbq_z_s16(pa, p)", "vldrbq_z_s16(pb, p)"),
                "  }",
-               "  {",
-               "    int32x4_t sh = vldrwq_z_s32(shift + k, p);",
+               "  for (r = 0; r < 2; ++r) {",
+               "    mve_pred16_t q = r ? po : pe;",
+               "    int32x4_t sh = vldrwq_gather_shifted_offset_z_s32(shift + k + r, even, q);",
+               "    int32x4_t m = vldrwq_gather_shifted_offset_z_s32(mult + k + r, even, q);",
                "    int32x4_t right = vminq_s32(sh, z);",
-               "    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, vmaxq_s32(sh, z)), vldrwq_z_s32(mult + k, p));",
+               "    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc[r], vmaxq_s32(sh, z)), m);",
                # half away from zero: one less for a negative value, where a right shift follows
                "    v = vqaddq_s32(v, vandq_s32(vshrq_n_s32(v, 31), vshrq_n_s32(right, 31)));",
                "    v = vrshlq_s32(v, right);",
                "    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
-               "    vstrbq_p_s32(out + k, v, p);",
+               "    v16 = r ? vmovntq_s32(v16, v) : vmovnbq_s32(v16, v);",      # back in channel order
                "  }",
+               "  vstrbq_p_s16(out + k, v16, p);",
                "}",
                "return 0;"]
         dsp = ["int32_t k, r, s, j;",
