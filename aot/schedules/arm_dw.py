@@ -7,6 +7,11 @@ The weights come from TFLite as [C, KH, KW, 1]; they are packed tap-major ([.., 
 pack_layout over the whole channel dimension) so that a tap's channels are consecutive, as the
 input's are in NHWC. A depth multiplier above one (output channel k reads input channel k / M),
 a per-tensor requantisation, or a core with neither extension keeps the other rules.
+
+A depthwise conv staged to write over its input (aot/schedules/inplace_conv.py, issue 16) is
+staged STAGE_BLOCK channels at a time on these cores (staging_block, which the executor asks):
+the call then covers a pixel's block of channels, computed into the scratch, before the block
+is copied back. One channel at a time would leave the micro-kernel nothing to run along.
 """
 from __future__ import annotations
 
@@ -14,12 +19,43 @@ from ..tir.expr import Bin, Var, walk
 from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import _int8_operand, _step, flat_index
 from ..tir.schedule import ScheduleError, pack_layout, tensorize
-from ..tir.simplify import const_value
-from ..tir.stmt import Seq, Store
+from ..tir.simplify import const_value, linear_form
+from ..tir.stmt import For, Seq, Store
 from .nests import accumulation, nests as _nests
 from .registry import register
 
 DW = "dw_s8"
+STAGE_BLOCK = 16      # channels a staged depthwise conv computes per pixel: two Helium steps, four DSP words
+
+
+def staging_block(target):
+    """How many channels of a depthwise conv to stage at a time for target (1: one plane)."""
+    if target is None or "arm_cpu" not in target.keys:
+        return 1
+    return 1 if get_intrin(DW).variant_for(target.mcpu) == "plain" else STAGE_BLOCK
+
+
+def _compute_nest(body):
+    """(the accumulation nest, a function putting its replacement back) when body is that one
+    nest, or a perfect nest of loops around [that nest, the copy back] (a staged kernel)."""
+    tops = _nests(body)
+    if len(tops) != 1:
+        return None, None
+    outer, x = [], tops[0]
+    while isinstance(x, For) and not accumulation(x):
+        outer.append(x)
+        x = x.body
+    if not outer:
+        return x, lambda new: Seq([new])
+    if not (isinstance(x, Seq) and len(x.stmts) == 2 and accumulation(x.stmts[0])):
+        return None, None
+
+    def rebuild(new):
+        s = Seq([new, x.stmts[1]])
+        for lp in reversed(outer):
+            s = For(lp.var, lp.min, lp.extent, s, lp.kind)
+        return Seq([s])
+    return x.stmts[0], rebuild
 
 
 def _operands(red):
@@ -38,12 +74,17 @@ def _pack_weights(func, chan, red):
             continue
         param = next((k for k, b in enumerate(func.params) if b is ld.buffer), None)
         dims = [d for d, i in enumerate(ld.indices) if any(isinstance(x, Var) and x is chan.var for x in walk(i))]
+        n = const_value(chan.extent)
         if param is None or param not in func.attrs.get("constants", ()) or len(dims) != 1 \
-                or ld.indices[dims[0]].key() != chan.var.key() or const_value(chan.min) != 0 \
-                or ld.buffer.shape[dims[0]] != const_value(chan.extent):
+                or const_value(chan.min) != 0 or ld.buffer.shape[dims[0]] % n:
+            return None
+        # the channel itself, or (staged a block at a time) block * n + channel
+        form = linear_form(ld.indices[dims[0]])
+        terms = sorted(k for _, k in form[0].values()) if form and form[1] == 0 else None
+        if terms not in ([1], [1, n]) or _step(ld.indices[dims[0]], chan.var) != 1:
             return None
         try:
-            func = pack_layout(func, param, dims[0], ld.buffer.shape[dims[0]])
+            func = pack_layout(func, param, dims[0], n)
         except ScheduleError:
             return None
     return func
@@ -53,9 +94,10 @@ def _pack_weights(func, chan, red):
 def tensorize_depthwise(func, target):
     it = get_intrin(DW)
     variant = it.variant_for(target.mcpu)
-    if variant == "plain" or "schedule" in func.attrs or len(_nests(func.body)) != 1:
+    if variant == "plain" or "schedule" in func.attrs:
         return func
-    found = accumulation(_nests(func.body)[0])
+    nest, _ = _compute_nest(func.body)
+    found = accumulation(nest) if nest is not None else None
     if not found or found[2].dtype != "int32" or not found[1] or len(_operands(found[1])) != 2:
         return func
     loops, red, _ = found
@@ -63,13 +105,13 @@ def tensorize_depthwise(func, target):
     packed = _pack_weights(func, chan, red)
     if packed is None:
         return func
-    nest = _nests(packed.body)[0]
+    nest, rebuild = _compute_nest(packed.body)
     chan = accumulation(nest)[0][-1]
     try:
         body = tensorize(nest, chan.var, DW)
     except ScheduleError:
         return func
-    return packed.with_body(Seq([body]), attrs=dict(packed.attrs, schedule=f"{DW} ({variant})"))
+    return packed.with_body(rebuild(body), attrs=dict(packed.attrs, schedule=f"{DW} ({variant})"))
 
 
 tensorize_depthwise.wants_target = True
