@@ -186,22 +186,27 @@ def test_dw_microkernel_on_cortex_m_is_bit_exact(name, board):
 
 # --- staged in place (issue 16): a block of channels at a time, so that the call has a run of them
 
-def dw_chain(H, W, C, seed=3):
-    """Three SAME 3x3 depthwise convs in a row: the middle one's input dies there and is as large
-    as its output, so it is staged to write over it (the first reads the model's input, the
-    last writes its output: neither is staged)."""
+def dw_chain(H, W, C, layers="ddd", seed=3):
+    """SAME 3x3 depthwise convs (d) and 1x1 pointwise convs C -> C (p) in a row, all of one
+    size: each but the first (it reads the model's input) and the last (it writes the output)
+    has an input that dies there, as large as its output, so it is staged to write over it."""
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     t = x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=-3)
-    for k in range(3):
-        ws = (10.0 ** rng.uniform(-3, 0.5, C)).astype(np.float32)
-        w = mb.tensor(f"w{k}", [1, 3, 3, C], "int8", data=rng.integers(-127, 128, (1, 3, 3, C)).astype(np.int8),
-                      scale=ws, zero_point=[0] * C, quantized_dimension=3)
+    for k, kind in enumerate(layers):
+        shape = [1, 3, 3, C] if kind == "d" else [C, 1, 1, C]
+        ws = (10.0 ** rng.uniform(-3, 0.5 if kind == "d" else -0.5, C)).astype(np.float32)
+        w = mb.tensor(f"w{k}", shape, "int8", data=rng.integers(-127, 128, shape).astype(np.int8),
+                      scale=ws, zero_point=[0] * C, quantized_dimension=3 if kind == "d" else 0)
         b = mb.tensor(f"b{k}", [C], "int32", data=rng.integers(-3000, 3000, C).astype(np.int32), scale=0.05 * ws,
                       zero_point=[0] * C)
         y = mb.tensor(f"y{k}", [1, H, W, C], "int8", scale=0.05, zero_point=-3 + k)
-        mb.op("DEPTHWISE_CONV_2D", [t, w, b], [y], padding="SAME", stride_h=1, stride_w=1, depth_multiplier=1,
-              fused_activation_function="RELU6" if k == 1 else "NONE")
+        act = "RELU6" if k == 1 else "NONE"
+        if kind == "d":
+            mb.op("DEPTHWISE_CONV_2D", [t, w, b], [y], padding="SAME", stride_h=1, stride_w=1, depth_multiplier=1,
+                  fused_activation_function=act)
+        else:
+            mb.op("CONV_2D", [t, w, b], [y], padding="SAME", stride_h=1, stride_w=1, fused_activation_function=act)
         t = y
     return mb.finish(inputs=[x], outputs=[t]), (1, H, W, C)
 
@@ -271,12 +276,13 @@ def test_a_staged_depthwise_conv_keeps_its_micro_kernel(mcpu, variant, C, block)
 @tflm
 @pytest.mark.parametrize("C", [64, 36, 33])
 def test_staged_depthwise_plain_body_on_the_host_is_bit_exact(C):
-    """64 channels: four blocks of 16; 36: nine of 4; 33: staged by planes without the call."""
+    """64 channels: four blocks of 16; 36: nine of 4; 33: staged by planes without the call. The
+    staged pointwise conv keeps its dot_s8 call."""
     import aot
-    model, shape = dw_chain(6, 5, C)
+    model, shape = dw_chain(6, 5, C, layers="ddpd")
     res = aot.compile(model, target="c -mcpu=cortex-m55")
-    assert sum("dw_s8 (mve)" == s for s in (c.func.attrs.get("schedule") for c in res.plan.calls)) == \
-        (3 if C % 4 == 0 else 2)
+    staged = [c.func.attrs.get("schedule") for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
+    assert staged == ["dw_s8 (mve)" if C % 4 == 0 else None, "dot_s8 (mve)"]
     _check(res, _feeds(shape), model, sanitize=True)
 
 
@@ -284,9 +290,11 @@ def test_staged_depthwise_plain_body_on_the_host_is_bit_exact(C):
 @pytest.mark.board
 @pytest.mark.parametrize("board", sorted(BOARDS))
 def test_staged_depthwise_on_cortex_m_is_bit_exact(board):
+    """A DS-CNN's layers in place: the staged depthwise conv with its dw_s8 call per block, the
+    staged pointwise conv with its dot_s8 call per output channel of the pixel in the scratch."""
     import aot
-    model, shape = dw_chain(6, 5, 64)
+    model, shape = dw_chain(6, 5, 64, layers="ddpd")
     res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
-    assert any(getattr(c, "staged_over", None) is not None and c.func.attrs.get("schedule") == f"dw_s8 ({BOARDS[board]})"
-               for c in res.plan.calls)
+    staged = [c.func.attrs.get("schedule") for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
+    assert staged == [f"dw_s8 ({BOARDS[board]})", f"dot_s8 ({BOARDS[board]})"]
     _check(res, _feeds(shape, 2), model, board=board)

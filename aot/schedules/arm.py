@@ -16,7 +16,7 @@ from ..tir.schedule import ScheduleError, reorder, tensorize
 from ..tir.simplify import const_value
 from ..tir.stmt import For, Seq
 from . import cpu
-from .nests import accumulation, nests as _nests
+from .nests import accumulation, nests as _nests, staged_compute
 from .registry import register, rules_of
 
 DOT = "dot_s8"
@@ -57,8 +57,9 @@ def tensorize_dots(func, target):
     if variant == "plain":
         return func
     nests, done = _nests(func.body), 0
-    for n, nest in enumerate(nests):
-        found = accumulation(nest)
+    for n, top in enumerate(nests):
+        nest, put_back = staged_compute(top)      # a staged kernel: its compute half
+        found = accumulation(nest) if nest is not None else None
         if not found or found[2].dtype != "int32" or not found[1]:
             continue
         red = found[1]
@@ -68,7 +69,7 @@ def tensorize_dots(func, target):
         order, head = plan
         try:
             s = reorder(nest, order) if [x.var for x in red] != order else nest
-            nests[n] = tensorize(s, head.var, DOT)
+            nests[n] = put_back(tensorize(s, head.var, DOT))
             done += 1
         except ScheduleError:
             continue

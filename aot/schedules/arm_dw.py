@@ -20,8 +20,8 @@ from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import _int8_operand, _step, flat_index
 from ..tir.schedule import ScheduleError, pack_layout, tensorize
 from ..tir.simplify import const_value, linear_form
-from ..tir.stmt import For, Seq, Store
-from .nests import accumulation, nests as _nests
+from ..tir.stmt import Seq, Store
+from .nests import accumulation, nests as _nests, staged_compute
 from .registry import register
 
 DW = "dw_s8"
@@ -36,26 +36,13 @@ def staging_block(target):
 
 
 def _compute_nest(body):
-    """(the accumulation nest, a function putting its replacement back) when body is that one
-    nest, or a perfect nest of loops around [that nest, the copy back] (a staged kernel)."""
+    """(the accumulation nest, a function putting its replacement back) for a kernel of one
+    nest, staged or not (nests.staged_compute)."""
     tops = _nests(body)
     if len(tops) != 1:
         return None, None
-    outer, x = [], tops[0]
-    while isinstance(x, For) and not accumulation(x):
-        outer.append(x)
-        x = x.body
-    if not outer:
-        return x, lambda new: Seq([new])
-    if not (isinstance(x, Seq) and len(x.stmts) == 2 and accumulation(x.stmts[0])):
-        return None, None
-
-    def rebuild(new):
-        s = Seq([new, x.stmts[1]])
-        for lp in reversed(outer):
-            s = For(lp.var, lp.min, lp.extent, s, lp.kind)
-        return Seq([s])
-    return x.stmts[0], rebuild
+    nest, put_back = staged_compute(tops[0])
+    return nest, (lambda new: Seq([put_back(new)]))
 
 
 def _operands(red):
