@@ -188,16 +188,34 @@ class DwS8(TensorIntrin):
         helper = [
             "static inline int32_t aot_dw_s8_requant(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
             "int32_t hi) {",
-            "  int32_t left = sh > 0 ? sh : 0, right = sh > 0 ? 0 : -sh;",
-            "  int32_t x = (int32_t)((uint32_t)v << left);",
-            "  int64_t ab = (int64_t)x * (int64_t)m;",
-            "  int32_t q = (x == m && x == (-2147483647 - 1)) ? 2147483647 : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);",
-            "  int32_t mask = (int32_t)(((uint32_t)1 << right) - (uint32_t)1);",
-            "  int32_t r = (q >> right) + ((q & mask) > ((mask >> 1) + (q < 0))) + zp;",
-            "  return r < lo ? lo : (r > hi ? hi : r);",
+            "  int32_t x = sh > 0 ? (int32_t)((uint32_t)v << sh) : v;",
+            "  int32_t q = (x == m && x == (-2147483647 - 1)) ? 2147483647",
+            "            : (int32_t)(((int64_t)x * (int64_t)m + ((int64_t)1 << 30)) >> 31);",
+            "  if (sh < 0) {",
+            # half away from zero is half up of q - 1 for negative q (q > INT32_MIN here: |x m| < 2^62)
+            "    int32_t y = q - (int32_t)((uint32_t)q >> 31);",
+            "    q = (y >> -sh) + ((y >> (-sh - 1)) & 1);",
+            "  }",
+            "  q += zp;",
+            "  return q < lo ? lo : (q > hi ? hi : q);",
             "}",
         ]
-        return "\n".join(helper) + "\n" + super().c_source()
+        # the odd bytes of a word sign-extended to two int16 lanes plus off2: SXTAB16 rotates its
+        # operand itself, which neither compiler folds __sxtab16(a, ror(x, 8)) into
+        odd = [
+            "#if defined(__ARM_FEATURE_DSP)",
+            "static inline int32_t aot_dw_s8_odd(int32_t off2, uint32_t x) {",
+            "#if defined(__GNUC__)",
+            "  int32_t r;",
+            '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(off2), "r"(x));',
+            "  return r;",
+            "#else",
+            "  return __sxtab16(off2, (int32_t)((x >> 8) | (x << 24)));",
+            "#endif",
+            "}",
+            "#endif",
+        ]
+        return "\n".join(helper + odd) + "\n" + super().c_source()
 
     def variants(self):
         mve = ["int32_t k, r, s;",
@@ -230,11 +248,10 @@ class DwS8(TensorIntrin):
                "  vstrbq_p_s16(out + k, v16, p);",
                "}",
                "return 0;"]
-        dsp = ["int32_t k, r, s, j;",
+        dsp = ["int32_t k, r, s;",
                "int32_t whole = c - c % 4;",                      # channels in whole words
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "for (k = 0; k < whole; k += 4) {",
-               "  int32_t acc[4];",
                "  int32_t a0 = bias[k], a1 = bias[k + 1], a2 = bias[k + 2], a3 = bias[k + 3];",
                "  for (r = 0; r < kh; ++r) {",
                "    const int8_t* pa = a + r * a_row + k;",
@@ -245,19 +262,19 @@ class DwS8(TensorIntrin):
                "      memcpy(&xa, pa, 4);",
                "      memcpy(&xb, pb, 4);",
                "      ea = __sxtab16(off2, (int32_t)xa);",                            # channels 0, 2
-               "      oa = __sxtab16(off2, (int32_t)((xa >> 8) | (xa << 24)));",      # channels 1, 3
+               "      oa = aot_dw_s8_odd(off2, xa);",                                # channels 1, 3
                "      eb = __sxtb16((int32_t)xb);",
-               "      ob = __sxtb16((int32_t)((xb >> 8) | (xb << 24)));",
+               "      ob = aot_dw_s8_odd(0, xb);",
                "      a0 = __smlabb(ea, eb, a0);",
                "      a2 = __smlatt(ea, eb, a2);",
                "      a1 = __smlabb(oa, ob, a1);",
                "      a3 = __smlatt(oa, ob, a3);",
                "    }",
                "  }",
-               "  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;",
-               "  for (j = 0; j < 4; ++j) {",
-               "    out[k + j] = (int8_t)aot_dw_s8_requant(acc[j], mult[k + j], shift[k + j], zp, lo, hi);",
-               "  }",
+               "  out[k] = (int8_t)aot_dw_s8_requant(a0, mult[k], shift[k], zp, lo, hi);",
+               "  out[k + 1] = (int8_t)aot_dw_s8_requant(a1, mult[k + 1], shift[k + 1], zp, lo, hi);",
+               "  out[k + 2] = (int8_t)aot_dw_s8_requant(a2, mult[k + 2], shift[k + 2], zp, lo, hi);",
+               "  out[k + 3] = (int8_t)aot_dw_s8_requant(a3, mult[k + 3], shift[k + 3], zp, lo, hi);",
                "}",
                "for (k = whole; k < c; ++k) {",
                "  int32_t v = bias[k];",
