@@ -47,18 +47,41 @@ def dw_model(H, W, C, k, stride, padding, mult=1, dilation=1, x_zp=-3, act="NONE
     return mb.finish(inputs=[x], outputs=[y]), (1, H, W, C)
 
 
-# name -> (model, whether the rule takes it)
+def conv1_model(H, W, O, kh, kw, stride, padding, x_zp=-128, seed=1):
+    """A CONV_2D whose input has one channel (KWS's first layer): every output channel reads it."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, H, W, 1], "int8", scale=0.05, zero_point=x_zp)
+    ws = (10.0 ** rng.uniform(-4, 1, O)).astype(np.float32)
+    w = mb.tensor("w", [O, kh, kw, 1], "int8", data=rng.integers(-127, 128, (O, kh, kw, 1)).astype(np.int8),
+                  scale=ws, zero_point=[0] * O, quantized_dimension=0)
+    b = mb.tensor("b", [O], "int32", data=rng.integers(-5000, 5000, O).astype(np.int32), scale=0.05 * ws,
+                  zero_point=[0] * O)
+    Ho = -(-H // stride) if padding == "SAME" else (H - kh) // stride + 1
+    Wo = -(-W // stride) if padding == "SAME" else (W - kw) // stride + 1
+    y = mb.tensor("y", [1, Ho, Wo, O], "int8", scale=0.4, zero_point=-7)
+    mb.op("CONV_2D", [x, w, b], [y], padding=padding, stride_h=stride, stride_w=stride,
+          fused_activation_function="RELU")
+    return mb.finish(inputs=[x], outputs=[y]), (1, H, W, 1)
+
+
+# name -> (model, the variants the rule gives it)
 CASES = {
+    # one input channel broadcast to every output channel (a_k = 0), KWS's 10x4 stride-2 window:
+    # Helium only (the DSP body is run below with the rule's choice overridden)
+    "conv1_o17_10x4_same_s2": (lambda: conv1_model(13, 7, 17, 10, 4, 2, "SAME"), {"mve"}),
+    "conv1_o8_3x3_valid_s1": (lambda: conv1_model(6, 5, 8, 3, 3, 1, "VALID", x_zp=9), {"mve"}),
+    "conv1_o3_3x3_same_s1": (lambda: conv1_model(5, 6, 3, 3, 3, 1, "SAME"), {"mve"}),
     # one channel: a plain conv with its requantisation folded to constants, left to the other rules
-    "c1_same_s1": (lambda: dw_model(5, 6, 1, 3, 1, "SAME"), False),
-    "c3_same_s2": (lambda: dw_model(7, 8, 3, 3, 2, "SAME", x_zp=-128), True),
-    "c15_valid_s1": (lambda: dw_model(6, 5, 15, 3, 1, "VALID", x_zp=127, act="RELU"), True),
-    "c16_same_s2": (lambda: dw_model(9, 7, 16, 3, 2, "SAME", act="RELU6"), True),
-    "c17_same_s1": (lambda: dw_model(5, 5, 17, 3, 1, "SAME", x_zp=0), True),
-    "c33_valid_s2": (lambda: dw_model(9, 9, 33, 3, 2, "VALID", x_zp=100), True),
-    "c33_5x5_same_s1": (lambda: dw_model(6, 7, 33, 5, 1, "SAME", x_zp=-77), True),
-    "c17_dilation2_same": (lambda: dw_model(8, 9, 17, 3, 1, "SAME", dilation=2), True),
-    "c8_mult2_same": (lambda: dw_model(6, 6, 8, 3, 1, "SAME", mult=2), False),     # depth multiplier: skipped
+    "c1_same_s1": (lambda: dw_model(5, 6, 1, 3, 1, "SAME"), set()),
+    "c3_same_s2": (lambda: dw_model(7, 8, 3, 3, 2, "SAME", x_zp=-128), {"mve", "dsp"}),
+    "c15_valid_s1": (lambda: dw_model(6, 5, 15, 3, 1, "VALID", x_zp=127, act="RELU"), {"mve", "dsp"}),
+    "c16_same_s2": (lambda: dw_model(9, 7, 16, 3, 2, "SAME", act="RELU6"), {"mve", "dsp"}),
+    "c17_same_s1": (lambda: dw_model(5, 5, 17, 3, 1, "SAME", x_zp=0), {"mve", "dsp"}),
+    "c33_valid_s2": (lambda: dw_model(9, 9, 33, 3, 2, "VALID", x_zp=100), {"mve", "dsp"}),
+    "c33_5x5_same_s1": (lambda: dw_model(6, 7, 33, 5, 1, "SAME", x_zp=-77), {"mve", "dsp"}),
+    "c17_dilation2_same": (lambda: dw_model(8, 9, 17, 3, 1, "SAME", dilation=2), {"mve", "dsp"}),
+    "c8_mult2_same": (lambda: dw_model(6, 6, 8, 3, 1, "SAME", mult=2), set()),     # depth multiplier: skipped
 }
 
 
@@ -98,22 +121,29 @@ def test_dw_s8_refuses_a_nest_that_is_not_the_pattern():
 
 
 def test_the_verifier_checks_the_whole_window_a_dw_call_reads():
-    """A dw_s8 call whose window rows run past the input is refused, though its first element is in."""
-    from aot.tir.expr import Const, Load
+    """A dw_s8 call whose window rows run past the input is refused, though its first element is
+    in; with a broadcast input (a_k = 0) the channels do not move along it."""
+    from aot.tir.expr import Call, Const, Load
     from aot.tir.stmt import Buffer, Evaluate, PrimFunc
-    from aot.tir.expr import Call
     from aot.tir.verify import AccessError, verify_accesses
-    x, w, o = Buffer("x", "int8", (40,)), Buffer("w", "int8", (36,)), Buffer("o", "int8", (4,))
+    w, o = Buffer("w", "int8", (36,)), Buffer("o", "int8", (4,))
     bias, m, s = (Buffer(n, "int32", (4,)) for n in ("bias", "m", "s"))
 
-    def func(rows):
-        i = [Const(v, "int32") for v in (4, 3, rows, 3, 12, 4, 12, 4, 0, 0, -128, 127)]
-        call = Call("dw_s8", [Load(o, 0), Load(x, 0), Load(w, 0), Load(bias, 0), Load(m, 0), Load(s, 0), *i[:1],
-                              i[2], i[3], i[4], i[5], i[6], i[7], i[8], i[9], i[10], i[11]], "int32")
+    def func(rows, a_k, x_size):
+        # c kh kw a_row a_col b_row b_col a_k off zp lo hi: a 3-column window of 4 channels
+        x = Buffer("x", "int8", (x_size,))
+        i = [Const(v, "int32") for v in (4, rows, 3, 12, 4, 12, 4, a_k, 0, 0, -128, 127)]
+        call = Call("dw_s8", [Load(o, 0), Load(x, 0), Load(w, 0), Load(bias, 0), Load(m, 0), Load(s, 0), *i],
+                    "int32")
         return PrimFunc("f", [x, w, bias, m, s, o], Evaluate(call), 5)
-    assert verify_accesses(func(3)).checked > 0
-    with pytest.raises(AccessError, match=r"x\[0..39\]|x\[.*\] is outside"):
-        verify_accesses(func(4))
+    assert verify_accesses(func(3, 1, 36)).checked > 0          # last element 2*12 + 2*4 + 3 = 35
+    with pytest.raises(AccessError, match=r"x\[0..35\]|x\[.*\] is outside"):
+        verify_accesses(func(3, 1, 35))
+    with pytest.raises(AccessError, match=r"x\[0..35\]|x\[.*\] is outside"):
+        verify_accesses(func(4, 1, 36))
+    assert verify_accesses(func(3, 0, 33)).checked > 0          # broadcast: last element 2*12 + 2*4
+    with pytest.raises(AccessError, match=r"x\[0..31\]|x\[.*\] is outside"):
+        verify_accesses(func(3, 0, 32))
 
 
 @tflm
@@ -123,7 +153,7 @@ def test_dw_plain_body_on_the_host_is_bit_exact(name):
     build, takes = CASES[name]
     model, shape = build()
     res = aot.compile(model, target="c -mcpu=cortex-m55", in_place=False)
-    assert ("dw_s8 (mve)" in _schedules(res)) == takes
+    assert ("dw_s8 (mve)" in _schedules(res)) == ("mve" in takes)
     _check(res, _feeds(shape), model, sanitize=True)
 
 
@@ -166,13 +196,18 @@ def test_dw_kernels_compile_warning_free(cc, flags, tmp_path):
 @pytest.mark.board
 @pytest.mark.parametrize("board", sorted(BOARDS))
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_dw_microkernel_on_cortex_m_is_bit_exact(name, board):
-    """The DSP body on qemu-cortex-m4, the Helium body on qemu-cortex-m55."""
+def test_dw_microkernel_on_cortex_m_is_bit_exact(name, board, monkeypatch):
+    """The DSP body on qemu-cortex-m4, the Helium body on qemu-cortex-m55; the DSP body's
+    broadcast input too, which the rule leaves to the register tiles."""
     import aot
+    from aot.schedules import arm_dw
     build, takes = CASES[name]
+    if name.startswith("conv1_"):
+        monkeypatch.setattr(arm_dw, "_broadcast_pays", lambda *a: True)
+        takes = {"mve", "dsp"}
     model, shape = build()
     res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}", in_place=False)
-    assert (f"dw_s8 ({BOARDS[board]})" in _schedules(res)) == takes
+    assert (f"dw_s8 ({BOARDS[board]})" in _schedules(res)) == (BOARDS[board] in takes)
     feeds = _feeds(shape, 2)
     _check(res, feeds, model, board=board)
     # and the plain loop nest (target "c": no micro-kernel) on the same board, output for output

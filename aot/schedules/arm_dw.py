@@ -5,8 +5,10 @@ of arm.py, which then leave the kernel alone (its schedule is recorded in func.a
 
 The weights come from TFLite as [C, KH, KW, 1]; they are packed tap-major ([.., KH, KW, .., C],
 pack_layout over the whole channel dimension) so that a tap's channels are consecutive, as the
-input's are in NHWC. A depth multiplier above one (output channel k reads input channel k / M),
-a per-tensor requantisation, or a core with neither extension keeps the other rules.
+input's are in NHWC. A conv whose input has one channel (KWS's first layer) is the same call on Helium, its
+input broadcast to every output channel (a_k = 0). A depth multiplier above one on more than one
+input channel (output channel k reads input channel k / M), a per-tensor requantisation, or a
+core with neither extension keeps the other rules.
 
 A depthwise conv staged to write over its input (aot/schedules/inplace_conv.py, issue 16) is
 staged STAGE_BLOCK channels at a time on these cores (staging_block, which the executor asks):
@@ -53,11 +55,22 @@ def _operands(red):
     return tuple(ld for ld, _ in (_int8_operand(s.value.b.a), _int8_operand(s.value.b.b)) if ld is not None)
 
 
+def _broadcast_pays(operands, chan, variant):
+    """A conv whose input every output channel reads (a_k = 0) takes the call only when that
+    input has one channel and on Helium: a pointwise conv's input-channel reduction is dot_s8's,
+    and on KWS's first layer the DSP body (1.64M instructions) lost to the CPU rules' register
+    tiles (1.23M) where Helium's won (0.49M against 1.31M)."""
+    for ld in operands:
+        if const_value(chan.extent) != 1 and _step(flat_index(ld), chan.var) == 0:
+            return variant == "mve" and ld.buffer.shape[-1] == 1
+    return True
+
+
 def _pack_weights(func, chan, red):
     """func with the constant operand that does not run along the channel loop stored with its
     channel dimension innermost; func itself when none needs it; None when one cannot be."""
     for ld in _operands(red):
-        if _step(flat_index(ld), chan.var) in (1, None) or const_value(chan.extent) == 1:
+        if _step(flat_index(ld), chan.var) in (0, 1, None) or const_value(chan.extent) == 1:
             continue
         param = next((k for k, b in enumerate(func.params) if b is ld.buffer), None)
         dims = [d for d, i in enumerate(ld.indices) if any(isinstance(x, Var) and x is chan.var for x in walk(i))]
@@ -89,6 +102,8 @@ def tensorize_depthwise(func, target):
         return func
     loops, red, _ = found
     chan = loops[-1]
+    if not _broadcast_pays(_operands(red), chan, variant):
+        return func
     packed = _pack_weights(func, chan, red)
     if packed is None:
         return func

@@ -4,10 +4,13 @@ A depthwise conv in NHWC reads, at each window tap, the input's channels one aft
 with the weights stored tap-major (HWC: the schedule packs TFLite's 1HWC/OHWI constant so) the
 weights too. So the channel loop, with the window and the requantisation under it, is one call:
 
-  dw_s8(out, a, b, bias, mult, shift, c, kh, kw, a_row, a_col, b_row, b_col, off, zp, lo, hi)
+  dw_s8(out, a, b, bias, mult, shift, c, kh, kw, a_row, a_col, b_row, b_col, a_k, off, zp, lo, hi)
   out[k] = clamp(MBQM(bias[k] + sum over r < kh, s < kw of
-                      ((int32)a[r*a_row + s*a_col + k] + off) * (int32)b[r*b_row + s*b_col + k],
+                      ((int32)a[r*a_row + s*a_col + k*a_k] + off) * (int32)b[r*b_row + s*b_col + k],
                       mult[k], shift[k]) + zp, lo, hi)            for k < c
+
+a_k is 1, or 0 for an input of one channel that every output channel reads (a conv whose input
+has one channel, KWS's first layer: a depthwise conv with a depth multiplier of C).
 
 MBQM is TFLite's MultiplyByQuantizedMultiplier with per-channel multiplier and shift; a clipped
 window at a padded border only moves the pointers and shortens kh, kw. Bodies:
@@ -74,7 +77,7 @@ def _requant_parts(value, acc):
 def _taps(load_a, load_b):
     """The Helium window loop over one block of eight channels (the loads given)."""
     return ["    for (r = 0; r < kh; ++r) {",
-            "      const int8_t* pa = a + r * a_row + k;",
+            "      const int8_t* pa = a + r * a_row + k * a_k;",
             "      const int8_t* pb = b + r * b_row + k;",
             "      for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
             f"        int16x8_t xa = vaddq_n_s16({load_a}, (int16_t)off);",   # |x + off| <= 255
@@ -85,6 +88,11 @@ def _taps(load_a, load_b):
             "    }"]
 
 
+# the DSP body's four accumulators of channels k .. k+3, requantised and stored
+_requant4 = [f"  out[{i}] = (int8_t)aot_dw_s8_requant(a{j}, mult[{i}], shift[{i}], zp, lo, hi);"
+             for j, i in enumerate(("k", "k + 1", "k + 2", "k + 3"))]
+
+
 @register_intrin
 class DwS8(TensorIntrin):
     name = "dw_s8"
@@ -92,11 +100,11 @@ class DwS8(TensorIntrin):
     written_args = (0,)
 
     def footprints(self, args):
-        c, kh, kw, a_row, a_col, b_row, b_col = args[6:13]
+        c, kh, kw, a_row, a_col, b_row, b_col, a_k = args[6:14]
         one = _i32(1)
         last_c = c - one
         return [(args[0], last_c), (args[3], last_c), (args[4], last_c), (args[5], last_c),
-                (args[1], (kh - one) * a_row + (kw - one) * a_col + last_c),
+                (args[1], (kh - one) * a_row + (kw - one) * a_col + last_c * a_k),
                 (args[2], (kh - one) * b_row + (kw - one) * b_col + last_c)]
 
     def match(self, loop, acc=None):
@@ -145,9 +153,10 @@ class DwS8(TensorIntrin):
         c = loop.extent
         many = const_value(c) != 1
         strides = []
+        a_k = _step(flat_index(xa), loop.var) if many else 1
         for ld in (xa, xb):
             flat = flat_index(ld)
-            if many and _step(flat, loop.var) != 1:
+            if many and _step(flat, loop.var) != 1 and not (ld is xa and a_k == 0):
                 return None, f"{ld.buffer.name} is not contiguous along the channels"
             for lp in window:
                 st = 0 if lp is None else _step(flat, lp.var)
@@ -167,7 +176,7 @@ class DwS8(TensorIntrin):
                for lp in window]
         return [base(stores), base(xa), base(xb), base(bias), base(mult), base(shift),
                 c if c.dtype == "int32" else Cast("int32", c), *ext, strides[0], strides[1], strides[2], strides[3],
-                _i32(ox), _i32(zp), _i32(lo), _i32(hi)], None
+                _i32(a_k), _i32(ox), _i32(zp), _i32(lo), _i32(hi)], None
 
     def variant_for(self, mcpu):
         if mcpu in _MVE_CPUS:
@@ -177,7 +186,7 @@ class DwS8(TensorIntrin):
     def signature(self):
         return ("int32_t aot_dw_s8(int8_t* out, const int8_t* a, const int8_t* b, const int32_t* bias, "
                 "const int32_t* mult, const int32_t* shift, int32_t c, int32_t kh, int32_t kw, int32_t a_row, "
-                "int32_t a_col, int32_t b_row, int32_t b_col, int32_t off, int32_t zp, int32_t lo, int32_t hi)")
+                "int32_t a_col, int32_t b_row, int32_t b_col, int32_t a_k, int32_t off, int32_t zp, int32_t lo, int32_t hi)")
 
     def includes(self):
         return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
@@ -213,6 +222,15 @@ class DwS8(TensorIntrin):
             "  return __sxtab16(off2, (int32_t)((x >> 8) | (x << 24)));",
             "#endif",
             "}",
+            "static inline int32_t aot_dw_s8_odd0(uint32_t x) {",
+            "#if defined(__GNUC__)",
+            "  int32_t r;",
+            '  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));',
+            "  return r;",
+            "#else",
+            "  return __sxtb16((int32_t)((x >> 8) | (x << 24)));",
+            "#endif",
+            "}",
             "#endif",
         ]
         return "\n".join(helper + odd) + "\n" + super().c_source()
@@ -228,7 +246,11 @@ class DwS8(TensorIntrin):
                "  int16x8_t v16 = vdupq_n_s16(0);",
                "  acc[0] = vldrwq_gather_shifted_offset_z_s32(bias + k, even, pe);",        # channels 0, 2, 4, 6
                "  acc[1] = vldrwq_gather_shifted_offset_z_s32(bias + k + 1, even, po);",    # channels 1, 3, 5, 7
-               "  if (n >= 8) {",                                 # a whole block: no predicate to keep
+               "  if (a_k == 0 && n >= 8) {",                     # one input channel for all
+               *_taps("vdupq_n_s16((int16_t)*pa)", "vldrbq_s16(pb)"),
+               "  } else if (a_k == 0) {",
+               *_taps("vdupq_n_s16((int16_t)*pa)", "vldrbq_z_s16(pb, p)"),
+               "  } else if (n >= 8) {",                          # a whole block: no predicate to keep
                *_taps("vldrbq_s16(pa)", "vldrbq_s16(pb)"),
                "  } else {",
                *_taps("vldrbq_z_s16(pa, p)", "vldrbq_z_s16(pb, p)"),
@@ -251,7 +273,27 @@ class DwS8(TensorIntrin):
         dsp = ["int32_t k, r, s;",
                "int32_t whole = c - c % 4;",                      # channels in whole words
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
-               "for (k = 0; k < whole; k += 4) {",
+               "for (k = 0; k < whole && a_k == 0; k += 4) {",    # one input value for all channels
+               "  int32_t a0 = bias[k], a1 = bias[k + 1], a2 = bias[k + 2], a3 = bias[k + 3];",
+               "  for (r = 0; r < kh; ++r) {",
+               "    const int8_t* pa = a + r * a_row;",
+               "    const int8_t* pb = b + r * b_row + k;",
+               "    for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
+               "      int32_t v = (int32_t)*pa + off;",            # in the bottom int16 lane
+               "      uint32_t xb;",
+               "      int32_t eb, ob;",
+               "      memcpy(&xb, pb, 4);",
+               "      eb = __sxtb16((int32_t)xb);",
+               "      ob = aot_dw_s8_odd0(xb);",
+               "      a0 = __smlabb(v, eb, a0);",
+               "      a2 = __smlabt(v, eb, a2);",
+               "      a1 = __smlabb(v, ob, a1);",
+               "      a3 = __smlabt(v, ob, a3);",
+               "    }",
+               "  }",
+               *_requant4,
+               "}",
+               "for (k = 0; k < whole && a_k != 0; k += 4) {",
                "  int32_t a0 = bias[k], a1 = bias[k + 1], a2 = bias[k + 2], a3 = bias[k + 3];",
                "  for (r = 0; r < kh; ++r) {",
                "    const int8_t* pa = a + r * a_row + k;",
@@ -264,23 +306,20 @@ class DwS8(TensorIntrin):
                "      ea = __sxtab16(off2, (int32_t)xa);",                            # channels 0, 2
                "      oa = aot_dw_s8_odd(off2, xa);",                                # channels 1, 3
                "      eb = __sxtb16((int32_t)xb);",
-               "      ob = aot_dw_s8_odd(0, xb);",
+               "      ob = aot_dw_s8_odd0(xb);",
                "      a0 = __smlabb(ea, eb, a0);",
                "      a2 = __smlatt(ea, eb, a2);",
                "      a1 = __smlabb(oa, ob, a1);",
                "      a3 = __smlatt(oa, ob, a3);",
                "    }",
                "  }",
-               "  out[k] = (int8_t)aot_dw_s8_requant(a0, mult[k], shift[k], zp, lo, hi);",
-               "  out[k + 1] = (int8_t)aot_dw_s8_requant(a1, mult[k + 1], shift[k + 1], zp, lo, hi);",
-               "  out[k + 2] = (int8_t)aot_dw_s8_requant(a2, mult[k + 2], shift[k + 2], zp, lo, hi);",
-               "  out[k + 3] = (int8_t)aot_dw_s8_requant(a3, mult[k + 3], shift[k + 3], zp, lo, hi);",
+               *_requant4,
                "}",
                "for (k = whole; k < c; ++k) {",
                "  int32_t v = bias[k];",
                "  for (r = 0; r < kh; ++r) {",
                "    for (s = 0; s < kw; ++s) {",
-               "      v += ((int32_t)a[r * a_row + s * a_col + k] + off) * (int32_t)b[r * b_row + s * b_col + k];",
+               "      v += ((int32_t)a[r * a_row + s * a_col + k * a_k] + off) * (int32_t)b[r * b_row + s * b_col + k];",
                "    }",
                "  }",
                "  out[k] = (int8_t)aot_dw_s8_requant(v, mult[k], shift[k], zp, lo, hi);",
@@ -291,7 +330,7 @@ class DwS8(TensorIntrin):
                  "  int32_t v = bias[k];",
                  "  for (r = 0; r < kh; ++r) {",
                  "    for (s = 0; s < kw; ++s) {",
-                 "      v += ((int32_t)a[r * a_row + s * a_col + k] + off) * (int32_t)b[r * b_row + s * b_col + k];",
+                 "      v += ((int32_t)a[r * a_row + s * a_col + k * a_k] + off) * (int32_t)b[r * b_row + s * b_col + k];",
                  "    }",
                  "  }",
                  "  out[k] = (int8_t)aot_dw_s8_requant(v, mult[k], shift[k], zp, lo, hi);",
