@@ -117,10 +117,12 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
     read of the input (compute into a scratch buffer, then copy back); the output is never
     read and no index reads either; input and output have one shape; and there is a set of
     dimensions D, one per loop of V with more than one iteration, such that every read of the
-    input and every store to the output has exactly that loop's variable as its coordinate in
-    its dimension, with its other coordinates proven inside their dimensions. Iteration v then
-    touches only the elements whose D coordinates are v: no later iteration reads what an
-    earlier one wrote back, and within an iteration all reads come before the write-back.
+    input and every store to the output has B*v + rest as its coordinate in that loop's
+    dimension (v the loop's variable, B the dimension's block, 1 unless staged a block at a
+    time, rest proven in [0, B)), with its other coordinates proven inside their dimensions.
+    Iteration v then touches only the elements whose D coordinates lie in its block: no later
+    iteration reads what an earlier one wrote back, and within an iteration all reads come
+    before the write-back.
 
     delta: the input lies `delta` elements into the output's storage instead (a pointwise conv
     that widens its channels, its input at the end of its output). The shapes may then differ
