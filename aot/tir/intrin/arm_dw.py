@@ -16,8 +16,9 @@ MBQM is TFLite's MultiplyByQuantizedMultiplier with per-channel multiplier and s
 window at a padded border only moves the pointers and shortens kh, kw. Bodies:
 - Helium (MVE): eight channels a step, int8 loads widened to int16 (vldrb.s16, the offset added
   there), their products widened into two int32 vectors of the even and odd channels (vmullb,
-  vmullt), which the bias, multipliers and shifts are gathered to match; the last block
-  predicated (vctp); the requantisation vectorised too: vqrdmulh is
+  vmullt), which the bias, multipliers and shifts are loaded to match (de-interleaved by vld2,
+  gathered in the last block, which is predicated: vctp); the requantisation vectorised too:
+  vqrdmulh is
   gemmlowp's SaturatingRoundingDoublingHighMul exactly (floor((ab + 2^30) / 2^31), saturating
   only at INT32_MIN^2 as gemmlowp does), and RoundingDivideByPOT (half away from zero) is
   vrshl's half-up rounding after subtracting one from negative values when the shift is nonzero;
@@ -82,8 +83,8 @@ def _taps(load_a, load_b):
             "      for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
             f"        int16x8_t xa = vaddq_n_s16({load_a}, (int16_t)off);",   # |x + off| <= 255
             f"        int16x8_t xb = {load_b};",
-            "        acc[0] = vaddq_s32(acc[0], vmullbq_int_s16(xa, xb));",
-            "        acc[1] = vaddq_s32(acc[1], vmulltq_int_s16(xa, xb));",
+            "        acc.val[0] = vaddq_s32(acc.val[0], vmullbq_int_s16(xa, xb));",
+            "        acc.val[1] = vaddq_s32(acc.val[1], vmulltq_int_s16(xa, xb));",
             "      }",
             "    }"]
 
@@ -240,12 +241,23 @@ class DwS8(TensorIntrin):
                "const int32x4_t z = vdupq_n_s32(0);",
                "const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);",     # word offsets 0, 2, 4, 6
                "for (k = 0; k < c; k += 8) {",
-               "  uint32_t n = (uint32_t)(c - k);",                # the last block: lanes past c off
-               "  mve_pred16_t p = vctp16q(n), pe = vctp32q((n + 1) / 2), po = vctp32q(n / 2);",
-               "  int32x4_t acc[2];",
+               "  uint32_t n = (uint32_t)(c - k);",
+               "  mve_pred16_t p = vctp16q(n);",                  # the last block: lanes past c off
+               "  int32x4x2_t acc, m2, sh2;",                     # [0]: channels 0, 2, 4, 6; [1]: 1, 3, 5, 7
                "  int16x8_t v16 = vdupq_n_s16(0);",
-               "  acc[0] = vldrwq_gather_shifted_offset_z_s32(bias + k, even, pe);",        # channels 0, 2, 4, 6
-               "  acc[1] = vldrwq_gather_shifted_offset_z_s32(bias + k + 1, even, po);",    # channels 1, 3, 5, 7
+               "  if (n >= 8) {",                                 # a whole block: de-interleaving loads
+               "    acc = vld2q_s32(bias + k);",
+               "    m2 = vld2q_s32(mult + k);",
+               "    sh2 = vld2q_s32(shift + k);",
+               "  } else {",
+               "    mve_pred16_t pe = vctp32q((n + 1) / 2), po = vctp32q(n / 2);",
+               "    acc.val[0] = vldrwq_gather_shifted_offset_z_s32(bias + k, even, pe);",
+               "    acc.val[1] = vldrwq_gather_shifted_offset_z_s32(bias + k + 1, even, po);",
+               "    m2.val[0] = vldrwq_gather_shifted_offset_z_s32(mult + k, even, pe);",
+               "    m2.val[1] = vldrwq_gather_shifted_offset_z_s32(mult + k + 1, even, po);",
+               "    sh2.val[0] = vldrwq_gather_shifted_offset_z_s32(shift + k, even, pe);",
+               "    sh2.val[1] = vldrwq_gather_shifted_offset_z_s32(shift + k + 1, even, po);",
+               "  }",
                "  if (a_k == 0 && n >= 8) {",                     # one input channel for all
                *_taps("vdupq_n_s16((int16_t)*pa)", "vldrbq_s16(pb)"),
                "  } else if (a_k == 0) {",
@@ -255,12 +267,9 @@ class DwS8(TensorIntrin):
                "  } else {",
                *_taps("vldrbq_z_s16(pa, p)", "vldrbq_z_s16(pb, p)"),
                "  }",
-               "  for (r = 0; r < 2; ++r) {",
-               "    mve_pred16_t q = r ? po : pe;",
-               "    int32x4_t sh = vldrwq_gather_shifted_offset_z_s32(shift + k + r, even, q);",
-               "    int32x4_t m = vldrwq_gather_shifted_offset_z_s32(mult + k + r, even, q);",
-               "    int32x4_t right = vminq_s32(sh, z);",
-               "    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc[r], vmaxq_s32(sh, z)), m);",
+               "  for (r = 0; r < 2; ++r) {",                     # lanes past c: zeros, not stored
+               "    int32x4_t right = vminq_s32(sh2.val[r], z);",
+               "    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc.val[r], vmaxq_s32(sh2.val[r], z)), m2.val[r]);",
                # half away from zero: one less for a negative value, where a right shift follows
                "    v = vqaddq_s32(v, vandq_s32(vshrq_n_s32(v, 31), vshrq_n_s32(right, 31)));",
                "    v = vrshlq_s32(v, right);",
