@@ -195,7 +195,9 @@ class DwS8(TensorIntrin):
     def c_source(self):
         # the scalar requantisation the DSP and plain bodies share (gemmlowp's two steps, as the
         # renderer's aot_srdhm and aot_rdbpot compute them)
+        # each helper only where a body that uses it is the one compiled (clang warns of unused ones)
         helper = [
+            "#if !defined(__ARM_FEATURE_MVE)",
             "static inline int32_t aot_dw_s8_requant(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
             "int32_t hi) {",
             "  int32_t x = sh > 0 ? (int32_t)((uint32_t)v << sh) : v;",
@@ -209,11 +211,12 @@ class DwS8(TensorIntrin):
             "  q += zp;",
             "  return q < lo ? lo : (q > hi ? hi : q);",
             "}",
+            "#endif",
         ]
         # the odd bytes of a word sign-extended to two int16 lanes plus off2: SXTAB16 rotates its
         # operand itself, which neither compiler folds __sxtab16(a, ror(x, 8)) into
         odd = [
-            "#if defined(__ARM_FEATURE_DSP)",
+            "#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",
             "static inline int32_t aot_dw_s8_odd(int32_t off2, uint32_t x) {",
             "#if defined(__GNUC__)",
             "  int32_t r;",
