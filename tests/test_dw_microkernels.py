@@ -328,7 +328,8 @@ def test_staged_depthwise_plain_body_on_the_host_is_bit_exact(C):
     model, shape = dw_chain(6, 5, C, layers="ddpd")
     res = aot.compile(model, target="c -mcpu=cortex-m55")
     staged = [c.func.attrs.get("schedule") for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
-    assert staged == ["dw_s8 (mve)" if C % 4 == 0 else None, "dot_s8 (mve)"]
+    assert staged[0] == ("dw_s8 (mve)" if C % 4 == 0 else None)
+    assert staged[1].startswith("dot_s8") and staged[1].endswith("(mve)") and len(staged) == 2
     _check(res, _feeds(shape), model, sanitize=True)
 
 
@@ -342,5 +343,6 @@ def test_staged_depthwise_on_cortex_m_is_bit_exact(board):
     model, shape = dw_chain(6, 5, 64, layers="ddpd")
     res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
     staged = [c.func.attrs.get("schedule") for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
-    assert staged == [f"dw_s8 ({BOARDS[board]})", f"dot_s8 ({BOARDS[board]})"]
+    assert staged[0] == f"dw_s8 ({BOARDS[board]})" and staged[1].startswith("dot_s8")
+    assert staged[1].endswith(f"({BOARDS[board]})") and len(staged) == 2
     _check(res, _feeds(shape, 2), model, board=board)

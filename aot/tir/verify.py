@@ -163,8 +163,9 @@ def _expr(e, ranges, report, where, guarded, loops, cache):
             _check(e.buffer, e.index, ranges, report, where, loops, cache)
     if isinstance(e, Call) and not guarded:
         it = get_intrin(e.fn)
-        if it is not None:      # a micro-kernel reads n elements from each pointer: check the last one too
-            for ld, last in it.footprints(e.args):
+        if it is not None:      # a micro-kernel reads runs from each pointer: check the last element too
+            for k, last in it.last_offsets(e.args):
+                ld = e.args[k]
                 _check(ld.buffer, simplify(ld.index + cast(ld.index.dtype, last)), ranges, report, where, loops, cache)
     if isinstance(e, Select):
         _expr(e.cond, ranges, report, where, guarded, loops, cache)

@@ -100,13 +100,15 @@ class DwS8(TensorIntrin):
     pointer_args = (0, 1, 2, 3, 4, 5)
     written_args = (0,)
 
-    def footprints(self, args):
+    def last_offsets(self, args):
+        """The output and per-channel arrays: c elements; input and weights: the window's far corner
+        (the strides are non-negative, so every access lies between the first and that one)."""
         c, kh, kw, a_row, a_col, b_row, b_col, a_k = args[6:14]
         one = _i32(1)
         last_c = c - one
-        return [(args[0], last_c), (args[3], last_c), (args[4], last_c), (args[5], last_c),
-                (args[1], (kh - one) * a_row + (kw - one) * a_col + last_c * a_k),
-                (args[2], (kh - one) * b_row + (kw - one) * b_col + last_c)]
+        return [(0, last_c), (3, last_c), (4, last_c), (5, last_c),
+                (1, (kh - one) * a_row + (kw - one) * a_col + last_c * a_k),
+                (2, (kh - one) * b_row + (kw - one) * b_col + last_c)]
 
     def match(self, loop, acc=None):
         """loop (the output channels of one pixel) around: acc = 0; the window's loops

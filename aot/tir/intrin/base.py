@@ -11,17 +11,15 @@ class TensorIntrin:
     the ACLE feature macro that enables them, in the order tried ('plain' last, no macro)."""
     name = ""
     dtype = "int32"          # the value the call returns
+    written_args = ()        # positions of the pointer arguments it stores through (an Evaluate's call)
     pointer_args = ()        # positions of the arguments that are pointers (a Load: &buf[index])
     extent_arg = 0           # the argument holding how many consecutive elements each pointer spans
 
-    written_args = ()        # positions of the pointer arguments it stores through (an Evaluate's call)
-
-    def footprints(self, args) -> list:
-        """[(pointer argument, offset of the last element it touches from the first)]: what the
-        verifier (aot/tir/verify.py) proves in bounds besides the first elements themselves.
-        The accesses between must lie between the two (non-negative strides)."""
-        last = args[self.extent_arg] - Const(1, args[self.extent_arg].dtype)
-        return [(args[k], last) for k in self.pointer_args]
+    def last_offsets(self, args) -> list:
+        """[(pointer argument position, the offset of the last element it reads)]: what the
+        verifier checks besides the first element (default: one run of args[extent_arg])."""
+        n = args[self.extent_arg]
+        return [(k, n - Const(1, n.dtype)) for k in self.pointer_args]
 
     def match(self, loop, acc):
         """(args, None) when loop (a For) is an instance of the pattern accumulating into the
