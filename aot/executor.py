@@ -22,6 +22,7 @@ from .tir.flatten import flatten
 from .tir.legalize import legalize
 from .tir.stmt import PrimFunc
 from .tir.inplace import writes_over, writes_over_in_order, writes_over_staged
+from .schedules.arm_dw import staging_block
 from .schedules.inplace_conv import stage_in_place
 from .tir.verify import AccessReport, verify_accesses
 
@@ -212,7 +213,8 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             layouts = {}
         elif ext is None:
             func, params = lower_group(g, fname)
-            staged = (_staged_in_place(func, params, g, step, lives, len(kernels), set(in_index) | set(out_root))
+            staged = (_staged_in_place(func, params, g, step, lives, len(kernels), set(in_index) | set(out_root),
+                                       staging_block(target))
                       if in_place and not target.is_device and step in worth_staging else None)
             if staged:
                 func = staged[0]
@@ -427,7 +429,7 @@ def _shrunk_in_place(func, plain, params, g, step, lives, n_kernels, io_ids):
     return func, None
 
 
-def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids):
+def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=1):
     """(func staged to write over an input that dies here, that input's index, scratch bytes)
     when aot/schedules/inplace_conv.py can stage the kernel and aot/tir/inplace.py proves the
     staged kernel safe; else None."""
@@ -442,7 +444,7 @@ def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids):
                 or lives[id(r)].interval(n_kernels)[1] != step \
                 or sum(x is not None and alias_root(x) is r for x in params) != 1:
             continue
-        got = stage_in_place(func, k, len(params))
+        got = stage_in_place(func, k, len(params), block=block)
         if got is None:
             continue
         staged, n = got

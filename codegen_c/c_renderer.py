@@ -351,6 +351,9 @@ class CRenderer(StmtVisitor):
             self.block(s.else_)
         self.emit("}")
 
+    def visit_Evaluate(self, s):
+        self.emit(f"(void){self.expr(s.call)};")
+
     def visit_Barrier(self, s):
         if self.barrier_text is None:
             raise AotError(f"{self.func_name}: a barrier needs a target with GPU threads, not {self.name}")

@@ -9,6 +9,7 @@ here that registers its rules; lowering and the renderers do not change.
 from __future__ import annotations
 
 from ..tir.flatten import flatten
+from . import arm_dw  # noqa: F401,I001  first: its rule runs before arm.py's
 from . import arm, cpu, gpu  # noqa: F401  register the Arm, CPU and GPU rules
 from .registry import register, rules_for  # noqa: F401
 

@@ -61,12 +61,20 @@ def coords(indices, shape, fixed=None):
         if k == 0:
             continue
         dims = [d for d in range(len(shape)) if strides[d] == k and shape[d] > 1]
+        if not dims:      # m * stride_d with 1 < m < shape_d: a blocked loop (outer * m + inner) in dim d
+            dims = [d for d in range(len(shape)) if k % strides[d] == 0 and 1 < k // strides[d] < shape[d]]
         if not isinstance(atom, Var) or len(dims) != 1:
             return None
-        per[dims[0]].append(atom)
-    if any(len(p) > 1 for p in per):
-        return None
-    return [p[0] if p else Const(0, "int32") for p in per]
+        per[dims[0]].append(atom if k == strides[dims[0]] else atom * Const(k // strides[dims[0]], atom.dtype))
+    if any(len(p) > 1 and all(isinstance(x, Var) for x in p) for p in per):
+        return None       # two loops with the stride of one dimension
+    out = []
+    for p in per:
+        e = p[0] if p else Const(0, "int32")
+        for x in p[1:]:
+            e = e + x
+        out.append(e)
+    return out
 
 
 class _Accesses:
@@ -109,17 +117,19 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
     read of the input (compute into a scratch buffer, then copy back); the output is never
     read and no index reads either; input and output have one shape; and there is a set of
     dimensions D, one per loop of V with more than one iteration, such that every read of the
-    input and every store to the output has exactly that loop's variable as its coordinate in
-    its dimension, with its other coordinates proven inside their dimensions. Iteration v then
-    touches only the elements whose D coordinates are v: no later iteration reads what an
-    earlier one wrote back, and within an iteration all reads come before the write-back.
+    input and every store to the output has B*v + rest as its coordinate in that loop's
+    dimension (v the loop's variable, B the dimension's block, 1 unless staged a block at a
+    time, rest proven in [0, B)), with its other coordinates proven inside their dimensions.
+    Iteration v then touches only the elements whose D coordinates lie in its block: no later
+    iteration reads what an earlier one wrote back, and within an iteration all reads come
+    before the write-back.
 
     delta: the input lies `delta` elements into the output's storage instead (a pointwise conv
     that widens its channels, its input at the end of its output). The shapes may then differ
     outside D, and every element the write-back of iteration v stores is enumerated: the input
     element at its address, if any, must belong to an iteration no later than v."""
     from .expr import Var
-    from .simplify import bounds, const_value, loop_ranges
+    from .simplify import bounds, const_value, from_linear, linear_form, loop_ranges
     from .stmt import For, Seq
     from .verify import _endpoints
     (in_buf,) = in_bufs if len(in_bufs) == 1 else (None,)
@@ -167,16 +177,19 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
     first = coords((writes[0][1].index,), out_buf.shape, fixed)
     if first is None:
         return False
+    block = {}          # dim -> B: iteration v of its loop touches coordinates B*v .. B*v + B-1
     for d, e in enumerate(first):
-        if isinstance(e, Var) and id(e) in dim_of:
-            if dim_of[id(e)] is not None:
+        form = linear_form(e)
+        own = [(a, k) for a, k in (form[0].values() if form else ()) if isinstance(a, Var) and id(a) in dim_of]
+        if len(own) == 1 and own[0][1] >= 1:
+            if dim_of[id(own[0][0])] is not None:
                 return False
-            dim_of[id(e)] = d
+            dim_of[id(own[0][0])], block[d] = d, own[0][1]
     if not dim_of or any(d is None for d in dim_of.values()):
         return False
     D = {d: v for v, d in dim_of.items()}
     for lp in vloops:
-        if id(lp.var) in dim_of and const_value(lp.extent) > out_buf.shape[dim_of[id(lp.var)]]:
+        if id(lp.var) in dim_of and const_value(lp.extent) * block[dim_of[id(lp.var)]] > out_buf.shape[dim_of[id(lp.var)]]:
             return False
     for kind, x, loops, _ in acc.found:
         shape = (x.buffer if kind == "read" else out_buf).shape
@@ -187,8 +200,16 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
         for var, mn, ext in loops:
             ranges = loop_ranges(ranges, For(var, mn, ext, Seq([])))
         for d, e in enumerate(c):
-            if d in D:
-                if not (isinstance(e, Var) and id(e) == D[d]):
+            if d in D:      # e = B*v + rest, rest inside [0, B) and free of V's variables
+                form = linear_form(e)
+                if form is None or [k for a, k in form[0].values() if isinstance(a, Var) and id(a) == D[d]] != [block[d]]:
+                    return False
+                rest = from_linear({key: t for key, t in form[0].items() if not (isinstance(t[0], Var) and id(t[0]) == D[d])},
+                                   form[1], e.dtype)
+                if any(isinstance(x, Var) and id(x) in dim_of for x in walk(rest)):
+                    return False
+                span = bounds(rest, ranges)
+                if span is None or span[0] < 0 or span[1] >= block[d]:
                     return False
                 continue
             live = [(v, mn, ext) for v, mn, ext in loops if id(v) not in fixed]
@@ -198,6 +219,8 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
                 return False
     if any(in_buf.shape[d] != out_buf.shape[d] for d in D):
         return False
+    if delta is not None and any(b != 1 for b in block.values()):
+        return False
     return delta is None or _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed)
 
 
@@ -206,6 +229,7 @@ def _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed):
     (delta elements into the output) lies outside the input or belongs to an iteration of V no
     later than the one storing. Each store's loops must have constant bounds."""
     import numpy as np
+    from .expr import Const, Var
     from .simplify import const_value
     vars_ = [lp.var for lp in vloops if id(lp.var) in {v for v in D.values()}]
     radix = [const_value(lp.extent) for lp in vloops if id(lp.var) in {v for v in D.values()}]
@@ -219,6 +243,8 @@ def _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed):
         c = coords((st.index,), out_buf.shape, fixed)
         addr = np.zeros(grids[0].size if grids else 1, dtype=np.int64)
         stride = 1
+        if any(not isinstance(e, (Var, Const)) for e in c):
+            return False          # a blocked coordinate: not enumerated here
         for d in reversed(range(len(out_buf.shape))):
             e = c[d]
             if id(e) in value:

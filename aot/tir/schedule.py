@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import AotError
 from .expr import INDEX, Bin, Const, Load, Unary, Var, all_of, ge, lt, substitute, substituter, transform, walk
 from .simplify import const_value, from_linear, linear_form, loop_ranges, simplify
-from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
+from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, Evaluate, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
                    StmtVisitor, Store, map_exprs, own_exprs, walk_stmts)
 
 
@@ -382,7 +382,8 @@ def tensorize(s: Stmt, var: Var, intrin):
     under var), by one call of the tensor intrinsic (aot/tir/intrin/; a name or the object) that
     computes the whole sum: acc = acc + intrin(args). Refused unless the nest is exactly the
     intrinsic's pattern (its own check: operand types, contiguity along the nest's loops)
-    accumulating into a one-element buffer."""
+    accumulating into a one-element buffer. An intrinsic with written_args (dw_s8) replaces the
+    whole loop over var, its stores included, by one call statement (Evaluate)."""
     from .expr import Call
     from .intrin import TensorIntrin, get_intrin
     var = as_var(var)
@@ -393,6 +394,11 @@ def tensorize(s: Stmt, var: Var, intrin):
     def fn(x: For):
         if x.kind != "serial":
             raise ScheduleError(f"tensorize: loop {var.name} is {x.kind}, not serial")
+        if it.written_args:      # an intrinsic that stores its results itself: the loop becomes the call
+            args, why = it.match(x)
+            if args is None:
+                raise ScheduleError(f"tensorize: loop {var.name} is not {it.name}: {why}")
+            return Evaluate(Call(it.name, args, it.dtype))
         inner = x.body
         while isinstance(inner, For):      # a perfect nest under var may be one run (the intrinsic says)
             inner = inner.body

@@ -11,6 +11,7 @@ class TensorIntrin:
     the ACLE feature macro that enables them, in the order tried ('plain' last, no macro)."""
     name = ""
     dtype = "int32"          # the value the call returns
+    written_args = ()        # positions of the pointer arguments it stores through (an Evaluate's call)
     pointer_args = ()        # positions of the arguments that are pointers (a Load: &buf[index])
     extent_arg = 0           # the argument holding how many consecutive elements each pointer spans
 
