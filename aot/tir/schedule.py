@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AotError
-from .expr import INDEX, Bin, Const, Load, Unary, Var, all_of, ge, lt, substitute, transform, walk
+from .expr import INDEX, Bin, Call, Const, Load, Unary, Var, all_of, ge, is_float, lt, substitute, transform, walk
 from .simplify import const_value, from_linear, linear_form, loop_ranges, simplify
 from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
                    StmtVisitor, Store, map_exprs, own_exprs, walk_stmts)
@@ -802,3 +802,31 @@ def pack_layout(func: PrimFunc, param: int, dim: int, factor: int) -> PrimFunc:
 
 __all__ = ["ScheduleError", "as_var", "find_loops", "split", "fuse", "reorder", "fission",
            "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "cache_read", "cache_write", "pack_layout", "PackLayout"]
+
+
+def contract_fma(s: Stmt, var: Var):
+    """Inside loop `var`: every float accumulation into a local buffer, `a[i] = a[i] + x * y`,
+    becomes one fused multiply-add, fma(x, y, a[i]) (one rounding instead of two: C compilers contract only when
+    told to, and -std=c99 tells them not to). Only accumulator updates change, so the values
+    differ from the unfused ones by the rounding of the product alone. Loops marked for the C
+    compiler to vectorize keep a * b + c."""
+    var = as_var(var)
+
+    def fused(st):
+        v = st.value
+        if not (st.buffer.scope == "local" and is_float(st.buffer.dtype) and isinstance(v, Bin) and v.op == "+"):
+            return None
+        for acc, prod in ((v.a, v.b), (v.b, v.a)):
+            if isinstance(acc, Load) and acc.buffer is st.buffer and acc.index.key() == st.index.key() and \
+                    isinstance(prod, Bin) and prod.op == "*" and prod.dtype == st.buffer.dtype:
+                return Store(st.buffer, st.index, Call("fma", [prod.a, prod.b, acc], st.buffer.dtype))
+        return None
+
+    class _Fuse(StmtMutator):
+        def visit_Store(self, st):
+            return fused(st) or st
+
+        def visit_For(self, x):      # the C compiler vectorizes a * b + c better than fmaf (Helium)
+            return x if x.kind == "vectorize" else super().visit_For(x)
+
+    return _replace(s, var, lambda x: _Fuse().visit(x))
