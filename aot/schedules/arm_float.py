@@ -35,13 +35,14 @@ def float_tiles(func, target):
         return func
     simd = mcpu in FLOAT_SIMD
     func = cpu.register_tiles(func, cpu.MAX_TILE if simd else SCALAR_TILE)
-    nests = _nests(func.body)
-    if not simd:
-        for n, nest in enumerate(nests):
-            lanes = {id(x.var): x.var for x in walk_stmts(nest) if isinstance(x, For) and x.kind == "vectorize"}
-            for v in lanes.values():
-                nests[n] = simplify_stmt(unroll(nests[n], v, SCALAR_TILE))
-    return func.with_body(Seq(nests), attrs=dict(func.attrs, schedule=f"float tiles ({'vector' if simd else 'scalar'} lanes)"))
+    nests, vector = _nests(func.body), False
+    for n, nest in enumerate(nests):
+        lanes = {id(x.var): x.var for x in walk_stmts(nest) if isinstance(x, For) and x.kind == "vectorize"}
+        vector |= simd and bool(lanes)
+        for v in () if simd else lanes.values():
+            nests[n] = simplify_stmt(unroll(nests[n], v, SCALAR_TILE))
+    how = f"float tiles ({'vector' if vector else 'scalar'} lanes)"
+    return func.with_body(Seq(nests), attrs=dict(func.attrs, schedule=how))
 
 
 def fuse_multiply_adds(func, target):
