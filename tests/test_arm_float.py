@@ -154,3 +154,48 @@ def test_float_kernels_compile_warning_free_with_no_fmaf_call(cc, flags, tmp_pat
             text = asm.read_text()
             assert "fmaf" not in text
             assert ("vfma.f32" in text) == (fused and "-mfloat-abi=hard" in flags)
+
+
+def ds_block_model(C=32, H=10, W=6, seed=5):
+    """conv -> a DS-CNN block (depthwise 3x3, pointwise C->C, both with relu) -> mean, as KWS:
+    the block's convs are staged to write over their input (aot/schedules/inplace_conv.py)."""
+    rng = np.random.default_rng(seed)
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["t0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["t0"], ["a"]),
+             helper.make_node("Conv", ["a", "wd", "bd"], ["t1"], pads=[1, 1, 1, 1], group=C),
+             helper.make_node("Relu", ["t1"], ["b"]),
+             helper.make_node("Conv", ["b", "wp", "bp"], ["t2"]),
+             helper.make_node("Relu", ["t2"], ["c"]),
+             helper.make_node("ReduceMean", ["c"], ["y"], axes=[2, 3], keepdims=0)]
+    inits = [init("w0", _w(rng, C, 3, 3, 3)), init("wd", _w(rng, C, 1, 3, 3)), init("wp", _w(rng, C, C, 1, 1))] + \
+        [init(b, rng.standard_normal(C).astype(np.float32)) for b in ("b0", "bd", "bp")]
+    return make_model(nodes, [vi("x", [1, 3, H, W])], [vi("y", [1, C])], inits), (1, 3, H, W)
+
+
+@pytest.mark.parametrize("mcpu", ["cortex-m4", "cortex-m55"])
+def test_staged_pointwise_conv_keeps_register_tiles(mcpu):
+    """The staged pointwise conv computes a pixel's output channels in tiles of accumulators
+    (scalars on the M4, Helium lanes on the M55); the code matches onnxruntime on the host."""
+    import aot
+    model, shape = ds_block_model()
+    res = aot.compile(model.SerializeToString(), target=f"c -mcpu={mcpu}")
+    staged = [c for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
+    assert staged and all(c.func.attrs.get("schedule", "").startswith("float tiles") for c in staged)
+    pointwise = [c for c in staged if c.scratch_bytes == 32 * 4]
+    assert len(pointwise) == 1 and 1 in pointwise[0].func.attrs.get("layouts", {})    # weights packed
+    if mcpu == "cortex-m4":
+        assert not LANE_INDEXED.search(_lib1(res))
+    feeds = _feeds(shape)
+    _compare(model, feeds, aot.run(res, feeds, sanitize=True))
+
+
+@needs_boards
+@pytest.mark.board
+@pytest.mark.parametrize("board", ["qemu-cortex-m4", "qemu-cortex-m55"])
+def test_staged_float_block_on_cortex_m_matches_onnxruntime(board):
+    import aot
+    model, shape = ds_block_model()
+    res = aot.compile(model.SerializeToString(), target=f"c -mcpu={board.split('-', 1)[1]}")
+    assert any(getattr(c, "staged_over", None) is not None for c in res.plan.calls)
+    feeds = _feeds(shape)
+    _compare(model, feeds, aot.run(res, feeds, board=board))

@@ -10,9 +10,10 @@ contract a * b + c itself), except in the loops left to Helium, which vectorizes
 better (AD: 4.6x fewer instructions than with fmaf)."""
 from __future__ import annotations
 
+from ..tir.expr import walk
 from ..tir.schedule import contract_fma, unroll
 from ..tir.simplify import simplify_stmt
-from ..tir.stmt import For, Seq, walk_stmts
+from ..tir.stmt import For, Seq, StmtMutator, own_exprs, walk_stmts
 from . import cpu
 from .nests import accumulation, nests as _nests
 from .registry import register
@@ -22,8 +23,44 @@ FMA = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55", "cor
 SCALAR_TILE = 16
 
 
+def _inner_nests(nest):
+    """A staged kernel's accumulation nests (aot/schedules/inplace_conv.py: outer loops around
+    [the nest computing a slice into scratch, the copy back])."""
+    x = nest
+    while isinstance(x, For):
+        x = x.body
+    return [s for s in x.stmts if accumulation(s)] if isinstance(x, Seq) else []
+
+
 def _float_accumulation(func):
-    return any((found := accumulation(n)) and found[2].dtype == "float32" for n in _nests(func.body))
+    return any((found := accumulation(s)) and found[2].dtype == "float32"
+               for n in _nests(func.body) for s in [n] + _inner_nests(n))
+
+
+class _Graft(StmtMutator):
+    def __init__(self, old, new):
+        self.old, self.new = old, new
+
+    def visit_For(self, s):
+        return self.new if s is self.old else super().visit_For(s)
+
+
+def _staged_tiles(func, tile):
+    """The register tiles of each staged slice (a pointwise conv staged per pixel: the pixel's
+    output channels), the constants it reads packed for them; only where no statement outside
+    the slice reads a constant (register_tiles sees the slice alone, so a packed layout would
+    not reach the other reads)."""
+    consts = {id(func.params[p]) for p in func.attrs.get("constants", ())}
+    for nest in _nests(func.body):
+        for sub in _inner_nests(nest):
+            inside = {id(x) for x in walk_stmts(sub)}
+            if any(id(getattr(e, "buffer", None)) in consts for x in walk_stmts(func.body) if id(x) not in inside
+                   for top in own_exprs(x) for e in walk(top)):
+                continue
+            tiled = cpu.register_tiles(func.with_body(sub), tile)
+            if tiled.body is not sub:
+                func = tiled.with_body(_Graft(sub, tiled.body).visit(func.body))
+    return func
 
 
 @register("arm_cpu")
@@ -34,7 +71,8 @@ def float_tiles(func, target):
     if not mcpu.startswith("cortex-m") or "schedule" in func.attrs or not _float_accumulation(func):
         return func
     simd = mcpu in FLOAT_SIMD
-    func = cpu.register_tiles(func, cpu.MAX_TILE if simd else SCALAR_TILE)
+    tile = cpu.MAX_TILE if simd else SCALAR_TILE
+    func = _staged_tiles(cpu.register_tiles(func, tile), tile)
     nests, vector = _nests(func.body), False
     for n, nest in enumerate(nests):
         lanes = {id(x.var): x.var for x in walk_stmts(nest) if isinstance(x, For) and x.kind == "vectorize"}
