@@ -137,8 +137,8 @@ def test_float_kernels_compile_warning_free_with_no_fmaf_call(cc, flags, tmp_pat
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed")
     mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m4")
-    for name in ("conv3x3_c5_o7_pad1_s2", "depthwise3x3_c13_pad1_s2", "dense_k37_o21"):
-        model, _ = CASES[name]()
+    for name in ("conv3x3_c5_o7_pad1_s2", "depthwise3x3_c13_pad1_s2", "dense_k37_o21", "ds_block"):
+        model, _ = CASES[name]() if name in CASES else ds_block_model()      # ds_block: staged convs
         res = aot.compile(model.SerializeToString(), target=f"c -mcpu={mcpu}")
         with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
             t.extractall(tmp_path / name)
