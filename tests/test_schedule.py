@@ -307,3 +307,20 @@ def test_contract_fma_fuses_the_accumulations_and_leaves_vector_lanes(tmp_path):
     (A, B), got, src = _build_and_run(flatten(f.with_body(s)), tmp_path)
     assert "aot_fma_f32(" in src
     np.testing.assert_allclose(got.reshape(M, N), A @ B, rtol=1e-5, atol=1e-5)
+
+
+def test_partition_splits_a_loop_into_consecutive_ranges(tmp_path):
+    """partition(i, 1, 4): loops over [0, 1), [1, 4), [4, M) with the same body; the result
+    matches numpy; a range outside the loop is refused."""
+    from aot.tir.simplify import const_value
+    from aot.tir.stmt import For, walk_stmts
+    a, b, c = _matmul()
+    f = lower([a, b, c], "mm_part")
+    i, _ = c.op.axis
+    s = tsch.partition(f.body, i, 1, 4)
+    spans = [(const_value(x.min), const_value(x.extent)) for x in walk_stmts(s) if isinstance(x, For) and x.var is i]
+    assert spans == [(0, 1), (1, 3), (4, M - 4)]
+    (A, B), got, _ = _build_and_run(flatten(f.with_body(s)), tmp_path)
+    np.testing.assert_allclose(got.reshape(M, N), A @ B, rtol=1e-5, atol=1e-5)
+    with pytest.raises(tsch.ScheduleError):
+        tsch.partition(f.body, i, 2, M + 1)

@@ -333,6 +333,24 @@ def unroll(s: Stmt, var: Var, max_extent: int = 16):
     return _replace(s, var, fn)
 
 
+def partition(s: Stmt, var: Var, lo: int, hi: int):
+    """Loop `var` as up to three consecutive loops over [min, lo), [lo, hi), [hi, min + extent),
+    each with the same body: a window clamped at the borders gets constant bounds in the
+    middle one once simplified under its range (simplify_stmt)."""
+    var = as_var(var)
+    for loop in _loops_of(s, var, "partition"):
+        mn, ext = const_value(loop.min), const_value(loop.extent)
+        if mn is None or ext is None or not mn <= lo <= hi <= mn + ext:
+            raise ScheduleError(f"partition {var.name}: [{lo}, {hi}) is not inside a constant range")
+
+    def fn(x: For):
+        mn, end = const_value(x.min), const_value(x.min) + const_value(x.extent)
+        parts = [For(x.var, a, b - a, x.body, x.kind, x.thread_tag) for a, b in ((mn, lo), (lo, hi), (hi, end)) if b > a]
+        return parts[0] if len(parts) == 1 else Seq(parts)
+
+    return _replace(s, var, fn)
+
+
 def _set_kind(s, var, kind, tag=None):
     return _replace(s, var, lambda x: For(x.var, x.min, x.extent, x.body, kind, tag))
 
@@ -801,7 +819,7 @@ def pack_layout(func: PrimFunc, param: int, dim: int, factor: int) -> PrimFunc:
 
 
 __all__ = ["ScheduleError", "as_var", "find_loops", "split", "fuse", "reorder", "fission",
-           "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "cache_read", "cache_write", "pack_layout", "PackLayout"]
+           "hoist_allocate", "unroll", "partition", "vectorize", "parallel", "bind", "cache_read", "cache_write", "pack_layout", "PackLayout"]
 
 
 def contract_fma(s: Stmt, var: Var):
