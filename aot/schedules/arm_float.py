@@ -7,13 +7,14 @@ There the lanes are unrolled into scalars, 16 of them (half the FPU's 32 registe
 input value loaded is used 16 times; 8 leave ResNet-8 and AD 10-20% slower). Accumulations
 become fused multiply-adds on cores whose FPU has them (-std=c99 forbids the C compiler to
 contract a * b + c itself), except in the loops left to Helium, which vectorizes a * b + c
-better (AD: 4.6x fewer instructions than with fmaf)."""
+better (AD: 4.6x fewer instructions than with fmaf). Output loops are partitioned at the
+padding, so that the windows inside have constant bounds."""
 from __future__ import annotations
 
 from ..tir.expr import Const, Var, substitute, walk
 from ..tir.schedule import contract_fma, partition, unroll
 from ..tir.simplify import const_value, simplify, simplify_stmt
-from ..tir.stmt import Allocate, For, Seq, StmtMutator, own_exprs, walk_stmts
+from ..tir.stmt import For, Seq, StmtMutator, own_exprs, walk_stmts
 from . import cpu
 from .nests import accumulation, nests as _nests
 from .registry import register
@@ -86,21 +87,20 @@ def _interior(loop, inner):
 
 
 def _unclamped(nest):
-    """A kernel without register tiles (a staged depthwise conv's channel plane) with its output
-    loops partitioned at the borders of the padding: the windows inside have constant bounds
-    (short loops, unrolled by the CPU rules), not max/min clamps evaluated per tap."""
-    if any(isinstance(x, Allocate) and x.buffer.size > 1 for x in walk_stmts(nest)):
-        return nest      # tiles: a copy of the tile per border would cost more flash than it saves
-    done, changed = set(), False
-    while True:
-        loops = [x for x in walk_stmts(nest) if isinstance(x, For) and id(x.var) not in done]
-        if not loops:
-            return simplify_stmt(nest) if changed else nest
-        loop = loops[0]
-        done.add(id(loop.var))
-        span = _interior(loop, [x for x in walk_stmts(loop.body) if isinstance(x, For)])
-        if span and span != (const_value(loop.min), const_value(loop.min) + const_value(loop.extent)):
-            nest, changed = simplify_stmt(partition(nest, loop.var, *span)), True
+    """nest with its output loops partitioned at the borders of the padding: the windows inside
+    have constant bounds (short loops, unrolled by the CPU rules; a register tile's taps in
+    straight-line code), not max/min clamps evaluated per tap. Up to 9 copies of a 2-d
+    window's body: ResNet-8 on the M4 takes 14% fewer instructions for 41 KB more flash."""
+    spans, seen = [], set()
+    for loop in (x for x in walk_stmts(nest) if isinstance(x, For)):
+        if id(loop.var) not in seen:
+            seen.add(id(loop.var))
+            span = _interior(loop, [x for x in walk_stmts(loop.body) if isinstance(x, For)])
+            if span and span != (const_value(loop.min), const_value(loop.min) + const_value(loop.extent)):
+                spans.append((loop.var, span))
+    for var, span in spans:      # a window's bounds depend on its own output loop alone
+        nest = partition(nest, var, *span)
+    return simplify_stmt(nest) if spans else nest
 
 
 @register("arm_cpu")

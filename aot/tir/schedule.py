@@ -345,7 +345,8 @@ def partition(s: Stmt, var: Var, lo: int, hi: int):
 
     def fn(x: For):
         mn, end = const_value(x.min), const_value(x.min) + const_value(x.extent)
-        parts = [For(x.var, a, b - a, x.body, x.kind, x.thread_tag) for a, b in ((mn, lo), (lo, hi), (hi, end)) if b > a]
+        parts = [For(x.var, a, b - a, x.body, x.kind, x.thread_tag)
+                 for a, b in ((mn, lo), (lo, hi), (hi, end)) if b > a]
         return parts[0] if len(parts) == 1 else Seq(parts)
 
     return _replace(s, var, fn)
