@@ -149,6 +149,7 @@ class Select(Expr):
 MATH_FUNCS = ("exp", "log", "sqrt", "tanh", "erf", "fabs", "pow", "floor", "ceil", "round",
               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
               "atanh", "fmod", "isnan", "isinf", "nearbyint", "log1p", "expm1",
+              "fma",       # fma(x, y, z) = x * y + z rounded once (schedules contract accumulations)
               "f16round", "bf16round",   # round to the nearest float16 / bfloat16 (per-op semantics)
               # gemmlowp's int32 fixed point (aot/ops/fixed_point.py): SaturatingRoundingDoublingHighMul
               # and RoundingDivideByPOT, one call each so that a requantisation reads its operand once

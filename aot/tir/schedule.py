@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AotError
-from .expr import INDEX, Bin, Const, Load, Unary, Var, all_of, ge, lt, substitute, substituter, transform, walk
+from .expr import INDEX, Bin, Call, Const, Load, Unary, Var, all_of, ge, is_float, lt, substitute, substituter, transform, walk
 from .simplify import const_value, from_linear, linear_form, loop_ranges, simplify
 from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, Evaluate, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
                    StmtVisitor, Store, map_exprs, own_exprs, walk_stmts)
@@ -329,6 +329,25 @@ def unroll(s: Stmt, var: Var, max_extent: int = 16):
     def fn(x: For):
         mn = const_value(x.min)
         return Seq([_subst(x.body, var, Const(mn + i, var.dtype)) for i in range(const_value(x.extent))])
+
+    return _replace(s, var, fn)
+
+
+def partition(s: Stmt, var: Var, lo: int, hi: int):
+    """Loop `var` as up to three consecutive loops over [min, lo), [lo, hi), [hi, min + extent),
+    each with the same body: a window clamped at the borders gets constant bounds in the
+    middle one once simplified under its range (simplify_stmt)."""
+    var = as_var(var)
+    for loop in _loops_of(s, var, "partition"):
+        mn, ext = const_value(loop.min), const_value(loop.extent)
+        if mn is None or ext is None or not mn <= lo <= hi <= mn + ext:
+            raise ScheduleError(f"partition {var.name}: [{lo}, {hi}) is not inside a constant range")
+
+    def fn(x: For):
+        mn, end = const_value(x.min), const_value(x.min) + const_value(x.extent)
+        parts = [For(x.var, a, b - a, x.body, x.kind, x.thread_tag)
+                 for a, b in ((mn, lo), (lo, hi), (hi, end)) if b > a]
+        return parts[0] if len(parts) == 1 else Seq(parts)
 
     return _replace(s, var, fn)
 
@@ -807,4 +826,32 @@ def pack_layout(func: PrimFunc, param: int, dim: int, factor: int) -> PrimFunc:
 
 
 __all__ = ["ScheduleError", "as_var", "find_loops", "split", "fuse", "reorder", "fission",
-           "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "cache_read", "cache_write", "pack_layout", "PackLayout"]
+           "hoist_allocate", "unroll", "partition", "vectorize", "parallel", "bind", "cache_read", "cache_write", "pack_layout", "PackLayout"]
+
+
+def contract_fma(s: Stmt, var: Var):
+    """Inside loop `var`: every float accumulation into a local buffer, `a[i] = a[i] + x * y`,
+    becomes one fused multiply-add, fma(x, y, a[i]) (one rounding instead of two: C compilers contract only when
+    told to, and -std=c99 tells them not to). Only accumulator updates change, so the values
+    differ from the unfused ones by the rounding of the product alone. Loops marked for the C
+    compiler to vectorize keep a * b + c."""
+    var = as_var(var)
+
+    def fused(st):
+        v = st.value
+        if not (st.buffer.scope == "local" and is_float(st.buffer.dtype) and isinstance(v, Bin) and v.op == "+"):
+            return None
+        for acc, prod in ((v.a, v.b), (v.b, v.a)):
+            if isinstance(acc, Load) and acc.buffer is st.buffer and acc.index.key() == st.index.key() and \
+                    isinstance(prod, Bin) and prod.op == "*" and prod.dtype == st.buffer.dtype:
+                return Store(st.buffer, st.index, Call("fma", [prod.a, prod.b, acc], st.buffer.dtype))
+        return None
+
+    class _Fuse(StmtMutator):
+        def visit_Store(self, st):
+            return fused(st) or st
+
+        def visit_For(self, x):      # the C compiler vectorizes a * b + c better than fmaf (Helium)
+            return x if x.kind == "vectorize" else super().visit_For(x)
+
+    return _replace(s, var, lambda x: _Fuse().visit(x))
