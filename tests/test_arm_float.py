@@ -94,8 +94,6 @@ def test_each_core_gets_its_float_schedule(mcpu, how):
     # compiler keeps them in registers
     if how is not None:
         assert not LANE_INDEXED.search(src)
-        # output loops partitioned at the padding: every window has constant bounds
-        assert "aot_max_i32(" not in src and "aot_min_i32(" not in src
     # one reduce loop over consecutive weights: Helium's lanes, left as a * b + c for gcc to vectorize
     dense, _ = CASES["dense_k33_o48_n3"]()
     res = aot.compile(dense.SerializeToString(), target=f"c -mcpu={mcpu}" if mcpu else "c")

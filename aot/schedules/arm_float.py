@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..tir.expr import Const, Var, substitute, walk
 from ..tir.schedule import contract_fma, partition, unroll
 from ..tir.simplify import const_value, simplify, simplify_stmt
-from ..tir.stmt import For, Seq, StmtMutator, own_exprs, walk_stmts
+from ..tir.stmt import Allocate, For, Seq, StmtMutator, own_exprs, walk_stmts
 from . import cpu
 from .nests import accumulation, nests as _nests
 from .registry import register
@@ -90,7 +90,11 @@ def _unclamped(nest):
     """nest with its output loops partitioned at the borders of the padding: the windows inside
     have constant bounds (short loops, unrolled by the CPU rules; a register tile's taps in
     straight-line code), not max/min clamps evaluated per tap. Up to 9 copies of a 2-d
-    window's body: ResNet-8 on the M4 takes 14% fewer instructions for 41 KB more flash."""
+    window's body, so only kernels without register tiles (a staged depthwise conv's plane)."""
+    if any(isinstance(x, Allocate) and x.buffer.size > 1 for x in walk_stmts(nest)):
+        # register tiles: a copy of the unrolled tile per border piece cost ResNet-8 and VWW
+        # 41-52 KB of flash and 4-8x their compile time for 3-14% fewer instructions
+        return nest
     spans, seen = [], set()
     for loop in (x for x in walk_stmts(nest) if isinstance(x, For)):
         if id(loop.var) not in seen:
