@@ -118,12 +118,13 @@ def tensorize_dots(func, target):
     variant = get_intrin(DOT).variant_for(target.mcpu)
     if variant == "plain":
         return func
-    nests, done, folds = _nests(func.body), 0, {}
+    nests, done, folds, params = _nests(func.body), 0, {}, list(func.params)
     for n, nest in enumerate(nests):
         got = _tensorize_nest(nest, variant, {})
         if got is not None:
             if variant == "mve":          # (the DSP body adds the offset for free: sxtab16)
-                got, fold = fold_offset(func, got)
+                new, got, fold = fold_offset(func, got)
+                params = [b if b is not o else x for b, o, x in zip(params, func.params, new)]
                 folds.update(fold)
             nests[n] = pair_channels(got, quads=True) or got
             done += 1
@@ -132,7 +133,7 @@ def tensorize_dots(func, target):
     attrs = dict(func.attrs, schedule=f"{DOT} ({variant})")
     if folds:
         attrs["layouts"] = {**func.attrs.get("layouts", {}), **folds}
-    return func.with_body(Seq(nests), attrs=attrs)
+    return func.with_body(Seq(nests), params, attrs=attrs)
 
 
 @register("arm_cpu")

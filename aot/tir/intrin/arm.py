@@ -8,7 +8,8 @@ shortens the loops around the call). dot_s8_rows(a, b, rows, n, sa, sb, off) is 
 `rows` such runs sa and sb apart (a conv's window rows: one call per output). Bodies:
 - Helium (MVE): 16 lanes per step in a counted loop with post-incremented loads, the tail (n
   not a multiple of 16) predicated with vctp8q; sum(a*b) by vmladavaq, plus off * sum(b) by
-  vaddvaq (exact: both are int32 sums of the same terms);
+  vaddvaq (exact: both are int32 sums of the same terms), skipped when off is 0 (where the
+  schedule folds the offset into the bias: aot/schedules/arm_fold.py);
 - DSP (SIMD32): two 32-bit words of each operand per step, widened to int16 pairs with
   sxtab16 (which adds the offset in the same instruction) and sxtb16, the odd bytes through
   their rotated forms, four __smlad; then one word, then a scalar tail;
@@ -188,21 +189,11 @@ class DotS8(TensorIntrin):
         return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
 
     def variants(self):
-        mve = ["int32_t acc = 0;", "int32_t bsum = 0;", "int32_t k;",
+        mve = ["int32_t acc0 = 0, bsum0 = 0, rows = 1, sa = 0, sb = 0;", "mve_pred16_t p;",
                "if (n <= 0) {", "  return 0;", "}",
-               # whole vectors, counted down (a low-overhead loop) with post-incremented loads
-               "for (k = n >> 4; k > 0; --k, a += 16, b += 16) {",
-               "  int8x16_t vb = vld1q_s8(b);",
-               "  acc = vmladavaq_s8(acc, vld1q_s8(a), vb);",
-               "  bsum = vaddvaq_s8(bsum, vb);",
-               "}",
-               "if ((n & 15) != 0) {",                            # the tail: lanes past n load as zeros
-               "  mve_pred16_t p = vctp8q((uint32_t)(n & 15));",
-               "  int8x16_t vb = vldrbq_z_s8(b, p);",
-               "  acc = vmladavaq_s8(acc, vldrbq_z_s8(a, p), vb);",
-               "  bsum = vaddvaq_s8(bsum, vb);",
-               "}",
-               "return acc + off * bsum;"]
+               "p = vctp8q((uint32_t)(n & 15));",
+               *_mve_rows_off(1),          # one row of the loop dot_s8_rows makes
+               "return acc0 + off * bsum0;"]
         dsp = ["int32_t acc = 0;",
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",   # off in both halfwords
                *_dsp_run("a", "b", "n"),
