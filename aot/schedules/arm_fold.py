@@ -1,10 +1,10 @@
 """The input offset folded into the bias at compile time (Helium). A dot call sums
-(x + off) * w; the off * sum(w) part depends only on the weights a channel's call reads, so
-where every call of a nest reads the same weights for its channel (no window clipped at a
-border: pointwise convs, dense layers, unpadded convs) the schedule adds it to the channel's
-bias constant (the OffsetFold layout, which the executor applies to the array it links) and
-passes off = 0, which lets the Helium bodies skip the weight sums (one vaddva per weight vector,
-and the scalar registers holding them).
+(x + off) * w; where the call is its output's whole reduction, off * sum(w) over the channel's
+weight row is a constant, which the schedule adds to the channel's bias (the OffsetFold layout:
+the executor applies it to the array it links) and the call passes off = 0, which lets the
+Helium bodies skip the weight sums (one vaddva per weight vector, and the registers holding
+them). A call whose window is clipped at a border (it reads fewer than the row's taps) keeps
+its offset and reads the bias as it was, which the constant holds after the folded half.
 """
 from __future__ import annotations
 
