@@ -112,16 +112,14 @@ def _mve_rows(m, sums):
     (n not a multiple of 16) predicated by p, its lanes past n loaded as zeros."""
     def step(load):
         x = [f"int8x16_t va = {load('pa')};"]
-        x += [f"int8x16_t vb{j} = {load(f'pb{j}')};" for j in range(m)]
+        x += [f"int8x16_t vb{j} = {load(f'pb + {j} * sw' if j else 'pb')};" for j in range(m)]
         x += [f"acc{j} = vmladavaq_s8(acc{j}, va, vb{j});" for j in range(m)]
         return x + ([f"bsum{j} = vaddvaq_s8(bsum{j}, vb{j});" for j in range(m)] if sums else [])
-    # one pointer per weight row, each post-incremented (an offset from one costs an add a load)
-    bump = "".join(f", pb{j} += 16" for j in range(m))
     return ["for (; rows > 0; --rows, a += sa, b += sb) {",
             "  const int8_t* pa = a;",
-            *[f"  const int8_t* pb{j} = b{f' + {j} * sw' if j else ''};" for j in range(m)],
+            "  const int8_t* pb = b;",
             "  int32_t k;",
-            f"  for (k = n >> 4; k > 0; --k, pa += 16{bump}) {{",
+            "  for (k = n >> 4; k > 0; --k, pa += 16, pb += 16) {",
             *["    " + x for x in step(lambda q: f"vld1q_s8({q})")],
             "  }",
             "  if ((n & 15) != 0) {",
