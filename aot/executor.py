@@ -242,9 +242,12 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 args.append(Arg("output", out_root[id(r)], v.type.dtype, size=size))
             elif r.is_const:
                 layout = layouts.get(k)       # the schedule stores this constant in another layout
-                key = (id(r), layout)         # ... which makes it a constant of its own
+                # ... which makes it a constant of its own (one computed from other constants too)
+                reads = [root(params[i]) for i in getattr(layout, "reads", ())]
+                key = (id(r), layout, *map(id, reads))
                 if key not in const_ids:
-                    arr = const_param_array(r) if layout is None else layout.apply(const_param_array(r))
+                    arr = const_param_array(r) if layout is None else \
+                        layout.apply(const_param_array(r), *map(const_param_array, reads))
                     const_ids[key] = len(constants)
                     constants.append((f"tvmgen_{mod}_const_{len(constants)}_{sanitize(r.name)}"[:80], arr))
                 args.append(Arg("const", const_ids[key], v.type.dtype, size=size))

@@ -360,3 +360,33 @@ def test_conv_with_a_fused_add_keeps_its_quad_calls(board):
         _check(res, _feeds(shape), model, sanitize=True)
     else:
         _check(res, _feeds(shape, 2), model, board=board)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_input_offset_folds_into_the_bias(name):
+    """Helium: the bias constant a kernel links is bias + off * (the channel's weight-row sum),
+    checked against the model's own arrays summed here, followed by the bias as it was where a
+    window is clipped (SAME: those calls keep the offset); a zero input zero point (dense_k64)
+    and the DSP body (which adds the offset for free) keep theirs."""
+    import aot
+    from aot.schedules.arm_fold import OffsetFold
+    model, _ = CASES[name][0]()
+    folds, dots = {}, {}
+    for mcpu in ("cortex-m55", "cortex-m4"):
+        res = aot.compile(model, target=f"c -mcpu={mcpu}")
+        folds[mcpu] = [x for c in res.plan.calls for x in c.func.attrs.get("layouts", {}).values()
+                       if isinstance(x, OffsetFold)]
+        dots[mcpu] = set(_schedules(res).values()) == {"dot_s8 (mve)"}
+    assert not folds["cortex-m4"]
+    assert len(folds["cortex-m55"]) == (dots["cortex-m55"] and name != "dense_k64")
+    if not folds["cortex-m55"]:
+        return
+    res = aot.compile(model, target="c -mcpu=cortex-m55")
+    (node,) = res.graph.nodes
+    w, b = (v.const.astype(np.int64) for v in node.inputs[1:3])
+    off = -res.graph.io_quant[("input", 0)][1]
+    folded = b + off * w.reshape(len(b), -1).sum(axis=1)
+    if "SAME" in node.attrs.get("padding", "") or "same" in name:
+        folded = np.concatenate([folded, b])
+    linked = [a for _, a in res.plan.constants if a.dtype == np.int32]
+    assert any(np.array_equal(a, folded) for a in linked) and not any(np.array_equal(a, b) for a in linked)

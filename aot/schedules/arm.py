@@ -19,6 +19,7 @@ from ..tir.schedule import ScheduleError, reorder, tensorize
 from ..tir.simplify import bounds, const_value, loop_ranges
 from ..tir.stmt import For, Seq
 from . import cpu
+from .arm_fold import fold_offset
 from .arm_pairs import pair_channels
 from .nests import accumulation, nests as _nests
 from .registry import register, rules_of
@@ -117,16 +118,22 @@ def tensorize_dots(func, target):
     variant = get_intrin(DOT).variant_for(target.mcpu)
     if variant == "plain":
         return func
-    nests, done = _nests(func.body), 0
+    nests, done, folds, params = _nests(func.body), 0, {}, list(func.params)
     for n, nest in enumerate(nests):
         got = _tensorize_nest(nest, variant, {})
         if got is not None:
+            if variant == "mve":          # (the DSP body adds the offset for free: sxtab16)
+                new, got, fold = fold_offset(func, got)
+                params = [b if b is not o else x for b, o, x in zip(params, func.params, new)]
+                folds.update(fold)
             nests[n] = pair_channels(got, quads=True) or got
             done += 1
     if not done:
         return func
     attrs = dict(func.attrs, schedule=f"{DOT} ({variant})")
-    return func.with_body(Seq(nests), attrs=attrs)
+    if folds:
+        attrs["layouts"] = {**func.attrs.get("layouts", {}), **folds}
+    return func.with_body(Seq(nests), params, attrs=attrs)
 
 
 @register("arm_cpu")

@@ -8,7 +8,8 @@ shortens the loops around the call). dot_s8_rows(a, b, rows, n, sa, sb, off) is 
 `rows` such runs sa and sb apart (a conv's window rows: one call per output). Bodies:
 - Helium (MVE): 16 lanes per step in a counted loop with post-incremented loads, the tail (n
   not a multiple of 16) predicated with vctp8q; sum(a*b) by vmladavaq, plus off * sum(b) by
-  vaddvaq (exact: both are int32 sums of the same terms);
+  vaddvaq (exact: both are int32 sums of the same terms), skipped when off is 0 (where the
+  schedule folds the offset into the bias: aot/schedules/arm_fold.py);
 - DSP (SIMD32): two 32-bit words of each operand per step, widened to int16 pairs with
   sxtab16 (which adds the offset in the same instruction) and sxtb16, the odd bytes through
   their rotated forms, four __smlad; then one word, then a scalar tail;
@@ -104,6 +105,35 @@ def _dsp_multi_word(at, accs):
     return w
 
 
+def _mve_rows(m, sums):
+    """The Helium loop over `rows` window rows for m weight rows sw apart (acc0.., and with
+    sums the weight sums bsum0.. the offset multiplies; without, the offset is folded into the
+    bias: aot/schedules/arm_fold.py), each input vector loaded once for all of them; the tail
+    (n not a multiple of 16) predicated by p, its lanes past n loaded as zeros."""
+    def step(load):
+        x = [f"int8x16_t va = {load('pa')};"]
+        x += [f"int8x16_t vb{j} = {load(f'pb + {j} * sw' if j else 'pb')};" for j in range(m)]
+        x += [f"acc{j} = vmladavaq_s8(acc{j}, va, vb{j});" for j in range(m)]
+        return x + ([f"bsum{j} = vaddvaq_s8(bsum{j}, vb{j});" for j in range(m)] if sums else [])
+    return ["for (; rows > 0; --rows, a += sa, b += sb) {",
+            "  const int8_t* pa = a;",
+            "  const int8_t* pb = b;",
+            "  int32_t k;",
+            "  for (k = n >> 4; k > 0; --k, pa += 16, pb += 16) {",
+            *["    " + x for x in step(lambda q: f"vld1q_s8({q})")],
+            "  }",
+            "  if ((n & 15) != 0) {",
+            *["    " + x for x in step(lambda q: f"vldrbq_z_s8({q}, p)")],
+            "  }",
+            "}"]
+
+
+def _mve_rows_off(m):
+    """_mve_rows with the weight sums only when the offset is not folded away (off != 0)."""
+    return ["if (off != 0) {", *["  " + x for x in _mve_rows(m, True)], "} else {",
+            *["  " + x for x in _mve_rows(m, False)], "}"]
+
+
 @register_intrin
 class DotS8(TensorIntrin):
     name = "dot_s8"
@@ -159,21 +189,11 @@ class DotS8(TensorIntrin):
         return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
 
     def variants(self):
-        mve = ["int32_t acc = 0;", "int32_t bsum = 0;", "int32_t k;",
+        mve = ["int32_t acc0 = 0, bsum0 = 0, rows = 1, sa = 0, sb = 0;", "mve_pred16_t p;",
                "if (n <= 0) {", "  return 0;", "}",
-               # whole vectors, counted down (a low-overhead loop) with post-incremented loads
-               "for (k = n >> 4; k > 0; --k, a += 16, b += 16) {",
-               "  int8x16_t vb = vld1q_s8(b);",
-               "  acc = vmladavaq_s8(acc, vld1q_s8(a), vb);",
-               "  bsum = vaddvaq_s8(bsum, vb);",
-               "}",
-               "if ((n & 15) != 0) {",                            # the tail: lanes past n load as zeros
-               "  mve_pred16_t p = vctp8q((uint32_t)(n & 15));",
-               "  int8x16_t vb = vldrbq_z_s8(b, p);",
-               "  acc = vmladavaq_s8(acc, vldrbq_z_s8(a, p), vb);",
-               "  bsum = vaddvaq_s8(bsum, vb);",
-               "}",
-               "return acc + off * bsum;"]
+               "p = vctp8q((uint32_t)(n & 15));",
+               *_mve_rows_off(1),          # one row of the loop dot_s8_rows makes
+               "return acc0 + off * bsum0;"]
         dsp = ["int32_t acc = 0;",
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",   # off in both halfwords
                *_dsp_run("a", "b", "n"),
@@ -230,25 +250,11 @@ class DotS8Rows(TensorIntrin):
 
     def variants(self):
         # each body: the rows around the run of dot_s8's body of the same extension
-        mve = ["int32_t acc = 0;", "int32_t bsum = 0;", "mve_pred16_t p;",
+        mve = ["int32_t acc0 = 0;", "int32_t bsum0 = 0;", "mve_pred16_t p;",
                "if (n <= 0) {", "  return 0;", "}",
                "p = vctp8q((uint32_t)(n & 15));",                  # the tail's lanes, the same every row
-               "for (; rows > 0; --rows, a += sa, b += sb) {",
-               "  const int8_t* pa = a;",
-               "  const int8_t* pb = b;",
-               "  int32_t k;",
-               "  for (k = n >> 4; k > 0; --k, pa += 16, pb += 16) {",
-               "    int8x16_t vb = vld1q_s8(pb);",
-               "    acc = vmladavaq_s8(acc, vld1q_s8(pa), vb);",
-               "    bsum = vaddvaq_s8(bsum, vb);",
-               "  }",
-               "  if ((n & 15) != 0) {",
-               "    int8x16_t vb = vldrbq_z_s8(pb, p);",
-               "    acc = vmladavaq_s8(acc, vldrbq_z_s8(pa, p), vb);",
-               "    bsum = vaddvaq_s8(bsum, vb);",
-               "  }",
-               "}",
-               "return acc + off * bsum;"]
+               *_mve_rows_off(1),
+               "return acc0 + off * bsum0;"]
         dsp = ["int32_t acc = 0;",
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "for (; rows > 0; --rows, a += sa, b += sb) {",
@@ -306,29 +312,7 @@ class DotS8x2(TensorIntrin):
         mve = ["int32_t acc0 = 0, acc1 = 0, bsum0 = 0, bsum1 = 0;", "mve_pred16_t p;",
                "if (n <= 0) {", "  return 0;", "}",
                "p = vctp8q((uint32_t)(n & 15));",
-               "for (; rows > 0; --rows, a += sa, b += sb) {",
-               "  const int8_t* pa = a;",
-               "  const int8_t* pb = b;",
-               "  int32_t k;",
-               "  for (k = n >> 4; k > 0; --k, pa += 16, pb += 16) {",
-               "    int8x16_t va = vld1q_s8(pa);",
-               "    int8x16_t vb0 = vld1q_s8(pb);",
-               "    int8x16_t vb1 = vld1q_s8(pb + sw);",
-               "    acc0 = vmladavaq_s8(acc0, va, vb0);",
-               "    bsum0 = vaddvaq_s8(bsum0, vb0);",
-               "    acc1 = vmladavaq_s8(acc1, va, vb1);",
-               "    bsum1 = vaddvaq_s8(bsum1, vb1);",
-               "  }",
-               "  if ((n & 15) != 0) {",
-               "    int8x16_t va = vldrbq_z_s8(pa, p);",
-               "    int8x16_t vb0 = vldrbq_z_s8(pb, p);",
-               "    int8x16_t vb1 = vldrbq_z_s8(pb + sw, p);",
-               "    acc0 = vmladavaq_s8(acc0, va, vb0);",
-               "    bsum0 = vaddvaq_s8(bsum0, vb0);",
-               "    acc1 = vmladavaq_s8(acc1, va, vb1);",
-               "    bsum1 = vaddvaq_s8(bsum1, vb1);",
-               "  }",
-               "}",
+               *_mve_rows_off(2),
                "acc0 += off * bsum0;", "acc1 += off * bsum1;", pack]
         word = lambda at: _dsp_multi_word(at, ["acc0", "acc1"])  # noqa: E731
         dsp = ["int32_t acc0 = 0, acc1 = 0;",
@@ -412,30 +396,19 @@ class DotS8x4Requant(TensorIntrin):
         mult = (lambda j: f"mult[{j}]") if self.per_channel else (lambda j: "mult")
         shift = (lambda j: f"shift[{j}]") if self.per_channel else (lambda j: "shift")
         vec = (lambda name: f"vld1q_s32({name})") if self.per_channel else (lambda name: f"vdupq_n_s32({name})")
-        acc4 = [f"acc{j} = vmladavaq_s8(acc{j}, va, vb{j});" for j in range(4)]
-        bs4 = [f"bsum{j} = vaddvaq_s8(bsum{j}, vb{j});" for j in range(4)]
         mve = ["int32_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;",
                "int32_t bsum0 = 0, bsum1 = 0, bsum2 = 0, bsum3 = 0;",
-               "int32_t t[4];", "int8_t o[4];", "uint32_t u;",
+               "int8_t o[4];", "uint32_t u;",
                "mve_pred16_t p = vctp8q((uint32_t)(n & 15));",
                "int32x4_t v, sh, r, zero = vdupq_n_s32(0);",
-               "for (; rows > 0 && n > 0; --rows, a += sa, b += sb) {",
-               "  const int8_t* pa = a;",
-               "  const int8_t* pb = b;",
-               "  int32_t k;",
-               "  for (k = n >> 4; k > 0; --k, pa += 16, pb += 16) {",
-               "    int8x16_t va = vld1q_s8(pa);",
-               *[f"    int8x16_t vb{j} = vld1q_s8(pb + {j} * sw);" for j in range(4)],
-               *["    " + x for x in acc4 + bs4],
-               "  }",
-               "  if ((n & 15) != 0) {",
-               "    int8x16_t va = vldrbq_z_s8(pa, p);",
-               *[f"    int8x16_t vb{j} = vldrbq_z_s8(pb + {j} * sw, p);" for j in range(4)],
-               *["    " + x for x in acc4 + bs4],
-               "  }",
+               "if (n <= 0) {",
+               "  rows = 0;",
                "}",
-               *[f"t[{j}] = acc{j} + off * bsum{j};" for j in range(4)],
-               "v = vaddq_s32(vld1q_s32(t), vld1q_s32(bias));",
+               *_mve_rows_off(4),
+               # the sums into lanes by register moves (not through memory)
+               "v = vdupq_n_s32(acc0 + off * bsum0);",
+               *[f"v = vsetq_lane_s32(acc{j} + off * bsum{j}, v, {j});" for j in range(1, 4)],
+               "v = vaddq_s32(v, vld1q_s32(bias));",
                f"sh = {vec('shift')};",
                "v = vshlq_s32(v, vmaxq_s32(sh, zero));",
                f"v = vqrdmulhq_s32(v, {vec('mult')});",
