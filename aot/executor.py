@@ -432,7 +432,7 @@ def _shrunk_in_place(func, plain, params, g, step, lives, n_kernels, io_ids):
     return func, None
 
 
-def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=1):
+def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=(1, 1)):
     """(func staged to write over an input that dies here, that input's index, scratch bytes)
     when aot/schedules/inplace_conv.py can stage the kernel and aot/tir/inplace.py proves the
     staged kernel safe; else None."""
@@ -447,7 +447,7 @@ def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=1):
                 or lives[id(r)].interval(n_kernels)[1] != step \
                 or sum(x is not None and alias_root(x) is r for x in params) != 1:
             continue
-        got = stage_in_place(func, k, len(params), block=block)
+        got = stage_in_place(func, k, len(params), block=block[0], min_block=block[1])
         if got is None:
             continue
         staged, n = got

@@ -303,12 +303,14 @@ def test_blocked_staging_is_proven_and_a_block_reading_its_neighbour_refused():
 
 @pytest.mark.parametrize("mcpu,variant,C,block", [("cortex-m4", "dsp", 64, 16), ("cortex-m55", "mve", 64, 16),
                                                   ("cortex-m55", "mve", 48, 8), ("cortex-m55", "mve", 36, 4),
+                                                  ("cortex-m55", "mve", 8, 2), ("cortex-m4", None, 8, 1),
                                                   ("cortex-m55", None, 33, 1), ("cortex-m0", None, 64, 1),
                                                   (None, None, 64, 1)])
 def test_a_staged_depthwise_conv_keeps_its_micro_kernel(mcpu, variant, C, block):
     """In place, the middle conv is staged 16 channels at a time where dw_s8 runs (its scratch
     16 planes), fewer where the scratch would pass a quarter of the output or C is no multiple,
-    one plane on other targets or odd C; the workspace is one tensor and the scratch."""
+    one plane on other targets or odd C (Helium takes blocks down to 2 channels, the DSP body
+    down to 4); the workspace is one tensor and the scratch."""
     import aot
     model, _ = dw_chain(6, 5, C)
     res = aot.compile(model, target=f"c -mcpu={mcpu}" if mcpu else "c")
@@ -320,9 +322,9 @@ def test_a_staged_depthwise_conv_keeps_its_micro_kernel(mcpu, variant, C, block)
 
 
 @tflm
-@pytest.mark.parametrize("C", [64, 36, 33])
+@pytest.mark.parametrize("C", [64, 36, 8, 33])
 def test_staged_depthwise_plain_body_on_the_host_is_bit_exact(C):
-    """64 channels: four blocks of 16; 36: nine of 4; 33: staged by planes without the call. The
+    """64 channels: four blocks of 16; 36: nine of 4; 8: four of 2; 33: staged by planes without the call. The
     staged pointwise conv keeps its dot_s8 call."""
     import aot
     model, shape = dw_chain(6, 5, C, layers="ddpd")
@@ -335,12 +337,12 @@ def test_staged_depthwise_plain_body_on_the_host_is_bit_exact(C):
 
 @tflm
 @pytest.mark.board
-@pytest.mark.parametrize("board", sorted(BOARDS))
-def test_staged_depthwise_on_cortex_m_is_bit_exact(board):
+@pytest.mark.parametrize("board,C", [(b, 64) for b in sorted(BOARDS)] + [("qemu-cortex-m55", 8)])
+def test_staged_depthwise_on_cortex_m_is_bit_exact(board, C):
     """A DS-CNN's layers in place: the staged depthwise conv with its dw_s8 call per block, the
     staged pointwise conv with its dot_s8 call per output channel of the pixel in the scratch."""
     import aot
-    model, shape = dw_chain(6, 5, 64, layers="ddpd")
+    model, shape = dw_chain(6, 5, C, layers="ddpd")
     res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
     staged = [c.func.attrs.get("schedule") for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
     assert staged[0] == f"dw_s8 ({BOARDS[board]})" and staged[1].startswith("dot_s8")

@@ -25,7 +25,11 @@ def _subst_stmt(s, mapping):
     return map_exprs(s, lambda e: substitute(e, mapping))
 
 
-def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1):
+def _halved(block, min_block):
+    return block // 2 if block // 2 >= min_block else 1
+
+
+def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1, min_block=4):
     """(func staged over the loops whose output coordinates the input reads share, with the
     scratch buffer appended to its parameters, the scratch's element count), or None when the
     kernel is not one accumulation nest with such loops. outer_dims: stage over the loops of
@@ -33,7 +37,8 @@ def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1
     block: when the one staged loop runs over the innermost dimension (a depthwise conv's
     channels), stage `block` of its values at a time (a depthwise micro-kernel needs a run of
     channels per pixel), the block's loop innermost; halved while the scratch would pass its
-    share of the output or the extent is no multiple, down to 4, else one."""
+    share of the output, the extent is no multiple or the block would be every value, down to
+    min_block, else one."""
     tops = nests(func.body)
     if len(tops) != 1:
         return None
@@ -74,8 +79,8 @@ def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1
     inner = [lp for lp in keep if dim_of[id(lp.var)] not in shared]
     if not outer or not inner:
         return None
-    while block > 1 and const_value(outer[0].extent) % block:
-        block = block // 2 if block >= 8 else 1
+    while block > 1 and (const_value(outer[0].extent) % block or const_value(outer[0].extent) <= block):
+        block = _halved(block, min_block)      # a block of every channel would be no staging at all
     if block > 1 and len(outer) == 1 and dim_of[id(outer[0].var)] == len(outb.shape) - 1 \
             and const_value(outer[0].extent) > block:
         whole = outer[0]
@@ -88,7 +93,7 @@ def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1
         init, reduce_, store = (_subst_stmt(x, split) for x in (init, reduce_, store))
     n = math.prod(const_value(lp.extent) for lp in inner)
     if n * MAX_SCRATCH_SHARE > outb.size:
-        return stage_in_place(func, in_param, out_param, outer_dims, block // 2 if block >= 8 else 1) \
+        return stage_in_place(func, in_param, out_param, outer_dims, _halved(block, min_block), min_block) \
             if block > 1 else None
     scratch = Buffer(f"{outb.name}_stage", outb.dtype, (n,))
 
