@@ -122,8 +122,8 @@ def _cmd_run(a):
         if a.sanitize:
             raise AotError("--sanitize is for the host board")
         log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
-        fw = build_firmware(a.model, a.board, a.opt, log=log)
-        outs, stats = run_firmware(a.model, inputs, a.board, a.opt, log=log, fw=fw)
+        fw = build_firmware(a.model, a.board, a.opt or "-O2", log=log)
+        outs, stats = run_firmware(a.model, inputs, a.board, a.opt or "-O2", log=log, fw=fw)
         if a.profile or a.verbose:
             print(f"instructions per inference: {stats['instructions']:,} "
                   f"(SysTick under -icount; resolution {stats['resolution_instructions']:g}); "
@@ -133,7 +133,7 @@ def _cmd_run(a):
     else:
         if a.profile:
             raise AotError("--profile is for emulated boards (qemu-cortex-*)")
-        outs = run_host(a.model, inputs, sanitize=a.sanitize, opt=a.opt if a.opt != "-O2" else None)
+        outs = run_host(a.model, inputs, sanitize=a.sanitize, opt=a.opt)
     if a.outputs:
         from .compiler import write_atomic
         import io
@@ -315,7 +315,9 @@ def main(argv=None):
     r.add_argument("--inputs", required=True, help=".npz keyed by the model's input names")
     r.add_argument("--outputs", help=".npz to write, keyed by the model's output names")
     r.add_argument("--board", default="host", help="host, or qemu-cortex-m3/m4/m7/m33/m55 (see boards/)")
-    r.add_argument("--opt", default="-O2", help="optimisation for the build: O2 (default), Os for size, ... (or --opt=-Os)")
+    r.add_argument("--opt", default=None, help="optimisation for the build: the board's by default (host: -O3 "
+                   "-ffp-contract=fast, plus $AOT_HOST_CFLAGS such as -march=native; QEMU boards: -O2), Os for size, "
+                   "... (or --opt=-Os)")
     r.add_argument("--profile", action="store_true", help="print instructions per inference (QEMU boards)")
     r.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
     r.add_argument("-v", "--verbose", action="store_true", help="print the build commands and the size report")

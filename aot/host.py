@@ -107,7 +107,9 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
     board = load_board("host")
     data = _tar_bytes(tar)
     cc = cc or os.environ.get("CC") or board["cc"]
-    flags = list(board["cflags"]) + (board["sanitize_cflags"] if sanitize else []) + list(extra_cflags)
+    # $AOT_HOST_CFLAGS: the user's own host flags (e.g. -march=native), after the board's
+    flags = list(board["cflags"]) + os.environ.get("AOT_HOST_CFLAGS", "").split() + \
+        (board["sanitize_cflags"] if sanitize else []) + list(extra_cflags)
     if opt:
         flags = [f for f in flags if not f.startswith("-O")] + [opt]
     if werror:
