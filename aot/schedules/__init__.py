@@ -9,7 +9,7 @@ here that registers its rules; lowering and the renderers do not change.
 from __future__ import annotations
 
 from ..tir.flatten import flatten
-from . import arm, cpu, gpu  # noqa: F401  register the Arm, CPU and GPU rules
+from . import arm, cpu, gpu, x86  # noqa: F401  register the Arm, CPU, GPU and host CPU rules
 from .registry import register, rules_for  # noqa: F401
 
 
