@@ -91,3 +91,11 @@ def test_cortex_m_keeps_the_cpu_rules():
     finally:
         rules[:] = saved
     assert with_rule == without
+
+
+def test_depthwise_interior_takes_pixel_lanes():
+    """Depthwise NCHW: channel lanes would gather a plane per channel, so the interior's output
+    columns take the lanes (a local array of accumulators), the border stays scalar."""
+    src = _c_source(aot.compile(_conv_model(16, 16, 12, 3, group=16).SerializeToString()))
+    assert re.search(r"float \w+\[(\d+)\];", src) and "aot_max_i32" in src
+    assert max(int(n) for n in re.findall(r"float \w+\[(\d+)\];", src)) >= 10     # 10 interior columns

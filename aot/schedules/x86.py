@@ -12,8 +12,9 @@ vector loaded feeds several pixels. Accumulators live in a small local array of 
 that the compiler keeps in registers.
 
 The rules are registered first among the "cpu" rules and leave Cortex-M targets (key arm_cpu,
-whose rules reuse the cpu list) alone; what they do not take (depthwise NCHW, whose lanes would
-gather one plane per channel) falls to cpu.py's register tiles.
+whose rules reuse the cpu list) alone. Depthwise NCHW, whose channel lanes would gather one
+plane per channel, is partitioned first and its interior takes lanes along the output columns;
+what they do not take falls to cpu.py's register tiles.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from .registry import register
 LANES = 16          # lanes of one register block: two 256-bit float32 vectors (four 128-bit)
 LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
 MAX_ACC = 64        # accumulators of a block of several lane loops
+MAX_BLOCK = 4       # lane loops in a block (more: more code, no faster measured)
 
 
 def _divisor(n, most, least=2):
@@ -142,11 +144,10 @@ def _lanes(loops, red, constants):
     window, the reduce loop there reading one input plane per channel."""
     bound = {id(v) for r in red for e in (r.min, r.extent) for v in walk(e) if isinstance(v, Var)}
     free = [k for k, lp in enumerate(loops) if id(lp.var) not in bound and (const_value(lp.extent) or 0) > 1
-            and const_value(lp.min) == 0]
-    if not free:
-        return None
-    k = 1 if 1 in free and len(loops) >= 3 else free[-1]
-    if _strided(red, loops[k].var, constants):
+            and const_value(lp.min) is not None]
+    first = [1] if 1 in free and len(loops) >= 3 else []
+    k = next((k for k in first + free[::-1] if not _strided(red, loops[k].var, constants)), None)
+    if k is None:
         return None
     clipped = any(const_value(e) is None for r in red for e in (r.min, r.extent))
     lanes = _divisor(const_value(loops[k].extent), LANES if clipped else LONG_LANES)
@@ -159,30 +160,32 @@ def _block_plan(loops, red, mo, mi, lanes):
     output channels), so that each input element loaded feeds block x lanes accumulators and
     each weight vector loaded feeds `block` pixels."""
     bound = {id(v) for r in red for e in (r.min, r.extent) for v in walk(e) if isinstance(v, Var)}
-    most = MAX_ACC // lanes
+    most = _most(lanes)
     for j in reversed(range(len(loops))):
         lp = loops[j]
         if lp.var is mo or lp.var is mi or id(lp.var) in bound or const_value(lp.min) is None:
             continue
-        block = _divisor(const_value(lp.extent) or 0, most)
-        if block:
-            return j, block
+        if (const_value(lp.extent) or 0) > 1:
+            return j, min(const_value(lp.extent), most)
     j = next(j for j, lp in enumerate(loops) if lp.var is mo)
-    block = _divisor(const_value(loops[j].extent) or 0, most)
-    return (j, block) if block else (None, 1)
+    ext = const_value(loops[j].extent) or 0
+    return (j, min(ext, most)) if ext > 1 else (None, 1)
 
 
-def _remainder(loops, plan, most):
-    """Loop plan[0]'s range cut in two, a multiple of `most` and the rest, when a full block of
-    `most` does not divide it (14 pixels: 12 in blocks of 4, then a block of 2); else None."""
+def _most(lanes):
+    return max(1, min(MAX_ACC // lanes, MAX_BLOCK))
+
+
+def _remainder(loops, plan):
+    """Loop plan[0]'s range cut in two, a multiple of the block and the rest, when the block
+    does not divide it (14 pixels: 12 in blocks of 4, then a block of 2); else None."""
     b, block = plan
-    if b is None or block == most:
+    if b is None:
         return None
-    lp = loops[b]
-    m, n = const_value(lp.min), const_value(lp.extent)
-    if n <= most:
+    m, n = const_value(loops[b].min), const_value(loops[b].extent)
+    if n % block == 0:
         return None
-    cut = m + n // most * most
+    cut = m + n // block * block
     return [(m, cut), (cut, m + n)]
 
 
@@ -228,6 +231,7 @@ def host_blocks(func, target):
     if "arm_cpu" in target.keys:
         return func
     lane_vars = {}          # id(lane var) -> (outer var, lane var, lanes) of the nests split so far
+    parted = set()          # id(first reduce var) of the nests partitioned before any lane split
     n = 0
     while True:
         consts = {id(func.params[p]) for p in func.attrs.get("constants", ())}
@@ -240,7 +244,16 @@ def host_blocks(func, target):
         if split_at is None:
             plan = _lanes(loops, red, consts) if red else None
             if plan is None:
-                n += 1      # left to cpu.py
+                # no lanes over the whole nest (depthwise NCHW: channels gather, pixels bound
+                # the window): the interior's pixels may take them
+                pieces = None
+                if red and id(red[0].var) not in parted:
+                    parted.add(id(red[0].var))
+                    pieces = _partition(loops, red)
+                if pieces:
+                    func = func.with_body(_Swap(nest, Seq(pieces)).visit(func.body))
+                else:
+                    n += 1      # left to cpu.py
                 continue
             k, lanes = plan
             s, mo, mi = split(nest, loops[k].var, lanes)
@@ -252,7 +265,7 @@ def host_blocks(func, target):
             continue        # the same position is now the first piece
         mo, mi, lanes = split_at
         plan = _block_plan(loops, red, mo, mi, lanes)
-        rest = _remainder(loops, plan, MAX_ACC // lanes)
+        rest = _remainder(loops, plan)
         if rest is not None:
             func = func.with_body(_Swap(nest, Seq([_restrict(loops, {plan[0]: r}) for r in rest])).visit(func.body))
             continue
