@@ -13,7 +13,7 @@ from .errors import AotError
 from .liveness import lifetimes
 from .lower import const_param_array, lower_group
 from .schedules import schedule
-from .memory_plan import Buf, lower_bound, plan, verify
+from .memory_plan import Buf, clusters, lower_bound, plan, verify
 from .names import sanitize
 from .ops.registry import alias_root
 from .passes.fuse import group_name
@@ -21,7 +21,8 @@ from .tir.launch import launch_shape
 from .tir.flatten import flatten
 from .tir.legalize import legalize
 from .tir.stmt import PrimFunc
-from .tir.inplace import writes_over, writes_over_staged
+from .tir.inplace import writes_over, writes_over_in_order, writes_over_staged
+from .schedules.arm_dw import staging_block
 from .schedules.inplace_conv import stage_in_place
 from .tir.verify import AccessReport, verify_accesses
 
@@ -59,6 +60,7 @@ class GeneratedKernel(_FromLoopIR):
     scratch_bytes: int = 0     # a staged kernel's scratch: its last argument, planned in the workspace
     staged_over: int = None    # the input a staged kernel was proven to write over (writes_over_staged)
     staged_inside: int = 0     # ... lying this many bytes into the output's storage (a wider output)
+    shrunk_over: int = None    # the larger input it was proven to write its output over (writes_over_in_order)
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
     kernels = [g for g in groups if not g.alias]
     lives = lifetimes(graph, kernels, workspace_io)     # the same model order_for_memory optimised
     worth_staging = _steps_worth_staging(kernels, lives) if in_place else set()
+    worth_shrinking = _steps_worth_shrinking(kernels, lives) if in_place and not target.is_device else set()
 
     const_ids, constants = {}, []
     intervals = {}
@@ -202,6 +205,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         ext = external(g, fname) if external is not None else None
         user = g.nodes[0].attrs["prim_func"] if g.nodes[0].op == "PrimFuncCall" else None
         staged = None             # only the compiler's own lowering is staged to write over an input
+        shrunk = None
         if ext is None and user is not None:      # a user's kernel, scheduled as the user wrote it
             func, params = PrimFunc(fname, user.params, user.body, user.num_inputs, dict(user.attrs)), list(g.inputs)
             func = legalize(flatten(func))
@@ -209,11 +213,15 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             layouts = {}
         elif ext is None:
             func, params = lower_group(g, fname)
-            staged = (_staged_in_place(func, params, g, step, lives, len(kernels), set(in_index) | set(out_root))
+            staged = (_staged_in_place(func, params, g, step, lives, len(kernels), set(in_index) | set(out_root),
+                                       staging_block(target))
                       if in_place and not target.is_device and step in worth_staging else None)
             if staged:
                 func = staged[0]
-            func = legalize(schedule(func, target))
+            plain, func = func, legalize(schedule(func, target))
+            if not staged and step in worth_shrinking:
+                func, shrunk = _shrunk_in_place(func, plain, params, g, step, lives, len(kernels),
+                                                set(in_index) | set(out_root))
             verify_accesses(func, access)
             layouts = func.attrs.get("layouts", {})
         else:
@@ -234,9 +242,12 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 args.append(Arg("output", out_root[id(r)], v.type.dtype, size=size))
             elif r.is_const:
                 layout = layouts.get(k)       # the schedule stores this constant in another layout
-                key = (id(r), layout)         # ... which makes it a constant of its own
+                # ... which makes it a constant of its own (one computed from other constants too)
+                reads = [root(params[i]) for i in getattr(layout, "reads", ())]
+                key = (id(r), layout, *map(id, reads))
                 if key not in const_ids:
-                    arr = const_param_array(r) if layout is None else layout.apply(const_param_array(r))
+                    arr = const_param_array(r) if layout is None else \
+                        layout.apply(const_param_array(r), *map(const_param_array, reads))
                     const_ids[key] = len(constants)
                     constants.append((f"tvmgen_{mod}_const_{len(constants)}_{sanitize(r.name)}"[:80], arr))
                 args.append(Arg("const", const_ids[key], v.type.dtype, size=size))
@@ -255,7 +266,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 args.append(Arg("workspace", id(scratch), func.params[-1].dtype, size=nbytes))
                 calls.append(GeneratedKernel(func, args, scratch_bytes=nbytes, staged_over=over, staged_inside=inside))
             else:
-                calls.append(GeneratedKernel(func, args))
+                calls.append(GeneratedKernel(func, args, shrunk_over=shrunk))
             continue
         if ext.scratch_bytes:
             scratch = _Scratch(f"{ext.symbol} scratch", ext.scratch_bytes)
@@ -270,9 +281,12 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             intervals.setdefault(id(v), [*lives[id(v)].interval(len(kernels)), v])
     io_keys = {id(v) for v in graph.inputs} | set(out_root) if workspace_io else set()
     storage = _write_in_place(calls, intervals, io_keys, log) if in_place else {}
-    placed = _place_inside_outputs(calls, intervals, storage, log) if in_place else {}
-    placed.update(_place_concat_slices(kernels, calls, intervals, storage, io_keys, log, placed) if in_place else {})
-    bufs = [Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items()
+    pins, placed = {}, {}     # pins: {key: (host key, byte offset)}, planned together (memory_plan.Buf.pin)
+    if in_place:
+        _place_inside_outputs(calls, intervals, storage, log, pins)
+        _write_shrunk(calls, intervals, storage, io_keys, log, pins)
+        placed.update(_place_concat_slices(kernels, calls, intervals, storage, io_keys, log, placed, pins))
+    bufs = [Buf(key, r.type.nbytes, s, e, pin=pins.get(key)) for key, (s, e, r) in intervals.items()
             if key not in storage and key not in placed]
     pool_of, sizes = _assign_pools(bufs, pools or [("", None)], align)
     total = sum(sizes)
@@ -300,6 +314,9 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         inner = _find(storage, key)
         if inner in placed:       # placed in another tensor's storage, itself or the tensor it was written over
             row["slice_of"] = intervals[placed[inner][0]][2].name
+        elif inner in pins:       # a smaller output over its input, or an input inside its wider output
+            host = pins[inner][0]
+            row["in_place_of" if intervals[inner][0] > intervals[host][0] else "slice_of"] = intervals[host][2].name
         rows.append(row)
     rows.sort(key=lambda r: (r.get("pool", ""), r["offset"], r["first"]))
     bound = lower_bound(bufs)
@@ -335,8 +352,8 @@ class _Scratch:
 
 def _steps_worth_staging(kernels, lives):
     """The steps whose kernel may be staged to write over its input: a staged kernel gives up
-    the register tiles and micro-kernels of the target's schedule (KWS int8 on Cortex-M55 takes
-    2.7x the instructions staged everywhere), so only the kernels whose live bytes stand above
+    the register tiles of the target's schedule (a staged pointwise conv keeps its dot_s8 calls,
+    a depthwise one has none to keep), so only the kernels whose live bytes stand above
     what the peak can come down to are staged. A step can drop by its dying input's bytes when
     its one activation input dies there and is no larger than its output; the peak cannot fall
     below the highest step after such drops."""
@@ -368,7 +385,54 @@ def _steps_worth_staging(kernels, lives):
     return chosen
 
 
-def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids):
+def _steps_worth_shrinking(kernels, lives):
+    """The steps whose output, smaller than its one activation input that dies there, may be
+    written over the start of that input: those whose live bytes stand above what the peak can
+    come down to when both wider and smaller outputs share their input's storage (a kernel so
+    written may lose its target schedule: aot/tir/inplace.py proves the plain nest when the
+    scheduled one, register tiles reading ahead, is not safe)."""
+    n = len(kernels)
+    live = [0] * n
+    for lf in lives.values():
+        first, last = lf.interval(n)
+        for s in range(first, last + 1):
+            live[s] += lf.nbytes
+    saving, smaller = [0] * n, set()
+    for s, g in enumerate(kernels):
+        ins = {id(alias_root(v)) for v in g.inputs if v is not None and not alias_root(v).is_const}
+        if len(g.outputs) != 1 or len(ins) != 1:
+            continue
+        src, dst = lives.get(ins.pop()), lives.get(id(alias_root(g.outputs[0])))
+        if src is None or dst is None or src.interval(n)[1] != s or not src.nbytes or not dst.nbytes:
+            continue
+        saving[s] = min(src.nbytes, dst.nbytes)
+        if src.nbytes > dst.nbytes:
+            smaller.add(s)
+    floor = max((live[s] - saving[s] for s in range(n)), default=0)
+    return {s for s in smaller if live[s] > floor}
+
+
+def _shrunk_in_place(func, plain, params, g, step, lives, n_kernels, io_ids):
+    """(the kernel, the index of the input it may write its smaller output over) when
+    writes_over_in_order proves it on the scheduled kernel, else on the plain nest (which then
+    replaces it); (func, None) when neither is proven."""
+    if len(g.outputs) != 1 or id(alias_root(g.outputs[0])) in io_ids:
+        return func, None
+    out = alias_root(g.outputs[0])
+    act = [k for k, v in enumerate(params) if v is not None and not alias_root(v).is_const]
+    if len(act) != 1:
+        return func, None
+    k = act[0]
+    r = alias_root(params[k])
+    if id(r) in io_ids or r.type.nbytes <= out.type.nbytes or lives[id(r)].interval(n_kernels)[1] != step:
+        return func, None
+    for f in (func, legalize(flatten(plain))):
+        if writes_over_in_order(f, [f.params[k]], f.params[len(params)], 0):
+            return f, k
+    return func, None
+
+
+def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=1):
     """(func staged to write over an input that dies here, that input's index, scratch bytes)
     when aot/schedules/inplace_conv.py can stage the kernel and aot/tir/inplace.py proves the
     staged kernel safe; else None."""
@@ -383,7 +447,7 @@ def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids):
                 or lives[id(r)].interval(n_kernels)[1] != step \
                 or sum(x is not None and alias_root(x) is r for x in params) != 1:
             continue
-        got = stage_in_place(func, k, len(params))
+        got = stage_in_place(func, k, len(params), block=block)
         if got is None:
             continue
         staged, n = got
@@ -446,9 +510,37 @@ def _home(storage, placed, key):
     return key, delta
 
 
-def _bound(intervals, storage, placed):
-    return lower_bound([Buf(key, r.type.nbytes, s, e) for key, (s, e, r) in intervals.items()
-                        if key not in storage and key not in placed])
+def _bound(intervals, storage, placed, pins=None):
+    return lower_bound(_bufs(intervals, storage, placed, pins or {}))
+
+
+def _bufs(intervals, storage, placed, pins):
+    return [Buf(key, r.type.nbytes, s, e, pin=pins.get(key)) for key, (s, e, r) in intervals.items()
+            if key not in storage and key not in placed]
+
+
+def _pin(pins, key, host, delta, intervals, storage, placed):
+    """Pin key's storage `delta` bytes into host's (they share one step, at which the kernel was
+    proven to write the one over the other), unless two members of the cluster this makes would
+    then overlap elsewhere, or the peak of live bytes rises. Returns whether it did."""
+    before = _bound(intervals, storage, placed, pins)
+    pins[key] = (host, delta)
+    bufs = _bufs(intervals, storage, placed, pins)
+    cl = clusters(bufs)
+    at = {b.key: i for i, b in enumerate(bufs)}
+    root = cl[at[key]][0]
+    mine = [(b, cl[i][1]) for i, b in enumerate(bufs) if cl[i][0] == root]
+    for k, (a, ra) in enumerate(mine):
+        for b, rb in mine[k + 1:]:
+            shared = min(a.end, b.end) - max(a.start, b.start)
+            pair = (a.pin and a.pin[0] == b.key) or (b.pin and b.pin[0] == a.key)
+            if shared >= 0 and ra < rb + b.size and rb < ra + a.size and not (pair and shared == 0):
+                del pins[key]
+                return False
+    if _bound(intervals, storage, placed, pins) > before:
+        del pins[key]
+        return False
+    return True
 
 
 def _place(placed, home, out, delta, intervals, storage):
@@ -466,27 +558,47 @@ def _place(placed, home, out, delta, intervals, storage):
     return False
 
 
-def _place_inside_outputs(calls, intervals, storage, log):
+def _place_inside_outputs(calls, intervals, storage, log, pins):
     """A staged kernel whose output is wider than the input it was proven to write over
-    (writes_over_staged with delta) gets that input's storage placed at the end of its output.
-    Returns {input home key: (output key, byte offset)}; the output's interval starts with the input's."""
-    placed = {}
+    (writes_over_staged with delta) gets that input's storage pinned at the end of its output
+    (pins: {input home key: (output key, byte offset)})."""
     for step, c in enumerate(calls):
         if not isinstance(c, GeneratedKernel) or c.staged_over is None or not c.staged_inside:
             continue
         b, a = c.args[c.staged_over], c.args[c.func.num_inputs]
         home = _find(storage, b.index)
-        if home in placed or intervals[home][1] != step or intervals[a.index][0] != step or a.index in storage:
+        if home in pins or intervals[home][1] != step or intervals[a.index][0] != step or a.index in storage:
             continue
-        if not _place(placed, home, a.index, c.staged_inside, intervals, storage):
+        if not _pin(pins, home, a.index, c.staged_inside, intervals, storage, {}):
             continue
         c.no_alias = False
         if log:
             log(f"memory plan: {intervals[home][2].name} placed at byte {c.staged_inside} of {intervals[a.index][2].name}")
-    return placed
 
 
-def _place_concat_slices(kernels, calls, intervals, storage, io_keys, log, placed=None):
+def _write_shrunk(calls, intervals, storage, io_keys, log, pins):
+    """A kernel whose output is smaller than an input that dies there writes it over the start of
+    that input when replaying its accesses proves no input element is overwritten before its last
+    read (writes_over_in_order: a depthwise conv with stride 2); the output is pinned at byte 0
+    of the input's storage."""
+    for step, c in enumerate(calls):
+        if not isinstance(c, GeneratedKernel) or c.shrunk_over is None:
+            continue
+        a, b = c.args[c.func.num_inputs], c.args[c.shrunk_over]
+        if a.kind != "workspace" or b.kind != "workspace" or a.index in io_keys or b.index in io_keys \
+                or a.index in storage or a.index in pins:
+            continue
+        home = _find(storage, b.index)
+        if intervals[home][1] != step or intervals[b.index][1] != step \
+                or not _pin(pins, a.index, home, 0, intervals, storage, {}):
+            continue
+        c.no_alias = False
+        if log:
+            log(f"memory plan: {c.func.name} writes {intervals[a.index][2].name} over the start of "
+                f"{intervals[b.index][2].name}")
+
+
+def _place_concat_slices(kernels, calls, intervals, storage, io_keys, log, placed=None, pins=None):
     """Concatenation in place: a concat whose slices are contiguous in its output (every axis
     before the concat axis has extent 1) gets each input's storage placed at that input's
     slice of the output, so the producer writes straight into it and the concat's copy of that
@@ -494,7 +606,8 @@ def _place_concat_slices(kernels, calls, intervals, storage, io_keys, log, place
     output's interval is stretched over its placed inputs'. An input is left where it is
     when its bytes are written again after the concat (a later kernel writing in place of it),
     when it already sits in another concat's output, or when it is a graph input or output."""
-    placed = dict(placed or {})
+    placed, pins = dict(placed or {}), pins or {}
+    pinned = set(pins) | {h for h, _ in pins.values()}      # their intervals may not stretch
     for step, (g, c) in enumerate(zip(kernels, calls)):
         if not isinstance(c, GeneratedKernel) or [n.op for n in g.nodes] != ["Concat"] or c.scratch_bytes:
             continue
@@ -502,6 +615,7 @@ def _place_concat_slices(kernels, calls, intervals, storage, io_keys, log, place
         out = c.args[n_in]
         axis = node.attrs["axis"] % len(node.outputs[0].type.shape)
         if out.kind != "workspace" or out.index in io_keys or _home(storage, placed, out.index)[0] != out.index \
+                or out.index in pinned \
                 or any(x != 1 for x in node.outputs[0].type.shape[:axis]) or len(c.args) != n_in + 1:
             continue
         delta, done = 0, set()
@@ -511,6 +625,7 @@ def _place_concat_slices(kernels, calls, intervals, storage, io_keys, log, place
             later = home is not None and any(_find(storage, k) == home and intervals[k][0] > step
                                              for k in intervals if k in storage)
             if home is not None and home not in io_keys and home not in placed and home not in done \
+                    and home not in pinned \
                     and not later and intervals[home][2].type.nbytes == nbytes and home != out.index:
                 if not _place(placed, home, out.index, delta, intervals, storage):
                     delta += nbytes

@@ -1,9 +1,11 @@
 """Flash, RAM and instructions per inference of the MLPerf Tiny float models on the emulated
 Cortex-M boards (arm-none-eabi-gcc -O2, QEMU -icount), and whether each fits a part with
 256 KB of RAM and 1 MB of flash. RAM is data + bss (workspace, I/O buffers, C library state) +
-the stack the run used; "RAM, io in ws" is the same with --use-workspace-io.
+the stack the run used; "RAM, io in ws" is the same with --use-workspace-io. Each board's
+firmware is compiled for its core (target "c -mcpu=<core>": the per-core schedules) unless
+--target names one target for all.
 
-  python bench/bench_boards.py [--boards qemu-cortex-m4,qemu-cortex-m7,qemu-cortex-m55]
+  python bench/bench_boards.py [--boards qemu-cortex-m4,qemu-cortex-m7,qemu-cortex-m55] [--target c]
 """
 import argparse
 import contextlib
@@ -27,6 +29,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--boards", default="qemu-cortex-m4,qemu-cortex-m7,qemu-cortex-m55")
     ap.add_argument("--opt", default="-O2")
+    ap.add_argument("--target", default=None, help='default: "c -mcpu=<the board\'s core>"')
     a = ap.parse_args()
     print(f"{'model':32s} {'board':16s} {'flash B':>10s} {'RAM B':>9s} {'RAM, io in ws':>13s} {'stack':>6s} "
           f"{'instructions':>13s}  fits 256K RAM / 1M flash")
@@ -34,12 +37,13 @@ def main():
         p = os.path.join(MLPERF, rel)
         if not os.path.exists(p):
             continue
-        with contextlib.redirect_stderr(io.StringIO()):
-            res = aot.compile(p)
-            res_io = aot.compile(p, use_workspace_io=True)
-        rng = np.random.default_rng(0)
-        feeds = {n: rng.uniform(0, 1, t.shape).astype(t.dtype) for _, n, t in res.plan.inputs}
         for board in a.boards.split(","):
+            target = a.target or f"c -mcpu={board.split('-', 1)[1]}"
+            with contextlib.redirect_stderr(io.StringIO()):
+                res = aot.compile(p, target=target)
+                res_io = aot.compile(p, target=target, use_workspace_io=True)
+            rng = np.random.default_rng(0)
+            feeds = {n: rng.uniform(0, 1, t.shape).astype(t.dtype) for _, n, t in res.plan.inputs}
             rep, _ = measure(res.tar, board, a.opt, inputs=feeds)
             rep_io, _ = measure(res_io.tar, board, a.opt, inputs=feeds)
             stack = next(r["ram"] for r in rep["rows"] if r["part"].startswith("stack"))

@@ -190,6 +190,18 @@ class CRenderer(StmtVisitor):
             self.helpers[name] = f"static inline {i32} {name}({i32} a, {i32} b) {{ {body} }}"
         return name
 
+    def _fma_helper(self) -> str:
+        """fmaf where the C library's is the FPU's fused multiply-add (C99's FP_FAST_FMAF, or
+        ACLE's __ARM_FEATURE_FMA: newlib's math.h does not define the first); else the unfused
+        a * b + c, never a library call per multiply-add (a Cortex-M4 built with soft float)."""
+        name = "aot_fma_f32"
+        if name not in self.helpers:
+            self.helpers[name] = "\n".join([
+                f"static inline float {name}(float a, float b, float c) {{",
+                "#if defined(FP_FAST_FMAF) || defined(__ARM_FEATURE_FMA)",
+                "  return fmaf(a, b, c);", "#else", "  return a * b + c;", "#endif", "}"])
+        return name
+
     # -- expressions -------------------------------------------------------------
     def expr(self, e) -> str:
         if isinstance(e, Const):
@@ -217,6 +229,8 @@ class CRenderer(StmtVisitor):
                 return f"((uint8_t){e.fn}({self.expr(e.args[0])}))"
             if e.fn in ("srdhm", "rdbpot"):
                 return f"{self._fixed_point_helper(e.fn)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
+            if e.fn == "fma" and e.dtype == "float32":
+                return f"{self._fma_helper()}(" + ", ".join(self.expr(a) for a in e.args) + ")"
             it = get_intrin(e.fn)
             if it is not None:       # a tensorized micro-kernel: pointers to its operands' first elements
                 name = f"aot_{e.fn}"
@@ -350,6 +364,9 @@ class CRenderer(StmtVisitor):
             self.emit("} else {")
             self.block(s.else_)
         self.emit("}")
+
+    def visit_Evaluate(self, s):
+        self.emit(f"(void){self.expr(s.call)};")
 
     def visit_Barrier(self, s):
         if self.barrier_text is None:

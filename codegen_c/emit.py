@@ -29,7 +29,11 @@ def _format_values(a: np.ndarray, per_line=8):
     if a.dtype.kind == "f":
         dig = "%.9g" if a.dtype == np.float32 else "%.17g"
         vals = []
-        for x in flat.tolist():
+        if a.dtype == np.float32 and bool(np.isfinite(flat).all()):
+            # the common case (weights) without the per-value branches below; same text
+            vals = [t + "f" if ("." in t or "e" in t or "E" in t) else t + ".0f"
+                    for t in map(dig.__mod__, flat.tolist())]
+        for x in (() if vals else flat.tolist()):
             if math.isnan(x):
                 vals.append("NAN")
             elif math.isinf(x):
@@ -46,9 +50,9 @@ def _format_values(a: np.ndarray, per_line=8):
     elif a.dtype == np.uint64:
         vals = [f"UINT64_C({x})" for x in flat.tolist()]
     else:
-        vals = [str(x) for x in flat.tolist()]
-    return "\n".join("  " + ", ".join(vals[i:i + per_line]) + ("," if i + per_line < len(vals) else "")
-                     for i in range(0, len(vals), per_line))
+        vals = list(map(str, flat.tolist()))
+    lines = [", ".join(vals[i:i + per_line]) for i in range(0, len(vals), per_line)]
+    return ",\n".join(map("  ".__add__, lines))
 
 
 def _main_prototype(plan):

@@ -6,7 +6,9 @@ kernels: channel counts and K that are odd and not multiples of 4 or 16, SAME pa
 windows), stride 2, per-channel quantisation, nonzero input zero points. The same compile for
 a Cortex-M target runs on the host (the plain body, under ASan/UBSan) and on the emulated
 boards (the DSP and MVE bodies), and every output is compared bit for bit with the tflite-micro
-wheel. The plain loop nest (target "c", no micro-kernel) is the fourth path.
+wheel. The plain loop nest (target "c", no micro-kernel) is the fourth path. Output channels go two
+to a dot_s8x2 call (aot/schedules/arm_pairs.py); the cases' odd channel counts keep one single
+call for the last.
 """
 import contextlib
 import io
@@ -24,7 +26,7 @@ tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel i
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 
-def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0):
+def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0, y_scale=None):
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=x_zp)
@@ -35,39 +37,90 @@ def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0):
                   zero_point=[0] * O)
     Ho = -(-H // stride) if padding == "SAME" else (H - k) // stride + 1
     Wo = -(-W // stride) if padding == "SAME" else (W - k) // stride + 1
-    y = mb.tensor("y", [1, Ho, Wo, O], "int8", scale=0.1 * np.sqrt(k * k * C / 9), zero_point=2)
+    y = mb.tensor("y", [1, Ho, Wo, O], "int8", scale=y_scale or 0.1 * np.sqrt(k * k * C / 9), zero_point=2)
     mb.op("CONV_2D", [x, w, b], [y], padding=padding, stride_h=stride, stride_w=stride,
           fused_activation_function="RELU")
     return mb.finish(inputs=[x], outputs=[y]), (1, H, W, C)
 
 
-def dense_model(N, K, O, x_zp=5, seed=0):
+def dense_model(N, K, O, x_zp=5, seed=0, y_scale=None):
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     x = mb.tensor("x", [N, K], "int8", scale=0.05, zero_point=x_zp)
     w = mb.tensor("w", [O, K], "int8", data=rng.integers(-127, 128, (O, K)).astype(np.int8), scale=0.01,
                   zero_point=0)
     b = mb.tensor("b", [O], "int32", data=rng.integers(-500, 500, O).astype(np.int32), scale=0.0005, zero_point=0)
-    y = mb.tensor("y", [N, O], "int8", scale=0.02 * np.sqrt(K), zero_point=-1)
+    y = mb.tensor("y", [N, O], "int8", scale=y_scale or 0.02 * np.sqrt(K), zero_point=-1)
     mb.op("FULLY_CONNECTED", [x, w, b], [y])
     return mb.finish(inputs=[x], outputs=[y]), (N, K)
 
 
-# name -> (model builder call, the variants that tensorize it): a k x k window needs 32+ channels
-# for the DSP call per tap to pay (aot/schedules/arm.py)
+# name -> (model builder call, the variants that tensorize it): a k x k window's rows (taps x
+# channels) must be 32+ bytes for the DSP call to pay (aot/schedules/arm.py); the k x k convs take
+# dot_s8_rows (one call per output), 1x1 convs and dense dot_s8. Rows of 21, 51, 105, 99 and 9
+# bytes, clipped at SAME borders to 14, 34, 70: every Helium tail (n % 16), every DSP step (8, 4, 1)
 CASES = {
     "conv3x3_c7_same_s2": (lambda: conv_model(9, 11, 7, 5, 3, 2, "SAME"), {"mve"}),
-    "conv3x3_c17_same_s1": (lambda: conv_model(7, 6, 17, 3, 3, 1, "SAME", x_zp=-128), {"mve"}),
+    "conv3x3_c17_same_s1": (lambda: conv_model(7, 6, 17, 3, 3, 1, "SAME", x_zp=-128), {"mve", "dsp"}),
     "conv3x3_c35_same_s2": (lambda: conv_model(7, 9, 35, 3, 3, 2, "SAME", x_zp=100), {"mve", "dsp"}),
     "conv3x3_c33_valid_s2": (lambda: conv_model(9, 9, 33, 4, 3, 2, "VALID", x_zp=127), {"mve", "dsp"}),
     "conv1x1_c33": (lambda: conv_model(5, 3, 33, 7, 1, 1, "VALID"), {"mve", "dsp"}),
     "conv1x1_c7_s2": (lambda: conv_model(6, 5, 7, 9, 1, 2, "VALID"), {"mve", "dsp"}),
-    "conv3x3_c3_same_s2": (lambda: conv_model(8, 8, 3, 7, 3, 2, "SAME"), set()),   # too short a run: tiles
+    # a window row of 3 taps x 3 channels is one run of 9 (clipped at the borders)
+    "conv3x3_c3_same_s2": (lambda: conv_model(8, 8, 3, 7, 3, 2, "SAME"), {"mve"}),
+    "conv3x3_c3_same_s1": (lambda: conv_model(7, 9, 3, 5, 3, 1, "SAME", x_zp=-128), {"mve"}),
+    "conv3x3_c1_same_s1": (lambda: conv_model(6, 7, 1, 5, 3, 1, "SAME"), set()),   # too short a run: tiles
+    # one channel: the run is a window row's taps alone, clipped at the borders (KWS's first conv)
+    "conv5x5_c1_same_s2": (lambda: conv_model(9, 10, 1, 6, 5, 2, "SAME", x_zp=11), {"mve"}),
+    # output scale below input x weight scale for some channels: requantisation shifts left there
+    "conv1x1_c9_o11_mixed_shifts": (lambda: conv_model(5, 4, 9, 11, 1, 1, "VALID", y_scale=1e-3), {"mve", "dsp"}),
     "dense_k5": (lambda: dense_model(2, 5, 7), {"mve", "dsp"}),
     "dense_k33": (lambda: dense_model(1, 33, 9, x_zp=-77), {"mve", "dsp"}),
+    "dense_k20_left_shift": (lambda: dense_model(2, 20, 8, x_zp=-128, y_scale=2e-4), {"mve", "dsp"}),  # x2.5
     "dense_k64": (lambda: dense_model(3, 64, 10, x_zp=0), {"mve", "dsp"}),
 }
 BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
+
+
+def pointwise_chain_model(H=5, W=3, C=33, n=3, seed=0):
+    """n pointwise convs C -> C: the inner ones write over their input, pixel by pixel through a
+    scratch (aot/schedules/inplace_conv.py), and keep their micro-kernels."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = x0 = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=-3)
+    for k in range(n):
+        ws = (rng.random(C) * 0.02 + 0.005).astype(np.float32)
+        w = mb.tensor(f"w{k}", [C, 1, 1, C], "int8", data=rng.integers(-127, 128, (C, 1, 1, C)).astype(np.int8),
+                      scale=ws, zero_point=[0] * C, quantized_dimension=0)
+        b = mb.tensor(f"b{k}", [C], "int32", data=rng.integers(-500, 500, C).astype(np.int32), scale=0.05 * ws,
+                      zero_point=[0] * C)
+        y = mb.tensor(f"y{k}", [1, H, W, C], "int8", scale=0.05, zero_point=[4, -7, 0][k % 3])
+        mb.op("CONV_2D", [x, w, b], [y], padding="VALID", stride_h=1, stride_w=1, fused_activation_function="RELU")
+        x = y
+    return mb.finish(inputs=[x0], outputs=[x]), (1, H, W, C)
+
+
+def conv_add_model(H=6, W=5, C=11, seed=0):
+    """A 3x3 conv C -> C whose output feeds a residual ADD with its input (ResNet's block end):
+    the add is fused into the conv's epilogue, after the conv's requantisation."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=-128)
+    ws = (rng.random(C) * 0.02 + 0.005).astype(np.float32)
+    w = mb.tensor("w", [C, 3, 3, C], "int8", data=rng.integers(-127, 128, (C, 3, 3, C)).astype(np.int8),
+                  scale=ws, zero_point=[0] * C, quantized_dimension=0)
+    b = mb.tensor("b", [C], "int32", data=rng.integers(-500, 500, C).astype(np.int32), scale=0.05 * ws,
+                  zero_point=[0] * C)
+    y = mb.tensor("y", [1, H, W, C], "int8", scale=0.3, zero_point=-4)
+    z = mb.tensor("z", [1, H, W, C], "int8", scale=0.2, zero_point=-128)
+    mb.op("CONV_2D", [x, w, b], [y], padding="SAME", stride_h=1, stride_w=1, fused_activation_function="NONE")
+    mb.op("ADD", [x, y], [z], fused_activation_function="RELU")
+    return mb.finish(inputs=[x], outputs=[z]), (1, H, W, C)
+
+
+# cases another micro-kernel takes on Helium: a one-channel-input conv is dw_s8 with the input
+# broadcast to every output channel (aot/schedules/arm_dw.py), cheaper than dot_s8_rows there
+KERNEL = {"conv5x5_c1_same_s2": "dw_s8"}
 
 
 def _feeds(shape, n=3):
@@ -135,6 +188,28 @@ def test_the_verifier_checks_every_element_a_micro_kernel_reads():
         verify_accesses(func(9))
 
 
+def test_the_verifier_checks_the_last_row_of_a_rows_call():
+    """dot_s8_rows reads rows runs of n, sa apart: the last row's end is checked."""
+    from aot.tir.expr import Cast, Const, Load, Var
+    from aot.tir.flatten import flatten
+    from aot.tir.schedule import tensorize
+    from aot.tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store
+    from aot.tir.verify import AccessError, verify_accesses
+
+    def func(rows):
+        a, b, out = Buffer("a", "int8", (8, 8)), Buffer("b", "int8", (3, 5)), Buffer("out", "int32", (4,))
+        acc = Buffer("acc", "int32", (1,), "local")
+        i, r, k = Var("i"), Var("r"), Var("k")
+        prod = (Cast("int32", Load(a, (i + r, k))) - Const(3, "int32")) * Cast("int32", Load(b, (r, k)))
+        body = For(i, 0, 4, Allocate(acc, Seq([Store(acc, 0, Const(0, "int32")),
+                                               For(r, 0, rows, For(k, 0, 5, Store(acc, 0, Load(acc, 0) + prod))),
+                                               Store(out, i, Load(acc, 0))])))
+        return flatten(PrimFunc("f", [a, b, out], tensorize(body, r, "dot_s8_rows"), 2))
+    assert verify_accesses(func(2)).checked > 0
+    with pytest.raises(AccessError, match=r"b\[\d+..19\] is outside its 15 elements"):
+        verify_accesses(func(4))
+
+
 @pytest.mark.parametrize("mcpu,variant", [("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m33", "dsp"),
                                           ("cortex-m55", "mve"), ("cortex-m85", "mve"),
                                           ("cortex-m0", None), ("cortex-m3", None), (None, None)])
@@ -162,7 +237,7 @@ def test_microkernel_plain_body_on_the_host_is_bit_exact(name):
     build, variants = CASES[name]
     model, shape = build()
     res = aot.compile(model, target="c -mcpu=cortex-m55")
-    assert (set(_schedules(res).values()) == {"dot_s8 (mve)"}) == ("mve" in variants)
+    assert (set(_schedules(res).values()) == {f"{KERNEL.get(name, 'dot_s8')} (mve)"}) == ("mve" in variants)
     _check(res, _feeds(shape), model, sanitize=True)
     _check(aot.compile(model), _feeds(shape, 1), model)
 
@@ -175,13 +250,19 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed")
     mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m55")
-    for name in ("conv3x3_c35_same_s2", "dense_k33"):
+    # 3 output channels: a pair and a single call; 9 (per-tensor) and 11 (per-channel): four to a
+    # call with their requantisation, then a pair (11), then one single call for the last
+    calls = {"conv3x3_c35_same_s2": ("aot_dot_s8x2(&", "aot_dot_s8_rows(&"),
+             "dense_k33": ("aot_dot_s8x4qt(&", "aot_dot_s8(&"),
+             "conv1x1_c9_o11_mixed_shifts": ("aot_dot_s8x4q(&", "aot_dot_s8x2(&", "aot_dot_s8(&")}
+    for name, expected in calls.items():
         model, _ = CASES[name][0]()
         res = aot.compile(model, target=f"c -mcpu={mcpu}")
         with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
             t.extractall(tmp_path / name)
         src = tmp_path / name / "codegen/host/src/default_lib1.c"
-        assert "aot_dot_s8(" in src.read_text()
+        text = src.read_text()
+        assert all(c in text for c in expected), name
         r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / name / "codegen/host/include"),
                             "-I", str(tmp_path / name / "runtime/include"), "-c", str(src), "-o",
                             str(tmp_path / f"{name}.o")], capture_output=True, text=True)
@@ -198,5 +279,114 @@ def test_microkernel_on_cortex_m_is_bit_exact(name, board):
     build, variants = CASES[name]
     model, shape = build()
     res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
-    assert (set(_schedules(res).values()) == {f"dot_s8 ({BOARDS[board]})"}) == (BOARDS[board] in variants)
+    kernel = KERNEL.get(name, "dot_s8") if BOARDS[board] == "mve" else "dot_s8"
+    assert (set(_schedules(res).values()) == {f"{kernel} ({BOARDS[board]})"}) == (BOARDS[board] in variants)
     _check(res, _feeds(shape, 2), model, board=board)
+
+
+def _staged_kernels(res):
+    return [c for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
+
+
+@tflm
+@pytest.mark.parametrize("board", [None] + sorted(BOARDS))
+def test_staged_pointwise_conv_keeps_its_micro_kernel(board):
+    """The inner pointwise convs of a chain are staged to write over their input; the reduction
+    over one pixel's channels inside the staging is still one dot_s8 call (33 channels: the
+    Helium and DSP tails), on the host's plain body and on both boards, bit-exact with TFLM."""
+    import aot
+    model, shape = pointwise_chain_model()
+    mcpu = board.split("-", 1)[1] if board else "cortex-m55"
+    res = aot.compile(model, target=f"c -mcpu={mcpu}")
+    staged = _staged_kernels(res)
+    assert staged and all(c.func.attrs.get("schedule") == f"dot_s8 ({'dsp' if mcpu == 'cortex-m4' else 'mve'})"
+                          for c in staged)
+    if board is None:
+        _check(res, _feeds(shape), model, sanitize=True)
+    else:
+        _check(res, _feeds(shape, 2), model, board=board)
+
+
+def test_the_verifier_checks_every_row_a_quad_call_reads():
+    """Four output channels requantised in one dot_s8x4q call (aot/schedules/arm_pairs.py) read
+    four weight rows and four elements of bias, multiplier and shift: one short of any of them is
+    refused (the range checked ends at the fourth row or element)."""
+    from aot.ops.fixed_point import mbqm
+    from aot.schedules.arm_pairs import pair_outputs
+    from aot.tir.expr import Bin, Call, Cast, Const, Load, Var, walk
+    from aot.tir.flatten import flatten
+    from aot.tir.schedule import tensorize
+    from aot.tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store, walk_stmts
+    from aot.tir.verify import AccessError, verify_accesses
+
+    def func(w_len=32, q_len=4):
+        a, w = Buffer("a", "int8", (8,)), Buffer("w", "int8", (w_len,))
+        bias, mult, shift = (Buffer(n, "int32", (q_len,)) for n in ("bias", "mult", "shift"))
+        out, acc = Buffer("out", "int8", (4,)), Buffer("acc", "int32", (1,), "local")
+        c, k = Var("c"), Var("k")
+        prod = (Cast("int32", Load(a, (k,))) - Const(3, "int32")) * Cast("int32", Load(w, (c * 8 + k,)))
+        req = mbqm(Load(acc, 0) + Load(bias, (c,)), Load(mult, (c,)), Load(shift, (c,))) + Const(2, "int32")
+        clamp = Bin("min", Bin("max", req, Const(-128, "int32")), Const(127, "int32"))
+        body = For(c, 0, 4, Allocate(acc, Seq([Store(acc, 0, Const(0, "int32")),
+                                               For(k, 0, 8, Store(acc, 0, Load(acc, 0) + prod)),
+                                               Store(out, c, Cast("int8", clamp))])))
+        quad = pair_outputs(tensorize(body, k, "dot_s8"), quads=True)
+        assert sum(1 for s in walk_stmts(quad) if isinstance(s, Store) for e in walk(s.value)
+                   if isinstance(e, Call) and e.fn == "dot_s8x4q") == 1
+        return flatten(PrimFunc("f", [a, w, bias, mult, shift, out], quad, 5))
+    assert verify_accesses(func()).checked > 0
+    with pytest.raises(AccessError, match=r"w\[31..31\] is outside its 31 elements"):
+        verify_accesses(func(w_len=31))
+    with pytest.raises(AccessError, match=r"(bias|mult|shift)\[3..3\] is outside its 3 elements"):
+        verify_accesses(func(q_len=3))
+
+
+@tflm
+@pytest.mark.parametrize("board", [None] + sorted(BOARDS))
+def test_conv_with_a_fused_add_keeps_its_quad_calls(board):
+    """A conv whose epilogue goes on into a residual add: the conv's requantisation is still four
+    channels to a dot_s8x4q call, the add then runs on each byte (11 channels: two quads, a pair, a
+    single call), bit-exact with TFLM on the host's plain body and on both boards."""
+    import aot
+    model, shape = conv_add_model()
+    mcpu = board.split("-", 1)[1] if board else "cortex-m55"
+    res = aot.compile(model, target=f"c -mcpu={mcpu}")
+    fused = [c for c in res.plan.calls if "qadd" in c.symbol]
+    assert fused
+    with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
+        src = next(t.extractfile(m).read().decode() for m in t.getmembers() if m.name.endswith("lib1.c"))
+    assert "aot_dot_s8x4q(&" in src and "aot_dot_s8x2(&" in src
+    if board is None:
+        _check(res, _feeds(shape), model, sanitize=True)
+    else:
+        _check(res, _feeds(shape, 2), model, board=board)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_input_offset_folds_into_the_bias(name):
+    """Helium: the bias constant a kernel links is bias + off * (the channel's weight-row sum),
+    checked against the model's own arrays summed here, followed by the bias as it was where a
+    window is clipped (SAME: those calls keep the offset); a zero input zero point (dense_k64)
+    and the DSP body (which adds the offset for free) keep theirs."""
+    import aot
+    from aot.schedules.arm_fold import OffsetFold
+    model, _ = CASES[name][0]()
+    folds, dots = {}, {}
+    for mcpu in ("cortex-m55", "cortex-m4"):
+        res = aot.compile(model, target=f"c -mcpu={mcpu}")
+        folds[mcpu] = [x for c in res.plan.calls for x in c.func.attrs.get("layouts", {}).values()
+                       if isinstance(x, OffsetFold)]
+        dots[mcpu] = set(_schedules(res).values()) == {"dot_s8 (mve)"}
+    assert not folds["cortex-m4"]
+    assert len(folds["cortex-m55"]) == (dots["cortex-m55"] and name != "dense_k64")
+    if not folds["cortex-m55"]:
+        return
+    res = aot.compile(model, target="c -mcpu=cortex-m55")
+    (node,) = res.graph.nodes
+    w, b = (v.const.astype(np.int64) for v in node.inputs[1:3])
+    off = -res.graph.io_quant[("input", 0)][1]
+    folded = b + off * w.reshape(len(b), -1).sum(axis=1)
+    if "SAME" in node.attrs.get("padding", "") or "same" in name:
+        folded = np.concatenate([folded, b])
+    linked = [a for _, a in res.plan.constants if a.dtype == np.int32]
+    assert any(np.array_equal(a, folded) for a in linked) and not any(np.array_equal(a, b) for a in linked)

@@ -288,3 +288,39 @@ def test_cache_write_computes_a_tile_locally_and_copies_it_out(tmp_path):
     (A, B), got, src = _build_and_run(f, tmp_path)
     np.testing.assert_allclose(got.reshape(M, N), A @ B, rtol=1e-5, atol=1e-5)
     assert "C_local[12]" in src
+
+
+def test_contract_fma_fuses_the_accumulations_and_leaves_vector_lanes(tmp_path):
+    """acc = acc + a * b inside the loop becomes fma(a, b, acc) (rendered through aot_fma_f32);
+    a loop marked for vectorizing keeps a * b + c; the result matches numpy."""
+    from aot.tir.expr import Call
+    from aot.tir.stmt import Store, walk_stmts
+    a, b, c = _matmul()
+    f = lower([a, b, c], "mm_fma")
+    i, j = c.op.axis
+
+    def fmas(s):
+        return sum(isinstance(x, Store) and isinstance(x.value, Call) and x.value.fn == "fma" for x in walk_stmts(s))
+    assert fmas(tsch.contract_fma(tsch.vectorize(f.body, j), i)) == 0
+    s = tsch.contract_fma(f.body, i)
+    assert fmas(s) == 1 and fmas(f.body) == 0          # the input is not mutated
+    (A, B), got, src = _build_and_run(flatten(f.with_body(s)), tmp_path)
+    assert "aot_fma_f32(" in src
+    np.testing.assert_allclose(got.reshape(M, N), A @ B, rtol=1e-5, atol=1e-5)
+
+
+def test_partition_splits_a_loop_into_consecutive_ranges(tmp_path):
+    """partition(i, 1, 4): loops over [0, 1), [1, 4), [4, M) with the same body; the result
+    matches numpy; a range outside the loop is refused."""
+    from aot.tir.simplify import const_value
+    from aot.tir.stmt import For, walk_stmts
+    a, b, c = _matmul()
+    f = lower([a, b, c], "mm_part")
+    i, _ = c.op.axis
+    s = tsch.partition(f.body, i, 1, 4)
+    spans = [(const_value(x.min), const_value(x.extent)) for x in walk_stmts(s) if isinstance(x, For) and x.var is i]
+    assert spans == [(0, 1), (1, 3), (4, M - 4)]
+    (A, B), got, _ = _build_and_run(flatten(f.with_body(s)), tmp_path)
+    np.testing.assert_allclose(got.reshape(M, N), A @ B, rtol=1e-5, atol=1e-5)
+    with pytest.raises(tsch.ScheduleError):
+        tsch.partition(f.body, i, 2, M + 1)

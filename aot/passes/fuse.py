@@ -3,8 +3,10 @@
 The rules follow TVM's pattern kinds: a group has at most one anchor (conv/dense/pool:
 OUT_ELEMWISE_FUSABLE, or a reduction: COMM_REDUCE) plus the elementwise/broadcast ops that
 consume its result at the same shape; elementwise/broadcast/injective chains fuse together
-and into a following reduction. A value read by more than one node is never fused away,
-so every group has a single exit and can run at its last node's position.
+and into a following reduction. A lone Transpose also folds into the anchor it feeds (the
+anchor reads through the permuted index, and the transposed copy's bytes are saved). A value
+read by more than one node is never fused away, so every group has a single exit and can run
+at its last node's position.
 
 A group's longest chain of nodes is bounded (MAX_FUSE_DEPTH, TVM's max_fuse_depth): a fused
 chain lowers to one expression tree, as deep as the chain, that every later stage walks. So is
@@ -53,7 +55,18 @@ def _can_fuse(pg: Group, node, v):
                 and len(node.outputs) == 1 and v.type.shape == node.outputs[0].type.shape)
     if pat in (Pattern.INJECTIVE, Pattern.COMM_REDUCE):
         return pg.kind <= Pattern.INJECTIVE
+    if pat == Pattern.OUT_ELEMWISE_FUSABLE:
+        return _is_layout_transpose(pg)
     return False
+
+
+def _is_layout_transpose(pg: Group):
+    """A group that only permutes its input's axes (an ONNX model's NHWC -> NCHW input Transpose):
+    it folds into the anchor reading it, which then reads the untransposed tensor through the
+    permuted index, so the transposed copy never exists (issue 16: VWW's 110,592-byte input copy
+    lived beside the first conv). Anything more (a reshape, arithmetic) stays a kernel of its own:
+    inlined, it would be recomputed for every reduction step."""
+    return [n.op for n in pg.nodes] == ["Transpose"]
 
 
 def _inline_cost(node):

@@ -14,10 +14,10 @@ from .registry import register
 MAX_TILE = 8          # accumulators kept in registers per output tile
 
 
-def _tile_axis(loops, red):
+def _tile_axis(loops, red, max_tile=MAX_TILE):
     """(position, tile): the output loop to keep `tile` accumulators along. It must not bound
     the reduction (conv: output channels; dense: columns); the channel axis of NC... layouts
-    first, then the innermost such loop; the largest tile up to MAX_TILE dividing its extent."""
+    first, then the innermost such loop; the largest tile up to max_tile dividing its extent."""
     bound = {id(v) for r in red for e in (r.min, r.extent) for v in walk(e) if isinstance(v, Var)}
     cands = [k for k, lp in enumerate(loops) if id(lp.var) not in bound and (const_value(lp.extent) or 0) > 1
              and const_value(lp.min) == 0]
@@ -25,7 +25,7 @@ def _tile_axis(loops, red):
         return None
     k = 1 if 1 in cands and len(loops) >= 3 else cands[-1]
     ext = const_value(loops[k].extent)
-    for tile in range(MAX_TILE, 1, -1):
+    for tile in range(max_tile, 1, -1):
         if ext % tile == 0:
             return k, tile
     return None
@@ -55,7 +55,7 @@ def _packable(func, buf, lane_index):
 
 
 @register("cpu")
-def register_tiles(func):
+def register_tiles(func, max_tile=MAX_TILE):
     """Keep `tile` accumulators of a reduction along one output axis (split it, move the lanes
     inside the reduction), store the constants the lanes read so they are consecutive, and
     leave the lane loops for the C compiler to vectorize when they read consecutive weights
@@ -65,7 +65,7 @@ def register_tiles(func):
         nests = _nests(func.body)      # afresh: packing a constant rewrites every nest reading it
         nest = nests[n]
         found = _accumulation(nest)
-        plan = found and _tile_axis(found[0], found[1])
+        plan = found and _tile_axis(found[0], found[1], max_tile)
         if not plan:
             continue
         loops, red, _ = found
@@ -95,7 +95,7 @@ def register_tiles(func):
         nests = _nests(func.body)
         contiguous = packed or k == len(loops) - 1
         one_loop = all(const_value(r.extent) == 1 for r in red[1:])
-        nests[n] = vectorize(nests[n], lane) if contiguous and one_loop else unroll(nests[n], lane, MAX_TILE)
+        nests[n] = vectorize(nests[n], lane) if contiguous and one_loop else unroll(nests[n], lane, max_tile)
         func = func.with_body(Seq(nests))
     return func
 

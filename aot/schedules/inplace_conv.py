@@ -15,17 +15,25 @@ import math
 from ..tir.expr import Const, Load, Var, substitute, walk
 from ..tir.inplace import coords
 from ..tir.simplify import const_value
-from ..tir.stmt import Allocate, Buffer, For, Seq, Store, own_exprs, walk_stmts
+from ..tir.stmt import Allocate, Buffer, For, Seq, Store, map_exprs, own_exprs, walk_stmts
 from .nests import accumulation, nests
 
 MAX_SCRATCH_SHARE = 4     # the scratch may take at most a quarter of the output: else nothing is saved
 
 
-def stage_in_place(func, in_param: int, out_param: int, outer_dims=None):
+def _subst_stmt(s, mapping):
+    return map_exprs(s, lambda e: substitute(e, mapping))
+
+
+def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1):
     """(func staged over the loops whose output coordinates the input reads share, with the
     scratch buffer appended to its parameters, the scratch's element count), or None when the
     kernel is not one accumulation nest with such loops. outer_dims: stage over the loops of
-    these output dimensions instead, unchecked (the tests build unsafe schedules with it)."""
+    these output dimensions instead, unchecked (the tests build unsafe schedules with it).
+    block: when the one staged loop runs over the innermost dimension (a depthwise conv's
+    channels), stage `block` of its values at a time (a depthwise micro-kernel needs a run of
+    channels per pixel), the block's loop innermost; halved while the scratch would pass its
+    share of the output or the extent is no multiple, down to 4, else one."""
     tops = nests(func.body)
     if len(tops) != 1:
         return None
@@ -66,9 +74,22 @@ def stage_in_place(func, in_param: int, out_param: int, outer_dims=None):
     inner = [lp for lp in keep if dim_of[id(lp.var)] not in shared]
     if not outer or not inner:
         return None
+    while block > 1 and const_value(outer[0].extent) % block:
+        block = block // 2 if block >= 8 else 1
+    if block > 1 and len(outer) == 1 and dim_of[id(outer[0].var)] == len(outb.shape) - 1 \
+            and const_value(outer[0].extent) > block:
+        whole = outer[0]
+        ob, oi = Var(whole.var.name + "_o", whole.var.dtype), Var(whole.var.name + "_i", whole.var.dtype)
+        split = {id(whole.var): ob * Const(block, whole.var.dtype) + oi}
+        outer = [For(ob, Const(0, "int32"), Const(const_value(whole.extent) // block, "int32"), whole.body)]
+        inner = inner + [For(oi, Const(0, "int32"), Const(block, "int32"), whole.body)]
+        loops = [outer[0] if lp is whole else lp for lp in loops] + [inner[-1]]
+        keep = [outer[0] if lp is whole else lp for lp in keep] + [inner[-1]]
+        init, reduce_, store = (_subst_stmt(x, split) for x in (init, reduce_, store))
     n = math.prod(const_value(lp.extent) for lp in inner)
     if n * MAX_SCRATCH_SHARE > outb.size:
-        return None
+        return stage_in_place(func, in_param, out_param, outer_dims, block // 2 if block >= 8 else 1) \
+            if block > 1 else None
     scratch = Buffer(f"{outb.name}_stage", outb.dtype, (n,))
 
     def slot(vars_):

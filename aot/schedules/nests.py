@@ -29,3 +29,25 @@ def accumulation(nest):
     if not isinstance(y, Store) or y.buffer is not acc:
         return None
     return loops, red, acc
+
+
+def staged_compute(nest):
+    """(the accumulation nest, a function putting its replacement back in place): nest itself,
+    or, in a kernel staged to write over its input (aot/schedules/inplace_conv.py: loops around
+    [compute into the scratch, copy back]), its compute half; (None, None) for other shapes."""
+    outer, x = [], nest
+    while isinstance(x, For) and not accumulation(x):
+        outer.append(x)
+        x = x.body
+    if not outer:
+        return nest, lambda new: new
+    if not (isinstance(x, Seq) and len(x.stmts) == 2 and accumulation(x.stmts[0])):
+        return None, None
+    copy = x.stmts[1]
+
+    def put_back(new):
+        s = Seq([new, copy])
+        for lp in reversed(outer):
+            s = For(lp.var, lp.min, lp.extent, s, lp.kind)
+        return s
+    return x.stmts[0], put_back

@@ -19,7 +19,11 @@ def is_float(dtype: str) -> bool:
 
 
 class Expr:
-    __slots__ = ("dtype", "_key")
+    # _lin: the linear form aot/tir/simplify.py found for this (immutable) node, kept so that
+    # simplifying a long sum does not walk it again at every level; _canon: set on the sums and
+    # products simplify.from_linear builds, which are their own canonical form
+    # _free: ids of the Vars under this node, for substitute to leave alone a subtree without them
+    __slots__ = ("dtype", "_key", "_lin", "_canon", "_free")
 
     def key(self):
         """Structural identity (hashable)."""
@@ -92,15 +96,17 @@ class Const(Expr):
 BIN_OPS = ("+", "-", "*", "/", "%", "floordiv", "floormod", "min", "max", "&&", "||", "<<", ">>", "&", "|", "^",
            "<", "<=", ">", ">=", "==", "!=")
 CMP_OPS = ("<", "<=", ">", ">=", "==", "!=", "&&", "||")
+_BIN_OPS = frozenset(BIN_OPS)
 
 
 class Bin(Expr):
     __slots__ = ("op", "a", "b")
 
     def __init__(self, op: str, a: Expr, b: Expr):
-        if op not in BIN_OPS:
+        if op not in _BIN_OPS:
             raise InternalError(f"unknown binary op {op!r}")
-        a, b = wrap(a, getattr(b, "dtype", INDEX)), wrap(b, getattr(a, "dtype", INDEX))
+        if not (isinstance(a, Expr) and isinstance(b, Expr)):
+            a, b = wrap(a, getattr(b, "dtype", INDEX)), wrap(b, getattr(a, "dtype", INDEX))
         if op not in ("&&", "||") and a.dtype != b.dtype:
             raise InternalError(f"dtype mismatch in {op}: {a.dtype} vs {b.dtype}")
         self.op, self.a, self.b, self._key = op, a, b, None
@@ -143,6 +149,7 @@ class Select(Expr):
 MATH_FUNCS = ("exp", "log", "sqrt", "tanh", "erf", "fabs", "pow", "floor", "ceil", "round",
               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
               "atanh", "fmod", "isnan", "isinf", "nearbyint", "log1p", "expm1",
+              "fma",       # fma(x, y, z) = x * y + z rounded once (schedules contract accumulations)
               "f16round", "bf16round",   # round to the nearest float16 / bfloat16 (per-op semantics)
               # gemmlowp's int32 fixed point (aot/ops/fixed_point.py): SaturatingRoundingDoublingHighMul
               # and RoundingDivideByPOT, one call each so that a requantisation reads its operand once
@@ -249,6 +256,15 @@ def all_of(conds):
 
 
 def children(e: Expr):
+    t = type(e)         # the exact classes first: this runs for every node of every walk
+    if t is Bin:
+        return (e.a, e.b)
+    if t is Var or t is Const:
+        return ()
+    if t is Load:
+        return e.indices
+    if t is Cast or t is Unary:
+        return (e.a,)
     if isinstance(e, Bin):
         return (e.a, e.b)
     if isinstance(e, (Unary, Cast)):
@@ -265,6 +281,9 @@ def children(e: Expr):
 
 def rebuild(e: Expr, kids):
     """The same node with new children (returns e itself if nothing changed)."""
+    if type(e) is Bin:
+        a, b = kids
+        return e if (a is e.a and b is e.b) else Bin(e.op, a, b)
     old = children(e)
     if len(old) == len(kids) and all(a is b for a, b in zip(old, kids)):
         return e
@@ -283,20 +302,70 @@ def rebuild(e: Expr, kids):
     return e._rebuild(kids)
 
 
-def transform(e: Expr, fn):
-    """Post-order rewrite: fn(node_with_new_children) -> replacement or None to keep."""
+def transform(e: Expr, fn, memo: dict | None = None):
+    """Post-order rewrite: fn(node_with_new_children) -> replacement or None to keep.
+    With a memo (kept by the caller across calls; only for an fn without side effects whose
+    answer depends on the node alone) a shared sub-expression is rewritten once."""
+    if memo is not None:
+        hit = memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+    orig = e
     kids = children(e)
     if kids:
-        e = rebuild(e, [transform(k, fn) for k in kids])
+        e = rebuild(e, [transform(k, fn, memo) for k in kids])
     r = fn(e)
-    return e if r is None else r
+    out = e if r is None else r
+    if memo is not None:
+        memo[id(orig)] = (orig, out)     # holding orig keeps its id from being reused
+    return out
 
 
 def substitute(e: Expr, mapping: dict) -> Expr:
     """Replace Vars (keyed by id) with expressions."""
     if not mapping:
         return e
-    return transform(e, lambda x: mapping.get(id(x)) if isinstance(x, Var) else None)
+    return substituter(mapping)(e)
+
+
+def substituter(mapping: dict):
+    """substitute(., mapping) as one function for many expressions: a sub-expression they
+    share (the unrolled and tiled bodies share most of theirs) is rewritten once."""
+    memo = {}       # id(node) -> (node, result); holding node keeps its id from being reused
+    keys = mapping.keys()
+
+    def sub(x):
+        hit = memo.get(id(x))
+        if hit is not None:
+            return hit[1]
+        if isinstance(x, Var):
+            r = mapping.get(id(x), x)
+        elif keys.isdisjoint(free_vars(x)):
+            r = x
+        else:
+            r = rebuild(x, [sub(k) for k in children(x)])
+        memo[id(x)] = (x, r)
+        return r
+    return sub if mapping else (lambda x: x)
+
+
+_NO_VARS = frozenset()
+
+
+def free_vars(e: Expr) -> frozenset:
+    """The ids of the Vars e reads (cached on the node: expressions are immutable)."""
+    f = getattr(e, "_free", None)
+    if f is None:
+        if isinstance(e, Var):
+            f = frozenset((id(e),))
+        else:
+            f = _NO_VARS
+            for k in children(e):
+                kf = free_vars(k)
+                if kf:
+                    f = kf if not f else (f if kf <= f else f | kf)
+        e._free = f
+    return f
 
 
 def preorder(root, kids_of):

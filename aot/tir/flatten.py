@@ -14,13 +14,18 @@ def flat_index(indices, shape):
     return flat
 
 
+def _flat_load(x):
+    if isinstance(x, Load) and len(x.indices) != 1:
+        return Load(x.buffer, flat_index(x.indices, x.buffer.shape))
+    return None
+
+
 class _Flatten(StmtMutator):
+    def __init__(self):
+        self.memo = {}          # the unrolled bodies share most sub-expressions: each flattened once
+
     def mutate_expr(self, e):
-        def f(x):
-            if isinstance(x, Load) and len(x.indices) != 1:
-                return Load(x.buffer, flat_index(x.indices, x.buffer.shape))
-            return None
-        return transform(e, f)
+        return transform(e, _flat_load, self.memo)
 
 
 def flatten(func: PrimFunc) -> PrimFunc:

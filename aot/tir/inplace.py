@@ -61,12 +61,20 @@ def coords(indices, shape, fixed=None):
         if k == 0:
             continue
         dims = [d for d in range(len(shape)) if strides[d] == k and shape[d] > 1]
+        if not dims:      # m * stride_d with 1 < m < shape_d: a blocked loop (outer * m + inner) in dim d
+            dims = [d for d in range(len(shape)) if k % strides[d] == 0 and 1 < k // strides[d] < shape[d]]
         if not isinstance(atom, Var) or len(dims) != 1:
             return None
-        per[dims[0]].append(atom)
-    if any(len(p) > 1 for p in per):
-        return None
-    return [p[0] if p else Const(0, "int32") for p in per]
+        per[dims[0]].append(atom if k == strides[dims[0]] else atom * Const(k // strides[dims[0]], atom.dtype))
+    if any(len(p) > 1 and all(isinstance(x, Var) for x in p) for p in per):
+        return None       # two loops with the stride of one dimension
+    out = []
+    for p in per:
+        e = p[0] if p else Const(0, "int32")
+        for x in p[1:]:
+            e = e + x
+        out.append(e)
+    return out
 
 
 class _Accesses:
@@ -109,17 +117,19 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
     read of the input (compute into a scratch buffer, then copy back); the output is never
     read and no index reads either; input and output have one shape; and there is a set of
     dimensions D, one per loop of V with more than one iteration, such that every read of the
-    input and every store to the output has exactly that loop's variable as its coordinate in
-    its dimension, with its other coordinates proven inside their dimensions. Iteration v then
-    touches only the elements whose D coordinates are v: no later iteration reads what an
-    earlier one wrote back, and within an iteration all reads come before the write-back.
+    input and every store to the output has B*v + rest as its coordinate in that loop's
+    dimension (v the loop's variable, B the dimension's block, 1 unless staged a block at a
+    time, rest proven in [0, B)), with its other coordinates proven inside their dimensions.
+    Iteration v then touches only the elements whose D coordinates lie in its block: no later
+    iteration reads what an earlier one wrote back, and within an iteration all reads come
+    before the write-back.
 
     delta: the input lies `delta` elements into the output's storage instead (a pointwise conv
     that widens its channels, its input at the end of its output). The shapes may then differ
     outside D, and every element the write-back of iteration v stores is enumerated: the input
     element at its address, if any, must belong to an iteration no later than v."""
     from .expr import Var
-    from .simplify import bounds, const_value, loop_ranges
+    from .simplify import bounds, const_value, from_linear, linear_form, loop_ranges
     from .stmt import For, Seq
     from .verify import _endpoints
     (in_buf,) = in_bufs if len(in_bufs) == 1 else (None,)
@@ -167,16 +177,19 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
     first = coords((writes[0][1].index,), out_buf.shape, fixed)
     if first is None:
         return False
+    block = {}          # dim -> B: iteration v of its loop touches coordinates B*v .. B*v + B-1
     for d, e in enumerate(first):
-        if isinstance(e, Var) and id(e) in dim_of:
-            if dim_of[id(e)] is not None:
+        form = linear_form(e)
+        own = [(a, k) for a, k in (form[0].values() if form else ()) if isinstance(a, Var) and id(a) in dim_of]
+        if len(own) == 1 and own[0][1] >= 1:
+            if dim_of[id(own[0][0])] is not None:
                 return False
-            dim_of[id(e)] = d
+            dim_of[id(own[0][0])], block[d] = d, own[0][1]
     if not dim_of or any(d is None for d in dim_of.values()):
         return False
     D = {d: v for v, d in dim_of.items()}
     for lp in vloops:
-        if id(lp.var) in dim_of and const_value(lp.extent) > out_buf.shape[dim_of[id(lp.var)]]:
+        if id(lp.var) in dim_of and const_value(lp.extent) * block[dim_of[id(lp.var)]] > out_buf.shape[dim_of[id(lp.var)]]:
             return False
     for kind, x, loops, _ in acc.found:
         shape = (x.buffer if kind == "read" else out_buf).shape
@@ -187,8 +200,16 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
         for var, mn, ext in loops:
             ranges = loop_ranges(ranges, For(var, mn, ext, Seq([])))
         for d, e in enumerate(c):
-            if d in D:
-                if not (isinstance(e, Var) and id(e) == D[d]):
+            if d in D:      # e = B*v + rest, rest inside [0, B) and free of V's variables
+                form = linear_form(e)
+                if form is None or [k for a, k in form[0].values() if isinstance(a, Var) and id(a) == D[d]] != [block[d]]:
+                    return False
+                rest = from_linear({key: t for key, t in form[0].items() if not (isinstance(t[0], Var) and id(t[0]) == D[d])},
+                                   form[1], e.dtype)
+                if any(isinstance(x, Var) and id(x) in dim_of for x in walk(rest)):
+                    return False
+                span = bounds(rest, ranges)
+                if span is None or span[0] < 0 or span[1] >= block[d]:
                     return False
                 continue
             live = [(v, mn, ext) for v, mn, ext in loops if id(v) not in fixed]
@@ -198,6 +219,8 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
                 return False
     if any(in_buf.shape[d] != out_buf.shape[d] for d in D):
         return False
+    if delta is not None and any(b != 1 for b in block.values()):
+        return False
     return delta is None or _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed)
 
 
@@ -206,6 +229,7 @@ def _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed):
     (delta elements into the output) lies outside the input or belongs to an iteration of V no
     later than the one storing. Each store's loops must have constant bounds."""
     import numpy as np
+    from .expr import Const, Var
     from .simplify import const_value
     vars_ = [lp.var for lp in vloops if id(lp.var) in {v for v in D.values()}]
     radix = [const_value(lp.extent) for lp in vloops if id(lp.var) in {v for v in D.values()}]
@@ -219,6 +243,8 @@ def _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed):
         c = coords((st.index,), out_buf.shape, fixed)
         addr = np.zeros(grids[0].size if grids else 1, dtype=np.int64)
         stride = 1
+        if any(not isinstance(e, (Var, Const)) for e in c):
+            return False          # a blocked coordinate: not enumerated here
         for d in reversed(range(len(out_buf.shape))):
             e = c[d]
             if id(e) in value:
@@ -235,3 +261,172 @@ def _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed):
         if np.any(inside & (rank_in > rank_v)):
             return False
     return True
+
+
+# -- in program order: a kernel whose output is no larger than its input, replayed
+MAX_REPLAYED = 1 << 23     # accesses: beyond this the replay is not attempted (the proof is refused)
+
+
+def _eval_index(e, env):
+    """An integer index expression over numpy arrays of loop values (broadcast), or None when it
+    holds anything but integer arithmetic on loop variables and constants."""
+    import numpy as np
+    from .expr import Bin, Const, Select, Unary, Var
+    if isinstance(e, Const) and isinstance(e.value, (int, np.integer)) and not isinstance(e.value, bool):
+        return np.int64(e.value)
+    if isinstance(e, Var):
+        return env.get(id(e))
+    if isinstance(e, Unary) and e.op == "neg":
+        a = _eval_index(e.a, env)
+        return None if a is None else -a
+    if isinstance(e, Select):
+        c, t, f = (_eval_index(x, env) for x in (e.cond, e.t, e.f))
+        return None if c is None or t is None or f is None else np.where(c, t, f)
+    if not isinstance(e, Bin):
+        return None
+    a, b = _eval_index(e.a, env), _eval_index(e.b, env)
+    if a is None or b is None:
+        return None
+    ops = {"+": np.add, "-": np.subtract, "*": np.multiply, "min": np.minimum, "max": np.maximum,
+           "floordiv": np.floor_divide, "floormod": np.mod, "<": np.less, "<=": np.less_equal,
+           ">": np.greater, ">=": np.greater_equal, "==": np.equal, "!=": np.not_equal,
+           "&&": np.logical_and, "||": np.logical_or}
+    if e.op in ("/", "%"):      # C's truncating division, on operands the verifier keeps non-negative
+        if np.any(np.asarray(a) < 0) or np.any(np.asarray(b) <= 0):
+            return None
+        return a // b if e.op == "/" else a % b
+    if e.op in ("floordiv", "floormod") and np.any(np.asarray(b) == 0):
+        return None
+    return ops[e.op](a, b) if e.op in ops else None
+
+
+def _flat(indices, shape, env):
+    import numpy as np
+    if len(indices) == 1:
+        return _eval_index(indices[0], env)
+    flat = np.int64(0)
+    for i, n in zip(indices, shape):
+        v = _eval_index(i, env)
+        if v is None:
+            return None
+        flat = flat * n + v
+    return flat
+
+
+def writes_over_in_order(func, in_bufs, out_buf, offset=0) -> bool:
+    """May out_buf lie `offset` elements into the storage of in_bufs (one input and its views)
+    when the output is no larger than the input (a depthwise conv with stride 2 writing its
+    smaller output over the start of its input)?
+
+    Proven by replaying every access in program order: each statement's executions are numbered
+    by a program counter (a loop's iterations one after another, a store's reads before its
+    write), every read of the input and every store to the output enumerated over its loops
+    (reads under a condition counted as executed, which only adds reads). It holds when the
+    output is never read and every input element is read for the last time before the first
+    store that lands on it. Loops must be serial (no parallel or thread-bound loop), their bounds
+    bounded, indices only loop arithmetic, and the input may not be passed to a micro-kernel by
+    pointer."""
+    import numpy as np
+    from .expr import Call, TENSOR_INTRINSICS
+    from .simplify import bounds, loop_ranges
+    from .stmt import Allocate, Barrier, For, IfThenElse, Seq
+    targets = {id(b) for b in in_bufs}
+    if not in_bufs or any(b.dtype != out_buf.dtype or b.size != in_bufs[0].size for b in in_bufs) \
+            or not 0 <= offset <= in_bufs[0].size - out_buf.size:
+        return False
+    n_in = in_bufs[0].size
+    reads, writes, count = [], [], [0]
+
+    def span(s, ranges):
+        """Program-counter units one execution of s takes (a loop counted at its most iterations)."""
+        if isinstance(s, For):
+            lo, n = bounds(s.min, ranges), bounds(s.extent, ranges)
+            body = span(s.body, loop_ranges(ranges, s))
+            return None if lo is None or n is None or body is None else max(n[1], 0) * body
+        if isinstance(s, Seq):
+            parts = [span(c, ranges) for c in s.stmts]
+            return None if None in parts else sum(parts)
+        if isinstance(s, Allocate):
+            return span(s.body, ranges)
+        if isinstance(s, IfThenElse):
+            parts = [span(s.then, ranges), span(s.else_, ranges) if s.else_ is not None else 0]
+            return None if None in parts else 1 + sum(parts)
+        if isinstance(s, (Store, Barrier)):
+            return 2
+        return None
+
+    def accesses(top, env, pc, mask):
+        for e in walk(top):
+            if isinstance(e, Load) and (id(e.buffer) in targets or e.buffer is out_buf):
+                if e.buffer is out_buf or any(isinstance(x, Load) for i in e.indices for x in walk(i)):
+                    return False
+                addr = _flat(e.indices, e.buffer.shape, env)
+                if addr is None:
+                    return False
+                addr, at, m = np.broadcast_arrays(addr, pc, mask)
+                reads.append((addr[m], at[m]))
+                count[0] += reads[-1][0].size
+            if isinstance(e, Call) and e.fn in TENSOR_INTRINSICS and any(
+                    isinstance(x, Load) and (id(x.buffer) in targets or x.buffer is out_buf) for a in e.args
+                    for x in walk(a)):
+                return False
+        return count[0] <= MAX_REPLAYED
+
+    def run(s, env, pc, mask, ranges):
+        """pc: the program counter of s's executions, mask: which of them happen (arrays over the
+        enclosing loops' iterations)."""
+        if isinstance(s, For) and s.kind in ("parallel", "thread_binding"):
+            return False      # iterations run at once: there is no program order to replay
+        if isinstance(s, For):
+            inner = loop_ranges(ranges, s)
+            body, lo, n = span(s.body, inner), bounds(s.min, ranges), bounds(s.extent, ranges)
+            first = lo[0]
+            vals = np.arange(first, lo[1] + max(n[1], 0), dtype=np.int64).reshape((1,) * np.ndim(pc) + (-1,))
+            if vals.size * max(np.size(pc), 1) > MAX_REPLAYED:
+                return False
+            env2 = {k: np.expand_dims(v, -1) if np.ndim(v) else v for k, v in env.items()}
+            mn, ext = _eval_index(s.min, env2), _eval_index(s.extent, env2)
+            if mn is None or ext is None:
+                return False
+            env2[id(s.var)] = vals
+            m = np.expand_dims(mask, -1) & (vals >= mn) & (vals < mn + ext) if np.ndim(mask) else \
+                (mask & (vals >= mn) & (vals < mn + ext))
+            return run(s.body, env2, np.expand_dims(pc, -1) + (vals - mn) * body, m, inner)
+        if isinstance(s, Seq):
+            for c in s.stmts:
+                if not run(c, env, pc, mask, ranges):
+                    return False
+                pc = pc + span(c, ranges)
+            return True
+        if isinstance(s, Allocate):
+            return run(s.body, env, pc, mask, ranges)
+        if isinstance(s, IfThenElse):
+            return (accesses(s.cond, env, pc, mask) and run(s.then, env, pc + 1, mask, ranges)
+                    and (s.else_ is None or run(s.else_, env, pc + 1 + span(s.then, ranges), mask, ranges)))
+        if isinstance(s, Store):
+            if not all(accesses(top, env, pc, mask) for top in own_exprs(s)):
+                return False
+            if s.buffer is out_buf:
+                addr = _flat((s.index,), out_buf.shape, env)
+                if addr is None:
+                    return False
+                addr, at, m = np.broadcast_arrays(addr, pc + 1, mask)
+                writes.append((addr[m], at[m]))
+                count[0] += writes[-1][0].size
+            elif id(s.buffer) in targets:
+                return False
+            return count[0] <= MAX_REPLAYED
+        return isinstance(s, Barrier)
+
+    if span(func.body, {}) is None or not run(func.body, {}, np.int64(0), np.bool_(True), {}) or not writes:
+        return False
+    last_read = np.full(n_in, -1, dtype=np.int64)
+    for addr, pc in reads:
+        ok = (addr >= 0) & (addr < n_in)     # a guarded read outside the input touches nothing of it
+        np.maximum.at(last_read, addr[ok], pc[ok])
+    first_write = np.full(n_in, np.iinfo(np.int64).max, dtype=np.int64)
+    for addr, pc in writes:
+        if np.any((addr < 0) | (addr >= out_buf.size)):
+            return False
+        np.minimum.at(first_write, addr + offset, pc)
+    return bool(np.all(first_write > last_read))

@@ -62,6 +62,9 @@ class _Lines(StmtVisitor):
     def visit_Barrier(self, s):
         self.emit(f"barrier({s.scope})")
 
+    def visit_Evaluate(self, s):
+        self.emit(expr_str(s.call))
+
 
 def stmt_lines(s, indent=0):
     p = _Lines(indent)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AotError
-from .expr import INDEX, Bin, Const, Load, Unary, Var, all_of, ge, lt, substitute, transform, walk
+from .expr import INDEX, Bin, Call, Const, Load, Unary, Var, all_of, ge, is_float, lt, substitute, substituter, transform, walk
 from .simplify import const_value, from_linear, linear_form, loop_ranges, simplify
-from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
+from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, Evaluate, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
                    StmtVisitor, Store, map_exprs, own_exprs, walk_stmts)
 
 
@@ -64,7 +64,7 @@ def _replace(s, var, fn):
 
 
 def _subst(s, var, value):
-    return map_exprs(s, lambda e: substitute(e, {id(var): value}))
+    return map_exprs(s, substituter({id(var): value}))
 
 
 # -- loop structure -------------------------------------------------------------------------
@@ -333,6 +333,25 @@ def unroll(s: Stmt, var: Var, max_extent: int = 16):
     return _replace(s, var, fn)
 
 
+def partition(s: Stmt, var: Var, lo: int, hi: int):
+    """Loop `var` as up to three consecutive loops over [min, lo), [lo, hi), [hi, min + extent),
+    each with the same body: a window clamped at the borders gets constant bounds in the
+    middle one once simplified under its range (simplify_stmt)."""
+    var = as_var(var)
+    for loop in _loops_of(s, var, "partition"):
+        mn, ext = const_value(loop.min), const_value(loop.extent)
+        if mn is None or ext is None or not mn <= lo <= hi <= mn + ext:
+            raise ScheduleError(f"partition {var.name}: [{lo}, {hi}) is not inside a constant range")
+
+    def fn(x: For):
+        mn, end = const_value(x.min), const_value(x.min) + const_value(x.extent)
+        parts = [For(x.var, a, b - a, x.body, x.kind, x.thread_tag)
+                 for a, b in ((mn, lo), (lo, hi), (hi, end)) if b > a]
+        return parts[0] if len(parts) == 1 else Seq(parts)
+
+    return _replace(s, var, fn)
+
+
 def _set_kind(s, var, kind, tag=None):
     return _replace(s, var, lambda x: For(x.var, x.min, x.extent, x.body, kind, tag))
 
@@ -382,7 +401,8 @@ def tensorize(s: Stmt, var: Var, intrin):
     under var), by one call of the tensor intrinsic (aot/tir/intrin/; a name or the object) that
     computes the whole sum: acc = acc + intrin(args). Refused unless the nest is exactly the
     intrinsic's pattern (its own check: operand types, contiguity along the nest's loops)
-    accumulating into a one-element buffer."""
+    accumulating into a one-element buffer. An intrinsic with written_args (dw_s8) replaces the
+    whole loop over var, its stores included, by one call statement (Evaluate)."""
     from .expr import Call
     from .intrin import TensorIntrin, get_intrin
     var = as_var(var)
@@ -393,6 +413,11 @@ def tensorize(s: Stmt, var: Var, intrin):
     def fn(x: For):
         if x.kind != "serial":
             raise ScheduleError(f"tensorize: loop {var.name} is {x.kind}, not serial")
+        if it.written_args:      # an intrinsic that stores its results itself: the loop becomes the call
+            args, why = it.match(x)
+            if args is None:
+                raise ScheduleError(f"tensorize: loop {var.name} is not {it.name}: {why}")
+            return Evaluate(Call(it.name, args, it.dtype))
         inner = x.body
         while isinstance(inner, For):      # a perfect nest under var may be one run (the intrinsic says)
             inner = inner.body
@@ -708,7 +733,7 @@ def cache_write(s: Stmt, buffer: Buffer, at: Var, scope: str = "local"):
         return substitute_vars(stmt, dict(zip(map(id, copy_vars), names)))
 
     def substitute_vars(stmt, m):
-        return map_exprs(stmt, lambda e: substitute(e, m)) if m else stmt
+        return map_exprs(stmt, substituter(m)) if m else stmt
 
     copy = tile_loop(Store(buffer, simplify(dst), Load(cache, simplify(src))), copy_vars)
     fill = None
@@ -801,4 +826,32 @@ def pack_layout(func: PrimFunc, param: int, dim: int, factor: int) -> PrimFunc:
 
 
 __all__ = ["ScheduleError", "as_var", "find_loops", "split", "fuse", "reorder", "fission",
-           "hoist_allocate", "unroll", "vectorize", "parallel", "bind", "cache_read", "cache_write", "pack_layout", "PackLayout"]
+           "hoist_allocate", "unroll", "partition", "vectorize", "parallel", "bind", "cache_read", "cache_write", "pack_layout", "PackLayout"]
+
+
+def contract_fma(s: Stmt, var: Var):
+    """Inside loop `var`: every float accumulation into a local buffer, `a[i] = a[i] + x * y`,
+    becomes one fused multiply-add, fma(x, y, a[i]) (one rounding instead of two: C compilers contract only when
+    told to, and -std=c99 tells them not to). Only accumulator updates change, so the values
+    differ from the unfused ones by the rounding of the product alone. Loops marked for the C
+    compiler to vectorize keep a * b + c."""
+    var = as_var(var)
+
+    def fused(st):
+        v = st.value
+        if not (st.buffer.scope == "local" and is_float(st.buffer.dtype) and isinstance(v, Bin) and v.op == "+"):
+            return None
+        for acc, prod in ((v.a, v.b), (v.b, v.a)):
+            if isinstance(acc, Load) and acc.buffer is st.buffer and acc.index.key() == st.index.key() and \
+                    isinstance(prod, Bin) and prod.op == "*" and prod.dtype == st.buffer.dtype:
+                return Store(st.buffer, st.index, Call("fma", [prod.a, prod.b, acc], st.buffer.dtype))
+        return None
+
+    class _Fuse(StmtMutator):
+        def visit_Store(self, st):
+            return fused(st) or st
+
+        def visit_For(self, x):      # the C compiler vectorizes a * b + c better than fmaf (Helium)
+            return x if x.kind == "vectorize" else super().visit_For(x)
+
+    return _replace(s, var, lambda x: _Fuse().visit(x))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .expr import Bin, Cast, Const, Expr, Select, Unary, Var, children, is_float, rebuild, substitute
+from .expr import Bin, Cast, Const, Expr, Select, Unary, Var, children, is_float, rebuild, substituter
 from .stmt import Allocate, For, IfThenElse, Seq, Stmt, StmtMutator, map_exprs
 
 Ranges = dict  # id(Var) -> (lo, hi) inclusive integer bounds
@@ -19,14 +19,26 @@ def const_value(e):
     return e.value if isinstance(e, Const) else None
 
 
-def bounds(e: Expr, ranges: Ranges):
-    """Inclusive integer interval of e, or None when unknown."""
+def bounds(e: Expr, ranges: Ranges, memo: dict | None = None):
+    """Inclusive integer interval of e, or None when unknown. memo (id(node) -> (node,
+    interval), the caller's, for one `ranges`) shares the intervals of sub-expressions
+    between calls on the nodes of one tree."""
+    if memo is None:
+        return _bounds(e, ranges, None)
+    hit = memo.get(id(e))
+    if hit is None:
+        hit = memo[id(e)] = (e, _bounds(e, ranges, memo))
+    return hit[1]
+
+
+def _bounds(e, ranges, memo):
+    sub = _bounds if memo is None else bounds
     if isinstance(e, Const) and not is_float(e.dtype):
         return (int(e.value), int(e.value))
     if isinstance(e, Var):
         return ranges.get(id(e))
     if isinstance(e, Bin) and not is_float(e.dtype):
-        a, b = bounds(e.a, ranges), bounds(e.b, ranges)
+        a, b = sub(e.a, ranges, memo), sub(e.b, ranges, memo)
         if a is None or b is None:
             return None
         if e.op == "+":
@@ -47,7 +59,7 @@ def bounds(e: Expr, ranges: Ranges):
                 return a
             return (0, b[0] - 1)
     if isinstance(e, Select):
-        t, f = bounds(e.t, ranges), bounds(e.f, ranges)
+        t, f = sub(e.t, ranges, memo), sub(e.f, ranges, memo)
         if t is None or f is None:
             return None
         return (min(t[0], f[0]), max(t[1], f[1]))
@@ -56,9 +68,17 @@ def bounds(e: Expr, ranges: Ranges):
 
 # linear form -----------------------------------------------------------------
 def _linear(e: Expr):
-    """{atom_key: (atom, coeff)} and constant, or None if e is not linear over ints."""
+    """{atom_key: (atom, coeff)} and constant, or None if e is not linear over ints.
+    The form is cached on the node: callers read it and never change it."""
     if is_float(e.dtype) or e.dtype == "bool":
         return None
+    lin = getattr(e, "_lin", None)
+    if lin is None:
+        lin = e._lin = _linear_uncached(e)
+    return lin
+
+
+def _linear_uncached(e: Expr):
     if isinstance(e, Const):
         return {}, int(e.value)
     if isinstance(e, Bin) and e.op in ("+", "-"):
@@ -93,23 +113,34 @@ def linear_form(e: Expr):
 
 
 def from_linear(terms, c, dtype):
-    """Rebuild sum(coeff*atom) + c with positive terms first: (i*8 + j - 9), (1 - i)."""
+    """Rebuild sum(coeff*atom) + c with positive terms first: (i*8 + j - 9), (1 - i).
+    Every sum and product built here is marked canonical: rebuilding it from its own linear
+    form gives the same tree, so _simplify_node keeps it as it is."""
+    def bin_(op, a, b):
+        out = Bin(op, a, b)
+        out._canon = True
+        return out
+
     def term(atom, k):
-        return atom if k == 1 else Bin("*", atom, Const(k, dtype))
+        return atom if k == 1 else bin_("*", atom, Const(k, dtype))
+    const = c
     pos = [(a, k) for a, k in terms.values() if k > 0]
     neg = [(a, -k) for a, k in terms.values() if k < 0]
     out = None
     for a, k in pos:
-        out = term(a, k) if out is None else Bin("+", out, term(a, k))
+        out = term(a, k) if out is None else bin_("+", out, term(a, k))
     if out is None:
         out = Const(c, dtype)
         c = 0
     elif c > 0:
-        out = Bin("+", out, Const(c, dtype))
+        out = bin_("+", out, Const(c, dtype))
     for a, k in neg:
-        out = Bin("-", out, term(a, k))
+        out = bin_("-", out, term(a, k))
     if c < 0:
-        out = Bin("-", out, Const(-c, dtype))
+        out = bin_("-", out, Const(-c, dtype))
+    if getattr(out, "_lin", None) is None and not (is_float(dtype) or dtype == "bool"):
+        # what _linear would find walking out: its terms, positive ones first, zeros dropped
+        out._lin = ({a.key(): (a, k) for a, k in pos} | {a.key(): (a, -k) for a, k in neg}, const)
     return out
 
 
@@ -169,6 +200,8 @@ def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
         if op == "/" and cb == 1:
             return a
         if not fl and e.dtype != "bool" and op in ("+", "-", "*"):
+            if getattr(e, "_canon", False):
+                return e
             lin = _linear(e)
             if lin is not None:
                 return from_linear(lin[0], lin[1], e.dtype)
@@ -249,15 +282,26 @@ def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
 
 
 def simplify(e: Expr, ranges: Ranges | None = None) -> Expr:
-    ranges = ranges or {}
+    return _simplify(e, ranges or {}, {})
+
+
+def _simplify(e, ranges, memo):
+    """memo: id(node) -> (node, result) under these ranges; a sub-expression shared by several
+    expressions (unrolled lanes share most of theirs) is simplified once. Holding the node
+    keeps its id from being reused while the memo lives."""
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
+    orig = e
     kids = children(e)
     if kids:
-        e = rebuild(e, [simplify(k, ranges) for k in kids])
+        e = rebuild(e, [_simplify(k, ranges, memo) for k in kids])
     # children are already simple, so a rewrite only needs the new top node revisited
     for _ in range(3):
         prev, e = e, _simplify_node(e, ranges)
         if e is prev:
             break
+    memo[id(orig)] = (orig, e)
     return e
 
 
@@ -277,9 +321,13 @@ class _SimplifyStmt(StmtMutator):
 
     def __init__(self, ranges):
         self.ranges = ranges
+        self.memos = {}         # id(ranges) -> (ranges, memo): one memo per loop scope
 
     def mutate_expr(self, e):
-        return simplify(e, self.ranges)
+        m = self.memos.get(id(self.ranges))
+        if m is None or m[0] is not self.ranges:
+            m = self.memos[id(self.ranges)] = (self.ranges, {})
+        return _simplify(e, self.ranges, m[1])
 
     def visit_For(self, s):
         mn, ext = self.mutate_expr(s.min), self.mutate_expr(s.extent)
@@ -291,7 +339,7 @@ class _SimplifyStmt(StmtMutator):
         try:
             if ce == 1 and s.kind != "thread_binding":
                 # a single-iteration loop is just its body with var = min
-                return self.visit(map_exprs(s.body, lambda e: substitute(e, {id(s.var): mn})))
+                return self.visit(map_exprs(s.body, substituter({id(s.var): mn})))
             body = self.visit(s.body)
         finally:
             self.ranges = outer

@@ -108,6 +108,14 @@ class Barrier(Stmt):
         self.scope = scope
 
 
+class Evaluate(Stmt):
+    """A tensor intrinsic called for what it writes (aot/tir/intrin/: its `written_args` are
+    loads of the first elements it stores to); the call's value is discarded."""
+
+    def __init__(self, call: Expr):
+        self.call = call
+
+
 @dataclass
 class PrimFunc:
     name: str
@@ -149,7 +157,7 @@ class StmtVisitor:
         for c in stmt_children(s):
             self.visit(c)
 
-    visit_For = visit_Store = visit_Seq = visit_Allocate = visit_IfThenElse = visit_Barrier = generic
+    visit_For = visit_Store = visit_Seq = visit_Allocate = visit_IfThenElse = visit_Barrier = visit_Evaluate = generic
 
 
 class StmtMutator:
@@ -196,6 +204,10 @@ class StmtMutator:
     def visit_Barrier(self, s):
         return s
 
+    def visit_Evaluate(self, s):
+        c = self.mutate_expr(s.call)
+        return s if c is s.call else Evaluate(c)
+
 
 def own_exprs(s):
     """The expressions a statement holds itself (not those of its children)."""
@@ -205,6 +217,8 @@ def own_exprs(s):
         return [s.index, s.value]
     if isinstance(s, IfThenElse):
         return [s.cond]
+    if isinstance(s, Evaluate):
+        return [s.call]
     return []
 
 

@@ -1,7 +1,7 @@
 """The tensor intrinsic interface and its registry (the package doc says what they are for)."""
 from __future__ import annotations
 
-from ..expr import TENSOR_INTRINSICS
+from ..expr import TENSOR_INTRINSICS, Const
 
 _INTRINSICS: dict = {}
 
@@ -11,8 +11,15 @@ class TensorIntrin:
     the ACLE feature macro that enables them, in the order tried ('plain' last, no macro)."""
     name = ""
     dtype = "int32"          # the value the call returns
+    written_args = ()        # positions of the pointer arguments it stores through (an Evaluate's call)
     pointer_args = ()        # positions of the arguments that are pointers (a Load: &buf[index])
     extent_arg = 0           # the argument holding how many consecutive elements each pointer spans
+
+    def last_offsets(self, args) -> list:
+        """[(pointer argument position, the offset of the last element it reads)]: what the
+        verifier checks besides the first element (default: one run of args[extent_arg])."""
+        n = args[self.extent_arg]
+        return [(k, n - Const(1, n.dtype)) for k in self.pointer_args]
 
     def match(self, loop, acc):
         """(args, None) when loop (a For) is an instance of the pattern accumulating into the

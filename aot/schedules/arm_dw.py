@@ -1,0 +1,119 @@
+"""Cortex-M rule ("arm_cpu" key) for int8 depthwise convolutions: each output pixel's channel
+loop, window and requantisation included, becomes one dw_s8 call (aot/tir/intrin/arm_dw.py):
+Helium on cortex-m55/m85, the DSP extension's SIMD32 on cortex-m4/m7/m33. Runs before the rules
+of arm.py, which then leave the kernel alone (its schedule is recorded in func.attrs["schedule"]).
+
+The weights come from TFLite as [C, KH, KW, 1]; they are packed tap-major ([.., KH, KW, .., C],
+pack_layout over the whole channel dimension) so that a tap's channels are consecutive, as the
+input's are in NHWC. A conv whose input has one channel (KWS's first layer) is the same call on Helium, its
+input broadcast to every output channel (a_k = 0). A depth multiplier above one on more than one
+input channel (output channel k reads input channel k / M), a per-tensor requantisation, or a
+core with neither extension keeps the other rules.
+
+A depthwise conv staged to write over its input (aot/schedules/inplace_conv.py, issue 16) is
+staged STAGE_BLOCK channels at a time on these cores (staging_block, which the executor asks):
+the call then covers a pixel's block of channels, computed into the scratch, before the block
+is copied back. One channel at a time would leave the micro-kernel nothing to run along.
+"""
+from __future__ import annotations
+
+from ..tir.expr import Bin, Var, walk
+from ..tir.intrin import get_intrin
+from ..tir.intrin.arm import _int8_operand, _step, flat_index
+from ..tir.schedule import ScheduleError, pack_layout, tensorize
+from ..tir.simplify import const_value, linear_form
+from ..tir.stmt import Seq, Store
+from .nests import accumulation, nests as _nests, staged_compute
+from .registry import register
+
+DW = "dw_s8"
+STAGE_BLOCK = 16      # channels a staged depthwise conv computes per pixel: two Helium steps, four DSP words
+
+
+def staging_block(target):
+    """How many channels of a depthwise conv to stage at a time for target (1: one plane)."""
+    if target is None or "arm_cpu" not in target.keys:
+        return 1
+    return 1 if get_intrin(DW).variant_for(target.mcpu) == "plain" else STAGE_BLOCK
+
+
+def _compute_nest(body):
+    """(the accumulation nest, a function putting its replacement back) for a kernel of one
+    nest, staged or not (nests.staged_compute)."""
+    tops = _nests(body)
+    if len(tops) != 1:
+        return None, None
+    nest, put_back = staged_compute(tops[0])
+    return nest, (lambda new: Seq([put_back(new)]))
+
+
+def _operands(red):
+    """The int8 loads of the window's product (acc = acc + x * w), or ()."""
+    s = red[-1].body
+    if not (isinstance(s, Store) and isinstance(s.value, Bin) and isinstance(s.value.b, Bin) and s.value.b.op == "*"):
+        return ()
+    return tuple(ld for ld, _ in (_int8_operand(s.value.b.a), _int8_operand(s.value.b.b)) if ld is not None)
+
+
+def _broadcast_pays(operands, chan, variant):
+    """A conv whose input every output channel reads (a_k = 0) takes the call only when that
+    input has one channel and on Helium: a pointwise conv's input-channel reduction is dot_s8's,
+    and on KWS's first layer the DSP body (1.64M instructions) lost to the CPU rules' register
+    tiles (1.23M) where Helium's won (0.49M against 1.31M)."""
+    for ld in operands:
+        if const_value(chan.extent) != 1 and _step(flat_index(ld), chan.var) == 0:
+            return variant == "mve" and ld.buffer.shape[-1] == 1
+    return True
+
+
+def _pack_weights(func, chan, red):
+    """func with the constant operand that does not run along the channel loop stored with its
+    channel dimension innermost; func itself when none needs it; None when one cannot be."""
+    for ld in _operands(red):
+        if _step(flat_index(ld), chan.var) in (0, 1, None) or const_value(chan.extent) == 1:
+            continue
+        param = next((k for k, b in enumerate(func.params) if b is ld.buffer), None)
+        dims = [d for d, i in enumerate(ld.indices) if any(isinstance(x, Var) and x is chan.var for x in walk(i))]
+        n = const_value(chan.extent)
+        if param is None or param not in func.attrs.get("constants", ()) or len(dims) != 1 \
+                or const_value(chan.min) != 0 or ld.buffer.shape[dims[0]] % n:
+            return None
+        # the channel itself, or (staged a block at a time) block * n + channel
+        form = linear_form(ld.indices[dims[0]])
+        terms = sorted(k for _, k in form[0].values()) if form and form[1] == 0 else None
+        if terms not in ([1], [1, n]) or _step(ld.indices[dims[0]], chan.var) != 1:
+            return None
+        try:
+            func = pack_layout(func, param, dims[0], n)
+        except ScheduleError:
+            return None
+    return func
+
+
+@register("arm_cpu")
+def tensorize_depthwise(func, target):
+    it = get_intrin(DW)
+    variant = it.variant_for(target.mcpu)
+    if variant == "plain" or "schedule" in func.attrs:
+        return func
+    nest, _ = _compute_nest(func.body)
+    found = accumulation(nest) if nest is not None else None
+    if not found or found[2].dtype != "int32" or not found[1] or len(_operands(found[1])) != 2:
+        return func
+    loops, red, _ = found
+    chan = loops[-1]
+    if not _broadcast_pays(_operands(red), chan, variant):
+        return func
+    packed = _pack_weights(func, chan, red)
+    if packed is None:
+        return func
+    nest, rebuild = _compute_nest(packed.body)
+    chan = accumulation(nest)[0][-1]
+    try:
+        body = tensorize(nest, chan.var, DW)
+    except ScheduleError:
+        return func
+    return packed.with_body(rebuild(body), attrs=dict(packed.attrs, schedule=f"{DW} ({variant})"))
+
+
+tensorize_depthwise.wants_target = True

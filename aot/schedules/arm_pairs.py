@@ -1,0 +1,208 @@
+"""Several output channels per micro-kernel call (Cortex-M): after tensorize, a conv or dense
+whose innermost output loop runs over channels makes, for each channel, one dot_s8 or
+dot_s8_rows call that reads the same input run with the next weight row. Where the channel's
+epilogue is, or starts with, TFLite's requantisation, four channels go to one dot_s8x4q call
+(dot_s8x4qt with one multiplier and shift for all: per tensor), which also requantises them
+(on Helium as one vector) and returns the four int8 results packed in 32 bits; the rest of the
+epilogue (a fused residual add) then runs on each byte. Other channels go two to a dot_s8x2
+call, which returns both sums packed in 64 bits, each then requantised as before. Either call
+loads and widens each input vector or word once for all its weight rows. An odd channel left
+over keeps its single call.
+"""
+from __future__ import annotations
+
+from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, transform, walk
+from ..tir.intrin.arm import _step, flat_index
+from ..tir.simplify import const_value
+from ..tir.stmt import Allocate, Buffer, For, Seq, Store, map_exprs
+
+PAIR = "dot_s8x2"
+QUAD = "dot_s8x4q"
+QUAD_T = "dot_s8x4qt"      # one multiplier and shift for every channel
+SINGLE = ("dot_s8", "dot_s8_rows")
+
+
+def _subst(s, mapping):
+    return map_exprs(s, lambda e: substitute(e, mapping))
+
+
+def _requant_parts(value, acc, oc):
+    """(bias, mult, shift, zp, lo, hi) when value is TFLite's requantisation of the accumulator as
+    lowering writes it: (int8)min(max(mbqm(acc + bias[c], mult, shift) + zp, lo), hi), bias an
+    int32 load one element apart along the channel loop oc, mult and shift too (per channel) or
+    ints (per tensor); else None. The middle is checked by building mbqm's expression again from
+    the parts found."""
+    from ..ops.fixed_point import mbqm
+    if not (isinstance(value, Cast) and value.dtype == "int8" and isinstance(value.a, Bin)):
+        return None
+    hi, x = value.a, None
+    if hi.op != "min" or not isinstance(hi.b, Const) or not isinstance(hi.a, Bin) or hi.a.op != "max":
+        return None
+    lo, x = hi.a, hi.a.a
+    if not isinstance(lo.b, Const):
+        return None
+    zp = 0
+    if isinstance(x, Bin) and x.op == "+" and isinstance(x.b, Const):
+        zp, x = int(x.b.value), x.a
+    got, bias, mult, shift = _mbqm_parts(x, acc, oc)
+    if got is None or mbqm(got + bias, mult, shift).key() != x.key():
+        return None
+    return bias, mult, shift, zp, int(lo.b.value), int(hi.b.value)
+
+
+def _find_requant(value, acc, oc):
+    """(node, parts): the requantisation of the accumulator inside the epilogue `value` (all of it,
+    or the int8 operand of what follows: a fused residual add) and its _requant_parts; Nones when
+    there is none, or the accumulator is read outside it."""
+    reads = sum(1 for e in walk(value) if isinstance(e, Load) and e.buffer is acc)
+    for e in walk(value):
+        if isinstance(e, Cast) and e.dtype == "int8":
+            parts = _requant_parts(e, acc, oc)
+            if parts and reads == sum(1 for x in walk(e) if isinstance(x, Load) and x.buffer is acc):
+                return e, parts
+    return None, None
+
+
+def _mbqm_parts(x, acc, oc):
+    """(acc load, bias, mult, shift) of x = mbqm(acc + bias[c], mult, shift), mult and shift int32
+    loads one element apart along oc (per channel) or Python ints (per tensor: constants folded
+    into the expression); Nones when x is not of that form (the caller checks the rest)."""
+    none = None, None, None, None
+    right = Const(0, "int32")               # mbqm leaves out a rounding shift by zero
+    if isinstance(x, Call) and x.fn == "rdbpot":
+        x, right = x.args
+    if not (isinstance(x, Call) and x.fn == "srdhm"):
+        return none
+    scaled, mult = x.args
+    if isinstance(right, Const) and isinstance(mult, Const):          # per tensor
+        left = 0
+        if isinstance(scaled, Bin) and scaled.op == "*" and isinstance(scaled.b, Const):
+            left = int(scaled.b.value).bit_length() - 1
+            scaled = scaled.a
+        if not (isinstance(scaled, Bin) and scaled.op == "+"):
+            return none
+        got, bias = scaled.a, scaled.b
+        mult, shift = int(mult.value), left - int(right.value)
+        if left and right.value:
+            return none
+    else:                                                              # per channel
+        if not (isinstance(scaled, Bin) and scaled.op == "*" and isinstance(scaled.a, Bin) and scaled.a.op == "+"):
+            return none
+        got, bias = scaled.a.a, scaled.a.b
+        shift = getattr(getattr(right, "f", None), "b", None)       # shift > 0 ? 0 : 0 - shift
+        if not all(isinstance(ld, Load) and ld.dtype == "int32" and _step(flat_index(ld), oc) == 1
+                   for ld in (mult, shift)):
+            return none
+    if not (isinstance(got, Load) and got.buffer is acc and isinstance(bias, Load) and bias.dtype == "int32"
+            and _step(flat_index(bias), oc) == 1):
+        return none
+    return got, bias, mult, shift
+
+
+def _quads(oc, acc, store, ptrs, args, sw, node, parts):
+    """The channel loop oc (acc = dot(ptrs, args); store: out = f(requant(acc)), requant(acc) being
+    `node`) as a loop of dot_s8x4q calls, four channels each, then f of each byte; and the first
+    channel it leaves over."""
+    rows, n, sa, sb, off = args
+    bias, mult, shift, zp, lo, hi = parts
+    n_out = const_value(oc.extent)
+    v = Var(oc.var.name + "_quad", oc.var.dtype)
+    at = {id(oc.var): v * 4}
+    packed = Buffer(acc.name + "_quad", "uint32", (1,), "local")
+    if isinstance(mult, int):
+        fn, scale = QUAD_T, [Const(mult, "int32"), Const(shift, "int32")]
+    else:
+        fn, scale = QUAD, [substitute(mult, at), substitute(shift, at)]
+    call = Call(fn, [substitute(ptrs[0], at), substitute(ptrs[1], at), rows, n, sa, sb, Const(sw, "int32"), off,
+                     substitute(bias, at), *scale, Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")],
+                "uint32")
+    got = Load(packed, (Const(0, "int32"),))
+    outs = []
+    for j in range(4):
+        byte = Cast("int8", Bin(">>", got, Const(8 * j, "uint32")) if j else got)
+        value = transform(store.value, lambda e, b=byte: b if e.key() == node.key() else None)
+        at_j = {id(oc.var): v * 4 + j}
+        outs.append(Store(store.buffer, substitute(store.index, at_j), substitute(value, at_j)))
+    body = Allocate(packed, Seq([Store(packed, Const(0, "int32"), call)] + outs))
+    return For(v, 0, n_out // 4, body), n_out - n_out % 4
+
+
+def pair_outputs(nest, quads=False):
+    """nest (output loops around one accumulator whose reduction is one dot_s8/dot_s8_rows call)
+    with its channel loop on dot_s8x4q calls (quads, and a per-channel requantisation), then
+    dot_s8x2 calls; None when it is not that shape."""
+    loops, x = [], nest
+    while isinstance(x, For):
+        loops.append(x)
+        x = x.body
+    if not loops or not isinstance(x, Allocate) or not isinstance(x.body, Seq) or len(x.body.stmts) != 3:
+        return None
+    acc, (init, red, store) = x.buffer, x.body.stmts
+    fixed = {}
+    while isinstance(red, For):              # loops of one iteration left around the call
+        if const_value(red.extent) != 1:
+            return None
+        fixed[id(red.var)] = red.min
+        red = red.body
+    if not (isinstance(red, Store) and red.buffer is acc and isinstance(red.value, Bin) and red.value.op == "+"
+            and isinstance(red.value.b, Call) and red.value.b.fn in SINGLE):
+        return None
+    call = red.value.b
+    args = [substitute(a, fixed) for a in call.args]
+    oc = loops[-1]
+    n_out = const_value(oc.extent)
+    if n_out is None or n_out < 2 or const_value(oc.min) != 0 or oc.kind != "serial":
+        return None
+    if _step(flat_index(args[0]), oc.var) != 0 or any(v is oc.var for a in args[2:] for v in walk(a)):
+        return None
+    sw = _step(flat_index(args[1]), oc.var)
+    if not sw or sw < 0:
+        return None
+    if call.fn == "dot_s8":
+        rows, n, sa, sb, off = Const(1, "int32"), args[2], Const(0, "int32"), Const(0, "int32"), args[3]
+    else:
+        rows, n, sa, sb, off = args[2:7]
+    node, req = _find_requant(store.value, acc, oc.var) if quads and n_out >= 4 else (None, None)
+    head, first = [], 0
+    if req:
+        q, first = _quads(oc, acc, store, args[:2], (rows, n, sa, sb, off), sw, node, req)
+        head = [q]
+    v = Var(oc.var.name + "_pair", oc.var.dtype)
+    even, odd = {id(oc.var): v * 2 + first}, {id(oc.var): v * 2 + first + 1}
+    pair = Buffer(acc.name + "_pair", "uint64", (1,), "local")
+    packed = Call(PAIR, [substitute(args[0], even), substitute(args[1], even), rows, n, sa, sb,
+                         Const(sw, "int32"), off], "uint64")
+    got = Load(pair, (Const(0, "int32"),))
+    lo = Cast("int32", got)
+    hi = Cast("int32", Bin(">>", got, Const(32, "uint64")))
+    body = Allocate(pair, Seq([Store(pair, Const(0, "int32"), packed),
+                               Allocate(acc, Seq([Store(acc, init.index, lo), _subst(store, even),
+                                                  Store(acc, init.index, hi), _subst(store, odd)]))]))
+    parts = head + ([For(v, 0, (n_out - first) // 2, body)] if n_out - first >= 2 else [])
+    if (n_out - first) % 2:
+        parts.append(oc.with_body(x, min=Const(n_out - 1, oc.min.dtype), extent=Const(1, oc.extent.dtype)))
+    out = Seq(parts) if len(parts) > 1 else parts[0]
+    for lp in reversed(loops[:-1]):
+        out = lp.with_body(out)
+    return out
+
+
+def pair_channels(nest, quads=False):
+    """nest with every output-channel loop of micro-kernel calls paired (pair_outputs), a staged
+    kernel's parts (loops around a Seq) each in turn; None when nothing pairs."""
+    got = pair_outputs(nest, quads)
+    if got is not None:
+        return got
+    loops, x = [], nest
+    while isinstance(x, For):
+        loops.append(x)
+        x = x.body
+    if not loops or not isinstance(x, Seq):
+        return None
+    parts = [pair_channels(p, quads) for p in x.stmts]
+    if all(p is None for p in parts):
+        return None
+    x = Seq([p if p is not None else q for p, q in zip(parts, x.stmts)])
+    for lp in reversed(loops):
+        x = lp.with_body(x)
+    return x

@@ -1,0 +1,353 @@
+"""Arm micro-kernel for TFLite's int8 depthwise convolution: one output pixel, every channel.
+
+A depthwise conv in NHWC reads, at each window tap, the input's channels one after another, and
+with the weights stored tap-major (HWC: the schedule packs TFLite's 1HWC/OHWI constant so) the
+weights too. So the channel loop, with the window and the requantisation under it, is one call:
+
+  dw_s8(out, a, b, bias, mult, shift, c, kh, kw, a_row, a_col, b_row, b_col, a_k, off, zp, lo, hi)
+  out[k] = clamp(MBQM(bias[k] + sum over r < kh, s < kw of
+                      ((int32)a[r*a_row + s*a_col + k*a_k] + off) * (int32)b[r*b_row + s*b_col + k],
+                      mult[k], shift[k]) + zp, lo, hi)            for k < c
+
+a_k is 1, or 0 for an input of one channel that every output channel reads (a conv whose input
+has one channel, KWS's first layer: a depthwise conv with a depth multiplier of C).
+
+MBQM is TFLite's MultiplyByQuantizedMultiplier with per-channel multiplier and shift; a clipped
+window at a padded border only moves the pointers and shortens kh, kw. Bodies:
+- Helium (MVE): eight channels a step, int8 loads widened to int16 (vldrb.s16, the offset added
+  there), their products widened into two int32 vectors of the even and odd channels (vmullb,
+  vmullt), which the bias, multipliers and shifts are loaded to match (de-interleaved by vld2,
+  gathered in the last block, which is predicated: vctp); the requantisation vectorised too:
+  vqrdmulh is
+  gemmlowp's SaturatingRoundingDoublingHighMul exactly (floor((ab + 2^30) / 2^31), saturating
+  only at INT32_MIN^2 as gemmlowp does), and RoundingDivideByPOT (half away from zero) is
+  vrshl's half-up rounding after subtracting one from negative values when the shift is nonzero;
+- DSP (SIMD32): four channels per 32-bit load, widened to int16 pairs (__sxtab16 adds the
+  offset), each lane's product accumulated on its own with __smlabb/__smlatt; scalar tails;
+- plain C: the loops.
+"""
+from __future__ import annotations
+
+from ..expr import Bin, Call, Cast, Const, Load, Select, gt, substitute, walk
+from ..simplify import const_value, simplify
+from ..stmt import Allocate, For, Seq, Store
+from .arm import _DSP_CPUS, _MVE_CPUS, _int8_operand, _step, flat_index
+from .base import TensorIntrin, register_intrin
+
+
+def _i32(v):
+    return Const(int(v), "int32")
+
+
+def _requant_parts(value, acc):
+    """(bias, mult, shift loads, zp, lo, hi) when value is TFLite's per-channel requantisation of
+    acc, clamped and cast to int8 (as aot/ops/qnn.py's requant writes it); else None."""
+    try:
+        assert isinstance(value, Cast) and value.dtype == "int8"
+        mn = value.a
+        assert isinstance(mn, Bin) and mn.op == "min" and isinstance(mn.b, Const)
+        mx = mn.a
+        assert isinstance(mx, Bin) and mx.op == "max" and isinstance(mx.b, Const)
+        add = mx.a
+        assert isinstance(add, Bin) and add.op == "+" and isinstance(add.b, Const)
+        rd = add.a
+        assert isinstance(rd, Call) and rd.fn == "rdbpot"
+        sr = rd.args[0]
+        assert isinstance(sr, Call) and sr.fn == "srdhm" and isinstance(sr.args[1], Load)
+        scaled, mult = sr.args
+        assert isinstance(scaled, Bin) and scaled.op == "*"
+        biased = scaled.a
+        assert isinstance(biased, Bin) and biased.op == "+" and isinstance(biased.a, Load) and biased.a.buffer is acc
+        bias = biased.b
+        assert isinstance(bias, Load) and bias.dtype == "int32"
+        shifts = [x for x in walk(rd.args[1]) if isinstance(x, Load)]
+        assert shifts
+        shift = shifts[0]
+    except AssertionError:
+        return None
+    zero = _i32(0)
+    left = Select(gt(shift, zero), shift, zero)
+    right = Select(gt(shift, zero), zero, zero - shift)
+    want = Cast("int32", Bin("<<", Const(1, "uint32"), Cast("uint32", left)))
+    if scaled.b.key() != want.key() or rd.args[1].key() != right.key() or \
+            mult.dtype != "int32" or shift.dtype != "int32":
+        return None
+    return bias, mult, shift, int(add.b.value), int(mx.b.value), int(mn.b.value)
+
+
+def _taps(load_a, load_b):
+    """The Helium window loop over one block of eight channels (the loads given)."""
+    return ["    for (r = 0; r < kh; ++r) {",
+            "      const int8_t* pa = a + r * a_row + k * a_k;",
+            "      const int8_t* pb = b + r * b_row + k;",
+            "      for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
+            f"        int16x8_t xa = vaddq_n_s16({load_a}, (int16_t)off);",   # |x + off| <= 255
+            f"        int16x8_t xb = {load_b};",
+            "        acc.val[0] = vaddq_s32(acc.val[0], vmullbq_int_s16(xa, xb));",
+            "        acc.val[1] = vaddq_s32(acc.val[1], vmulltq_int_s16(xa, xb));",
+            "      }",
+            "    }"]
+
+
+# the DSP body's four accumulators of channels k .. k+3, requantised and stored
+_requant4 = [f"  out[{i}] = (int8_t)aot_dw_s8_requant(a{j}, mult[{i}], shift[{i}], zp, lo, hi);"
+             for j, i in enumerate(("k", "k + 1", "k + 2", "k + 3"))]
+
+
+@register_intrin
+class DwS8(TensorIntrin):
+    name = "dw_s8"
+    pointer_args = (0, 1, 2, 3, 4, 5)
+    written_args = (0,)
+
+    def last_offsets(self, args):
+        """The output and per-channel arrays: c elements; input and weights: the window's far corner
+        (the strides are non-negative, so every access lies between the first and that one)."""
+        c, kh, kw, a_row, a_col, b_row, b_col, a_k = args[6:14]
+        one = _i32(1)
+        last_c = c - one
+        return [(0, last_c), (3, last_c), (4, last_c), (5, last_c),
+                (1, (kh - one) * a_row + (kw - one) * a_col + last_c * a_k),
+                (2, (kh - one) * b_row + (kw - one) * b_col + last_c)]
+
+    def match(self, loop, acc=None):
+        """loop (the output channels of one pixel) around: acc = 0; the window's loops
+        accumulating ((int32)a + off) * (int32)b; out[..] = requant(acc). Every operand moves by
+        one element per channel, by a constant per window row and column."""
+        body = loop.body
+        if not (isinstance(body, Allocate) and body.buffer.size == 1 and isinstance(body.body, Seq)
+                and len(body.body.stmts) == 3):
+            return None, "the channel loop's body is not one accumulation and its store"
+        acc = body.buffer
+        init, red, out = body.body.stmts
+        if not (isinstance(init, Store) and init.buffer is acc and const_value(init.value) == 0):
+            return None, "the accumulator does not start at 0"
+        loops, s = [], red
+        while isinstance(s, For):
+            loops.append(s)
+            s = s.body
+        if not isinstance(s, Store) or s.buffer is not acc or not loops:
+            return None, "the window is not a nest of loops accumulating into one scalar"
+        v = s.value
+        if not (isinstance(v, Bin) and v.op == "+" and isinstance(v.a, Load) and v.a.buffer is acc
+                and isinstance(v.b, Bin) and v.b.op == "*"):
+            return None, "the store is not acc = acc + x * y"
+        (xa, ox), (xb, ob) = _int8_operand(v.b.a), _int8_operand(v.b.b)
+        if xa is None or xb is None:
+            return None, "the product's operands are not int8 loads widened to int32"
+        if ox and ob:
+            return None, "both operands carry an offset"
+        if ob:
+            (xa, ox), (xb, ob) = (xb, ob), (xa, ox)
+        own = {id(lp.var) for lp in loops} | {id(loop.var)}
+        for lp in loops:
+            if any(id(x) in own for e in (lp.min, lp.extent) for x in walk(e)):
+                return None, f"the bounds of {lp.var.name} depend on the window or channel loops"
+        window = [lp for lp in loops if const_value(lp.extent) != 1]
+        if len(window) > 2:
+            return None, "the window has more than two loops"
+        window = [None] * (2 - len(window)) + window
+        parts = _requant_parts(out.value, acc)
+        if parts is None:
+            return None, "the store is not TFLite's per-channel requantisation to int8"
+        bias, mult, shift, zp, lo, hi = parts
+        if any(x.buffer is acc for x in (xa, xb)) or any(isinstance(x, Load) and x.buffer is acc for x in walk(out.index)):
+            return None, "an operand is the accumulator"
+        c = loop.extent
+        many = const_value(c) != 1
+        strides = []
+        a_k = _step(flat_index(xa), loop.var) if many else 1
+        for ld in (xa, xb):
+            flat = flat_index(ld)
+            if many and _step(flat, loop.var) != 1 and not (ld is xa and a_k == 0):
+                return None, f"{ld.buffer.name} is not contiguous along the channels"
+            for lp in window:
+                st = 0 if lp is None else _step(flat, lp.var)
+                if st is None or st < 0:
+                    return None, f"{ld.buffer.name} does not move by a constant along {lp.var.name}"
+                strides.append(_i32(st))
+        stores = Load(out.buffer, (out.index,))
+        for ld in (stores, bias, mult, shift):
+            if many and _step(flat_index(ld), loop.var) != 1:
+                return None, f"{ld.buffer.name} is not contiguous along the channels"
+        at_min = {id(lp.var): lp.min for lp in loops}
+        at_min[id(loop.var)] = loop.min
+
+        def base(ld):
+            return Load(ld.buffer, tuple(simplify(substitute(i, at_min)) for i in ld.indices))
+        ext = [_i32(1) if lp is None else (lp.extent if lp.extent.dtype == "int32" else Cast("int32", lp.extent))
+               for lp in window]
+        return [base(stores), base(xa), base(xb), base(bias), base(mult), base(shift),
+                c if c.dtype == "int32" else Cast("int32", c), *ext, strides[0], strides[1], strides[2], strides[3],
+                _i32(a_k), _i32(ox), _i32(zp), _i32(lo), _i32(hi)], None
+
+    def variant_for(self, mcpu):
+        if mcpu in _MVE_CPUS:
+            return "mve"
+        return "dsp" if mcpu in _DSP_CPUS else "plain"
+
+    def signature(self):
+        return ("int32_t aot_dw_s8(int8_t* out, const int8_t* a, const int8_t* b, const int32_t* bias, "
+                "const int32_t* mult, const int32_t* shift, int32_t c, int32_t kh, int32_t kw, int32_t a_row, "
+                "int32_t a_col, int32_t b_row, int32_t b_col, int32_t a_k, int32_t off, int32_t zp, int32_t lo, int32_t hi)")
+
+    def includes(self):
+        return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
+
+    def c_source(self):
+        # the scalar requantisation the DSP and plain bodies share (gemmlowp's two steps, as the
+        # renderer's aot_srdhm and aot_rdbpot compute them)
+        # each helper only where a body that uses it is the one compiled (clang warns of unused ones)
+        helper = [
+            "#if !defined(__ARM_FEATURE_MVE)",
+            "static inline int32_t aot_dw_s8_requant(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
+            "int32_t hi) {",
+            "  int32_t x = sh > 0 ? (int32_t)((uint32_t)v << sh) : v;",
+            "  int32_t q = (x == m && x == (-2147483647 - 1)) ? 2147483647",
+            "            : (int32_t)(((int64_t)x * (int64_t)m + ((int64_t)1 << 30)) >> 31);",
+            "  if (sh < 0) {",
+            # half away from zero is half up of q - 1 for negative q (q > INT32_MIN here: |x m| < 2^62)
+            "    int32_t y = q - (int32_t)((uint32_t)q >> 31);",
+            "    q = (y >> -sh) + ((y >> (-sh - 1)) & 1);",
+            "  }",
+            "  q += zp;",
+            "  return q < lo ? lo : (q > hi ? hi : q);",
+            "}",
+            "#endif",
+        ]
+        # the odd bytes of a word sign-extended to two int16 lanes plus off2: SXTAB16 rotates its
+        # operand itself, which neither compiler folds __sxtab16(a, ror(x, 8)) into
+        odd = [
+            "#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",
+            "static inline int32_t aot_dw_s8_odd(int32_t off2, uint32_t x) {",
+            "#if defined(__GNUC__)",
+            "  int32_t r;",
+            '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(off2), "r"(x));',
+            "  return r;",
+            "#else",
+            "  return __sxtab16(off2, (int32_t)((x >> 8) | (x << 24)));",
+            "#endif",
+            "}",
+            "static inline int32_t aot_dw_s8_odd0(uint32_t x) {",
+            "#if defined(__GNUC__)",
+            "  int32_t r;",
+            '  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));',
+            "  return r;",
+            "#else",
+            "  return __sxtb16((int32_t)((x >> 8) | (x << 24)));",
+            "#endif",
+            "}",
+            "#endif",
+        ]
+        return "\n".join(helper + odd) + "\n" + super().c_source()
+
+    def variants(self):
+        mve = ["int32_t k, r, s;",
+               "const int32x4_t z = vdupq_n_s32(0);",
+               "const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);",     # word offsets 0, 2, 4, 6
+               "for (k = 0; k < c; k += 8) {",
+               "  uint32_t n = (uint32_t)(c - k);",
+               "  mve_pred16_t p = vctp16q(n);",                  # the last block: lanes past c off
+               "  int32x4x2_t acc, m2, sh2;",                     # [0]: channels 0, 2, 4, 6; [1]: 1, 3, 5, 7
+               "  int16x8_t v16 = vdupq_n_s16(0);",
+               "  if (n >= 8) {",                                 # a whole block: de-interleaving loads
+               "    acc = vld2q_s32(bias + k);",
+               "    m2 = vld2q_s32(mult + k);",
+               "    sh2 = vld2q_s32(shift + k);",
+               "  } else {",
+               "    mve_pred16_t pe = vctp32q((n + 1) / 2), po = vctp32q(n / 2);",
+               "    acc.val[0] = vldrwq_gather_shifted_offset_z_s32(bias + k, even, pe);",
+               "    acc.val[1] = vldrwq_gather_shifted_offset_z_s32(bias + k + 1, even, po);",
+               "    m2.val[0] = vldrwq_gather_shifted_offset_z_s32(mult + k, even, pe);",
+               "    m2.val[1] = vldrwq_gather_shifted_offset_z_s32(mult + k + 1, even, po);",
+               "    sh2.val[0] = vldrwq_gather_shifted_offset_z_s32(shift + k, even, pe);",
+               "    sh2.val[1] = vldrwq_gather_shifted_offset_z_s32(shift + k + 1, even, po);",
+               "  }",
+               "  if (a_k == 0 && n >= 8) {",                     # one input channel for all
+               *_taps("vdupq_n_s16((int16_t)*pa)", "vldrbq_s16(pb)"),
+               "  } else if (a_k == 0) {",
+               *_taps("vdupq_n_s16((int16_t)*pa)", "vldrbq_z_s16(pb, p)"),
+               "  } else if (n >= 8) {",                          # a whole block: no predicate to keep
+               *_taps("vldrbq_s16(pa)", "vldrbq_s16(pb)"),
+               "  } else {",
+               *_taps("vldrbq_z_s16(pa, p)", "vldrbq_z_s16(pb, p)"),
+               "  }",
+               "  for (r = 0; r < 2; ++r) {",                     # lanes past c: zeros, not stored
+               "    int32x4_t right = vminq_s32(sh2.val[r], z);",
+               "    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc.val[r], vmaxq_s32(sh2.val[r], z)), m2.val[r]);",
+               # half away from zero: one less for a negative value, where a right shift follows
+               "    v = vqaddq_s32(v, vandq_s32(vshrq_n_s32(v, 31), vshrq_n_s32(right, 31)));",
+               "    v = vrshlq_s32(v, right);",
+               "    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
+               "    v16 = r ? vmovntq_s32(v16, v) : vmovnbq_s32(v16, v);",      # back in channel order
+               "  }",
+               "  vstrbq_p_s16(out + k, v16, p);",
+               "}",
+               "return 0;"]
+        dsp = ["int32_t k, r, s;",
+               "int32_t whole = c - c % 4;",                      # channels in whole words
+               "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "for (k = 0; k < whole && a_k == 0; k += 4) {",    # one input value for all channels
+               "  int32_t a0 = bias[k], a1 = bias[k + 1], a2 = bias[k + 2], a3 = bias[k + 3];",
+               "  for (r = 0; r < kh; ++r) {",
+               "    const int8_t* pa = a + r * a_row;",
+               "    const int8_t* pb = b + r * b_row + k;",
+               "    for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
+               "      int32_t v = (int32_t)*pa + off;",            # in the bottom int16 lane
+               "      uint32_t xb;",
+               "      int32_t eb, ob;",
+               "      memcpy(&xb, pb, 4);",
+               "      eb = __sxtb16((int32_t)xb);",
+               "      ob = aot_dw_s8_odd0(xb);",
+               "      a0 = __smlabb(v, eb, a0);",
+               "      a2 = __smlabt(v, eb, a2);",
+               "      a1 = __smlabb(v, ob, a1);",
+               "      a3 = __smlabt(v, ob, a3);",
+               "    }",
+               "  }",
+               *_requant4,
+               "}",
+               "for (k = 0; k < whole && a_k != 0; k += 4) {",
+               "  int32_t a0 = bias[k], a1 = bias[k + 1], a2 = bias[k + 2], a3 = bias[k + 3];",
+               "  for (r = 0; r < kh; ++r) {",
+               "    const int8_t* pa = a + r * a_row + k;",
+               "    const int8_t* pb = b + r * b_row + k;",
+               "    for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
+               "      uint32_t xa, xb;",
+               "      int32_t ea, oa, eb, ob;",
+               "      memcpy(&xa, pa, 4);",
+               "      memcpy(&xb, pb, 4);",
+               "      ea = __sxtab16(off2, (int32_t)xa);",                            # channels 0, 2
+               "      oa = aot_dw_s8_odd(off2, xa);",                                # channels 1, 3
+               "      eb = __sxtb16((int32_t)xb);",
+               "      ob = aot_dw_s8_odd0(xb);",
+               "      a0 = __smlabb(ea, eb, a0);",
+               "      a2 = __smlatt(ea, eb, a2);",
+               "      a1 = __smlabb(oa, ob, a1);",
+               "      a3 = __smlatt(oa, ob, a3);",
+               "    }",
+               "  }",
+               *_requant4,
+               "}",
+               "for (k = whole; k < c; ++k) {",
+               "  int32_t v = bias[k];",
+               "  for (r = 0; r < kh; ++r) {",
+               "    for (s = 0; s < kw; ++s) {",
+               "      v += ((int32_t)a[r * a_row + s * a_col + k * a_k] + off) * (int32_t)b[r * b_row + s * b_col + k];",
+               "    }",
+               "  }",
+               "  out[k] = (int8_t)aot_dw_s8_requant(v, mult[k], shift[k], zp, lo, hi);",
+               "}",
+               "return 0;"]
+        plain = ["int32_t k, r, s;",
+                 "for (k = 0; k < c; ++k) {",
+                 "  int32_t v = bias[k];",
+                 "  for (r = 0; r < kh; ++r) {",
+                 "    for (s = 0; s < kw; ++s) {",
+                 "      v += ((int32_t)a[r * a_row + s * a_col + k * a_k] + off) * (int32_t)b[r * b_row + s * b_col + k];",
+                 "    }",
+                 "  }",
+                 "  out[k] = (int8_t)aot_dw_s8_requant(v, mult[k], shift[k], zp, lo, hi);",
+                 "}",
+                 "return 0;"]
+        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
