@@ -18,10 +18,10 @@ what they do not take falls to cpu.py's register tiles.
 """
 from __future__ import annotations
 
-from ..tir.expr import Const, Load, Var, substitute, walk
+from ..tir.expr import Const, Load, Var, is_float, substitute, walk
 from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout, reorder, split, unroll,
                             vectorize)
-from ..tir.simplify import const_value, simplify, simplify_stmt
+from ..tir.simplify import bounds, const_value, simplify, simplify_stmt
 from ..tir.stmt import For, Seq, StmtMutator, own_exprs, stmt_children, walk_stmts
 from .cpu import _packable
 from .nests import accumulation
@@ -30,6 +30,7 @@ from .registry import register
 LANES = 16          # lanes of one register block: two 256-bit float32 vectors (four 128-bit)
 LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
 MAX_ACC = 64        # accumulators of a block of several lane loops
+GROWTH = 6         # most statements of a kernel's scheduled code per statement of its nest
 MAX_BLOCK = 4       # lane loops in a block (more: more code, no faster measured)
 
 
@@ -63,8 +64,9 @@ def _interior(lp, red):
         return None
     sigs = []
     for v in range(m, m + n):
-        sig = tuple(const_value(simplify(substitute(e, {id(lp.var): Const(v, lp.var.dtype)}))) for e in exprs)
-        if None in sig:
+        # interval arithmetic at a point: exact and much cheaper than substitute + simplify
+        sig = tuple(bounds(e, {id(lp.var): (v, v)}) for e in exprs)
+        if any(b is None or b[0] != b[1] for b in sig):
             return None
         sigs.append(sig)
     best, run, lo = (0, 0), 0, 0
@@ -230,16 +232,34 @@ def host_blocks(func, target):
     it, then its clipped windows partitioned, then each piece blocked around the lanes."""
     if "arm_cpu" in target.keys:
         return func
+    # the pieces and unrolled blocks multiply a kernel's code (and the compile time of every
+    # later pass): past a budget (small outputs under wide windows: many pieces, few pixels
+    # each, then cpu.py's tiles unrolled in each) the kernel keeps cpu.py's tiles alone
+    out = _host_blocks(func, GROWTH * _size(func.body))
+    return func if out is None else out
+
+
+def _size(s):
+    return sum(1 for _ in walk_stmts(s))
+
+
+def _host_blocks(func, most):
+    """host_blocks' rewrite, or None as soon as the kernel holds more than `most` statements."""
     lane_vars = {}          # id(lane var) -> (outer var, lane var, lanes) of the nests split so far
     parted = set()          # id(first reduce var) of the nests partitioned before any lane split
     n = 0
     while True:
         consts = {id(func.params[p]) for p in func.attrs.get("constants", ())}
         subs = _sub_nests(func.body)     # afresh: packing a constant rewrites every nest reading it
+        if _size(func.body) > most:
+            return None
         if n >= len(subs):
             return func
         nest = subs[n]
-        loops, red, _ = accumulation(nest)
+        loops, red, acc = accumulation(nest)
+        if not is_float(acc.dtype):
+            n += 1          # integer kernels keep cpu.py's rules (the host's speed target is float)
+            continue
         split_at = next((lane_vars[id(lp.var)] for lp in loops if id(lp.var) in lane_vars), None)
         if split_at is None:
             plan = _lanes(loops, red, consts) if red else None
@@ -264,7 +284,10 @@ def host_blocks(func, target):
             func = _pack(func, simplify(loops[k].min + mo * lanes + mi), lanes)
             continue        # the same position is now the first piece
         mo, mi, lanes = split_at
-        plan = _block_plan(loops, red, mo, mi, lanes)
+        # a border piece (its window clipped) keeps the plain lane loop: blocking it would
+        # multiply the code (each piece unrolled) for the few pixels it holds
+        clipped = any(const_value(e) is None for r in red for e in (r.min, r.extent))
+        plan = (None, 1) if clipped else _block_plan(loops, red, mo, mi, lanes)
         rest = _remainder(loops, plan)
         if rest is not None:
             func = func.with_body(_Swap(nest, Seq([_restrict(loops, {plan[0]: r}) for r in rest])).visit(func.body))
