@@ -30,7 +30,9 @@ from .registry import register
 LANES = 16          # lanes of one register block: two 256-bit float32 vectors (four 128-bit)
 LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
 MAX_ACC = 64        # accumulators of a block of several lane loops
-GROWTH = 6         # most statements of a kernel's scheduled code per statement of its nest
+GROWTH = 6        # most statements of a kernel's scheduled code per statement of its nest
+BLOCKED_GROWTH = 13  # the same with its border pieces blocked too
+GATHER_LANES = 8    # channel lanes of a depthwise border piece
 MAX_BLOCK = 4       # lane loops in a block (more: more code, no faster measured)
 
 
@@ -156,6 +158,14 @@ def _lanes(loops, red, constants):
     return (k, lanes) if lanes else None
 
 
+def _gather_lanes(loops):
+    """(channel loop position, lanes) of an N C H W nest's channel loop, or None."""
+    if len(loops) < 3 or const_value(loops[1].min) is None:
+        return None
+    lanes = _divisor(const_value(loops[1].extent) or 0, GATHER_LANES)
+    return (1, lanes) if lanes else None
+
+
 def _block_plan(loops, red, mo, mi, lanes):
     """(block loop position or None, block) for a piece whose lane loop is mi: `block`
     iterations of another output loop around the lanes (pixels where they are free, else more
@@ -235,18 +245,26 @@ def host_blocks(func, target):
     # the pieces and unrolled blocks multiply a kernel's code (and the compile time of every
     # later pass): past a budget (small outputs under wide windows: many pieces, few pixels
     # each, then cpu.py's tiles unrolled in each) the kernel keeps cpu.py's tiles alone
-    out = _host_blocks(func, GROWTH * _size(func.body))
-    return func if out is None else out
+    # border pieces blocked as the interior when the budget allows (a small output under a
+    # wide window is mostly border: KWS's first conv), else left as plain lane loops
+    for blocked in (True, False):
+        out = _host_blocks(func, _size(func.body), blocked)
+        if out is not None:
+            return out
+    return func
 
 
 def _size(s):
     return sum(1 for _ in walk_stmts(s))
 
 
-def _host_blocks(func, most):
-    """host_blocks' rewrite, or None as soon as the kernel holds more than `most` statements."""
+def _host_blocks(func, size, blocked):
+    """host_blocks' rewrite, or None as soon as the kernel outgrows its budget (`size`: the
+    statements of the kernel as lowered)."""
+    most = (BLOCKED_GROWTH if blocked else GROWTH) * size
     lane_vars = {}          # id(lane var) -> (outer var, lane var, lanes) of the nests split so far
     parted = set()          # id(first reduce var) of the nests partitioned before any lane split
+    unblocked = set()       # id(lane var) of the lanes never blocked (gathering channel lanes)
     n = 0
     while True:
         consts = {id(func.params[p]) for p in func.attrs.get("constants", ())}
@@ -272,8 +290,17 @@ def _host_blocks(func, most):
                     pieces = _partition(loops, red)
                 if pieces:
                     func = func.with_body(_Swap(nest, Seq(pieces)).visit(func.body))
-                else:
+                    continue
+                gather = _gather_lanes(loops) if red and id(red[0].var) in parted else None
+                if gather is None:
                     n += 1      # left to cpu.py
+                    continue
+                # a border piece of a partitioned nest: one rolled loop of channel lanes (they
+                # gather, but cpu.py's tiles unrolled in each of the pieces are far more code)
+                s, mo, mi = split(nest, loops[gather[0]].var, gather[1])
+                lane_vars[id(mi)] = (mo, mi, gather[1])
+                unblocked.add(id(mi))
+                func = func.with_body(_Swap(nest, s).visit(func.body))
                 continue
             k, lanes = plan
             s, mo, mi = split(nest, loops[k].var, lanes)
@@ -284,10 +311,11 @@ def _host_blocks(func, most):
             func = _pack(func, simplify(loops[k].min + mo * lanes + mi), lanes)
             continue        # the same position is now the first piece
         mo, mi, lanes = split_at
-        # a border piece (its window clipped) keeps the plain lane loop: blocking it would
-        # multiply the code (each piece unrolled) for the few pixels it holds
+        # unblocked, a border piece (its window clipped) keeps the plain lane loop: blocked, its
+        # unrolled copies multiply the code for the few pixels it holds
         clipped = any(const_value(e) is None for r in red for e in (r.min, r.extent))
-        plan = (None, 1) if clipped else _block_plan(loops, red, mo, mi, lanes)
+        plan = (None, 1) if (clipped and not blocked) or id(mi) in unblocked else \
+            _block_plan(loops, red, mo, mi, lanes)
         rest = _remainder(loops, plan)
         if rest is not None:
             func = func.with_body(_Swap(nest, Seq([_restrict(loops, {plan[0]: r}) for r in rest])).visit(func.body))
