@@ -30,7 +30,7 @@ from .registry import register
 LANES = 16          # lanes of one register block: two 256-bit float32 vectors (four 128-bit)
 LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
 MAX_ACC = 64        # accumulators of a block of several lane loops
-GROWTH = 6        # most statements of a kernel's scheduled code per statement of its nest
+GROWTH = 9        # most statements of a kernel's scheduled code per statement of its nest
 BLOCKED_GROWTH = 13  # the same with its border pieces blocked too
 GATHER_LANES = 8    # channel lanes of a depthwise border piece
 MAX_BLOCK = 4       # lane loops in a block (more: more code, no faster measured)
