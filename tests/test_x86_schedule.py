@@ -3,6 +3,7 @@ border and interior pieces, output channels split into packed SIMD lanes, pixel 
 them. Checked against onnxruntime, built warning-free under ASan/UBSan at the board's -O3; a
 Cortex-M target keeps the CPU rules' code."""
 import io
+import os
 import re
 import tarfile
 
@@ -79,23 +80,46 @@ def test_interior_has_constant_windows_and_pixel_blocks():
     assert "aot_max_i32" in src
 
 
-def test_cortex_m_keeps_the_cpu_rules():
-    m = _conv_model(8, 16, 14, 3, gemm=True).SerializeToString()
-    target = "c -mcpu=cortex-m4"
-    with_rule = _c_source(aot.compile(m, target=target))
+def _without_host_rules(m, target):
     rules = registry._RULES["cpu"]
     saved = list(rules)
     rules[:] = [r for r in rules if r is not x86.host_blocks]
     try:
-        without = _c_source(aot.compile(m, target=target))
+        return _c_source(aot.compile(m, target=target))
     finally:
         rules[:] = saved
-    assert with_rule == without
+
+
+def test_cortex_m_keeps_the_cpu_rules():
+    m = _conv_model(8, 16, 14, 3, gemm=True).SerializeToString()
+    target = "c -mcpu=cortex-m4"
+    assert _c_source(aot.compile(m, target=target)) == _without_host_rules(m, target)
+
+
+def test_int8_kernels_keep_the_cpu_rules():
+    """The host rules take float kernels only: an int8 model's C is the CPU rules' byte for byte."""
+    p = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "models", "mlperf_tiny", "keyword_spotting",
+                     "kws_ref_model.tflite")
+    if not os.path.exists(p):
+        pytest.skip(f"{p} not present")
+    m = open(p, "rb").read()
+    assert _c_source(aot.compile(m, target="c")) == _without_host_rules(m, "c")
+
+
+def test_kernel_over_the_code_budget_keeps_the_cpu_rules(monkeypatch):
+    """A kernel whose pieces and blocks would outgrow its budget of statements is left to the
+    CPU rules whole (budgets cut to 1: every kernel that the rules would grow)."""
+    m = _conv_model(8, 16, 14, 3, gemm=True).SerializeToString()
+    assert _c_source(aot.compile(m)) != _without_host_rules(m, "c")
+    monkeypatch.setattr(x86, "GROWTH", 1)
+    monkeypatch.setattr(x86, "BLOCKED_GROWTH", 1)
+    assert _c_source(aot.compile(m)) == _without_host_rules(m, "c")
 
 
 def test_depthwise_interior_takes_pixel_lanes():
     """Depthwise NCHW: channel lanes would gather a plane per channel, so the interior's output
-    columns take the lanes (a local array of accumulators), the border stays scalar."""
+    columns take the lanes (a local array of accumulators); the border pieces take rolled
+    channel lanes (not the CPU rules' unrolled tiles, one per piece)."""
     src = _c_source(aot.compile(_conv_model(16, 16, 12, 3, group=16).SerializeToString()))
     assert re.search(r"float \w+\[(\d+)\];", src) and "aot_max_i32" in src
     assert max(int(n) for n in re.findall(r"float \w+\[(\d+)\];", src)) >= 10     # 10 interior columns

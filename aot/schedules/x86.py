@@ -14,7 +14,10 @@ that the compiler keeps in registers.
 The rules are registered first among the "cpu" rules and leave Cortex-M targets (key arm_cpu,
 whose rules reuse the cpu list) alone. Depthwise NCHW, whose channel lanes would gather one
 plane per channel, is partitioned first and its interior takes lanes along the output columns;
-what they do not take falls to cpu.py's register tiles.
+what they do not take falls to cpu.py's register tiles; its border pieces take rolled channel
+lanes. Float kernels only (the host's speed target; int8 keeps cpu.py's code byte for byte),
+and a kernel whose pieces and blocks would outgrow a budget of statements (each later pass and
+the C compiler pay for them) is left to cpu.py whole.
 """
 from __future__ import annotations
 
