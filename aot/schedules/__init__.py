@@ -12,7 +12,7 @@ from ..tir.flatten import flatten
 from . import arm_dw  # noqa: F401,I001  first: its rule runs before arm.py's
 # arm_float's float tiles run before the Arm rules (which then leave those tiles alone), its
 # multiply-adds after them
-from . import arm_float, arm, cpu, gpu  # noqa: F401  register the Arm float and int8, CPU and GPU rules
+from . import arm_float, arm, cpu, gpu, x86  # noqa: F401  register the Arm float and int8, CPU, GPU and host CPU rules
 from .registry import register, rules_for  # noqa: F401
 
 register("arm_cpu")(arm_float.fuse_multiply_adds)

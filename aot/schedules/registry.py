@@ -4,10 +4,11 @@ from __future__ import annotations
 _RULES: dict = {}
 
 
-def register(key: str):
-    """Decorator: add a rule for targets with `key` among their keys."""
+def register(key: str, first: bool = False):
+    """Decorator: add a rule for targets with `key` among their keys (first: before the others)."""
     def deco(fn):
-        _RULES.setdefault(key, []).append(fn)
+        rules = _RULES.setdefault(key, [])
+        rules.insert(0, fn) if first else rules.append(fn)
         return fn
     return deco
 

@@ -1,0 +1,335 @@
+"""Host CPU rules (a "c" target that is not a Cortex-M: x86-64 and other SIMD CPUs): a reduction
+(conv, dense, pooling) computed in register blocks of output channels x pixels.
+
+The output-channel loop is split into SIMD lanes that go innermost, each lane's constant
+(weights) packed at compile time so the lanes read consecutive elements: the C compiler turns
+the lane loop into vector multiply-adds. A window clipped by padding is partitioned along the
+output loops into border pieces (clipped bounds kept: no im2col, no padded copy) and an
+interior whose window is constant. In each piece another output loop (pixels where the window
+does not depend on them, else more channels) is split into a short block unrolled around the
+lanes, so one input element loaded (broadcast) feeds a whole block of channels and each weight
+vector loaded feeds several pixels. Accumulators live in a small local array of block x lanes
+that the compiler keeps in registers.
+
+The rules are registered first among the "cpu" rules and leave Cortex-M targets (key arm_cpu,
+whose rules reuse the cpu list) alone. Depthwise NCHW, whose channel lanes would gather one
+plane per channel, is partitioned first and its interior takes lanes along the output columns;
+what they do not take falls to cpu.py's register tiles; its border pieces take rolled channel
+lanes. Float kernels only (the host's speed target; int8 keeps cpu.py's code byte for byte),
+and a kernel whose pieces and blocks would outgrow a budget of statements (each later pass and
+the C compiler pay for them) is left to cpu.py whole.
+"""
+from __future__ import annotations
+
+from ..tir.expr import Const, Load, Var, is_float, substitute, walk
+from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout, reorder, split, unroll,
+                            vectorize)
+from ..tir.simplify import bounds, const_value, simplify, simplify_stmt
+from ..tir.stmt import For, Seq, StmtMutator, own_exprs, stmt_children, walk_stmts
+from .cpu import _packable
+from .nests import accumulation
+from .registry import register
+
+LANES = 16          # lanes of one register block: two 256-bit float32 vectors (four 128-bit)
+LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
+MAX_ACC = 64        # accumulators of a block of several lane loops
+GROWTH = 9        # most statements of a kernel's scheduled code per statement of its nest
+BLOCKED_GROWTH = 13  # the same with its border pieces blocked too
+GATHER_LANES = 8    # channel lanes of a depthwise border piece
+MAX_BLOCK = 4       # lane loops in a block (more: more code, no faster measured)
+
+
+def _divisor(n, most, least=2):
+    """The largest divisor of n in [least, most], or None."""
+    return next((t for t in range(min(most, n), least - 1, -1) if n % t == 0), None)
+
+
+def _sub_nests(s):
+    """The outermost accumulation nests inside s (a staged kernel holds one under its outer loops)."""
+    if isinstance(s, For) and accumulation(s):
+        return [s]
+    return [x for c in stmt_children(s) for x in _sub_nests(c)]
+
+
+class _Swap(StmtMutator):
+    def __init__(self, old, new):
+        self.old, self.new = old, new
+
+    def visit_For(self, s):
+        return self.new if s is self.old else super().visit_For(s)
+
+
+def _interior(lp, red):
+    """[lo, hi): the longest run of loop lp's values over which the reduce loops' bounds that
+    depend on it stay the same (a padded window's unclipped middle), or None when that is all
+    of lp or the bounds are not constants once lp's value is."""
+    m, n = const_value(lp.min), const_value(lp.extent)
+    exprs = [e for r in red for e in (r.min, r.extent) if any(v is lp.var for v in walk(e))]
+    if m is None or n is None or not exprs:
+        return None
+    sigs = []
+    for v in range(m, m + n):
+        # interval arithmetic at a point: exact and much cheaper than substitute + simplify
+        sig = tuple(bounds(e, {id(lp.var): (v, v)}) for e in exprs)
+        if any(b is None or b[0] != b[1] for b in sig):
+            return None
+        sigs.append(sig)
+    best, run, lo = (0, 0), 0, 0
+    for i, sig in enumerate(sigs):
+        run, lo = (run + 1, lo) if i and sig == sigs[i - 1] else (1, i)
+        if run > best[1] - best[0]:
+            best = (lo, lo + run)
+    if best[1] - best[0] == n:
+        return None
+    return m + best[0], m + best[1]
+
+
+def _restrict(loops, ranges):
+    """The nest of `loops` with loop j over ranges[j] = (lo, hi) (the others as they are), its
+    body simplified under those ranges (a window's clipped bounds become constants inside)."""
+    env = {}
+    for j, lp in enumerate(loops):
+        m = const_value(lp.min)
+        env[id(lp.var)] = ranges.get(j, (m, m + const_value(lp.extent)))
+    body = simplify_stmt(loops[-1].body, {k: (a, b - 1) for k, (a, b) in env.items()})
+    for lp in reversed(loops):
+        a, b = env[id(lp.var)]
+        body = lp.with_body(body, Const(a, lp.min.dtype), Const(b - a, lp.extent.dtype))
+    return body
+
+
+def _partition(loops, red):
+    """The nest split along its output loops into border pieces (clipped windows) and the
+    interior (constant windows: no bound computations, pixels free to block); None when the
+    windows are never clipped. The interior is split again along the next loop."""
+    if any(const_value(lp.min) is None or const_value(lp.extent) is None for lp in loops):
+        return None
+    for j, lp in enumerate(loops):
+        inner = _interior(lp, red)
+        if inner is None:
+            continue
+        m, n = const_value(lp.min), const_value(lp.extent)
+        pieces = []
+        for lo, hi in ((m, inner[0]), inner, (inner[1], m + n)):
+            if hi <= lo:
+                continue
+            piece = _restrict(loops, {j: (lo, hi)})
+            if (lo, hi) == inner:
+                found = accumulation(piece)
+                more = found and _partition(found[0], found[1])
+                if more:
+                    pieces.extend(more)
+                    continue
+            pieces.append(piece)
+        return pieces
+    return None
+
+
+def _strided(red, var, constants):
+    """Whether the reduction reads a non-constant buffer with `var` in other than its innermost
+    dimension (lanes would gather: depthwise NCHW reads a plane per channel)."""
+    for st in walk_stmts(red[0]):
+        for e in own_exprs(st):
+            for x in walk(e):
+                if not isinstance(x, Load) or id(x.buffer) in constants:
+                    continue
+                dims = [d for d, i in enumerate(x.indices) if any(v is var for v in walk(i))]
+                last = max((d for d, n in enumerate(x.buffer.shape) if n != 1), default=0)
+                if any(d != last for d in dims):
+                    return True
+    return False
+
+
+def _lanes(loops, red, constants):
+    """(lane loop position, lanes) for an accumulation's output loops, or None. Lanes go along
+    the output channels: the loop that does not bound the reduction, the channel axis of an
+    N C ... nest first (as cpu.py's tiles); never one that makes the reduction's loads gather.
+    A reduction of constant extent (dense, 1x1 and unpadded windows) takes up to LONG_LANES:
+    gcc unrolls lane loops of 16 or fewer completely and then vectorizes the reduce loop
+    instead of the lanes (AD and KWS 9x slower measured with 16); one with clipped windows
+    LANES, its border pieces keep their bound computations and the interior its constant
+    window, the reduce loop there reading one input plane per channel."""
+    bound = {id(v) for r in red for e in (r.min, r.extent) for v in walk(e) if isinstance(v, Var)}
+    free = [k for k, lp in enumerate(loops) if id(lp.var) not in bound and (const_value(lp.extent) or 0) > 1
+            and const_value(lp.min) is not None]
+    first = [1] if 1 in free and len(loops) >= 3 else []
+    k = next((k for k in first + free[::-1] if not _strided(red, loops[k].var, constants)), None)
+    if k is None:
+        return None
+    clipped = any(const_value(e) is None for r in red for e in (r.min, r.extent))
+    lanes = _divisor(const_value(loops[k].extent), LANES if clipped else LONG_LANES)
+    return (k, lanes) if lanes else None
+
+
+def _gather_lanes(loops):
+    """(channel loop position, lanes) of an N C H W nest's channel loop, or None."""
+    if len(loops) < 3 or const_value(loops[1].min) is None:
+        return None
+    lanes = _divisor(const_value(loops[1].extent) or 0, GATHER_LANES)
+    return (1, lanes) if lanes else None
+
+
+def _block_plan(loops, red, mo, mi, lanes):
+    """(block loop position or None, block) for a piece whose lane loop is mi: `block`
+    iterations of another output loop around the lanes (pixels where they are free, else more
+    output channels), so that each input element loaded feeds block x lanes accumulators and
+    each weight vector loaded feeds `block` pixels."""
+    bound = {id(v) for r in red for e in (r.min, r.extent) for v in walk(e) if isinstance(v, Var)}
+    most = _most(lanes)
+    for j in reversed(range(len(loops))):
+        lp = loops[j]
+        if lp.var is mo or lp.var is mi or id(lp.var) in bound or const_value(lp.min) is None:
+            continue
+        if (const_value(lp.extent) or 0) > 1:
+            return j, min(const_value(lp.extent), most)
+    j = next(j for j, lp in enumerate(loops) if lp.var is mo)
+    ext = const_value(loops[j].extent) or 0
+    return (j, min(ext, most)) if ext > 1 else (None, 1)
+
+
+def _most(lanes):
+    return max(1, min(MAX_ACC // lanes, MAX_BLOCK))
+
+
+def _remainder(loops, plan):
+    """Loop plan[0]'s range cut in two, a multiple of the block and the rest, when the block
+    does not divide it (14 pixels: 12 in blocks of 4, then a block of 2); else None."""
+    b, block = plan
+    if b is None:
+        return None
+    m, n = const_value(loops[b].min), const_value(loops[b].extent)
+    if n % block == 0:
+        return None
+    cut = m + n // block * block
+    return [(m, cut), (cut, m + n)]
+
+
+def _block(nest, loops, red, mi, plan):
+    """The piece as register blocks: (stmt, block var or None); mi innermost, a block of
+    `block` iterations of loop plan[0] around it, both inside the reduction."""
+    b, block = plan
+    order = [lp.var for lp in loops if lp.var is not mi]
+    bi, s = None, nest
+    if b is not None:
+        target = loops[b].var
+        s, bo, bi = split(nest, target, block)
+        order = [bo if v is target else v for v in order]
+    inner = ([bi] if bi is not None else []) + [mi]
+    s = reorder(s, order + inner)
+    for v in reversed(inner):
+        s = fission(hoist_allocate(s, v), v)
+    if red:
+        s = reorder(s, [r.var for r in red] + inner)
+    return s, bi
+
+
+def _pack(func, lane_index, lanes):
+    """Constants the lanes read stored so that the lanes are consecutive (cpu.py's rule)."""
+    for p in func.attrs.get("constants", ()):
+        shape = func.params[p].shape
+        d = _packable(func, func.params[p], lane_index)
+        if d is None or shape[d] % lanes or p in func.attrs.get("layouts", {}):
+            continue
+        if all(x == 1 for x in shape[d + 1:]):
+            continue
+        try:
+            func = pack_layout(func, p, d, lanes)
+        except ScheduleError:
+            continue
+    return func
+
+
+@register("cpu", first=True)
+def host_blocks(func, target):
+    """Each accumulation: the lane split of its output channels and the constants packed for
+    it, then its clipped windows partitioned, then each piece blocked around the lanes."""
+    if "arm_cpu" in target.keys:
+        return func
+    # the pieces and unrolled blocks multiply a kernel's code (and the compile time of every
+    # later pass): past a budget (small outputs under wide windows: many pieces, few pixels
+    # each, then cpu.py's tiles unrolled in each) the kernel keeps cpu.py's tiles alone
+    # border pieces blocked as the interior when the budget allows (a small output under a
+    # wide window is mostly border: KWS's first conv), else left as plain lane loops
+    for blocked in (True, False):
+        out = _host_blocks(func, _size(func.body), blocked)
+        if out is not None:
+            return out
+    return func
+
+
+def _size(s):
+    return sum(1 for _ in walk_stmts(s))
+
+
+def _host_blocks(func, size, blocked):
+    """host_blocks' rewrite, or None as soon as the kernel outgrows its budget (`size`: the
+    statements of the kernel as lowered)."""
+    most = (BLOCKED_GROWTH if blocked else GROWTH) * size
+    lane_vars = {}          # id(lane var) -> (outer var, lane var, lanes) of the nests split so far
+    parted = set()          # id(first reduce var) of the nests partitioned before any lane split
+    unblocked = set()       # id(lane var) of the lanes never blocked (gathering channel lanes)
+    n = 0
+    while True:
+        consts = {id(func.params[p]) for p in func.attrs.get("constants", ())}
+        subs = _sub_nests(func.body)     # afresh: packing a constant rewrites every nest reading it
+        if _size(func.body) > most:
+            return None
+        if n >= len(subs):
+            return func
+        nest = subs[n]
+        loops, red, acc = accumulation(nest)
+        if not is_float(acc.dtype):
+            n += 1          # integer kernels keep cpu.py's rules (the host's speed target is float)
+            continue
+        split_at = next((lane_vars[id(lp.var)] for lp in loops if id(lp.var) in lane_vars), None)
+        if split_at is None:
+            plan = _lanes(loops, red, consts) if red else None
+            if plan is None:
+                # no lanes over the whole nest (depthwise NCHW: channels gather, pixels bound
+                # the window): the interior's pixels may take them
+                pieces = None
+                if red and id(red[0].var) not in parted:
+                    parted.add(id(red[0].var))
+                    pieces = _partition(loops, red)
+                if pieces:
+                    func = func.with_body(_Swap(nest, Seq(pieces)).visit(func.body))
+                    continue
+                gather = _gather_lanes(loops) if red and id(red[0].var) in parted else None
+                if gather is None:
+                    n += 1      # left to cpu.py
+                    continue
+                # a border piece of a partitioned nest: one rolled loop of channel lanes (they
+                # gather, but cpu.py's tiles unrolled in each of the pieces are far more code)
+                s, mo, mi = split(nest, loops[gather[0]].var, gather[1])
+                lane_vars[id(mi)] = (mo, mi, gather[1])
+                unblocked.add(id(mi))
+                func = func.with_body(_Swap(nest, s).visit(func.body))
+                continue
+            k, lanes = plan
+            s, mo, mi = split(nest, loops[k].var, lanes)
+            lane_vars[id(mi)] = (mo, mi, lanes)
+            found = accumulation(s)
+            pieces = _partition(found[0], found[1])
+            func = func.with_body(_Swap(nest, Seq(pieces) if pieces else s).visit(func.body))
+            func = _pack(func, simplify(loops[k].min + mo * lanes + mi), lanes)
+            continue        # the same position is now the first piece
+        mo, mi, lanes = split_at
+        # unblocked, a border piece (its window clipped) keeps the plain lane loop: blocked, its
+        # unrolled copies multiply the code for the few pixels it holds
+        clipped = any(const_value(e) is None for r in red for e in (r.min, r.extent))
+        plan = (None, 1) if (clipped and not blocked) or id(mi) in unblocked else \
+            _block_plan(loops, red, mo, mi, lanes)
+        rest = _remainder(loops, plan)
+        if rest is not None:
+            func = func.with_body(_Swap(nest, Seq([_restrict(loops, {plan[0]: r}) for r in rest])).visit(func.body))
+            continue
+        try:
+            s, bi = _block(nest, loops, red, mi, plan)
+        except ScheduleError:
+            n += 1
+            continue
+        body = vectorize(_Swap(nest, s).visit(func.body), mi)
+        func = func.with_body(unroll(body, bi, MAX_ACC) if bi is not None else body)
+
+
+host_blocks.wants_target = True

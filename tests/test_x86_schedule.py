@@ -1,0 +1,125 @@
+"""The host CPU rules (aot/schedules/x86.py): convolutions with clipped windows partitioned into
+border and interior pieces, output channels split into packed SIMD lanes, pixel blocks around
+them. Checked against onnxruntime, built warning-free under ASan/UBSan at the board's -O3; a
+Cortex-M target keeps the CPU rules' code."""
+import io
+import os
+import re
+import tarfile
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import aot
+from aot.schedules import registry, x86
+from conftest import ort_run
+
+RNG = np.random.default_rng(3)
+
+
+def _conv_model(cin, cout, hw, k, stride=1, pad=1, group=1, gemm=False):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, hw, hw])
+    w = numpy_helper.from_array(RNG.standard_normal((cout, cin // group, k, k)).astype(np.float32), "w")
+    b = numpy_helper.from_array(RNG.standard_normal(cout).astype(np.float32), "b")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k], strides=[stride, stride],
+                              pads=[pad] * 4, group=group), helper.make_node("Relu", ["c"], ["y"])]
+    inits = [w, b]
+    out = "y"
+    if gemm:
+        ho = (hw + 2 * pad - k) // stride + 1
+        n = cout * ho * ho
+        g = numpy_helper.from_array(RNG.standard_normal((n, 40)).astype(np.float32) / n, "g")
+        nodes += [helper.make_node("Flatten", ["y"], ["f"]), helper.make_node("Gemm", ["f", "g"], ["z"])]
+        inits.append(g)
+        out = "z"
+    y = helper.make_tensor_value_info(out, TensorProto.FLOAT, None)
+    m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits), opset_imports=[helper.make_opsetid("", 13)])
+    return m
+
+
+def _c_source(res):
+    data = res.tar if isinstance(res.tar, (bytes, bytearray)) else open(res.tar, "rb").read()
+    t = tarfile.open(fileobj=io.BytesIO(data))
+    return "".join(t.extractfile(m).read().decode() for m in t.getmembers() if m.name.endswith("_lib1.c"))
+
+
+@pytest.mark.parametrize("cin,cout,hw,k,stride,pad,group,gemm", [
+    (8, 16, 14, 3, 1, 1, 1, False),      # interior 12 pixels wide: blocks of 4 and a remainder
+    (3, 32, 15, 3, 2, 1, 1, False),      # strided, odd size
+    (16, 16, 9, 3, 1, 1, 16, False),     # depthwise
+    (8, 64, 5, 1, 1, 0, 1, True),        # pointwise, then a dense layer
+    (4, 48, 11, 5, 1, 2, 1, False),      # a wider window: two columns of border each side
+])
+def test_host_blocks_match_onnxruntime(cin, cout, hw, k, stride, pad, group, gemm):
+    m = _conv_model(cin, cout, hw, k, stride, pad, group, gemm)
+    x = RNG.standard_normal((1, cin, hw, hw)).astype(np.float32)
+    res = aot.compile(m.SerializeToString())
+    out = aot.run(res, {"x": x}, sanitize=True)
+    ref = ort_run(m, {"x": x})
+    for name, r in ref.items():
+        np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))
+    out = aot.run(res, {"x": x})                           # the board's own flags (-O3 -ffp-contract=fast)
+    for name, r in ref.items():
+        np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))
+
+
+def test_interior_has_constant_windows_and_pixel_blocks():
+    """A padded 3x3 conv over 14x14: the interior rows 1..12 loop over the whole window (no
+    clipped bounds) with a block of 4 pixels x 16 lanes accumulators; the border keeps clipped
+    windows."""
+    src = _c_source(aot.compile(_conv_model(8, 16, 14, 3).SerializeToString()))
+    interior = re.search(r"for \(int32_t (\w+) = 1; \1 < 13; \+\+\1\) \{(.*?)\n  \}\n", src, re.S)
+    assert interior, src
+    body = interior.group(2)
+    assert "aot_max_i32" not in body and "aot_min_i32" not in body
+    assert re.search(r"float \w+\[64\];", body)
+    for r in ("rh", "rw"):
+        assert re.search(r"for \(int32_t (%s\w*) = 0; \1 < 3; " % r, body)
+    assert "aot_max_i32" in src
+
+
+def _without_host_rules(m, target):
+    rules = registry._RULES["cpu"]
+    saved = list(rules)
+    rules[:] = [r for r in rules if r is not x86.host_blocks]
+    try:
+        return _c_source(aot.compile(m, target=target))
+    finally:
+        rules[:] = saved
+
+
+def test_cortex_m_keeps_the_cpu_rules():
+    m = _conv_model(8, 16, 14, 3, gemm=True).SerializeToString()
+    target = "c -mcpu=cortex-m4"
+    assert _c_source(aot.compile(m, target=target)) == _without_host_rules(m, target)
+
+
+def test_int8_kernels_keep_the_cpu_rules():
+    """The host rules take float kernels only: an int8 model's C is the CPU rules' byte for byte."""
+    p = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "models", "mlperf_tiny", "keyword_spotting",
+                     "kws_ref_model.tflite")
+    if not os.path.exists(p):
+        pytest.skip(f"{p} not present")
+    m = open(p, "rb").read()
+    assert _c_source(aot.compile(m, target="c")) == _without_host_rules(m, "c")
+
+
+def test_kernel_over_the_code_budget_keeps_the_cpu_rules(monkeypatch):
+    """A kernel whose pieces and blocks would outgrow its budget of statements is left to the
+    CPU rules whole (budgets cut to 1: every kernel that the rules would grow)."""
+    m = _conv_model(8, 16, 14, 3, gemm=True).SerializeToString()
+    assert _c_source(aot.compile(m)) != _without_host_rules(m, "c")
+    monkeypatch.setattr(x86, "GROWTH", 1)
+    monkeypatch.setattr(x86, "BLOCKED_GROWTH", 1)
+    assert _c_source(aot.compile(m)) == _without_host_rules(m, "c")
+
+
+def test_depthwise_interior_takes_pixel_lanes():
+    """Depthwise NCHW: channel lanes would gather a plane per channel, so the interior's output
+    columns take the lanes (a local array of accumulators); the border pieces take rolled
+    channel lanes (not the CPU rules' unrolled tiles, one per piece)."""
+    src = _c_source(aot.compile(_conv_model(16, 16, 12, 3, group=16).SerializeToString()))
+    assert re.search(r"float \w+\[(\d+)\];", src) and "aot_max_i32" in src
+    assert max(int(n) for n in re.findall(r"float \w+\[(\d+)\];", src)) >= 10     # 10 interior columns
