@@ -616,7 +616,7 @@ def test_internal_error_is_exit_1_and_blames_aot(tmp_path, capsys, monkeypatch):
     assert cli(capsys, "compile", p, "-o", out)[0] == 0 and os.path.exists(out)
     os.remove(out)
     # a placement bug: every buffer one byte off its alignment
-    monkeypatch.setattr(aot.memory_plan, "_place", lambda order, conflicts, align: ({i: 1 for i, _ in order}, 64))
+    monkeypatch.setattr(aot.memory_plan, "_place", lambda order, conflicts, align, *clusters: ({i: 1 for i, _ in order}, 64))
     rc, _, err = cli(capsys, "compile", p, "-o", out)
     assert rc == 1 and err.startswith("internal error (please report): planner: "), (rc, err)
     assert "Traceback" not in err and not os.path.exists(out)
