@@ -350,6 +350,30 @@ class _Scratch:
         self.name, self.type = name, TensorType((nbytes,), "uint8")
 
 
+def _live_bytes(kernels, lives):
+    """Bytes live at each step."""
+    n = len(kernels)
+    live = [0] * n
+    for lf in lives.values():
+        first, last = lf.interval(n)
+        for s in range(first, last + 1):
+            live[s] += lf.nbytes
+    return live
+
+
+def _dying_inputs(kernels, lives):
+    """(step, its one activation input's lifetime, its one output's lifetime) for each step whose
+    one activation input dies there."""
+    n = len(kernels)
+    for s, g in enumerate(kernels):
+        ins = {id(alias_root(v)) for v in g.inputs if v is not None and not alias_root(v).is_const}
+        if len(g.outputs) != 1 or len(ins) != 1:
+            continue
+        src, dst = lives.get(ins.pop()), lives.get(id(alias_root(g.outputs[0])))
+        if src is not None and dst is not None and src.interval(n)[1] == s:
+            yield s, src, dst
+
+
 def _steps_worth_staging(kernels, lives):
     """The steps whose kernel may be staged to write over its input: a staged kernel gives up
     the register tiles of the target's schedule (a staged pointwise conv keeps its dot_s8 calls,
@@ -357,19 +381,10 @@ def _steps_worth_staging(kernels, lives):
     what the peak can come down to are staged. A step can drop by its dying input's bytes when
     its one activation input dies there and is no larger than its output; the peak cannot fall
     below the highest step after such drops."""
-    n = len(kernels)
-    live = [0] * n
-    for lf in lives.values():
-        first, last = lf.interval(n)
-        for s in range(first, last + 1):
-            live[s] += lf.nbytes
+    n, live = len(kernels), _live_bytes(kernels, lives)
     saving = [0] * n
-    for s, g in enumerate(kernels):
-        ins = {id(alias_root(v)) for v in g.inputs if v is not None and not alias_root(v).is_const}
-        if len(g.outputs) != 1 or len(ins) != 1:
-            continue
-        src, dst = lives.get(ins.pop()), lives.get(id(alias_root(g.outputs[0])))
-        if src is not None and dst is not None and src.interval(n)[1] == s and 0 < src.nbytes <= dst.nbytes:
+    for s, src, dst in _dying_inputs(kernels, lives):
+        if 0 < src.nbytes <= dst.nbytes:
             saving[s] = src.nbytes
     floor = max((live[s] - saving[s] for s in range(n)), default=0)
     chosen = {s for s in range(n) if saving[s] and live[s] > floor}
@@ -391,19 +406,10 @@ def _steps_worth_shrinking(kernels, lives):
     come down to when both wider and smaller outputs share their input's storage (a kernel so
     written may lose its target schedule: aot/tir/inplace.py proves the plain nest when the
     scheduled one, register tiles reading ahead, is not safe)."""
-    n = len(kernels)
-    live = [0] * n
-    for lf in lives.values():
-        first, last = lf.interval(n)
-        for s in range(first, last + 1):
-            live[s] += lf.nbytes
+    n, live = len(kernels), _live_bytes(kernels, lives)
     saving, smaller = [0] * n, set()
-    for s, g in enumerate(kernels):
-        ins = {id(alias_root(v)) for v in g.inputs if v is not None and not alias_root(v).is_const}
-        if len(g.outputs) != 1 or len(ins) != 1:
-            continue
-        src, dst = lives.get(ins.pop()), lives.get(id(alias_root(g.outputs[0])))
-        if src is None or dst is None or src.interval(n)[1] != s or not src.nbytes or not dst.nbytes:
+    for s, src, dst in _dying_inputs(kernels, lives):
+        if not src.nbytes or not dst.nbytes:
             continue
         saving[s] = min(src.nbytes, dst.nbytes)
         if src.nbytes > dst.nbytes:

@@ -21,7 +21,7 @@ from ..tir.stmt import For, Seq
 from . import cpu
 from .arm_fold import fold_offset
 from .arm_pairs import pair_channels
-from .nests import accumulation, nests as _nests
+from .nests import accumulation, map_staged_parts, nests as _nests
 from .registry import register, rules_of
 
 DOT = "dot_s8"
@@ -73,20 +73,12 @@ def _tensorize_nest(nest, variant, ranges):
     in turn, each with the ranges of the loops around it."""
     found = accumulation(nest)
     if not found:
-        loops, x = [], nest
-        while isinstance(x, For):
-            loops.append(x)
-            ranges = loop_ranges(ranges, x)
-            x = x.body
-        if not loops or not isinstance(x, Seq):
-            return None
-        parts = [_tensorize_nest(p, variant, ranges) for p in x.stmts]
-        if all(p is None for p in parts):
-            return None
-        x = Seq([p if p is not None else q for p, q in zip(parts, x.stmts)])
-        for lp in reversed(loops):
-            x = lp.with_body(x)
-        return x
+        def part(p, loops):
+            inner = ranges
+            for lp in loops:
+                inner = loop_ranges(inner, lp)
+            return _tensorize_nest(p, variant, inner)
+        return map_staged_parts(nest, part)
     if found[2].dtype != "int32" or not found[1]:
         return None
     for lp in found[0]:

@@ -15,6 +15,7 @@ from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, transform,
 from ..tir.intrin.arm import _step, flat_index
 from ..tir.simplify import const_value
 from ..tir.stmt import Allocate, Buffer, For, Seq, Store, map_exprs
+from .nests import map_staged_parts
 
 PAIR = "dot_s8x2"
 QUAD = "dot_s8x4q"
@@ -193,16 +194,4 @@ def pair_channels(nest, quads=False):
     got = pair_outputs(nest, quads)
     if got is not None:
         return got
-    loops, x = [], nest
-    while isinstance(x, For):
-        loops.append(x)
-        x = x.body
-    if not loops or not isinstance(x, Seq):
-        return None
-    parts = [pair_channels(p, quads) for p in x.stmts]
-    if all(p is None for p in parts):
-        return None
-    x = Seq([p if p is not None else q for p, q in zip(parts, x.stmts)])
-    for lp in reversed(loops):
-        x = lp.with_body(x)
-    return x
+    return map_staged_parts(nest, lambda part, _: pair_channels(part, quads))

@@ -51,3 +51,22 @@ def staged_compute(nest):
             s = For(lp.var, lp.min, lp.extent, s, lp.kind)
         return s
     return x.stmts[0], put_back
+
+
+def map_staged_parts(nest, fn):
+    """A staged kernel (loops around a Seq of parts) with fn(part, loops) in place of each part
+    fn rewrites (fn returns None to keep one); None when nest is not that shape or no part is
+    rewritten."""
+    loops, x = [], nest
+    while isinstance(x, For):
+        loops.append(x)
+        x = x.body
+    if not loops or not isinstance(x, Seq):
+        return None
+    parts = [fn(p, loops) for p in x.stmts]
+    if all(p is None for p in parts):
+        return None
+    x = Seq([p if p is not None else q for p, q in zip(parts, x.stmts)])
+    for lp in reversed(loops):
+        x = lp.with_body(x)
+    return x
