@@ -244,9 +244,10 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 layout = layouts.get(k)       # the schedule stores this constant in another layout
                 # ... which makes it a constant of its own (one computed from other constants too)
                 reads = [root(params[i]) for i in getattr(layout, "reads", ())]
-                key = (id(r), layout, *map(id, reads))
+                dense = ext is not None     # a library reads every element: no compact splat or broadcast
+                key = (id(r), layout, dense, *map(id, reads))
                 if key not in const_ids:
-                    arr = const_param_array(r) if layout is None else \
+                    arr = const_param_array(r, dense) if layout is None else \
                         layout.apply(const_param_array(r), *map(const_param_array, reads))
                     const_ids[key] = len(constants)
                     constants.append((f"tvmgen_{mod}_const_{len(constants)}_{sanitize(r.name)}"[:80], arr))

@@ -29,10 +29,11 @@ class LowerError(AotError):
     pass
 
 
-def const_param_array(v):
-    """The array a constant is stored as: broadcast dims dropped (a splat is one element)."""
+def const_param_array(v, dense=False):
+    """The array a constant is stored as: broadcast dims dropped (a splat is one element), unless
+    dense (an external library's operand, whose every element it reads)."""
     a = v.const
-    if a.ndim and any(st == 0 for st in a.strides):
+    if not dense and a.ndim and any(st == 0 for st in a.strides):
         a = a[tuple(slice(0, 1) if st == 0 else slice(None) for st in a.strides)]
     return np.ascontiguousarray(a)
 

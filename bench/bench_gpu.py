@@ -84,7 +84,8 @@ def main():
     for name in a.models.split(","):
         path = os.path.join(LIGHT_DIR, f"light_{name}.onnx")
         m = onnx.load(path)
-        inp = m.graph.input[0]
+        inits = {t.name for t in m.graph.initializer}      # older IRs list initializers as inputs too
+        inp = next(i for i in m.graph.input if i.name not in inits)
         shape = [d.dim_value or 1 for d in inp.type.tensor_type.shape.dim]
         x = np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32)
         ref = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {inp.name: x})[0]

@@ -476,3 +476,21 @@ def test_init_calls_need_a_host_with_an_init_entry_point():
     from aot.uma.lowering import Call
     with pytest.raises(AotError, match="is not a call_extern"):
         Call("Relu", [], [], [], True).at_init("probe_prepare()")
+
+
+def test_a_folded_splat_weight_reaches_the_library_as_a_whole_tensor():
+    """Generated kernels keep a constant that folding made a splat (ConstantOfShape weights, as in
+    the ONNX light models) as one element; a library reads every element of its operand, so an
+    external call gets the dense tensor (found on a lent GPU: cuDNN read past a 1-float weight)."""
+    import aot
+    backend("vanilla")
+    shape = init("wshape", np.array([4, 3, 3, 3], np.int64))
+    nodes = [helper.make_node("ConstantOfShape", ["wshape"], ["w"], name="wfill",
+                              value=helper.make_tensor("v", onnx.TensorProto.FLOAT, [1], [0.25])),
+             helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1] * 4, kernel_shape=[3, 3])]
+    m = make_model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 8, 8])], [shape])
+    res = aot.compile(m.SerializeToString(), target="vanilla_accelerator, c")
+    assert [[n["name"] for n in f["nodes"]] for f in aot_meta(res.tar)["external_functions"]] == [["conv"]]
+    x = np.random.default_rng(4).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    got = aot.run(res, {"x": x}, sanitize=True)["y"]
+    np.testing.assert_allclose(got, ort_run(m, {"x": x})["y"], rtol=1e-4, atol=1e-4)
