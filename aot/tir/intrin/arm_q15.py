@@ -35,44 +35,76 @@ def buf_words(cin: int) -> int:
     return 2 * (2 * (cin // 4) + cin % 4)
 
 
-def _requant(v, c, out, exact=True):
-    """C lines: the requantisation of channel c's int32 sum `v` (bias included) stored to
-    out[c], with the constants _channel_consts worked out for the channel. exact=False leaves
-    out the doubling high multiply's one saturating case (the caller tests `sat` once per
-    channel) and clamps with __ssat first (lo and hi lie within int8: `full` when they are its
-    whole range)."""
-    srdhm = "(int32_t)(((int64_t)r * m + ((int64_t)1 << 30)) >> 31)"
+def _requant(v, c, out):
+    """C lines: TFLite's requantisation of channel c's int32 sum `v` (bias included) stored to
+    out[c] (gemmlowp's two roundings, exactly), with the constants _channel_consts worked out."""
     return [f"r = (int32_t)((uint32_t){v} << left);",
-            f"r = (r == INT32_MIN && m == INT32_MIN) ? INT32_MAX : {srdhm};" if exact else f"r = {srdhm};",
+            "r = (r == INT32_MIN && m == INT32_MIN) ? INT32_MAX : "
+            "(int32_t)(((int64_t)r * m + ((int64_t)1 << 30)) >> 31);",
             "r = (r >> e) + ((r & mask) > thr - (r >> 31));",    # r >> 31: -1 when negative
-            *(["r += zp;", "r = r < lo ? lo : r;", "r = r > hi ? hi : r;"] if exact else
-              ["r = __ssat(r + zp, 8);", "if (!full) {", "  r = r < lo ? lo : r;", "  r = r > hi ? hi : r;", "}"]),
+            "r += zp;",
+            "r = r < lo ? lo : r;",
+            "r = r > hi ? hi : r;",
             f"{out}[{c}] = (int8_t)r;"]
 
 
-def _channel_consts(mult, shift, sat=True):
-    """C lines: a channel's requantisation constants, once for both pixels: left (the shift if
-    positive), e (minus the shift if not), mask (2^e - 1), thr (mask / 2), sat (the multiplier
-    is INT32_MIN: the one product gemmlowp's doubling high multiply saturates)."""
+def _channel_consts(mult, shift):
+    """C lines: a channel's requantisation constants: left (the shift if positive), e (minus the
+    shift if not), mask (2^e - 1), thr (mask / 2)."""
     return [f"m = {mult};", f"sh = {shift};",
             "left = sh > 0 ? sh : 0;",
             "e = sh > 0 ? 0 : -sh;",
             "mask = (int32_t)(((uint32_t)1 << e) - 1u);",
-            "thr = mask >> 1;"] + (["sat = m == INT32_MIN;"] if sat else [])
+            "thr = mask >> 1;"]
 
 
-def _dsp_row(wp, accs):
-    """The inner loop's step for one weight row: its word widened, then both pixels' words."""
-    return [f"memcpy(&wv, {wp}, 4);",
+def _requant_fast(v, c, out, right):
+    """_requant in fewer instructions, for a channel whose multiplier is not INT32_MIN (the one
+    product the doubling high multiply saturates) and whose shift lies in [-23, 30]. right (the
+    shift below 0, e = -shift, half = 2^(e-1)): gemmlowp's rounding shift as
+    (r + half - (r < 0)) >> e, the add saturating (__qadd): where r + half would pass INT32_MAX,
+    both give at least 2^(31-e) - 1 >= 255, which the clamp makes hi alike (hence e <= 23); else
+    a left shift and no rounding shift. The clamp: __ssat to int8, then lo and hi unless they
+    are int8's whole range (full)."""
+    srdhm = "(int32_t)(((int64_t)r * m + ((int64_t)1 << 30)) >> 31)"
+    return ([f"r = {v};" if right else f"r = (int32_t)((uint32_t){v} << sh);", f"r = {srdhm};"]
+            + (["r = (__qadd(r, half) + (r >> 31)) >> e;"] if right else [])
+            + ["r = __ssat(r + zp, 8);", "if (!full) {", "  r = r < lo ? lo : r;", "  r = r > hi ? hi : r;", "}",
+               f"{out}[{c}] = (int8_t)r;"])
+
+
+def _dsp_requant(chans, mult, shift):
+    """C lines: each (channel, pixel 0's sum, pixel 1's sum) requantised, the way picked once per
+    channel for both pixels."""
+    out = []
+    for ch, a, b in chans:
+        out += [f"m = {mult.format(ch)};", f"sh = {shift.format(ch)};",
+                "if (m != INT32_MIN && sh < 0 && sh > -24) {",
+                "  e = -sh;",
+                "  half = 1 << (e - 1);",
+                *["  " + y for y in _requant_fast(a, ch, "out", True) + _requant_fast(b, ch, "o1", True)],
+                "} else if (m != INT32_MIN && sh >= 0) {",
+                *["  " + y for y in _requant_fast(a, ch, "out", False) + _requant_fast(b, ch, "o1", False)],
+                "} else {",
+                *["  " + y for y in _channel_consts("m", "sh")[2:] + _requant(a, ch, "out") + _requant(b, ch, "o1")],
+                "}"]
+    return out
+
+
+def _dsp_row(wp, accs, at=0):
+    """The inner loop's step for one weight row: its word widened, then both pixels' words (the
+    4-byte group `at` on from q)."""
+    q = [f"q[{4 * at + j}]" for j in range(4)]
+    return [f"memcpy(&wv, {wp}{f' + {4 * at}' if at else ''}, 4);",
             '__asm__("sxtb16 %0, %1, ror #8" : "=r"(wh) : "r"(wv));',
             "wl = __sxtb16((int32_t)wv);",
-            f"{accs[0]} = __smlad(q[0], wl, {accs[0]});",
-            f"{accs[0]} = __smlad(q[1], wh, {accs[0]});",
-            f"{accs[1]} = __smlad(q[2], wl, {accs[1]});",
-            f"{accs[1]} = __smlad(q[3], wh, {accs[1]});"]
+            f"{accs[0]} = __smlad({q[0]}, wl, {accs[0]});",
+            f"{accs[0]} = __smlad({q[1]}, wh, {accs[0]});",
+            f"{accs[1]} = __smlad({q[2]}, wl, {accs[1]});",
+            f"{accs[1]} = __smlad({q[3]}, wh, {accs[1]});"]
 
 
-def _dsp_channels(rows, per_channel, mult, shift):
+def _dsp_channels(rows, mult, shift):
     """C lines: `rows` (2 or 1) output channels from c on, for both pixels in the scratch."""
     accs = [("s00", "s01"), ("s10", "s11")][:rows]
     chans = ["c", "c + 1"][:rows]
@@ -81,20 +113,19 @@ def _dsp_channels(rows, per_channel, mult, shift):
            *[f"int32_t {a} = bias[{ch}], {b} = bias[{ch}];" for (a, b), ch in zip(accs, chans)],
            "uint32_t wv;",
            "int32_t wl, wh;",
-           "for (; q != end; q += 4, w0 += 4) {"]
+           "for (; q != end2; q += 8, w0 += 8) {"]       # two groups a step: half the loop's overhead
+    for at in range(2):
+        for j, acc in enumerate(accs):
+            out += ["  " + y for y in _dsp_row("w0 + sw" if j else "w0", acc, at)]
+    out += ["}", "if (q != end) {"]
     for j, acc in enumerate(accs):
         out += ["  " + y for y in _dsp_row("w0 + sw" if j else "w0", acc)]
-    out += ["}",
+    out += ["  q += 4;", "  w0 += 4;", "}",
             "for (k = rest; k > 0; --k, q += 2, ++w0) {"]
     for j, (a, b) in enumerate(accs):
         out += [f"  {a} += q[0] * (int32_t)w0[{'sw' if j else '0'}];", f"  {b} += q[1] * (int32_t)w0[{'sw' if j else '0'}];"]
     out.append("}")
-    for (a, b), ch in zip(accs, chans):
-        if per_channel:
-            out += _channel_consts(mult.format(ch), shift.format(ch))
-        out += ["if (sat) {", *["  " + y for y in _requant(a, ch, "out") + _requant(b, ch, "o1")], "} else {",
-                *["  " + y for y in _requant(a, ch, "out", False) + _requant(b, ch, "o1", False)], "}"]
-    return out
+    return out + _dsp_requant([(ch, a, b) for (a, b), ch in zip(accs, chans)], mult, shift)
 
 
 @register_intrin
@@ -130,13 +161,11 @@ class PwS8(TensorIntrin):
     def variants(self):
         pc = self.per_channel
         mult, shift = ("mult[{}]", "shift[{}]") if pc else ("mult", "shift")
-        decl = "int32_t r, m, sh, left, e, mask, thr, sat;"
-        consts = [] if pc else _channel_consts(mult, shift)      # per tensor: once for the call
         dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "int32_t words = cin >> 2, rest = cin & 3, full = lo == -128 && hi == 127;",
                "int32_t p, c, k;",
-               "const int32_t* end = buf + 4 * words;",
-               decl, *consts,
+               "const int32_t* end = buf + 4 * words, *end2 = buf + 8 * (words >> 1);",
+               "int32_t r, m, sh, left, e, mask, thr, half;",
                "for (p = 0; p < npix; p += 2, a += 2 * sa, out += 2 * so) {",
                "  int8_t* o1 = npix - p > 1 ? out + so : out;",
                "  const int8_t* s1 = npix - p > 1 ? a + sa : a;",
@@ -160,16 +189,16 @@ class PwS8(TensorIntrin):
                "    d[1] = (int32_t)*s1++ + off;",
                "  }",
                "  for (c = 0; c + 1 < cout; c += 2) {",
-               *["    " + y for y in _dsp_channels(2, pc, mult, shift)],
+               *["    " + y for y in _dsp_channels(2, mult, shift)],
                "  }",
                "  if (c < cout) {",
-               *["    " + y for y in _dsp_channels(1, pc, mult, shift)],
+               *["    " + y for y in _dsp_channels(1, mult, shift)],
                "  }",
                "}",
                "return 0;"]
         # one pixel at a time through the scratch (its inputs read whole before its outputs written)
         plain = ["int32_t p, c, k;",
-                 decl.replace(", sat;", ";"), *consts[:-1],
+                 "int32_t r, m, sh, left, e, mask, thr;",
                  "for (p = 0; p < npix; ++p, a += sa, out += so) {",
                  "  for (k = 0; k < cin; ++k) {",
                  "    buf[k] = (int32_t)a[k] + off;",
@@ -179,8 +208,7 @@ class PwS8(TensorIntrin):
                  "    for (k = 0; k < cin; ++k) {",
                  "      s += buf[k] * (int32_t)w[c * sw + k];",
                  "    }",
-                 *["    " + y for y in (_channel_consts(mult.format("c"), shift.format("c"), False) if pc else [])
-                   + _requant("s", "c", "out")],
+                 *["    " + y for y in _channel_consts(mult.format("c"), shift.format("c")) + _requant("s", "c", "out")],
                  "  }",
                  "}",
                  "return 0;"]
