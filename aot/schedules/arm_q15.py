@@ -14,7 +14,8 @@ the call reads each pair of pixels whole into its scratch before writing their o
 input pixel is still read before the outputs that land on it are written, in the same pixel order.
 
 Left to the other rules: Helium and plain cores, convs with a window, a fused epilogue after the
-requantisation (a residual add), or an offset on the weights.
+requantisation (a residual add), an offset on the weights, and a call of one pixel (a fully
+connected layer of one row, where the pair would be a copy: dot_s8x4q there).
 """
 from __future__ import annotations
 
@@ -113,20 +114,27 @@ def pointwise_call(func):
     (xa, oa), (xb, ob) = _int8_operand(v.b.a), _int8_operand(v.b.b)
     if xa is None or xb is None:
         return None
-    if _step(flat_index(xa), oc.var) != 0:
-        (xa, oa), (xb, ob) = (xb, ob), (xa, oa)
-    sw = _step(flat_index(xb), oc.var)
-    if ob or not -255 <= oa <= 255 or _step(flat_index(xa), oc.var) != 0 or not sw or sw < 0 \
+    consts = {id(func.params[k]) for k in func.attrs.get("constants", ())}
+    if id(xa.buffer) in consts or (_step(flat_index(xa), oc.var) != 0 and id(xb.buffer) not in consts):
+        (xa, oa), (xb, ob) = (xb, ob), (xa, oa)       # a: the activation, b: the weights
+    one_out = const_value(oc.extent) == 1
+    sw = _step(flat_index(xb), oc.var) if not one_out else 0
+    if ob or not -255 <= oa <= 255 or _step(flat_index(xa), oc.var) != 0 or sw is None or sw < 0 \
+            or (not sw and not one_out) \
             or any(_step(flat_index(ld), ic.var) != 1 for ld in (xa, xb)):
         return None
     parts = _requant_parts(store.value, acc, oc.var)
     if parts is None:
         return None
     bias, mult, shift, zp, lo, hi = parts
+    if not -128 <= lo <= hi <= 127:
+        return None
     out = Load(store.buffer, (store.index,))
     if _step(flat_index(out), oc.var) != 1:
         return None
     around, run, npix, sa, so = _pixel_run(loops, xa, out)
+    if npix < 2:          # one pixel (a fully connected layer of one row): dot_s8x4q reads it once anyway
+        return None
     at = {**fixed, **{id(lp.var): lp.min for lp in run}, id(oc.var): oc.min, id(ic.var): ic.min}
 
     def base(ld):
