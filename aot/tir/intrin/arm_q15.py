@@ -123,7 +123,8 @@ def _dsp_channels(rows, mult, shift):
     out += ["  q += 4;", "  w0 += 4;", "}",
             "for (k = rest; k > 0; --k, q += 2, ++w0) {"]
     for j, (a, b) in enumerate(accs):
-        out += [f"  {a} += q[0] * (int32_t)w0[{'sw' if j else '0'}];", f"  {b} += q[1] * (int32_t)w0[{'sw' if j else '0'}];"]
+        at = "sw" if j else "0"
+        out += [f"  {a} += q[0] * (int32_t)w0[{at}];", f"  {b} += q[1] * (int32_t)w0[{at}];"]
     out.append("}")
     return out + _dsp_requant([(ch, a, b) for (a, b), ch in zip(accs, chans)], mult, shift)
 
@@ -208,7 +209,8 @@ class PwS8(TensorIntrin):
                  "    for (k = 0; k < cin; ++k) {",
                  "      s += buf[k] * (int32_t)w[c * sw + k];",
                  "    }",
-                 *["    " + y for y in _channel_consts(mult.format("c"), shift.format("c")) + _requant("s", "c", "out")],
+                 *["    " + y for y in _channel_consts(mult.format("c"), shift.format("c"))
+                   + _requant("s", "c", "out")],
                  "  }",
                  "}",
                  "return 0;"]
