@@ -210,3 +210,32 @@ def test_pw_s8_compiles_warning_free(cc, flags, tmp_path):
                             "-I", str(tmp_path / name / "runtime/include"), "-c", str(src), "-o",
                             str(tmp_path / f"{name}.o")], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+
+
+def pw_add_model(H=3, W=5, C=11, seed=0):
+    """A 1x1 conv whose output feeds a residual ADD with its input: the add is fused into the
+    conv's epilogue, after its requantisation, which pw_s8 does not take."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=-128)
+    ws = (rng.random(C) * 0.02 + 0.005).astype(np.float32)
+    w = mb.tensor("w", [C, 1, 1, C], "int8", data=rng.integers(-127, 128, (C, 1, 1, C)).astype(np.int8),
+                  scale=ws, zero_point=[0] * C, quantized_dimension=0)
+    b = mb.tensor("b", [C], "int32", data=rng.integers(-500, 500, C).astype(np.int32), scale=0.05 * ws,
+                  zero_point=[0] * C)
+    y = mb.tensor("y", [1, H, W, C], "int8", scale=0.3, zero_point=-4)
+    z = mb.tensor("z", [1, H, W, C], "int8", scale=0.2, zero_point=-128)
+    mb.op("CONV_2D", [x, w, b], [y], padding="VALID", stride_h=1, stride_w=1, fused_activation_function="NONE")
+    mb.op("ADD", [x, y], [z], fused_activation_function="RELU")
+    return mb.finish(inputs=[x], outputs=[z]), (1, H, W, C)
+
+
+@tflm
+def test_a_fused_residual_add_keeps_the_quad_calls():
+    """pw_s8 stores its requantised bytes itself: a conv whose epilogue goes on into an add keeps
+    dot_s8x4q (the add on each byte), bit-exact on the host."""
+    import aot
+    model, shape = pw_add_model()
+    res = aot.compile(model, target="c -mcpu=cortex-m4")
+    assert not _pw_kernels(res) and set(_schedules(res).values()) == {"dot_s8 (dsp)"}
+    _check(res, _feeds(shape), model, sanitize=True)
