@@ -30,6 +30,9 @@ from .arm import _DSP_CPUS
 from .base import TensorIntrin, register_intrin
 
 
+SMALL_CIN = 16      # up to this many input channels, four output channels a block (else two)
+
+
 def buf_words(cin: int) -> int:
     """int32 words of scratch pw_s8 needs for cin input channels (two pixels)."""
     return 2 * (2 * (cin // 4) + cin % 4)
@@ -106,24 +109,28 @@ def _dsp_row(wp, accs, at=0):
 
 def _dsp_channels(rows, mult, shift):
     """C lines: `rows` (2 or 1) output channels from c on, for both pixels in the scratch."""
-    accs = [("s00", "s01"), ("s10", "s11")][:rows]
-    chans = ["c", "c + 1"][:rows]
+    accs = [(f"s{j}0", f"s{j}1") for j in range(rows)]
+    chans = ["c"] + [f"c + {j}" for j in range(1, rows)]
+    row = ["w0"] + [f"w0 + {j} * sw" if j > 1 else "w0 + sw" for j in range(1, rows)]
     out = ["const int8_t* w0 = w + c * sw;",
            "const int32_t* q = buf;",
            *[f"int32_t {a} = bias[{ch}], {b} = bias[{ch}];" for (a, b), ch in zip(accs, chans)],
            "uint32_t wv;",
-           "int32_t wl, wh;",
-           "for (; q != end2; q += 8, w0 += 8) {"]       # two groups a step: half the loop's overhead
-    for at in range(2):
-        for j, acc in enumerate(accs):
-            out += ["  " + y for y in _dsp_row("w0 + sw" if j else "w0", acc, at)]
-    out += ["}", "if (q != end) {"]
+           "int32_t wl, wh;"]
+    if rows <= 2:
+        out.append("for (; q != end2; q += 8, w0 += 8) {")       # two groups a step: half the loop's overhead
+        for at in range(2):
+            for j, acc in enumerate(accs):
+                out += ["  " + y for y in _dsp_row(row[j], acc, at)]
+        out += ["}", "if (q != end) {"]
+    else:
+        out.append("for (; q != end; ) {")
     for j, acc in enumerate(accs):
-        out += ["  " + y for y in _dsp_row("w0 + sw" if j else "w0", acc)]
+        out += ["  " + y for y in _dsp_row(row[j], acc)]
     out += ["  q += 4;", "  w0 += 4;", "}",
             "for (k = rest; k > 0; --k, q += 2, ++w0) {"]
     for j, (a, b) in enumerate(accs):
-        at = "sw" if j else "0"
+        at = "0" if not j else "sw" if j == 1 else f"{j} * sw"
         out += [f"  {a} += q[0] * (int32_t)w0[{at}];", f"  {b} += q[1] * (int32_t)w0[{at}];"]
     out.append("}")
     return out + _dsp_requant([(ch, a, b) for (a, b), ch in zip(accs, chans)], mult, shift)
@@ -189,7 +196,11 @@ class PwS8(TensorIntrin):
                "    d[0] = (int32_t)*s0++ + off;",
                "    d[1] = (int32_t)*s1++ + off;",
                "  }",
-               "  for (c = 0; c + 1 < cout; c += 2) {",
+               # few input channels: the call's time goes to each block's setup; four channels a block
+               f"  for (c = 0; c + 3 < cout && cin <= {SMALL_CIN}; c += 4) {{",
+               *["    " + y for y in _dsp_channels(4, mult, shift)],
+               "  }",
+               "  for (; c + 1 < cout; c += 2) {",
                *["    " + y for y in _dsp_channels(2, mult, shift)],
                "  }",
                "  if (c < cout) {",
