@@ -18,10 +18,14 @@ only on input pixels up to p (a staged in-place conv: aot/schedules/inplace_conv
 reads and writes per pixel is the one aot/tir/inplace.py proves on the staged nest).
 
 DSP body: per 4 input bytes, one weight word per channel widened by __sxtb16 and its rotated form,
-two input words per pixel, eight __smlad: 16 multiply-accumulates in about 18 instructions. The
-requantisation's per-channel constants are worked out once per channel for both pixels. An odd
-last pixel or channel runs the same loop with its pair duplicated (the duplicate's result is
-written to the same place). Plain body: the same through the scratch, one pixel at a time.
+two input words per pixel, eight __smlad: 16 multiply-accumulates in about 20 instructions as
+arm-none-eabi-gcc -O2 allocates them (two groups a loop step). With up to SMALL_CIN input
+channels, four output channels a block (the block's setup is then most of its time); else two,
+and a last odd one alone. The requantisation's way is picked once per channel for both pixels
+(_requant_fast: a saturating add and one shift for gemmlowp's rounding shift, __ssat for the
+clamp; the exact form for the rare multipliers and shifts it does not cover). An odd last pixel
+is paired with itself (its outputs written twice, the same). Plain body: the same through the
+scratch, one pixel at a time.
 """
 from __future__ import annotations
 
