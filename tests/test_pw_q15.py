@@ -24,6 +24,7 @@ from tflite_build import ModelBuilder
 from tflm_oracle import tflm_available
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from test_dw_microkernels import ARM_SYSROOT, CLANG_ARM  # noqa: E402
 from test_microkernels import STRICT, _check, _feeds, _schedules, _staged_kernels  # noqa: E402
 
 tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel is not installed")
@@ -192,12 +193,17 @@ def _rebind(func, old, new):
 @pytest.mark.parametrize("cc,flags", [("gcc", []), ("clang", []),
                                       ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard"]),
                                       ("arm-none-eabi-gcc", ["-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard"]),
-                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard"])])
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard"]),
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-O0"]),
+                                      ("clang", [*CLANG_ARM, "-mcpu=cortex-m4"])])
 def test_pw_s8_compiles_warning_free(cc, flags, tmp_path):
-    """Both bodies and both quantisations, strict C99 with -Werror."""
+    """Both bodies and both quantisations, strict C99 with -Werror (-O0 too: the asm's operands)."""
+    import os
     import aot
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed")
+    if "--target=arm-none-eabi" in flags and not os.path.isdir(ARM_SYSROOT):
+        pytest.skip("no arm-none-eabi sysroot for clang")
     mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m4")
     for name, call in (("c33_o7_px15", "aot_pw_s8(&"), ("c11_o17_px6_per_tensor", "aot_pw_s8t(&")):
         model, _ = CASES[name]()
