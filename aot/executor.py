@@ -260,12 +260,16 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 grid, block = launch_shape(func)
                 func = func.with_body(func.body, attrs=dict(func.attrs, launch=(grid, block)))
                 calls.append(DeviceLaunch(func, args, tuple(grid), tuple(block)))
-            elif staged:
-                _, over, nbytes, inside = staged
+            elif staged or func.attrs.get("scratch"):
+                # the staging's scratch, or the schedule's own (its last parameter: in place of the
+                # staging's where the schedule took that over, aot/schedules/arm_q15.py)
+                _, over, nbytes, inside = staged or (None, None, 0, 0)
+                nbytes = func.attrs.get("scratch", nbytes)
                 scratch = _Scratch(f"{fname} scratch", nbytes)
                 intervals[id(scratch)] = [step, step, scratch]
                 args.append(Arg("workspace", id(scratch), func.params[-1].dtype, size=nbytes))
-                calls.append(GeneratedKernel(func, args, scratch_bytes=nbytes, staged_over=over, staged_inside=inside))
+                calls.append(GeneratedKernel(func, args, scratch_bytes=nbytes, staged_over=over, staged_inside=inside,
+                                             shrunk_over=shrunk))
             else:
                 calls.append(GeneratedKernel(func, args, shrunk_over=shrunk))
             continue

@@ -121,6 +121,10 @@ def conv_add_model(H=6, W=5, C=11, seed=0):
 # cases another micro-kernel takes on Helium: a one-channel-input conv is dw_s8 with the input
 # broadcast to every output channel (aot/schedules/arm_dw.py), cheaper than dot_s8_rows there
 KERNEL = {"conv5x5_c1_same_s2": "dw_s8"}
+# ... and on the DSP cores: pointwise convs (and fully connected layers of several rows) are pw_s8,
+# through a q15 scratch (aot/schedules/arm_q15.py; its own cases: tests/test_pw_q15.py)
+DSP_KERNEL = {"conv1x1_c33": "pw_s8", "conv1x1_c7_s2": "pw_s8", "conv1x1_c9_o11_mixed_shifts": "pw_s8",
+              "dense_k5": "pw_s8t", "dense_k20_left_shift": "pw_s8t", "dense_k64": "pw_s8t"}
 
 
 def _feeds(shape, n=3):
@@ -218,14 +222,15 @@ def test_each_target_gets_its_schedule_and_info_names_it(mcpu, variant, tmp_path
     from aot.cli import main
     model, _ = CASES["conv1x1_c33"][0]()
     res = aot.compile(model, target=f"c -mcpu={mcpu}" if mcpu else "c")
-    assert set(_schedules(res).values()) == {f"dot_s8 ({variant})" if variant else None}
+    kernel = DSP_KERNEL["conv1x1_c33"] if variant == "dsp" else "dot_s8"     # (tests/test_pw_q15.py)
+    assert set(_schedules(res).values()) == {f"{kernel} ({variant})" if variant else None}
     tar = tmp_path / "m.tar"
     with open(tar, "wb") as f:
         f.write(res.tar)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert main(["info", str(tar)]) == 0
-    assert (f"dot_s8 ({variant})" if variant else "loop nest") in buf.getvalue()
+    assert (f"{kernel} ({variant})" if variant else "loop nest") in buf.getvalue()
 
 
 @tflm
@@ -255,6 +260,9 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
     calls = {"conv3x3_c35_same_s2": ("aot_dot_s8x2(&", "aot_dot_s8_rows(&"),
              "dense_k33": ("aot_dot_s8x4qt(&", "aot_dot_s8(&"),
              "conv1x1_c9_o11_mixed_shifts": ("aot_dot_s8x4q(&", "aot_dot_s8x2(&", "aot_dot_s8(&")}
+    if mcpu == "cortex-m4":       # pointwise: pw_s8 (tests/test_pw_q15.py); a window's rows four channels a call
+        calls["conv1x1_c9_o11_mixed_shifts"] = ("aot_pw_s8(&",)
+        calls["conv3x3_c33_valid_s2"] = ("aot_dot_s8x4q(&",)
     for name, expected in calls.items():
         model, _ = CASES[name][0]()
         res = aot.compile(model, target=f"c -mcpu={mcpu}")
@@ -279,7 +287,7 @@ def test_microkernel_on_cortex_m_is_bit_exact(name, board):
     build, variants = CASES[name]
     model, shape = build()
     res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
-    kernel = KERNEL.get(name, "dot_s8") if BOARDS[board] == "mve" else "dot_s8"
+    kernel = KERNEL.get(name, "dot_s8") if BOARDS[board] == "mve" else DSP_KERNEL.get(name, "dot_s8")
     assert (set(_schedules(res).values()) == {f"{kernel} ({BOARDS[board]})"}) == (BOARDS[board] in variants)
     _check(res, _feeds(shape, 2), model, board=board)
 
@@ -299,7 +307,7 @@ def test_staged_pointwise_conv_keeps_its_micro_kernel(board):
     mcpu = board.split("-", 1)[1] if board else "cortex-m55"
     res = aot.compile(model, target=f"c -mcpu={mcpu}")
     staged = _staged_kernels(res)
-    assert staged and all(c.func.attrs.get("schedule") == f"dot_s8 ({'dsp' if mcpu == 'cortex-m4' else 'mve'})"
+    assert staged and all(c.func.attrs.get("schedule") == ("pw_s8 (dsp)" if mcpu == "cortex-m4" else "dot_s8 (mve)")
                           for c in staged)
     if board is None:
         _check(res, _feeds(shape), model, sanitize=True)

@@ -1,0 +1,172 @@
+"""Cortex-M rule ("arm_cpu" key, DSP cores: cortex-m4/m7/m33) for int8 pointwise (1x1) convs:
+the pixel loops, the output channels, the input-channel reduction and TFLite's requantisation
+become pw_s8 calls (aot/tir/intrin/arm_q15.py): each pixel's input widened once to int16 pairs in
+a scratch, then two pixels by two channels per inner loop (CMSIS-NN's Cortex-M4 scheme), where
+dot_s8x4q (arm_pairs.py) widens the same input word again for every four channels.
+
+One call covers the innermost pixel loop, and the loops around it while the input and the output
+move by a whole run of pixels along them (all of a stride-1 conv's pixels: one call). The scratch
+(two pixels' inputs, arm_q15.buf_words) is the function's last parameter, recorded in
+func.attrs["scratch"] (bytes) for the executor to plan in the workspace. A conv staged to write
+over its input (inplace_conv.py: pixel by pixel through a stage buffer, which aot/tir/inplace.py
+proved) takes the call in place of its staging, and the scratch in place of the stage buffer:
+the call reads each pair of pixels whole into its scratch before writing their outputs, so each
+input pixel is still read before the outputs that land on it are written, in the same pixel order.
+
+Left to the other rules: Helium and plain cores, convs with a window, a fused epilogue after the
+requantisation (a residual add), an offset on the weights, and a call of one pixel (a fully
+connected layer of one row, where the pair would be a copy: dot_s8x4q there).
+"""
+from __future__ import annotations
+
+from ..tir.expr import Call, Const, Load, substitute
+from ..tir.intrin import get_intrin
+from ..tir.intrin.arm import _int8_operand, _step, flat_index
+from ..tir.intrin.arm_q15 import buf_words
+from ..tir.simplify import const_value, simplify
+from ..tir.stmt import Buffer, Evaluate, For, Seq, Store
+from .arm_pairs import _requant_parts
+from .nests import accumulation, nests
+from .registry import register
+
+PW = "pw_s8"
+PW_T = "pw_s8t"      # one multiplier and shift for every channel
+
+
+def _i32(v):
+    return Const(int(v), "int32")
+
+
+def _unstaged(nest):
+    """(pixel loops, channel loop, reduce loops, accumulator, output store, stage buffer or None):
+    the conv as one accumulation whose store writes the output, a staged kernel's compute half
+    and copy-back put together (the copy's output index with the compute's value); None when the
+    nest is neither shape."""
+    found = accumulation(nest)
+    if found:
+        loops, red, acc = found
+        store = loops[-1].body.body.stmts[2]
+        return loops[:-1], loops[-1], red, acc, store, None
+    outer, x = [], nest
+    while isinstance(x, For):
+        outer.append(x)
+        x = x.body
+    if not (outer and isinstance(x, Seq) and len(x.stmts) == 2):
+        return None
+    found, copy = accumulation(x.stmts[0]), x.stmts[1]
+    if not found or len(found[0]) != 1 or not isinstance(copy, For) or not isinstance(copy.body, Store):
+        return None
+    (oc,), red, acc = found
+    back = copy.body
+    stage = oc.body.body.stmts[2]
+    if not (isinstance(back.value, Load) and back.value.buffer is stage.buffer
+            and const_value(simplify(substitute(back.value.indices[0], {id(copy.var): oc.var}) - stage.index)) == 0
+            and const_value(copy.extent) == const_value(oc.extent) and const_value(copy.min) == 0):
+        return None
+    store = Store(back.buffer, substitute(back.index, {id(copy.var): oc.var}), stage.value)
+    return outer, oc, red, acc, store, stage.buffer
+
+
+def _pixel_run(loops, a, out):
+    """(loops left around the call, its pixel vars, npix, input step, output step): the innermost
+    pixel loops the input and output both move through as one run of equally spaced pixels."""
+    run, npix, sa, so = [], 1, None, None
+    for lp in reversed(loops):
+        n = const_value(lp.extent)
+        if n == 1:
+            run.insert(0, lp)
+            continue
+        da, do = _step(flat_index(a), lp.var), _step(flat_index(out), lp.var)
+        if da is None or do is None or da < 0 or do < 0:
+            break
+        if sa is None:
+            sa, so = da, do
+        elif da != npix * sa or do != npix * so:
+            break
+        run.insert(0, lp)
+        npix *= n
+    return loops[:len(loops) - len(run)], run, npix, sa or 0, so or 0
+
+
+def pointwise_call(func):
+    """func's one nest as pw_s8 calls (the scratch appended, or in place of the stage buffer), or
+    None when it is not an int8 pointwise conv of that shape."""
+    tops = nests(func.body)
+    if len(tops) != 1:
+        return None
+    got = _unstaged(tops[0])
+    if got is None:
+        return None
+    loops, oc, red, acc, store, stage = got
+    if acc.dtype != "int32" or any(const_value(lp.min) != 0 or const_value(lp.extent) is None or lp.kind != "serial"
+                                   for lp in loops + [oc]):
+        return None
+    fixed = {id(r.var): r.min for r in red if const_value(r.extent) == 1}
+    long = [r for r in red if const_value(r.extent) != 1]
+    if len(long) != 1 or const_value(long[0].extent) is None:
+        return None
+    ic = long[0]
+    body = red[-1].body
+    v = body.value
+    if not (isinstance(body, Store) and body.buffer is acc and getattr(v, "op", None) == "+"
+            and getattr(v.b, "op", None) == "*"):
+        return None
+    (xa, oa), (xb, ob) = _int8_operand(v.b.a), _int8_operand(v.b.b)
+    if xa is None or xb is None:
+        return None
+    consts = {id(func.params[k]) for k in func.attrs.get("constants", ())}
+    if id(xa.buffer) in consts or (_step(flat_index(xa), oc.var) != 0 and id(xb.buffer) not in consts):
+        (xa, oa), (xb, ob) = (xb, ob), (xa, oa)       # a: the activation, b: the weights
+    one_out = const_value(oc.extent) == 1
+    sw = _step(flat_index(xb), oc.var) if not one_out else 0
+    if ob or not -255 <= oa <= 255 or _step(flat_index(xa), oc.var) != 0 or sw is None or sw < 0 \
+            or (not sw and not one_out) \
+            or any(_step(flat_index(ld), ic.var) != 1 for ld in (xa, xb)):
+        return None
+    parts = _requant_parts(store.value, acc, oc.var)
+    if parts is None:
+        return None
+    bias, mult, shift, zp, lo, hi = parts
+    if not -128 <= lo <= hi <= 127:
+        return None
+    out = Load(store.buffer, (store.index,))
+    if _step(flat_index(out), oc.var) != 1:
+        return None
+    around, run, npix, sa, so = _pixel_run(loops, xa, out)
+    if npix < 2:          # one pixel (a fully connected layer of one row): dot_s8x4q reads it once anyway
+        return None
+    at = {**fixed, **{id(lp.var): lp.min for lp in run}, id(oc.var): oc.min, id(ic.var): ic.min}
+
+    def base(ld):
+        return Load(ld.buffer, tuple(simplify(substitute(i, at)) for i in ld.indices))
+    cin, cout = const_value(ic.extent), const_value(oc.extent)
+    scratch = Buffer(f"{store.buffer.name}_q15", "int32", (buf_words(cin),))
+    if isinstance(mult, int):
+        fn, scale = PW_T, [_i32(mult), _i32(shift)]
+    else:
+        fn, scale = PW, [base(mult), base(shift)]
+    call = Call(fn, [base(out), base(xa), base(xb), base(bias), *scale, Load(scratch, (_i32(0),)),
+                     _i32(npix), _i32(cin), _i32(cout), _i32(sa), _i32(so), _i32(sw), _i32(oa), _i32(zp),
+                     _i32(lo), _i32(hi)], "int32")
+    new = Evaluate(call)
+    for lp in reversed(around):
+        new = lp.with_body(new)
+    params = list(func.params)
+    if stage is not None:
+        if params[-1] is not stage:
+            return None
+        params[-1] = scratch
+    else:
+        params.append(scratch)
+    attrs = dict(func.attrs, schedule=f"{fn} (dsp)", scratch=scratch.size * 4)
+    return func.with_body(Seq([new]), params, attrs=attrs)
+
+
+@register("arm_cpu")
+def tensorize_pointwise(func, target):
+    if get_intrin(PW).variant_for(target.mcpu) != "dsp" or "schedule" in func.attrs:
+        return func
+    return pointwise_call(func) or func
+
+
+tensorize_pointwise.wants_target = True

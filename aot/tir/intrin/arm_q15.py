@@ -1,0 +1,241 @@
+"""Arm micro-kernel for TFLite's int8 pointwise (1x1) convolution on the DSP extension, the way
+CMSIS-NN's Cortex-M4 path computes it: each input pixel widened once to int16 pairs (q15, the
+input offset added) in a scratch buffer, then two pixels by two output channels at a time.
+
+  pw_s8(out, a, w, bias, mult, shift, buf, npix, cin, cout, sa, so, sw, off, zp, lo, hi)
+  out[p*so + c] = clamp(MBQM(bias[c] + sum over k < cin of ((int32)a[p*sa + k] + off) *
+                             (int32)w[c*sw + k], mult[c], shift[c]) + zp, lo, hi)
+                  for p < npix, c < cout
+
+pw_s8t is the same with one multiplier and shift (int32 values) for every channel. MBQM is TFLite's
+MultiplyByQuantizedMultiplier (gemmlowp's two roundings, exactly). `buf` is int32 scratch of
+buf_words(cin) elements that the executor plans in the workspace: two pixels' inputs, interleaved
+a 4-byte group at a time (pixel 0's bytes 0 and 2, its bytes 1 and 3, then pixel 1's: __sxtab16
+and its rotated form, the offset added by the same instruction), then the cin % 4 leftover values
+one word each, pixel by pixel. Both pixels of a pair are read into the scratch before any output of
+the pair is written, so the call may write its output over its input when pixel p's outputs land
+only on input pixels up to p (a staged in-place conv: aot/schedules/inplace_conv.py; the order of
+reads and writes per pixel is the one aot/tir/inplace.py proves on the staged nest).
+
+DSP body: per 4 input bytes, one weight word per channel widened by __sxtb16 and its rotated form,
+two input words per pixel, eight __smlad: 16 multiply-accumulates in about 20 instructions as
+arm-none-eabi-gcc -O2 allocates them (two groups a loop step). With up to SMALL_CIN input
+channels, four output channels a block (the block's setup is then most of its time); else two,
+and a last odd one alone. The requantisation's way is picked once per channel for both pixels
+(_requant_fast: a saturating add and one shift for gemmlowp's rounding shift, __ssat for the
+clamp; the exact form for the rare multipliers and shifts it does not cover). An odd last pixel
+is paired with itself (its outputs written twice, the same). Plain body: the same through the
+scratch, one pixel at a time.
+"""
+from __future__ import annotations
+
+from ..expr import Const
+from .arm import _DSP_CPUS
+from .base import TensorIntrin, register_intrin
+
+
+SMALL_CIN = 16      # up to this many input channels, four output channels a block (else two)
+
+
+def buf_words(cin: int) -> int:
+    """int32 words of scratch pw_s8 needs for cin input channels (two pixels)."""
+    return 2 * (2 * (cin // 4) + cin % 4)
+
+
+def _requant(v, c, out):
+    """C lines: TFLite's requantisation of channel c's int32 sum `v` (bias included) stored to
+    out[c] (gemmlowp's two roundings, exactly), with the constants _channel_consts worked out."""
+    return [f"r = (int32_t)((uint32_t){v} << left);",
+            "r = (r == INT32_MIN && m == INT32_MIN) ? INT32_MAX : "
+            "(int32_t)(((int64_t)r * m + ((int64_t)1 << 30)) >> 31);",
+            "r = (r >> e) + ((r & mask) > thr - (r >> 31));",    # r >> 31: -1 when negative
+            "r += zp;",
+            "r = r < lo ? lo : r;",
+            "r = r > hi ? hi : r;",
+            f"{out}[{c}] = (int8_t)r;"]
+
+
+def _channel_consts(mult, shift):
+    """C lines: a channel's requantisation constants: left (the shift if positive), e (minus the
+    shift if not), mask (2^e - 1), thr (mask / 2)."""
+    return [f"m = {mult};", f"sh = {shift};",
+            "left = sh > 0 ? sh : 0;",
+            "e = sh > 0 ? 0 : -sh;",
+            "mask = (int32_t)(((uint32_t)1 << e) - 1u);",
+            "thr = mask >> 1;"]
+
+
+def _requant_fast(v, c, out, right):
+    """_requant in fewer instructions, for a channel whose multiplier is not INT32_MIN (the one
+    product the doubling high multiply saturates) and whose shift lies in [-23, 30]. right (the
+    shift below 0, e = -shift, half = 2^(e-1)): gemmlowp's rounding shift as
+    (r + half - (r < 0)) >> e, the add saturating (__qadd): where r + half would pass INT32_MAX,
+    both give at least 2^(31-e) - 1 >= 255, which the clamp makes hi alike (hence e <= 23); else
+    a left shift and no rounding shift. The clamp: __ssat to int8, then lo and hi unless they
+    are int8's whole range (full)."""
+    srdhm = "(int32_t)(((int64_t)r * m + ((int64_t)1 << 30)) >> 31)"
+    return ([f"r = {v};" if right else f"r = (int32_t)((uint32_t){v} << sh);", f"r = {srdhm};"]
+            + (["r = (__qadd(r, half) + (r >> 31)) >> e;"] if right else [])
+            + ["r = __ssat(r + zp, 8);", "if (!full) {", "  r = r < lo ? lo : r;", "  r = r > hi ? hi : r;", "}",
+               f"{out}[{c}] = (int8_t)r;"])
+
+
+def _dsp_requant(chans, mult, shift):
+    """C lines: each (channel, pixel 0's sum, pixel 1's sum) requantised, the way picked once per
+    channel for both pixels."""
+    out = []
+    for ch, a, b in chans:
+        out += [f"m = {mult.format(ch)};", f"sh = {shift.format(ch)};",
+                "if (m != INT32_MIN && sh < 0 && sh > -24) {",
+                "  e = -sh;",
+                "  half = 1 << (e - 1);",
+                *["  " + y for y in _requant_fast(a, ch, "out", True) + _requant_fast(b, ch, "o1", True)],
+                "} else if (m != INT32_MIN && sh >= 0) {",
+                *["  " + y for y in _requant_fast(a, ch, "out", False) + _requant_fast(b, ch, "o1", False)],
+                "} else {",
+                *["  " + y for y in _channel_consts("m", "sh")[2:] + _requant(a, ch, "out") + _requant(b, ch, "o1")],
+                "}"]
+    return out
+
+
+def _dsp_row(wp, accs, at=0):
+    """The inner loop's step for one weight row: its word widened, then both pixels' words (the
+    4-byte group `at` on from q)."""
+    q = [f"q[{4 * at + j}]" for j in range(4)]
+    return [f"memcpy(&wv, {wp}{f' + {4 * at}' if at else ''}, 4);",
+            '__asm__("sxtb16 %0, %1, ror #8" : "=r"(wh) : "r"(wv));',
+            "wl = __sxtb16((int32_t)wv);",
+            f"{accs[0]} = __smlad({q[0]}, wl, {accs[0]});",
+            f"{accs[0]} = __smlad({q[1]}, wh, {accs[0]});",
+            f"{accs[1]} = __smlad({q[2]}, wl, {accs[1]});",
+            f"{accs[1]} = __smlad({q[3]}, wh, {accs[1]});"]
+
+
+def _dsp_channels(rows, mult, shift):
+    """C lines: `rows` (2 or 1) output channels from c on, for both pixels in the scratch."""
+    accs = [(f"s{j}0", f"s{j}1") for j in range(rows)]
+    chans = ["c"] + [f"c + {j}" for j in range(1, rows)]
+    row = ["w0"] + [f"w0 + {j} * sw" if j > 1 else "w0 + sw" for j in range(1, rows)]
+    out = ["const int8_t* w0 = w + c * sw;",
+           "const int32_t* q = buf;",
+           *[f"int32_t {a} = bias[{ch}], {b} = bias[{ch}];" for (a, b), ch in zip(accs, chans)],
+           "uint32_t wv;",
+           "int32_t wl, wh;"]
+    if rows <= 2:
+        out.append("for (; q != end2; q += 8, w0 += 8) {")       # two groups a step: half the loop's overhead
+        for at in range(2):
+            for j, acc in enumerate(accs):
+                out += ["  " + y for y in _dsp_row(row[j], acc, at)]
+        out += ["}", "if (q != end) {"]
+    else:
+        out.append("for (; q != end; ) {")
+    for j, acc in enumerate(accs):
+        out += ["  " + y for y in _dsp_row(row[j], acc)]
+    out += ["  q += 4;", "  w0 += 4;", "}",
+            "for (k = rest; k > 0; --k, q += 2, ++w0) {"]
+    for j, (a, b) in enumerate(accs):
+        at = "0" if not j else "sw" if j == 1 else f"{j} * sw"
+        out += [f"  {a} += q[0] * (int32_t)w0[{at}];", f"  {b} += q[1] * (int32_t)w0[{at}];"]
+    out.append("}")
+    return out + _dsp_requant([(ch, a, b) for (a, b), ch in zip(accs, chans)], mult, shift)
+
+
+@register_intrin
+class PwS8(TensorIntrin):
+    name = "pw_s8"
+    written_args = (0,)
+    pointer_args = (0, 1, 2, 3, 4, 5, 6)
+    per_channel = True
+
+    def last_offsets(self, args):
+        npix, cin, cout, sa, so, sw = args[7:13]
+        one = Const(1, "int32")
+        last_c = cout - one
+        words = Const(buf_words(int(cin.value)) - 1, "int32")
+        return [(0, (npix - one) * so + last_c), (1, (npix - one) * sa + cin - one), (2, last_c * sw + cin - one),
+                (6, words)] + [(k, last_c) for k in self.pointer_args[3:-1]]
+
+    def match(self, loop, acc=None):
+        return None, f"{self.name} replaces a pointwise conv's pixel loops (aot/schedules/arm_q15.py), not a loop"
+
+    def variant_for(self, mcpu):
+        return "dsp" if mcpu in _DSP_CPUS else "plain"
+
+    def signature(self):
+        ms = "const int32_t* mult, const int32_t* shift" if self.per_channel else "int32_t mult, int32_t shift"
+        return (f"int32_t aot_{self.name}(int8_t* out, const int8_t* a, const int8_t* w, const int32_t* bias, {ms}, "
+                "int32_t* buf, int32_t npix, int32_t cin, int32_t cout, int32_t sa, int32_t so, int32_t sw, "
+                "int32_t off, int32_t zp, int32_t lo, int32_t hi)")
+
+    def includes(self):
+        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
+
+    def variants(self):
+        pc = self.per_channel
+        mult, shift = ("mult[{}]", "shift[{}]") if pc else ("mult", "shift")
+        dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "int32_t words = cin >> 2, rest = cin & 3, full = lo == -128 && hi == 127;",
+               "int32_t p, c, k;",
+               "const int32_t* end = buf + 4 * words, *end2 = buf + 8 * (words >> 1);",
+               "int32_t r, m, sh, left, e, mask, thr, half;",
+               "for (p = 0; p < npix; p += 2, a += 2 * sa, out += 2 * so) {",
+               "  int8_t* o1 = npix - p > 1 ? out + so : out;",
+               "  const int8_t* s1 = npix - p > 1 ? a + sa : a;",
+               "  const int8_t* s0 = a;",
+               "  int32_t* d = buf;",
+               # both pixels into the scratch (the second a copy of the first on an odd last pixel)
+               "  for (k = words; k > 0; --k, s0 += 4, s1 += 4, d += 4) {",
+               "    uint32_t u0, u1;",
+               "    int32_t h0, h1;",
+               "    memcpy(&u0, s0, 4);",
+               "    memcpy(&u1, s1, 4);",
+               '    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(h0) : "r"(off2), "r"(u0));',
+               '    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(h1) : "r"(off2), "r"(u1));',
+               "    d[0] = __sxtab16(off2, (int32_t)u0);",
+               "    d[1] = h0;",
+               "    d[2] = __sxtab16(off2, (int32_t)u1);",
+               "    d[3] = h1;",
+               "  }",
+               "  for (k = rest; k > 0; --k, d += 2) {",
+               "    d[0] = (int32_t)*s0++ + off;",
+               "    d[1] = (int32_t)*s1++ + off;",
+               "  }",
+               # few input channels: the call's time goes to each block's setup; four channels a block
+               f"  for (c = 0; c + 3 < cout && cin <= {SMALL_CIN}; c += 4) {{",
+               *["    " + y for y in _dsp_channels(4, mult, shift)],
+               "  }",
+               "  for (; c + 1 < cout; c += 2) {",
+               *["    " + y for y in _dsp_channels(2, mult, shift)],
+               "  }",
+               "  if (c < cout) {",
+               *["    " + y for y in _dsp_channels(1, mult, shift)],
+               "  }",
+               "}",
+               "return 0;"]
+        # one pixel at a time through the scratch (its inputs read whole before its outputs written)
+        plain = ["int32_t p, c, k;",
+                 "int32_t r, m, sh, left, e, mask, thr;",
+                 "for (p = 0; p < npix; ++p, a += sa, out += so) {",
+                 "  for (k = 0; k < cin; ++k) {",
+                 "    buf[k] = (int32_t)a[k] + off;",
+                 "  }",
+                 "  for (c = 0; c < cout; ++c) {",
+                 "    int32_t s = bias[c];",
+                 "    for (k = 0; k < cin; ++k) {",
+                 "      s += buf[k] * (int32_t)w[c * sw + k];",
+                 "    }",
+                 *["    " + y for y in _channel_consts(mult.format("c"), shift.format("c"))
+                   + _requant("s", "c", "out")],
+                 "  }",
+                 "}",
+                 "return 0;"]
+        return [("__ARM_FEATURE_DSP", dsp), (None, plain)]
+
+
+@register_intrin
+class PwS8T(PwS8):
+    """pw_s8 with one multiplier and shift (int32 values) for every channel: a per-tensor
+    quantised pointwise conv."""
+    name = "pw_s8t"
+    pointer_args = (0, 1, 2, 3, 6)
+    per_channel = False
