@@ -15,13 +15,15 @@ from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, transform,
 from ..tir.intrin.arm import _step, flat_index
 from ..tir.intrin.arm_add import add_call
 from ..tir.simplify import const_value
-from ..tir.stmt import Allocate, Buffer, For, Seq, Store, map_exprs
+from ..tir.simplify import simplify
+from ..tir.stmt import Allocate, Buffer, Evaluate, For, Seq, Store, map_exprs
 from .nests import map_staged_parts
 
 PAIR = "dot_s8x2"
 QUAD = "dot_s8x4q"
 QUAD_T = "dot_s8x4qt"      # one multiplier and shift for every channel
 SINGLE = ("dot_s8", "dot_s8_rows")
+RUN, RUN_T = "dot_s8xq", "dot_s8xqt"     # Helium: a run of quads stored through the output pointer
 
 
 def _subst(s, mapping):
@@ -101,10 +103,12 @@ def _mbqm_parts(x, acc, oc):
     return got, bias, mult, shift
 
 
-def _quads(oc, acc, store, ptrs, args, sw, node, parts, vec_add=False):
+def _quads(oc, acc, store, ptrs, args, sw, node, parts, helium=False):
     """The channel loop oc (acc = dot(ptrs, args); store: out = f(requant(acc)), requant(acc) being
-    `node`) as a loop of dot_s8x4q calls, four channels each, then f of each byte (with vec_add
-    and f an int8 ADD: of the run of them, _vector_add); and the first channel it leaves over."""
+    `node`) as a loop of dot_s8x4q calls, four channels each, then f of each byte; and the first
+    channel it leaves over. With helium: the requantised channels stored by one dot_s8xq call
+    when f is nothing and they are consecutive in the output (aot/tir/intrin/arm_quads.py), and
+    when f is an int8 ADD, that of the run of them as one add_s8q call (_vector_add)."""
     rows, n, sa, sb, off = args
     bias, mult, shift, zp, lo, hi = parts
     n_out = const_value(oc.extent)
@@ -120,7 +124,16 @@ def _quads(oc, acc, store, ptrs, args, sw, node, parts, vec_add=False):
                 "uint32")
     got = Load(packed, (Const(0, "int32"),))
     first = n_out - n_out % 4
-    if vec_add and node is not store.value:
+    if helium and node is store.value and _step(store.index, oc.var) == 1:
+        at0 = {id(oc.var): Const(0, oc.var.dtype)}
+        out = Load(store.buffer, (simplify(substitute(store.index, at0)),))
+        run = Call(RUN if fn == QUAD else RUN_T,
+                   [out, substitute(ptrs[0], at0), substitute(ptrs[1], at0), Const(first, "int32"), rows, n, sa, sb,
+                    Const(sw, "int32"), off, substitute(bias, at0),
+                    *(scale if fn == QUAD_T else [substitute(mult, at0), substitute(shift, at0)]),
+                    Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "int32")
+        return Evaluate(run), first
+    if helium and node is not store.value:
         fused = _vector_add(oc, v, store, node, call, packed, got, first)
         if fused is not None:
             return fused, first
@@ -152,7 +165,7 @@ def _vector_add(oc, v, store, node, call, packed, got, first):
     return Allocate(run, Seq([quads, evaluate]))
 
 
-def pair_outputs(nest, quads=False, vec_add=False):
+def pair_outputs(nest, quads=False, helium=False):
     """nest (output loops around one accumulator whose reduction is one dot_s8/dot_s8_rows call)
     with its channel loop on dot_s8x4q calls (quads, and a per-channel requantisation), then
     dot_s8x2 calls; None when it is not that shape."""
@@ -190,7 +203,7 @@ def pair_outputs(nest, quads=False, vec_add=False):
     node, req = _find_requant(store.value, acc, oc.var) if quads and n_out >= 4 else (None, None)
     head, first = [], 0
     if req:
-        q, first = _quads(oc, acc, store, args[:2], (rows, n, sa, sb, off), sw, node, req, vec_add)
+        q, first = _quads(oc, acc, store, args[:2], (rows, n, sa, sb, off), sw, node, req, helium)
         head = [q]
     v = Var(oc.var.name + "_pair", oc.var.dtype)
     even, odd = {id(oc.var): v * 2 + first}, {id(oc.var): v * 2 + first + 1}
@@ -212,10 +225,10 @@ def pair_outputs(nest, quads=False, vec_add=False):
     return out
 
 
-def pair_channels(nest, quads=False, vec_add=False):
+def pair_channels(nest, quads=False, helium=False):
     """nest with every output-channel loop of micro-kernel calls paired (pair_outputs), a staged
     kernel's parts (loops around a Seq) each in turn; None when nothing pairs."""
-    got = pair_outputs(nest, quads, vec_add)
+    got = pair_outputs(nest, quads, helium)
     if got is not None:
         return got
-    return map_staged_parts(nest, lambda part, _: pair_channels(part, quads, vec_add))
+    return map_staged_parts(nest, lambda part, _: pair_channels(part, quads, helium))

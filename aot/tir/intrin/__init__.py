@@ -14,5 +14,5 @@ arm_add.py (add_s8q: a run of TFLite int8 ADD, written through its output pointe
 """
 from __future__ import annotations
 
-from . import arm, arm_add, arm_copy, arm_dw  # noqa: F401  register the Arm family
+from . import arm, arm_add, arm_copy, arm_dw, arm_quads  # noqa: F401  register the Arm family
 from .base import TensorIntrin, get_intrin, intrin_names, register_intrin  # noqa: F401

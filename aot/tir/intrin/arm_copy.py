@@ -1,7 +1,7 @@
 """Arm micro-kernel for a byte copy: copy_s8(out, a, rows, n, so, sa) copies `rows` runs of n
 bytes, row r from a + r * sa to out + r * so (a staged in-place kernel's copy back from its
 scratch: aot/schedules/inplace_conv.py). Bodies:
-- Helium (MVE): sixteen bytes a step, the last step predicated (vctp8), instead of the three
+- Helium (MVE): sixteen bytes a step, a shorter last step predicated (vctp8), instead of the three
   instructions a byte of the scalar loop the C compiler makes of it (it cannot vectorise the
   loop at -O2: the scratch and the output are not restrict);
 - plain C: the loops.
@@ -78,7 +78,10 @@ class CopyS8(TensorIntrin):
                "  int8_t* o = out;",
                "  const int8_t* i = a;",
                "  int32_t k;",
-               "  for (k = n; k > 0; k -= 16, o += 16, i += 16) {",
+               "  for (k = n; k >= 16; k -= 16, o += 16, i += 16) {",
+               "    vst1q_s8(o, vld1q_s8(i));",
+               "  }",
+               "  if (k > 0) {",
                "    mve_pred16_t p = vctp8q((uint32_t)k);",
                "    vstrbq_p_s8(o, vldrbq_z_s8(i, p), p);",
                "  }",
