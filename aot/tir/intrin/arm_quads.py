@@ -32,6 +32,9 @@ def _mve_taps(sums):
             *[f"  const int8_t* pb{j} = rb{f' + {j} * sw' if j else ''};" for j in range(4)],
             "  int32_t k;",
             "  for (k = n >> 4; k > 0; --k) {",
+            # the rows' pointers opaque to the compiler each step: four post-incremented pointers,
+            # not one plus offsets past a load's immediate range (an add a load)
+            '    __asm__("" : "+r"(pa), "+r"(pb0), "+r"(pb1), "+r"(pb2), "+r"(pb3));',
             *["    " + x for x in step(lambda q: f"vld1q_s8({q})")],
             "    pa += 16;", *[f"    pb{j} += 16;" for j in range(4)],
             "  }",
