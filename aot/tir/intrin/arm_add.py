@@ -120,11 +120,13 @@ def _rescale_c(v, m, e):
             f"{v} = ({v} >> {e}) + (({v} & mask) > ((mask >> 1) + ({v} < 0)));"]
 
 
-def _mve_rescale(v, m, r):
-    """Helium: v rescaled by scalar m, then divided by 2^-r (r = -e as a vector, 0 or negative)
-    rounding half away from zero."""
+def _mve_rescale(v, m, r, e):
+    """Helium: v rescaled by scalar m, then divided by 2^e (r = -e as a vector) rounding half
+    away from zero; the division left out where e is 0 (a constant once the call is inlined)."""
     return [f"{v} = vqrdmulhq_n_s32({v}, {m});",
-            f"{v} = vrshlq_s32(vqaddq_s32({v}, vshrq_n_s32(vandq_s32({v}, {r}), 31)), {r});"]
+            f"if ({e} != 0) {{",
+            f"  {v} = vrshlq_s32(vqaddq_s32({v}, vshrq_n_s32(vandq_s32({v}, {r}), 31)), {r});",
+            "}"]
 
 
 @register_intrin
@@ -186,9 +188,12 @@ class AddS8Requant(TensorIntrin):
                "  int32x4_t y = vldrbq_z_s32(b, p);",
                "  x = vmlasq_n_s32(x, vsa, ka);",           # x * sa + ka
                "  y = vmlasq_n_s32(y, vsb, kb);",
-               *["  " + ln for ln in _mve_rescale("x", "ma", "ra") + _mve_rescale("y", "mb", "rb")],
-               "  x = vmulq_n_s32(vaddq_s32(x, y), so);",
-               *["  " + ln for ln in _mve_rescale("x", "mo", "ro")],
+               *["  " + ln for ln in _mve_rescale("x", "ma", "ra", "ea") + _mve_rescale("y", "mb", "rb", "eb")],
+               "  x = vaddq_s32(x, y);",
+               "  if (so != 1) {",
+               "    x = vmulq_n_s32(x, so);",
+               "  }",
+               *["  " + ln for ln in _mve_rescale("x", "mo", "ro", "eo")],
                "  x = vminq_s32(vmaxq_s32(vaddq_n_s32(x, zp), vlo), vhi);",
                "  vstrbq_p_s32(out, x, p);",
                "}",
