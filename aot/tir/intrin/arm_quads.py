@@ -34,7 +34,10 @@ def _mve_taps(sums):
             "  for (k = n >> 4; k > 0; --k) {",
             # the rows' pointers opaque to the compiler each step: four post-incremented pointers,
             # not one plus offsets past a load's immediate range (an add a load)
-            '    __asm__("" : "+r"(pa), "+r"(pb0), "+r"(pb1), "+r"(pb2), "+r"(pb3));',
+            # (a single step, n = 16, is left to the compiler: it drops the loop and the pointers)
+            '    if (n > 16) {',
+            '      __asm__("" : "+r"(pa), "+r"(pb0), "+r"(pb1), "+r"(pb2), "+r"(pb3));',
+            '    }',
             *["    " + x for x in step(lambda q: f"vld1q_s8({q})")],
             "    pa += 16;", *[f"    pb{j} += 16;" for j in range(4)],
             "  }",
