@@ -36,7 +36,7 @@ def add_model(H, W, C, sx=0.05, sy=0.11, sz=0.08, zps=(-3, 17, -128), act="NONE"
     return mb.finish(inputs=[x, y], outputs=[z]), [(1, H, W, C), (1, 1, 1, C) if broadcast else (1, H, W, C)]
 
 
-def conv_add_model(H, W, C, per_channel=True, conv_first=False, act="RELU", z_scale=0.2, seed=0, chain=False):
+def conv_add_model(H, W, C, per_channel=True, conv_first=False, act="RELU", z_scale=0.2, seed=0, chain=False, k=3):
     """A 3x3 conv C -> C whose output feeds a residual ADD (ResNet's block end). chain: the add's
     other operand is an intermediate (a 1x1 conv's output) that dies at the add, so the fused
     kernel writes its output over it (a 1x1 conv between, another after: the add's output in the
@@ -56,7 +56,7 @@ def conv_add_model(H, W, C, per_channel=True, conv_first=False, act="RELU", z_sc
         mb.op("CONV_2D", [inp, w, b], [y], padding="SAME", stride_h=1, stride_w=1, fused_activation_function="NONE")
         return y
     res = conv("r", x, 1, 0.05, -3) if chain else x
-    y = conv("c", conv("t", res, 1, 0.06, 2) if chain else res, 3, 0.3, -4)
+    y = conv("c", conv("t", res, 1, 0.06, 2) if chain else res, k, 0.3, -4)
     z = mb.tensor("z", [1, H, W, C], "int8", scale=z_scale, zero_point=-128 if act == "RELU" else 5)
     mb.op("ADD", [y, res] if conv_first else [res, y], [z], fused_activation_function=act)
     out = conv("o", z, 1, 0.07, 1) if chain else z
@@ -77,6 +77,8 @@ FUSED = {
     "conv_add_c8_w5_per_tensor": lambda: conv_add_model(3, 5, 8, per_channel=False),
     "conv_add_c12_w5_saturating": lambda: conv_add_model(3, 5, 12, z_scale=0.004, act="NONE"),
     "conv_add_c9_w5_in_place": lambda: conv_add_model(3, 5, 9, chain=True, conv_first=True),
+    # a 1x1 conv: its quads' run stored by one dot_s8xq call into the run the add reads
+    "conv1x1_add_c13_w17_per_tensor": lambda: conv_add_model(2, 17, 13, per_channel=False, k=1, z_scale=0.01),
 }
 
 
@@ -139,6 +141,9 @@ def test_a_standalone_add_is_one_call_and_a_fused_one_keeps_its_quads():
     model, _ = FUSED["conv_add_c17_w17_conv_first"]()
     src = _source(_compile(model, "c -mcpu=cortex-m55"))
     assert "aot_dot_s8x4q(&" in src and re.search(r"aot_add_s8q\(&\w+\[[^\]]*\], &\w+_run\[0\], &", src)
+    model, _ = FUSED["conv1x1_add_c13_w17_per_tensor"]()
+    src = _source(_compile(model, "c -mcpu=cortex-m55"))
+    assert re.search(r"aot_dot_s8xqt\(&\w+_run\[0\], ", src) and "aot_add_s8q(&" in src
 
 
 def test_the_fused_add_still_writes_over_its_dying_input():

@@ -126,17 +126,19 @@ def _quads(oc, acc, store, ptrs, args, sw, node, parts, helium=False):
                 "uint32")
     got = Load(packed, (Const(0, "int32"),))
     first = n_out - n_out % 4
-    if helium and node is store.value and _step(store.index, oc.var) == 1 and const_value(rows) == 1:
-        at0 = {id(oc.var): Const(0, oc.var.dtype)}
-        out = Load(store.buffer, (simplify(substitute(store.index, at0)),))
-        run = Call(RUN if fn == QUAD else RUN_T,
-                   [out, substitute(ptrs[0], at0), substitute(ptrs[1], at0), Const(first, "int32"), rows, n, sa, sb,
-                    Const(sw, "int32"), off, substitute(bias, at0),
-                    *(scale if fn == QUAD_T else [substitute(mult, at0), substitute(shift, at0)]),
-                    Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "int32")
-        return Evaluate(run), first
+    at0 = {id(oc.var): Const(0, oc.var.dtype)}
+
+    def run_into(out):      # the quads as one dot_s8xq call storing the run at out
+        return Evaluate(Call(RUN if fn == QUAD else RUN_T,
+                             [out, substitute(ptrs[0], at0), substitute(ptrs[1], at0), Const(first, "int32"), rows, n,
+                              sa, sb, Const(sw, "int32"), off, substitute(bias, at0),
+                              *(scale if fn == QUAD_T else [substitute(mult, at0), substitute(shift, at0)]),
+                              Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "int32"))
+    one_row = helium and const_value(rows) == 1
+    if one_row and node is store.value and _step(store.index, oc.var) == 1:
+        return run_into(Load(store.buffer, (simplify(substitute(store.index, at0)),))), first
     if helium and node is not store.value:
-        fused = _vector_add(oc, v, store, node, call, packed, got, first)
+        fused = _vector_add(oc, v, store, node, call, packed, got, first, run_into if one_row else None)
         if fused is not None:
             return fused, first
     outs = []
@@ -149,7 +151,7 @@ def _quads(oc, acc, store, ptrs, args, sw, node, parts, helium=False):
     return For(v, 0, n_out // 4, body), first
 
 
-def _vector_add(oc, v, store, node, call, packed, got, first):
+def _vector_add(oc, v, store, node, call, packed, got, first, run_into=None):
     """The quads' channels requantised into a local run of `first` bytes, then the residual add
     over the run as one add_s8q call (Helium: four lanes a step instead of ~40 scalar instructions
     a byte); None when the rest of the epilogue is not TFLite's int8 ADD of the run and one
@@ -161,6 +163,8 @@ def _vector_add(oc, v, store, node, call, packed, got, first):
     evaluate, _ = add_call(For(c, 0, first, Store(store.buffer, substitute(store.index, {id(oc.var): c}), rest)))
     if evaluate is None:
         return None
+    if run_into is not None:         # (a one-row window: the quads' run stored by one dot_s8xq call)
+        return Allocate(run, Seq([run_into(Load(run, (Const(0, "int32"),))), evaluate]))
     fill = [Store(run, v * 4 + j, Cast("int8", Bin(">>", got, Const(8 * j, "uint32")) if j else got))
             for j in range(4)]
     quads = For(v, 0, first // 4, Allocate(packed, Seq([Store(packed, Const(0, "int32"), call)] + fill)))
