@@ -26,7 +26,7 @@ from __future__ import annotations
 from ..expr import Bin, Call, Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import For, Store
-from .arm import _MVE_CPUS, contiguous_in, flat_index
+from .arm import _MVE_CPUS, contiguous_in
 from .base import TensorIntrin, register_intrin
 
 _I32 = (-(1 << 31), (1 << 31) - 1)
