@@ -9,11 +9,11 @@ here that registers its rules; lowering and the renderers do not change.
 from __future__ import annotations
 
 from ..tir.flatten import flatten
-from . import arm_dw  # noqa: F401,I001  first: its rule runs before arm.py's
+from . import arm_dw, arm_add  # noqa: F401,I001  first: their rules run before arm.py's
 from . import arm_q15  # noqa: F401,I001  pointwise convs on DSP cores, before arm.py's dot products
 # arm_float's float tiles run before the Arm rules (which then leave those tiles alone), its
 # multiply-adds after them
-from . import arm_float, arm, cpu, gpu, x86  # noqa: F401  register the Arm float and int8, CPU, GPU and host CPU rules
+from . import arm_float, arm, arm_copy, cpu, gpu, x86  # noqa: F401,I001  Arm float, int8, copies; CPU, GPU, host
 from .registry import register, rules_for  # noqa: F401
 
 register("arm_cpu")(arm_float.fuse_multiply_adds)

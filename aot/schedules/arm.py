@@ -118,7 +118,7 @@ def tensorize_dots(func, target):
                 new, got, fold = fold_offset(func, got)
                 params = [b if b is not o else x for b, o, x in zip(params, func.params, new)]
                 folds.update(fold)
-            nests[n] = pair_channels(got, quads=True) or got
+            nests[n] = pair_channels(got, quads=True, helium=variant == "mve") or got
             done += 1
     if not done:
         return func

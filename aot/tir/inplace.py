@@ -30,12 +30,41 @@ def writes_over(func, in_bufs, out_buf) -> bool:
                         if s.buffer is not out_buf or e.index.key() != s.index.key():
                             return False
                         covered += 1
+        elif _elementwise_call(s, targets, out_buf):
+            covered += 1
         else:
             for top in own_exprs(s):
                 for e in walk(top):
                     if isinstance(e, Load) and (id(e.buffer) in targets or e.buffer is out_buf):
                         return False
     return covered > 0
+
+
+def _elementwise_call(s, targets, out_buf) -> bool:
+    """s calls an elementwise micro-kernel (aot/tir/intrin/: its element k of every pointer read
+    before its element k of the one written, nothing read after it is written) that writes out_buf
+    from the very element of the inputs it reads there: the call form of out[i] = f(in[i])."""
+    from .expr import Call
+    from .intrin import get_intrin
+    from .stmt import Evaluate
+    it = get_intrin(s.call.fn) if isinstance(s, Evaluate) and isinstance(s.call, Call) else None
+    if it is None or not getattr(it, "elementwise", False) or len(it.written_args) != 1:
+        return False
+    out = s.call.args[it.written_args[0]]
+    if not (isinstance(out, Load) and out.buffer is out_buf):
+        return False
+    at, reads = out.index.key(), 0
+    for k, a in enumerate(s.call.args):
+        if k in it.pointer_args and k not in it.written_args and isinstance(a, Load) \
+                and (id(a.buffer) in targets or a.buffer is out_buf):
+            if a.buffer is out_buf or a.index.key() != at or any(
+                    isinstance(e, Load) and (id(e.buffer) in targets or e.buffer is out_buf) for e in walk(a.index)):
+                return False
+            reads += 1
+        elif any(isinstance(e, Load) and (id(e.buffer) in targets or e.buffer is out_buf)
+                 for e in walk(a if k not in it.pointer_args else a.index)):
+            return False
+    return reads > 0
 
 
 

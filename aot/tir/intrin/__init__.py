@@ -9,9 +9,11 @@ intrinsic once per file as a static inline function that picks its body with #if
 is the same for every target and each compiler keeps only the body its -mcpu can run; the
 portable body is the replaced loop nest itself (the fallback). Families: arm.py (dot_s8),
 arm_dw.py (dw_s8: a depthwise pixel, requantised, written through its output pointer),
-arm_q15.py (pw_s8: a pointwise conv's pixels through an int16 scratch, requantised, written the same way).
+arm_q15.py (pw_s8: a pointwise conv's pixels through an int16 scratch, requantised, written the same way),
+arm_add.py (add_s8q: a run of TFLite int8 ADD, written through its output pointer), arm_copy.py
+(copy_s8: rows of a byte run, a staged kernel's copy back).
 """
 from __future__ import annotations
 
-from . import arm, arm_dw, arm_q15  # noqa: F401  register the Arm family
+from . import arm, arm_add, arm_copy, arm_dw, arm_q15, arm_quads  # noqa: F401  register the Arm family
 from .base import TensorIntrin, get_intrin, intrin_names, register_intrin  # noqa: F401

@@ -110,16 +110,23 @@ def _mve_rows(m, sums):
     sums the weight sums bsum0.. the offset multiplies; without, the offset is folded into the
     bias: aot/schedules/arm_fold.py), each input vector loaded once for all of them; the tail
     (n not a multiple of 16) predicated by p, its lanes past n loaded as zeros."""
+    rows_ = ["pb"] + [f"pb{j}" for j in range(1, m)]
+
     def step(load):
         x = [f"int8x16_t va = {load('pa')};"]
-        x += [f"int8x16_t vb{j} = {load(f'pb + {j} * sw' if j else 'pb')};" for j in range(m)]
+        x += [f"int8x16_t vb{j} = {load(q)};" for j, q in enumerate(rows_)]
         x += [f"acc{j} = vmladavaq_s8(acc{j}, va, vb{j});" for j in range(m)]
         return x + ([f"bsum{j} = vaddvaq_s8(bsum{j}, vb{j});" for j in range(m)] if sums else [])
+    # every pointer opaque to gcc each step (an empty asm): each its own post-incremented pointer,
+    # not one plus offsets past a load's immediate range (an add a load: 14 instructions a step
+    # for four rows, 10 so)
     return ["for (; rows > 0; --rows, a += sa, b += sb) {",
             "  const int8_t* pa = a;",
             "  const int8_t* pb = b;",
+            *[f"  const int8_t* pb{j} = b + {j} * sw;" for j in range(1, m)],
             "  int32_t k;",
-            "  for (k = n >> 4; k > 0; --k, pa += 16, pb += 16) {",
+            f"  for (k = n >> 4; k > 0; --k, pa += 16{''.join(f', {q} += 16' for q in rows_)}) {{",
+            '    __asm__("" : ' + ", ".join(f'"+r"({q})' for q in ["pa"] + rows_) + ");",
             *["    " + x for x in step(lambda q: f"vld1q_s8({q})")],
             "  }",
             "  if ((n & 15) != 0) {",
