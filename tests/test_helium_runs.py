@@ -105,10 +105,11 @@ def test_runs_on_cortex_m_are_bit_exact(name, board):
 
 
 def test_the_workspace_does_not_grow():
-    """The calls change no buffer: the M55 plan is the M4's (which has neither call)."""
+    """The calls add no buffer: the M55 plan is no larger than the M4's, which stages the same
+    blocks without them (and adds pw_s8's int16 pixel scratch)."""
     for name in ("chain_pdp_c20_w5", "chain_dpd_c64_w17"):
         model, _ = CASES[name][0]()
-        assert _compile(model, "c -mcpu=cortex-m55").plan.workspace_size == \
+        assert _compile(model, "c -mcpu=cortex-m55").plan.workspace_size <= \
             _compile(model, "c -mcpu=cortex-m4").plan.workspace_size
 
 
