@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..tir.flatten import flatten
 from . import arm_dw  # noqa: F401,I001  first: its rule runs before arm.py's
+from . import arm_gather  # noqa: F401,I001  registered first: a short-row conv before arm_dw and arm.py
 # arm_float's float tiles run before the Arm rules (which then leave those tiles alone), its
 # multiply-adds after them
 from . import arm_float, arm, cpu, gpu, x86  # noqa: F401  register the Arm float and int8, CPU, GPU and host CPU rules

@@ -12,5 +12,5 @@ arm_dw.py (dw_s8: a depthwise pixel, requantised, written through its output poi
 """
 from __future__ import annotations
 
-from . import arm, arm_dw  # noqa: F401  register the Arm family
+from . import arm, arm_dw, arm_gather  # noqa: F401  register the Arm family
 from .base import TensorIntrin, get_intrin, intrin_names, register_intrin  # noqa: F401

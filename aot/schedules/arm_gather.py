@@ -1,0 +1,189 @@
+"""Cortex-M rule ("arm_cpu" key, first) for an int8 convolution whose window rows are short: the
+first layer of a model, whose input has one or three channels (KWS's 10x4 window on one channel,
+VWW's and ResNet-8's 3x3 on three). A window row there is kw * cin bytes, shorter than the
+vectors and words the dot micro-kernels read, so dot_s8_rows would make one short run per row
+(or none at all). Instead each output pixel's window is gathered into a small local array
+(kh * kw * cin bytes, in the OHWI weights' order): the taps inside the input copied, those in the
+padding set to the input's zero point, which the input offset turns into zero, so every window
+is whole. The pixel's channels then run over that one contiguous run as dot_s8x4q calls (four
+channels requantised per call, then dot_s8x2 pairs and a single: aot/schedules/arm_pairs.py),
+the weights read as they are stored. With Helium the offset is folded into the bias
+(aot/schedules/arm_fold.py): a gathered window is never clipped.
+
+The array is a C local of at most MAX_WINDOW bytes (the same storage the accumulators use), so
+the workspace does not grow. Recorded as func.attrs["schedule"] = "dot_s8 gather (<variant>)".
+"""
+from __future__ import annotations
+
+from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, transform, walk
+from ..tir.intrin import get_intrin
+from ..tir.intrin.arm import _int8_operand, _step, flat_index
+from ..tir.intrin.arm_gather import GATHERED
+from ..tir.schedule import ScheduleError, tensorize
+from ..tir.simplify import const_value, simplify
+from ..tir.stmt import Allocate, Buffer, For, IfThenElse, Seq, Store, map_exprs
+from .arm_fold import fold_offset
+from .arm_pairs import pair_outputs
+from .nests import accumulation, nests as _nests, staged_compute
+from .registry import register
+
+DOT = "dot_s8"
+ROW_BYTES = 16      # a window row at least this long is the row micro-kernels' (one vector, four words)
+MVE_ROW_BYTES = 8   # Helium: a row of half a vector or more is dot_s8_rows' (VWW's and ResNet-8's
+                    # 9-byte rows: 0.53M and 0.47M instructions as dot_s8_rows, 0.91M and 0.60M gathered)
+MIN_WINDOW = 8      # a shorter window is not worth a copy and a call per channel group
+MAX_WINDOW = 512    # the local array's bound: a C stack array, not planned workspace
+
+
+def _uses(e, var):
+    return any(x is var for x in walk(e))
+
+
+def _operands(func, red):
+    """(input load, its offset, weight load) of the product acc = acc + x * w, the weight a
+    4-D int8 constant [O, KH, KW, CI] read with one index per dimension; Nones otherwise."""
+    s = red[-1].body
+    none = None, None, None
+    if not (isinstance(s, Store) and isinstance(s.value, Bin) and s.value.op == "+"
+            and isinstance(s.value.b, Bin) and s.value.b.op == "*"):
+        return none
+    (xa, oa), (xb, ob) = _int8_operand(s.value.b.a), _int8_operand(s.value.b.b)
+    if xa is None or xb is None:
+        return none
+    consts = {id(func.params[k]) for k in func.attrs.get("constants", ()) if k < len(func.params)}
+    if id(xa.buffer) in consts and id(xb.buffer) not in consts:
+        (xa, oa), (xb, ob) = (xb, ob), (xa, oa)
+    if id(xb.buffer) not in consts or id(xa.buffer) in consts or ob:
+        return none
+    if len(xb.buffer.shape) != 4 or len(xb.indices) != 4:
+        return none
+    return xa, oa, xb
+
+
+def _taps(red, body):
+    for r in reversed(red):
+        body = r.with_body(body)
+    return body
+
+
+def _row_runs(red, w, x, win, at):
+    """The copy as one run per window row: where the loops over a row's taps and channels are
+    the weights' last two indices, full-range channels, and the input reads them as one
+    consecutive run (NHWC), the row's clipped taps are one loop of taps x channels bytes, which
+    the C compiler copies as a block; None otherwise."""
+    by_dim = {}
+    for r in red:
+        dims = [d for d in (1, 2, 3) if _uses(w.indices[d], r.var)]
+        if len(dims) != 1 or w.indices[dims[0]] is not r.var or dims[0] in by_dim:
+            return None
+        by_dim[dims[0]] = r
+    CI = w.buffer.shape[3]
+    if 3 not in by_dim and CI == 1 and const_value(w.indices[3]) == 0:      # one channel: no loop over it
+        by_dim[3] = For(Var("k_one", "int32"), 0, 1, None)
+    if len(by_dim) != 3:
+        return None
+    rh, rw, rc = by_dim[1], by_dim[2], by_dim[3]
+    if const_value(rc.min) != 0 or const_value(rc.extent) != CI or any(_uses(e, rw.var) for e in (rh.min, rh.extent)):
+        return None
+    flat = flat_index(x)
+    if (CI > 1 and _step(flat, rc.var) != 1) or _step(flat, rw.var) != CI:
+        return None
+    j = Var("k_run", "int32")
+    first = {id(rw.var): rw.min, id(rc.var): Const(0, "int32")}
+    src = Load(x.buffer, (simplify(substitute(flat, first) + j),))
+    dst = simplify(substitute(at, first) + j)
+    return rh.with_body(For(j, 0, simplify(rw.extent * CI), Store(win, dst, src)))
+
+
+def _own_name(e):
+    """A dot call under the gathered kernels' own names (aot/tir/intrin/arm_gather.py)."""
+    if isinstance(e, Call) and e.fn in GATHERED:
+        return Call(GATHERED[e.fn], [transform(a, _own_name) for a in e.args], e.dtype)
+    return None
+
+
+def gather_nest(func, nest, variant):
+    """(nest with each output pixel's window gathered and its channels on dot calls, func's
+    params with the Helium fold's bias, the layouts it adds); Nones where the rule does not
+    apply."""
+    none = None, None, None
+    found = accumulation(nest)
+    if not found or found[2].dtype != "int32" or not found[1]:
+        return none
+    loops, red, acc = found
+    x, off, w = _operands(func, red)
+    if x is None or not (-128 <= -off <= 127):
+        return none
+    O, KH, KW, CI = w.buffer.shape
+    row = KH * KW * CI
+    oc = loops[-1]
+    if KW * CI >= (ROW_BYTES if variant == "dsp" else MVE_ROW_BYTES) or not (MIN_WINDOW <= row <= MAX_WINDOW) or w.indices[0] is not oc.var \
+            or const_value(oc.min) != 0 or const_value(oc.extent) != O:
+        return none
+    pixels = [lp.var for lp in loops]
+    if any(_uses(i, v) for i in w.indices[1:] for v in pixels) or any(_uses(i, oc.var) for i in x.indices) \
+            or any(_uses(e, oc.var) for r in red for e in (r.min, r.extent)):
+        return none
+    x_ = nest
+    while isinstance(x_, For):
+        x_ = x_.body
+    init, _, store = x_.body.stmts
+    win = Buffer(acc.name + "_win", "int8", (row,), "local")
+    # the copy: the original window loops (clipped at the borders), each tap to its OHWI place
+    at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
+    copy = _row_runs(red, w, x, win, at) or _taps(red, Store(win, at, x))
+    taps = red[0].extent
+    for r in red[1:]:
+        taps = taps * r.extent
+    taps = simplify(taps)
+    parts = [copy]
+    if const_value(taps) != row:          # a clipped window: the padding's taps hold the zero point
+        k = Var("k_pad", "int32")
+        fill = For(k, 0, row, Store(win, k, Const(-off, "int8")))
+        if const_value(taps) is None:
+            fill = IfThenElse(Bin("!=", taps, Const(row, taps.dtype)), fill)
+        parts.insert(0, fill)
+    # the compute: the channels over the gathered run, read with the weights' own indices
+    k1, k2, k3 = Var("kh", "int32"), Var("kw", "int32"), Var("kc", "int32")
+    a = Cast("int32", Load(win, (simplify(k1 * (KW * CI) + k2 * CI + k3),)))
+    if off:
+        a = Bin("+", a, Const(off, "int32"))
+    prod = Bin("*", a, Cast("int32", Load(w.buffer, (oc.var, k1, k2, k3))))
+    body = Store(acc, init.index, Bin("+", Load(acc, (init.index,)), prod))
+    compute = oc.with_body(Allocate(acc, Seq([init, For(k1, 0, KH, For(k2, 0, KW, For(k3, 0, CI, body))), store])))
+    try:
+        compute = tensorize(compute, k1, DOT)
+    except ScheduleError:
+        return none
+    params, folds = func.params, {}
+    if variant == "mve":
+        params, compute, folds = fold_offset(func, compute)
+    compute = pair_outputs(compute, quads=True) or compute
+    compute = map_exprs(compute, lambda e: transform(e, _own_name))
+    s = Allocate(win, Seq(parts + [compute]))
+    for lp in reversed(loops[:-1]):
+        s = lp.with_body(s)
+    return s, params, folds
+
+
+@register("arm_cpu", first=True)
+def gather_windows(func, target):
+    variant = get_intrin(DOT).variant_for(target.mcpu)
+    if variant == "plain" or "schedule" in func.attrs:
+        return func
+    tops = _nests(func.body)
+    if len(tops) != 1:
+        return func
+    nest, put_back = staged_compute(tops[0])
+    if nest is None:
+        return func
+    got, params, folds = gather_nest(func, nest, variant)
+    if got is None:
+        return func
+    attrs = dict(func.attrs, schedule=f"{DOT} gather ({variant})")
+    if folds:
+        attrs["layouts"] = {**func.attrs.get("layouts", {}), **folds}
+    return func.with_body(Seq([put_back(got)]), list(params), attrs=attrs)
+
+
+gather_windows.wants_target = True
