@@ -117,7 +117,9 @@ def gather_nest(func, nest, variant):
     O, KH, KW, CI = w.buffer.shape
     row = KH * KW * CI
     oc = loops[-1]
-    if KW * CI >= (ROW_BYTES if variant == "dsp" else MVE_ROW_BYTES) or not (MIN_WINDOW <= row <= MAX_WINDOW) or w.indices[0] is not oc.var \
+    # (one window row is one run already: dot_s8's)
+    short = KW * CI < (ROW_BYTES if variant == "dsp" else MVE_ROW_BYTES)
+    if KH == 1 or not short or not (MIN_WINDOW <= row <= MAX_WINDOW) or w.indices[0] is not oc.var \
             or const_value(oc.min) != 0 or const_value(oc.extent) != O:
         return none
     pixels = [lp.var for lp in loops]

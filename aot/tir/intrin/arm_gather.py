@@ -19,6 +19,8 @@ def _c_source(self):
     otherwise spends the budget on this function and stops inlining dot_s8x4q into the
     pointwise convs."""
     head, rest = super(type(self), self).c_source().split("\n", 1)
+    base = self.name[:-len(SUFFIX)]
+    head = head.replace(f" aot_{base}(", f" aot_{self.name}(", 1)       # (dot_s8's signature names itself)
     forced = head.replace("static inline ", "static inline __attribute__((always_inline)) ", 1)
     return "\n".join(["#if defined(__GNUC__) && !defined(__ARM_FEATURE_MVE)", forced, "#else", head, "#endif", rest])
 
