@@ -15,15 +15,19 @@ the workspace does not grow. Recorded as func.attrs["schedule"] = "dot_s8 gather
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, transform, walk
 from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import _int8_operand, _step, flat_index
 from ..tir.intrin.arm_gather import GATHERED
 from ..tir.schedule import ScheduleError, tensorize
 from ..tir.simplify import const_value, simplify
-from ..tir.stmt import Allocate, Buffer, For, IfThenElse, Seq, Store, map_exprs
+from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs
 from .arm_fold import fold_offset
-from .arm_pairs import pair_outputs
+from .arm_pairs import _find_requant, pair_outputs
 from .nests import accumulation, nests as _nests, staged_compute
 from .registry import register
 
@@ -66,7 +70,7 @@ def _taps(red, body):
     return body
 
 
-def _row_runs(red, w, x, win, at):
+def _row_runs(red, w, x, win, at, value=lambda ld: ld):
     """The copy as one run per window row: where the loops over a row's taps and channels are
     the weights' last two indices, full-range channels, and the input reads them as one
     consecutive run (NHWC), the row's clipped taps are one loop of taps x channels bytes, which
@@ -92,7 +96,114 @@ def _row_runs(red, w, x, win, at):
     first = {id(rw.var): rw.min, id(rc.var): Const(0, "int32")}
     src = Load(x.buffer, (simplify(substitute(flat, first) + j),))
     dst = simplify(substitute(at, first) + j)
-    return rh.with_body(For(j, 0, simplify(rw.extent * CI), Store(win, dst, src)))
+    return rh.with_body(For(j, 0, simplify(rw.extent * CI), Store(win, dst, value(src))))
+
+
+@dataclass(frozen=True)
+class Q15Rows:
+    """OHWI int8 weights as each output channel's row of int16 values (little-endian, two int8
+    elements each), padded with zeros to `n` values: what gconv_q15 multiplies without widening."""
+    n: int
+
+    def shape(self, shape):
+        return (shape[0], 2 * self.n)
+
+    def apply(self, w: np.ndarray) -> np.ndarray:
+        rows = w.reshape(w.shape[0], -1).astype("<i2")
+        out = np.zeros((w.shape[0], self.n), "<i2")
+        out[:, :rows.shape[1]] = rows
+        return out.view(np.int8).reshape(w.shape[0], 2 * self.n)
+
+
+def _fresh_copy(red, x, w, at, sub, win, off, n):
+    """The copy of one pixel's window (the pixel loop's variable replaced as `sub` says) into
+    win as int16 with the input offset added, its loops with variables of their own."""
+    m = dict(sub)
+    loops = []
+    for r in red:
+        v = Var(r.var.name, r.var.dtype)
+        loops.append(For(v, substitute(r.min, m), substitute(r.extent, m), None))
+        m[id(r.var)] = v
+    x2 = Load(x.buffer, tuple(substitute(i, m) for i in x.indices))
+    w2 = Load(w.buffer, tuple(substitute(i, m) for i in w.indices))
+    at2 = simplify(substitute(at, m))
+
+    def widen(ld):
+        return Cast("int16", Bin("+", Cast("int32", ld), Const(off, "int32")))
+    copy = _row_runs(loops, w2, x2, win, at2, widen) or _taps(loops, Store(win, at2, widen(x2)))
+    taps = loops[0].extent
+    for r in loops[1:]:
+        taps = taps * r.extent
+    taps = simplify(taps)
+    parts = [copy]
+    row = int(np.prod(w.buffer.shape[1:]))
+    if const_value(taps) != row:
+        k = Var("k_pad", "int32")
+        fill = For(k, 0, row, Store(win, k, Const(0, "int16")))
+        if const_value(taps) is None:
+            fill = IfThenElse(Bin("!=", taps, Const(row, taps.dtype)), fill)
+        parts.insert(0, fill)
+    if n > row:
+        parts.append(Store(win, Const(row, "int32"), Const(0, "int16")))
+    return Seq(parts)
+
+
+def _q15_pairs(func, loops, red, acc, x, off, w, store):
+    """DSP: the nest as gconv_q15 calls, two pixels along the innermost pixel loop at a time
+    (an odd last one twice), each pixel's window gathered as int16 with the offset added, the
+    weights widened at compile time (Q15Rows); None where the epilogue is not exactly a
+    per-channel requantisation stored channel after channel, or there is no pixel loop."""
+    oc = loops[-1]
+    node, parts = _find_requant(store.value, acc, oc.var)
+    if node is None or node.key() != store.value.key() or isinstance(parts[1], int) or len(loops) < 2:
+        return None
+    if _step(store.index, oc.var) != 1:
+        return None
+    pw = loops[-2]
+    E = const_value(pw.extent)
+    if E is None or const_value(pw.min) != 0 or E < 2:
+        return None
+    params = {id(b): k for k, b in enumerate(func.params)}
+    kw = params.get(id(w.buffer))
+    if kw is None or kw in func.attrs.get("layouts", {}):
+        return None
+    O, KH, KW, CI = w.buffer.shape
+    row = KH * KW * CI
+    n = row + row % 2
+    layout = Q15Rows(n)
+    wq = Buffer(w.buffer.name, "int8", layout.shape(w.buffer.shape), w.buffer.scope)
+    bias, mult, shift, zp, lo, hi = parts
+    first = {id(oc.var): Const(0, oc.var.dtype)}
+
+    def base(ld):
+        return Load(ld.buffer, tuple(simplify(substitute(i, first)) for i in ld.indices))
+    at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
+    wins = [Buffer(acc.name + f"_win{j}", "int16", (n,), "local") for j in range(2)]
+
+    def pixel_pair(p0, p1):
+        subs = [{id(pw.var): p} for p in (p0, p1)]
+        outs = [Load(store.buffer, (simplify(substitute(substitute(store.index, first), sb)),)) for sb in subs]
+        same = p1 is p0
+        copies = [_fresh_copy(red, x, w, at, subs[0], wins[0], off, n)]
+        if not same:
+            copies.append(_fresh_copy(red, x, w, at, subs[1], wins[1], off, n))
+        a1 = Load(wins[0] if same else wins[1], (Const(0, "int32"),))
+        scale = [substitute(base(ld), subs[0]) for ld in (bias, mult, shift)]
+        call = Call("gconv_q15", [Load(wins[0], (Const(0, "int32"),)), a1, Load(wq, (Const(0, "int32"), Const(0, "int32"))),
+                                  Const(n, "int32"), Const(O, "int32"), *scale, Const(zp, "int32"), Const(lo, "int32"),
+                                  Const(hi, "int32"), outs[0], outs[1] if not same else outs[0]], "int32")
+        body = Seq(copies + [Evaluate(call)])
+        return Allocate(wins[0], Allocate(wins[1], body) if not same else body)
+    v = Var(pw.var.name + "_pair", pw.var.dtype)
+    body = [For(v, 0, E // 2, pixel_pair(v * 2, v * 2 + 1))]
+    if E % 2:
+        last = Const(E - 1, pw.var.dtype)
+        body.append(pixel_pair(last, last))
+    s = Seq(body)
+    for lp in reversed(loops[:-2]):
+        s = lp.with_body(s)
+    new_params = [wq if k == kw else b for k, b in enumerate(func.params)]
+    return s, new_params, {kw: layout}
 
 
 def _own_name(e):
@@ -130,6 +241,10 @@ def gather_nest(func, nest, variant):
     while isinstance(x_, For):
         x_ = x_.body
     init, _, store = x_.body.stmts
+    if variant == "dsp":
+        got = _q15_pairs(func, loops, red, acc, x, off, w, store)
+        if got is not None:
+            return got
     win = Buffer(acc.name + "_win", "int8", (row,), "local")
     # the copy: the original window loops (clipped at the borders), each tap to its OHWI place
     at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
@@ -182,7 +297,8 @@ def gather_windows(func, target):
     got, params, folds = gather_nest(func, nest, variant)
     if got is None:
         return func
-    attrs = dict(func.attrs, schedule=f"{DOT} gather ({variant})")
+    kernel = "gconv_q15" if any(isinstance(x, Q15Rows) for x in folds.values()) else DOT
+    attrs = dict(func.attrs, schedule=f"{kernel} gather ({variant})")
     if folds:
         attrs["layouts"] = {**func.attrs.get("layouts", {}), **folds}
     return func.with_body(Seq([put_back(got)]), list(params), attrs=attrs)

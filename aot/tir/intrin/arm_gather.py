@@ -8,7 +8,8 @@ more instructions there)."""
 from __future__ import annotations
 
 from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
-from .base import register_intrin
+from ..expr import Const
+from .base import TensorIntrin, register_intrin
 
 SUFFIX = "_g"
 
@@ -35,3 +36,110 @@ def _named(base):
 
 
 GATHERED = {b.name: register_intrin(_named(b)).name for b in (DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT)}
+
+
+_REQUANT = """static inline int8_t aot_gconv_q15_requant(int32_t x, int32_t mult, int32_t shift, int32_t zp, int32_t lo,
+                                            int32_t hi) {
+  int64_t ab;
+  int32_t e, mask;
+  x = (int32_t)((uint32_t)x << (shift > 0 ? shift : 0));
+  ab = (int64_t)x * (int64_t)mult;
+  x = (x == mult && x == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);
+  e = shift > 0 ? 0 : -shift;
+  mask = (int32_t)(((uint32_t)1 << e) - 1u);
+  x = (x >> e) + ((x & mask) > ((mask >> 1) + (x < 0)));
+  x += zp;
+  return (int8_t)(x < lo ? lo : (x > hi ? hi : x));
+}
+"""
+
+
+@register_intrin
+class GConvQ15(TensorIntrin):
+    """Two output pixels of a gathered conv, every channel requantised (the DSP extension's SIMD32):
+    gconv_q15(a0, a1, w, n, channels, bias, mult, shift, zp, lo, hi, y0, y1). a0 and a1 are the
+    pixels' windows as n int16 values with the input offset already added (n even: a pad value
+    0); w holds each channel's weights as n little-endian int16 (2n bytes a channel, the pad
+    weight 0), widened at compile time. Each __smlad multiplies two taps of one pixel by two of
+    one channel: two pixels by two channels per step, so every 32-bit load serves two products
+    and no value is widened in the loop. y0[c] and y1[c] get TFLite's per-channel
+    requantisation of the sums (bias, MultiplyByQuantizedMultiplier, zero point, clamp). The
+    same pixel twice (a1 == a0, y1 == y0: an odd row's last) stores the same bytes twice."""
+    name = "gconv_q15"
+    pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
+    written_args = (11, 12)
+
+    def last_offsets(self, args):
+        n, c = args[3], args[4]
+        one = Const(1, "int32")
+        two = Const(2, "int32")
+        return [(0, n - one), (1, n - one), (2, c * n * two - one)] + [(k, c - one) for k in (5, 6, 7, 11, 12)]
+
+    def match(self, loop, acc=None):
+        return None, "gconv_q15 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
+
+    def signature(self):
+        return ("int32_t aot_gconv_q15(const int16_t* a0, const int16_t* a1, const int8_t* w, int32_t n, "
+                "int32_t channels, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t zp, "
+                "int32_t lo, int32_t hi, int8_t* y0, int8_t* y1)")
+
+    def includes(self):
+        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
+
+    def c_source(self):
+        return _REQUANT + super().c_source()
+
+    def variants(self):
+        q = "aot_gconv_q15_requant"
+
+        def out(y, s, c):
+            return f"{y}[{c}] = {q}({s} + bias[{c}], mult[{c}], shift[{c}], zp, lo, hi);"
+        def step(pixels, chans, second=False):
+            ka, kw = ("k + 2", "2 * k + 4") if second else ("k", "2 * k")
+            x = [f"memcpy(&x{p}, a{p} + {ka}, 4);" for p in range(pixels)]
+            x += [f"memcpy(&v{j}, w{j} + {kw}, 4);" for j in range(chans)]
+            return x + [f"s{p}{j} = __smlad((int32_t)x{p}, (int32_t)v{j}, s{p}{j});"
+                        for p in range(pixels) for j in range(chans)]
+
+        def block(pixels, chans):
+            """The loop over the window for `pixels` pixels and `chans` channels: two taps a
+            step, two steps an iteration (n even; a last single step when n % 4 is 2)."""
+            sums = ", ".join(f"s{p}{j} = 0" for p in range(pixels) for j in range(chans))
+            lines = [f"int32_t {sums};", "uint32_t " + ", ".join(
+                [f"x{p}" for p in range(pixels)] + [f"v{j}" for j in range(chans)]) + ";",
+                "const int8_t* w0 = w;"] + (["const int8_t* w1 = w + 2 * n;"] if chans == 2 else [])
+            lines += ["for (k = 0; k + 4 <= n; k += 4) {", *["  " + x for x in step(pixels, chans)],
+                      *["  " + x for x in step(pixels, chans, True)], "}",
+                      "if (k < n) {", *["  " + x for x in step(pixels, chans)], "}"]
+            for j in range(chans):
+                c = "c" if j == 0 else "c + 1"
+                for p in range(pixels):
+                    lines.append(out(f"y{p}", f"s{p}{j}", c))
+                if pixels == 1:
+                    lines.append(f"y1[{c}] = y0[{c}];")
+            return lines
+
+        def loops(pixels):
+            return ["for (c = 0; c + 1 < channels; c += 2, w += 4 * n) {", *["  " + x for x in block(pixels, 2)], "}",
+                    "if (c < channels) {", *["  " + x for x in block(pixels, 1)], "}"]
+        # the same pixel twice (an odd row's last): one pixel's sums, stored to both outputs
+        dsp = ["int32_t c = 0, k;",
+               "if (a1 == a0) {", *["  " + x for x in loops(1)], "  return 0;", "}",
+               *loops(2),
+               "return 0;"]
+        plain = ["int32_t c, k;",
+                 "for (c = 0; c < channels; ++c, w += 2 * n) {",
+                 "  int32_t s0 = 0, s1 = 0;",
+                 "  for (k = 0; k < n; ++k) {",
+                 "    int32_t v = (int32_t)(int16_t)(uint16_t)((uint32_t)(uint8_t)w[2 * k]"
+                 " | ((uint32_t)(uint8_t)w[2 * k + 1] << 8));",
+                 "    s0 += (int32_t)a0[k] * v;",
+                 "    s1 += (int32_t)a1[k] * v;",
+                 "  }",
+                 "  " + out("y0", "s0", "c"), "  " + out("y1", "s1", "c"),
+                 "}",
+                 "return 0;"]
+        return [("__ARM_FEATURE_DSP", dsp), (None, plain)]
