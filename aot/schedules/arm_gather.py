@@ -32,6 +32,7 @@ from .nests import accumulation, nests as _nests, staged_compute
 from .registry import register
 
 DOT = "dot_s8"
+WIDEN = "widen_q15"
 ROW_BYTES = 16      # a window row at least this long is the row micro-kernels' (one vector, four words)
 MVE_ROW_BYTES = 8   # Helium: a row of half a vector or more is dot_s8_rows' (VWW's and ResNet-8's
                     # 9-byte rows: 0.53M and 0.47M instructions as dot_s8_rows, 0.91M and 0.60M gathered)
@@ -70,14 +71,18 @@ def _taps(red, body):
     return body
 
 
-def _row_runs(red, w, x, win, at, value=lambda ld: ld):
+def _row_runs(red, w, x, win, at, run=None):
     """The copy as one run per window row: where the loops over a row's taps and channels are
     the weights' last two indices, full-range channels, and the input reads them as one
-    consecutive run (NHWC), the row's clipped taps are one loop of taps x channels bytes, which
-    the C compiler copies as a block; None otherwise."""
-    by_dim = {}
+    consecutive run (NHWC), the row's clipped taps are one run of taps x channels elements:
+    run(first element of win, first input element (a load), length) copies it (default: a loop
+    of int8 stores); None otherwise."""
+    by_dim, fixed = {}, {}
     for r in red:
         dims = [d for d in (1, 2, 3) if _uses(w.indices[d], r.var)]
+        if not dims and const_value(r.extent) == 1 and not _uses_load(x, r.var):
+            fixed[id(r.var)] = r.min            # a loop of one iteration that nothing reads
+            continue
         if len(dims) != 1 or w.indices[dims[0]] is not r.var or dims[0] in by_dim:
             return None
         by_dim[dims[0]] = r
@@ -87,16 +92,25 @@ def _row_runs(red, w, x, win, at, value=lambda ld: ld):
     if len(by_dim) != 3:
         return None
     rh, rw, rc = by_dim[1], by_dim[2], by_dim[3]
-    if const_value(rc.min) != 0 or const_value(rc.extent) != CI or any(_uses(e, rw.var) for e in (rh.min, rh.extent)):
+    if const_value(rc.min) != 0 or const_value(rc.extent) != CI or \
+            any(_uses(e, v) for e in (rh.min, rh.extent) for v in (rw.var, rc.var)) or \
+            any(_uses(e, v) for e in (rw.min, rw.extent) for v in (rh.var, rc.var)):
         return None
     flat = flat_index(x)
     if (CI > 1 and _step(flat, rc.var) != 1) or _step(flat, rw.var) != CI:
         return None
-    j = Var("k_run", "int32")
-    first = {id(rw.var): rw.min, id(rc.var): Const(0, "int32")}
-    src = Load(x.buffer, (simplify(substitute(flat, first) + j),))
-    dst = simplify(substitute(at, first) + j)
-    return rh.with_body(For(j, 0, simplify(rw.extent * CI), Store(win, dst, value(src))))
+    first = {**fixed, id(rw.var): rw.min, id(rc.var): Const(0, "int32")}
+    src, dst, n = simplify(substitute(flat, first)), simplify(substitute(at, first)), simplify(rw.extent * CI)
+    if run is None:
+        j = Var("k_run", "int32")
+        body = For(j, 0, n, Store(win, simplify(dst + j), Load(x.buffer, (simplify(src + j),))))
+    else:
+        body = run(Load(win, (dst,)), Load(x.buffer, (src,)), n)
+    return rh.with_body(body)
+
+
+def _uses_load(ld, var):
+    return any(_uses(i, var) for i in ld.indices)
 
 
 @dataclass(frozen=True)
@@ -130,7 +144,10 @@ def _fresh_copy(red, x, w, at, sub, win, off, n):
 
     def widen(ld):
         return Cast("int16", Bin("+", Cast("int32", ld), Const(off, "int32")))
-    copy = _row_runs(loops, w2, x2, win, at2, widen) or _taps(loops, Store(win, at2, widen(x2)))
+
+    def run(dst, src, length):           # a row's run widened four bytes a step (widen_q15)
+        return Evaluate(Call(WIDEN, [dst, src, length, Const(off, "int32")], "int32"))
+    copy = _row_runs(loops, w2, x2, win, at2, run) or _taps(loops, Store(win, at2, widen(x2)))
     taps = loops[0].extent
     for r in loops[1:]:
         taps = taps * r.extent

@@ -110,12 +110,15 @@ class GConvQ15(TensorIntrin):
             sums = ", ".join(f"s{p}{j} = 0" for p in range(pixels) for j in range(chans))
             lines = [f"int32_t {sums};", "uint32_t " + ", ".join(
                 [f"x{p}" for p in range(pixels)] + [f"v{j}" for j in range(chans)]) + ";",
-                "const int8_t* w0 = w;"] + (["const int8_t* w1 = w + 2 * n;"] if chans == 2 else [])
-            lines += ["for (k = 0; k + 4 <= n; k += 4) {", *["  " + x for x in step(pixels, chans)],
-                      *["  " + x for x in step(pixels, chans, True)], "}",
-                      "if (k < n) {", *["  " + x for x in step(pixels, chans)], "}"]
+                "const int8_t* w0 = w;"] + [f"const int8_t* w{j} = w + {2 * j} * n;" for j in range(1, chans)]
+            if pixels * chans >= 8:          # eight sums: one step an iteration (two spill on the M4)
+                lines += ["for (k = 0; k < n; k += 2) {", *["  " + x for x in step(pixels, chans)], "}"]
+            else:
+                lines += ["for (k = 0; k + 4 <= n; k += 4) {", *["  " + x for x in step(pixels, chans)],
+                          *["  " + x for x in step(pixels, chans, True)], "}",
+                          "if (k < n) {", *["  " + x for x in step(pixels, chans)], "}"]
             for j in range(chans):
-                c = "c" if j == 0 else "c + 1"
+                c = f"c + {j}" if j else "c"
                 for p in range(pixels):
                     lines.append(out(f"y{p}", f"s{p}{j}", c))
                 if pixels == 1:
@@ -123,7 +126,8 @@ class GConvQ15(TensorIntrin):
             return lines
 
         def loops(pixels):
-            return ["for (c = 0; c + 1 < channels; c += 2, w += 4 * n) {", *["  " + x for x in block(pixels, 2)], "}",
+            return ["for (c = 0; c + 3 < channels; c += 4, w += 8 * n) {", *["  " + x for x in block(pixels, 4)], "}",
+                    "for (; c + 1 < channels; c += 2, w += 4 * n) {", *["  " + x for x in block(pixels, 2)], "}",
                     "if (c < channels) {", *["  " + x for x in block(pixels, 1)], "}"]
         # the same pixel twice (an odd row's last): one pixel's sums, stored to both outputs
         dsp = ["int32_t c = 0, k;",
@@ -143,3 +147,42 @@ class GConvQ15(TensorIntrin):
                  "}",
                  "return 0;"]
         return [("__ARM_FEATURE_DSP", dsp), (None, plain)]
+
+
+@register_intrin
+class WidenQ15(TensorIntrin):
+    """One window row gathered for gconv_q15: widen_q15(dst, src, n, off) stores (int16)(src[k] +
+    off) to dst[k] for k < n. The DSP body widens four bytes a step: sxtab16 adds the offset to
+    bytes 0 and 2, and (rotated) 1 and 3, and two halfword packs put them back in order."""
+    name = "widen_q15"
+    pointer_args = (0, 1)
+    written_args = (0,)
+    extent_arg = 2
+
+    def match(self, loop, acc=None):
+        return None, "widen_q15 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
+
+    def signature(self):
+        return "int32_t aot_widen_q15(int16_t* dst, const int8_t* src, int32_t n, int32_t off)"
+
+    def includes(self):
+        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
+
+    def variants(self):
+        tail = ["for (; n > 0; --n, ++src, ++dst) {", "  *dst = (int16_t)((int32_t)*src + off);", "}", "return 0;"]
+        dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "uint32_t x, lo, hi;",
+               "int32_t e, o;",
+               "for (; n >= 4; n -= 4, src += 4, dst += 4) {",
+               "  memcpy(&x, src, 4);",
+               "  e = __sxtab16(off2, (int32_t)x);",                                     # bytes 0, 2
+               '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(o) : "r"(off2), "r"(x));',  # bytes 1, 3
+               "  lo = ((uint32_t)e & 0xFFFFu) | ((uint32_t)o << 16);",                    # (0, 1): pkhbt
+               "  hi = ((uint32_t)o & 0xFFFF0000u) | ((uint32_t)e >> 16);",                # (2, 3): pkhtb
+               "  memcpy(dst, &lo, 4);",
+               "  memcpy(dst + 2, &hi, 4);",
+               "}", *tail]
+        return [("__ARM_FEATURE_DSP", dsp), (None, tail)]
