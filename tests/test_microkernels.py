@@ -87,11 +87,14 @@ CASES = {
     "gather_c3_k2_o6_same_s2": (lambda: conv_model(9, 10, 3, 6, 2, 2, "SAME", x_zp=-5), {"mve", "dsp"}),
 }
 # the cases whose window rows (taps x channels) are shorter than the row kernels want: each
-# pixel's window gathered, on the variants named (Helium keeps dot_s8_rows for 8+ byte rows)
-GATHER = {"conv3x3_c3_same_s2": {"dsp"}, "conv3x3_c3_same_s1": {"dsp"}, "conv3x3_c1_same_s1": {"dsp", "mve"},
-          "conv5x5_c1_same_s2": {"dsp", "mve"}, "gather_c1_o6_same_s1": {"dsp", "mve"},
-          "gather_c3_o11_same_s2": {"dsp"}, "gather_c1_k5_o11_valid_s2": {"dsp", "mve"},
-          "gather_c3_k2_o6_same_s2": {"dsp", "mve"}}
+# pixel's window gathered (aot/schedules/arm_gather.py), with the kernel named per variant: on
+# the DSP two pixels a gconv_q15 call; on Helium rows of 8+ bytes two pixels a gconv_s8 call,
+# shorter ones one pixel a dot_s8x4q call
+_Q, _S8, _DOT = "gconv_q15", "gconv_s8", "dot_s8"
+GATHER = {"conv3x3_c3_same_s2": {"dsp": _Q, "mve": _S8}, "conv3x3_c3_same_s1": {"dsp": _Q, "mve": _S8},
+          "conv3x3_c1_same_s1": {"dsp": _Q, "mve": _DOT}, "conv5x5_c1_same_s2": {"dsp": _Q, "mve": _DOT},
+          "gather_c1_o6_same_s1": {"dsp": _Q, "mve": _DOT}, "gather_c3_o11_same_s2": {"dsp": _Q, "mve": _S8},
+          "gather_c1_k5_o11_valid_s2": {"dsp": _Q, "mve": _DOT}, "gather_c3_k2_o6_same_s2": {"dsp": _Q, "mve": _DOT}}
 BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
 
 
@@ -133,8 +136,8 @@ def conv_add_model(H=6, W=5, C=11, seed=0):
 
 def _expected(name, variant):
     """The schedule `aot info` names for a case on a variant, None where no micro-kernel runs."""
-    if variant in GATHER.get(name, ()):     # per-channel and requantised alone: gconv_q15 on the DSP
-        return f"{'gconv_q15' if variant == 'dsp' else 'dot_s8'} gather ({variant})"
+    if variant in GATHER.get(name, {}):
+        return f"{GATHER[name][variant]} gather ({variant})"
     return f"dot_s8 ({variant})" if variant in CASES[name][1] else None
 
 
@@ -259,7 +262,7 @@ def test_microkernel_plain_body_on_the_host_is_bit_exact(name):
     res = aot.compile(model, target="c -mcpu=cortex-m55")
     _assert_schedule(res, name, "mve")
     _check(res, _feeds(shape), model, sanitize=True)
-    if "dsp" in GATHER.get(name, ()):        # the DSP compile's gathered nest, its plain bodies
+    if "dsp" in GATHER.get(name, {}):        # the DSP compile's gathered nest, its plain bodies
         res = aot.compile(model, target="c -mcpu=cortex-m4")
         _assert_schedule(res, name, "dsp")
         _check(res, _feeds(shape, 2), model, sanitize=True)
@@ -280,10 +283,12 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
              "dense_k33": ("aot_dot_s8x4qt(&", "aot_dot_s8(&"),
              "conv1x1_c9_o11_mixed_shifts": ("aot_dot_s8x4q(&", "aot_dot_s8x2(&", "aot_dot_s8(&"),
              "gather_c1_k5_o11_valid_s2": ("aot_dot_s8x4q_g(&", "aot_dot_s8x2_g(&", "aot_dot_s8_g(&"),
-             "gather_c1_o6_same_s1": ("aot_dot_s8x4q_g(&", "aot_dot_s8x2_g(&", "_win[")}
+             "gather_c1_o6_same_s1": ("aot_dot_s8x4q_g(&", "aot_dot_s8x2_g(&", "_win["),
+             "gather_c3_o11_same_s2": ("aot_gconv_s8(&", "aot_copy_s8(&")}
     # the gathered windows for the DSP: gconv_q15 (its DSP body for arm-none-eabi-gcc's M4, its
     # plain body on the host), 11 channels: pairs and a single; an odd row: one pixel twice
-    m4 = {"gather_c1_k5_o11_valid_s2": ("aot_gconv_q15(&", "_win1["), "gather_c3_o11_same_s2": ("aot_gconv_q15(&",)}
+    m4 = {"gather_c1_k5_o11_valid_s2": ("aot_gconv_q15(&", "_win1["),
+          "gather_c3_o11_same_s2": ("aot_gconv_q15(&", "aot_widen_q15(&")}
     jobs = [(n, e, mcpu) for n, e in calls.items() if mcpu == "cortex-m55" or "gather" not in n]
     jobs += [(n, e, "cortex-m4") for n, e in m4.items() if mcpu != "cortex-m55" or not flags]
     for name, expected, cpu in jobs:
@@ -407,7 +412,7 @@ def test_the_input_offset_folds_into_the_bias(name):
         res = aot.compile(model, target=f"c -mcpu={mcpu}")
         folds[mcpu] = [x for c in res.plan.calls for x in c.func.attrs.get("layouts", {}).values()
                        if isinstance(x, OffsetFold)]
-        dots[mcpu] = set(_schedules(res).values()) <= {"dot_s8 (mve)", "dot_s8 gather (mve)"}
+        dots[mcpu] = set(_schedules(res).values()) <= {"dot_s8 (mve)", "dot_s8 gather (mve)", "gconv_s8 gather (mve)"}
     assert not folds["cortex-m4"]
     assert len(folds["cortex-m55"]) == (dots["cortex-m55"] and name != "dense_k64")
     if not folds["cortex-m55"]:
@@ -417,7 +422,7 @@ def test_the_input_offset_folds_into_the_bias(name):
     w, b = (v.const.astype(np.int64) for v in node.inputs[1:3])
     off = -res.graph.io_quant[("input", 0)][1]
     folded = b + off * w.reshape(len(b), -1).sum(axis=1)
-    gathered = "mve" in GATHER.get(name, ())        # a gathered window is never clipped
+    gathered = "mve" in GATHER.get(name, {})        # a gathered window is never clipped
     if ("SAME" in node.attrs.get("padding", "") or "same" in name) and not gathered:
         folded = np.concatenate([folded, b])
     linked = [a for _, a in res.plan.constants if a.dtype == np.int32]

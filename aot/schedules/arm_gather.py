@@ -25,17 +25,20 @@ from ..tir.intrin.arm import _int8_operand, _step, flat_index
 from ..tir.intrin.arm_gather import GATHERED
 from ..tir.schedule import ScheduleError, tensorize
 from ..tir.simplify import const_value, simplify
-from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs
-from .arm_fold import fold_offset
+from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs, own_exprs, walk_stmts
+from .arm_fold import OffsetFold, fold_offset
 from .arm_pairs import _find_requant, pair_outputs
 from .nests import accumulation, nests as _nests, staged_compute
 from .registry import register
 
 DOT = "dot_s8"
 WIDEN = "widen_q15"
+COPY = "copy_s8"
 ROW_BYTES = 16      # a window row at least this long is the row micro-kernels' (one vector, four words)
-MVE_ROW_BYTES = 8   # Helium: a row of half a vector or more is dot_s8_rows' (VWW's and ResNet-8's
-                    # 9-byte rows: 0.53M and 0.47M instructions as dot_s8_rows, 0.91M and 0.60M gathered)
+MVE_PAIRS_BYTES = 8  # Helium: rows this long or longer (up to ROW_BYTES) go two pixels a gconv_s8 call
+                     # (VWW's and ResNet-8's 9-byte rows: 0.45M and 0.38M instructions, 0.53M and 0.47M as
+                     # dot_s8_rows); shorter ones one pixel a dot_s8x4q call (KWS's 4-byte rows: 0.22M,
+                     # 0.30M as gconv_s8, 0.50M as dw_s8)
 MIN_WINDOW = 8      # a shorter window is not worth a copy and a call per channel group
 MAX_WINDOW = 512    # the local array's bound: a C stack array, not planned workspace
 
@@ -131,7 +134,9 @@ class Q15Rows:
 
 def _fresh_copy(red, x, w, at, sub, win, off, n):
     """The copy of one pixel's window (the pixel loop's variable replaced as `sub` says) into
-    win as int16 with the input offset added, its loops with variables of their own."""
+    win, its loops with variables of their own: as int16 with the input offset added (the
+    padding 0), or (an int8 win) as the bytes themselves (the padding the zero point)."""
+    q15 = win.dtype == "int16"
     m = dict(sub)
     loops = []
     for r in red:
@@ -143,11 +148,13 @@ def _fresh_copy(red, x, w, at, sub, win, off, n):
     at2 = simplify(substitute(at, m))
 
     def widen(ld):
-        return Cast("int16", Bin("+", Cast("int32", ld), Const(off, "int32")))
+        return Cast("int16", Bin("+", Cast("int32", ld), Const(off, "int32"))) if q15 else ld
 
     def run(dst, src, length):           # a row's run widened four bytes a step (widen_q15)
         return Evaluate(Call(WIDEN, [dst, src, length, Const(off, "int32")], "int32"))
-    copy = _row_runs(loops, w2, x2, win, at2, run) or _taps(loops, Store(win, at2, widen(x2)))
+    def move(dst, src, length):          # a row's run as bytes (copy_s8: vectors on Helium)
+        return Evaluate(Call(COPY, [dst, src, length], "int32"))
+    copy = _row_runs(loops, w2, x2, win, at2, run if q15 else move) or _taps(loops, Store(win, at2, widen(x2)))
     taps = loops[0].extent
     for r in loops[1:]:
         taps = taps * r.extent
@@ -156,7 +163,7 @@ def _fresh_copy(red, x, w, at, sub, win, off, n):
     row = int(np.prod(w.buffer.shape[1:]))
     if const_value(taps) != row:
         k = Var("k_pad", "int32")
-        fill = For(k, 0, row, Store(win, k, Const(0, "int16")))
+        fill = For(k, 0, row, Store(win, k, Const(0 if q15 else -off, win.dtype)))
         if const_value(taps) is None:
             fill = IfThenElse(Bin("!=", taps, Const(row, taps.dtype)), fill)
         parts.insert(0, fill)
@@ -165,11 +172,13 @@ def _fresh_copy(red, x, w, at, sub, win, off, n):
     return Seq(parts)
 
 
-def _q15_pairs(func, loops, red, acc, x, off, w, store):
-    """DSP: the nest as gconv_q15 calls, two pixels along the innermost pixel loop at a time
-    (an odd last one twice), each pixel's window gathered as int16 with the offset added, the
-    weights widened at compile time (Q15Rows); None where the epilogue is not exactly a
-    per-channel requantisation stored channel after channel, or there is no pixel loop."""
+def _pixel_pairs(func, loops, red, acc, x, off, w, store, variant):
+    """The nest as calls of two pixels along the innermost pixel loop at a time (an odd last
+    one twice), every channel requantised inside: on the DSP gconv_q15, each pixel's window
+    gathered as int16 with the offset added, the weights widened at compile time (Q15Rows); on
+    Helium gconv_s8, int8 windows (the padding the zero point) and the offset folded into the
+    bias (OffsetFold). None where the epilogue is not exactly a per-channel requantisation
+    stored channel after channel, or there is no pixel loop."""
     oc = loops[-1]
     node, parts = _find_requant(store.value, acc, oc.var)
     if node is None or node.key() != store.value.key() or isinstance(parts[1], int) or len(loops) < 2:
@@ -186,16 +195,27 @@ def _q15_pairs(func, loops, red, acc, x, off, w, store):
         return None
     O, KH, KW, CI = w.buffer.shape
     row = KH * KW * CI
-    n = row + row % 2
-    layout = Q15Rows(n)
-    wq = Buffer(w.buffer.name, "int8", layout.shape(w.buffer.shape), w.buffer.scope)
     bias, mult, shift, zp, lo, hi = parts
+    q15 = variant == "dsp"
+    if q15:
+        n = row + row % 2
+        layouts = {kw: Q15Rows(n)}
+        wq = Buffer(w.buffer.name, "int8", layouts[kw].shape(w.buffer.shape), w.buffer.scope)
+        wfirst = Load(wq, (Const(0, "int32"), Const(0, "int32")))
+    else:
+        n, wq = row, w.buffer
+        kb = params.get(id(bias.buffer))
+        if kb is None or kb not in func.attrs.get("constants", ()) or kb in func.attrs.get("layouts", {}) \
+                or kw not in func.attrs.get("constants", ()) or len(bias.buffer.shape) != 1:
+            return None
+        layouts = {kb: OffsetFold((kw,), tuple(w.buffer.shape), off, False)} if off else {}
+        wfirst = Load(wq, tuple(Const(0, "int32") for _ in w.buffer.shape))
     first = {id(oc.var): Const(0, oc.var.dtype)}
 
     def base(ld):
         return Load(ld.buffer, tuple(simplify(substitute(i, first)) for i in ld.indices))
     at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
-    wins = [Buffer(acc.name + f"_win{j}", "int16", (n,), "local") for j in range(2)]
+    wins = [Buffer(acc.name + f"_win{j}", "int16" if q15 else "int8", (n,), "local") for j in range(2)]
 
     def pixel_pair(p0, p1):
         subs = [{id(pw.var): p} for p in (p0, p1)]
@@ -206,7 +226,7 @@ def _q15_pairs(func, loops, red, acc, x, off, w, store):
             copies.append(_fresh_copy(red, x, w, at, subs[1], wins[1], off, n))
         a1 = Load(wins[0] if same else wins[1], (Const(0, "int32"),))
         scale = [substitute(base(ld), subs[0]) for ld in (bias, mult, shift)]
-        call = Call("gconv_q15", [Load(wins[0], (Const(0, "int32"),)), a1, Load(wq, (Const(0, "int32"), Const(0, "int32"))),
+        call = Call("gconv_q15" if q15 else "gconv_s8", [Load(wins[0], (Const(0, "int32"),)), a1, wfirst,
                                   Const(n, "int32"), Const(O, "int32"), *scale, Const(zp, "int32"), Const(lo, "int32"),
                                   Const(hi, "int32"), outs[0], outs[1] if not same else outs[0]], "int32")
         body = Seq(copies + [Evaluate(call)])
@@ -220,7 +240,7 @@ def _q15_pairs(func, loops, red, acc, x, off, w, store):
     for lp in reversed(loops[:-2]):
         s = lp.with_body(s)
     new_params = [wq if k == kw else b for k, b in enumerate(func.params)]
-    return s, new_params, {kw: layout}
+    return s, new_params, layouts
 
 
 def _own_name(e):
@@ -246,7 +266,7 @@ def gather_nest(func, nest, variant):
     row = KH * KW * CI
     oc = loops[-1]
     # (one window row is one run already: dot_s8's)
-    short = KW * CI < (ROW_BYTES if variant == "dsp" else MVE_ROW_BYTES)
+    short = KW * CI < ROW_BYTES
     if KH == 1 or not short or not (MIN_WINDOW <= row <= MAX_WINDOW) or w.indices[0] is not oc.var \
             or const_value(oc.min) != 0 or const_value(oc.extent) != O:
         return none
@@ -258,10 +278,10 @@ def gather_nest(func, nest, variant):
     while isinstance(x_, For):
         x_ = x_.body
     init, _, store = x_.body.stmts
-    if variant == "dsp":
-        got = _q15_pairs(func, loops, red, acc, x, off, w, store)
-        if got is not None:
-            return got
+    got = _pixel_pairs(func, loops, red, acc, x, off, w, store, variant) \
+        if variant == "dsp" or KW * CI >= MVE_PAIRS_BYTES else None
+    if got is not None:
+        return got
     win = Buffer(acc.name + "_win", "int8", (row,), "local")
     # the copy: the original window loops (clipped at the borders), each tap to its OHWI place
     at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
@@ -314,7 +334,8 @@ def gather_windows(func, target):
     got, params, folds = gather_nest(func, nest, variant)
     if got is None:
         return func
-    kernel = "gconv_q15" if any(isinstance(x, Q15Rows) for x in folds.values()) else DOT
+    calls = {e.fn for st in walk_stmts(got) for e in own_exprs(st) for e in walk(e) if isinstance(e, Call)}
+    kernel = next((k for k in ("gconv_q15", "gconv_s8") if k in calls), DOT)
     attrs = dict(func.attrs, schedule=f"{kernel} gather ({variant})")
     if folds:
         attrs["layouts"] = {**func.attrs.get("layouts", {}), **folds}

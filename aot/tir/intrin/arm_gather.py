@@ -186,3 +186,125 @@ class WidenQ15(TensorIntrin):
                "  memcpy(dst + 2, &hi, 4);",
                "}", *tail]
         return [("__ARM_FEATURE_DSP", dsp), (None, tail)]
+
+
+@register_intrin
+class GConvS8(TensorIntrin):
+    """Two output pixels of a gathered conv on Helium, every channel requantised:
+    gconv_s8(a0, a1, w, n, channels, bias, mult, shift, zp, lo, hi, y0, y1). a0 and a1 are the
+    pixels' int8 windows (n bytes, the padding holding the input's zero point), w the OHWI int8
+    weights (n bytes a channel), bias with the input offset x weight-row sum already folded in
+    (aot/schedules/arm_fold.py's OffsetFold): the sums are plain int8 dot products. Four channels
+    a block: each 16-byte step loads the two windows' vectors once and each weight vector once
+    for both pixels (eight vmladavaq), the tail predicated; then the block's four sums of each
+    pixel are requantised as one vector (as dot_s8x4q does) and stored four bytes at once, a last
+    block of fewer channels predicated (its missing weight rows read as the last real one)."""
+    name = "gconv_s8"
+    pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
+    written_args = (11, 12)
+
+    def last_offsets(self, args):
+        n, c = args[3], args[4]
+        one = Const(1, "int32")
+        return [(0, n - one), (1, n - one), (2, c * n - one)] + [(k, c - one) for k in (5, 6, 7, 11, 12)]
+
+    def match(self, loop, acc=None):
+        return None, "gconv_s8 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "mve" if DotS8().variant_for(mcpu) == "mve" else "plain"
+
+    def signature(self):
+        return ("int32_t aot_gconv_s8(const int8_t* a0, const int8_t* a1, const int8_t* w, int32_t n, "
+                "int32_t channels, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t zp, "
+                "int32_t lo, int32_t hi, int8_t* y0, int8_t* y1)")
+
+    def includes(self):
+        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
+
+    def c_source(self):
+        return _REQUANT.replace("aot_gconv_q15_requant", "aot_gconv_s8_requant") + super().c_source()
+
+    def variants(self):
+        def requant(p):
+            return [f"v = vdupq_n_s32(s{p}0);",
+                    *[f"v = vsetq_lane_s32(s{p}{j}, v, {j});" for j in range(1, 4)],
+                    "v = vaddq_s32(v, vb);",
+                    "v = vshlq_s32(v, vmaxq_s32(sh, zero));",
+                    "v = vqrdmulhq_s32(v, vm);",
+                    # a rounding shift right by -r rounds half up; minus one first on a negative
+                    # value rounds half away from zero (r is 0 or negative: its sign bit picks them)
+                    "v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, r), 31)), r);",
+                    "v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
+                    f"vstrbq_p_s32(y{p} + c, v, pc);"]
+        mve = ["int32_t c, k;",
+               "int32x4_t v, vb, vm, sh, r, zero = vdupq_n_s32(0);",
+               "for (c = 0; c < channels; c += 4) {",
+               "  int32_t m = channels - c;",
+               "  mve_pred16_t pc = vctp32q((uint32_t)m);",
+               "  const int8_t* w0 = w + c * n;",
+               "  const int8_t* w1 = w0 + (m > 1 ? n : 0);",
+               "  const int8_t* w2 = w0 + (m > 2 ? 2 * n : 0);",
+               "  const int8_t* w3 = w0 + (m > 3 ? 3 * n : 0);",
+               "  int32_t s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;",
+               # two channels a pass over the windows: four sums accumulate at a time (eight
+               # spill: vmladavaq wants even registers)
+               *[x for pair in ((0, 1), (2, 3)) for x in (
+                   "  for (k = 0; k < n; k += 16) {",
+                   "    mve_pred16_t p = vctp8q((uint32_t)(n - k));",
+                   "    int8x16_t x0 = vldrbq_z_s8(a0 + k, p);",
+                   "    int8x16_t x1 = vldrbq_z_s8(a1 + k, p);",
+                   *[f"    int8x16_t v{j} = vldrbq_z_s8(w{j} + k, p);\n"
+                     f"    s0{j} = vmladavaq_s8(s0{j}, x0, v{j});\n"
+                     f"    s1{j} = vmladavaq_s8(s1{j}, x1, v{j});" for j in pair],
+                   "  }")],
+               "  vb = vldrwq_z_s32(bias + c, pc);",
+               "  vm = vldrwq_z_s32(mult + c, pc);",
+               "  sh = vldrwq_z_s32(shift + c, pc);",
+               "  r = vminq_s32(sh, zero);",
+               *["  " + x for x in requant(0) + requant(1)],
+               "}",
+               "return 0;"]
+        q = "aot_gconv_s8_requant"
+        plain = ["int32_t c, k;",
+                 "for (c = 0; c < channels; ++c, w += n) {",
+                 "  int32_t s0 = 0, s1 = 0;",
+                 "  for (k = 0; k < n; ++k) {",
+                 "    s0 += (int32_t)a0[k] * (int32_t)w[k];",
+                 "    s1 += (int32_t)a1[k] * (int32_t)w[k];",
+                 "  }",
+                 f"  y0[c] = {q}(s0 + bias[c], mult[c], shift[c], zp, lo, hi);",
+                 f"  y1[c] = {q}(s1 + bias[c], mult[c], shift[c], zp, lo, hi);",
+                 "}",
+                 "return 0;"]
+        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
+
+
+@register_intrin
+class CopyS8(TensorIntrin):
+    """One window row gathered for gconv_s8: copy_s8(dst, src, n) copies n bytes; Helium moves
+    16 a step, the last step predicated (a short row is one load and one store)."""
+    name = "copy_s8"
+    pointer_args = (0, 1)
+    written_args = (0,)
+    extent_arg = 2
+
+    def match(self, loop, acc=None):
+        return None, "copy_s8 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "mve" if DotS8().variant_for(mcpu) == "mve" else "plain"
+
+    def signature(self):
+        return "int32_t aot_copy_s8(int8_t* dst, const int8_t* src, int32_t n)"
+
+    def includes(self):
+        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
+
+    def variants(self):
+        mve = ["for (; n > 0; n -= 16, src += 16, dst += 16) {",
+               "  mve_pred16_t p = vctp8q((uint32_t)n);",
+               "  vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);",
+               "}", "return 0;"]
+        plain = ["for (; n > 0; --n, ++src, ++dst) {", "  *dst = *src;", "}", "return 0;"]
+        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
