@@ -3,15 +3,25 @@ first layer of a model, whose input has one or three channels (KWS's 10x4 window
 VWW's and ResNet-8's 3x3 on three). A window row there is kw * cin bytes, shorter than the
 vectors and words the dot micro-kernels read, so dot_s8_rows would make one short run per row
 (or none at all). Instead each output pixel's window is gathered into a small local array
-(kh * kw * cin bytes, in the OHWI weights' order): the taps inside the input copied, those in the
-padding set to the input's zero point, which the input offset turns into zero, so every window
-is whole. The pixel's channels then run over that one contiguous run as dot_s8x4q calls (four
-channels requantised per call, then dot_s8x2 pairs and a single: aot/schedules/arm_pairs.py),
-the weights read as they are stored. With Helium the offset is folded into the bias
-(aot/schedules/arm_fold.py): a gathered window is never clipped.
+(kh * kw * cin elements, in the OHWI weights' order; a row copied as one run where the input
+holds it as one), the taps in the padding set to what contributes nothing, so that every window
+is whole and the weights are read as one run per channel:
 
-The array is a C local of at most MAX_WINDOW bytes (the same storage the accumulators use), so
-the workspace does not grow. Recorded as func.attrs["schedule"] = "dot_s8 gather (<variant>)".
+- DSP (cortex-m4/m7/m33): two pixels a gconv_q15 call (aot/tir/intrin/arm_gather.py). The
+  windows are int16 with the input offset added while gathering (widen_q15: four bytes a step;
+  the padding 0), the weights int16 too, widened at compile time (the Q15Rows layout), so the
+  loop is only loads and __smlad: two pixels by four channels a step, every channel requantised
+  inside (per-channel quantisation, the requantisation the whole epilogue);
+- Helium, rows of MVE_PAIRS_BYTES or more: two pixels a gconv_s8 call over int8 windows (the
+  padding the input's zero point, rows copied by copy_s8), the offset folded into the bias
+  (aot/schedules/arm_fold.py's OffsetFold: a gathered window is never clipped), four channels a
+  block requantised as one vector;
+- otherwise (shorter Helium rows, per-tensor quantisation, a fused epilogue): one pixel at a time,
+  its channels as dot_s8x4q calls (four requantised per call, then dot_s8x2 pairs and a single:
+  aot/schedules/arm_pairs.py) under kernels of their own, the offset folded on Helium.
+
+The arrays are C locals of at most MAX_WINDOW elements (the same storage the accumulators use),
+so the workspace does not grow. Recorded as func.attrs["schedule"] = "<kernel> gather (<variant>)".
 """
 from __future__ import annotations
 
@@ -112,6 +122,11 @@ def _row_runs(red, w, x, win, at, run=None):
     return rh.with_body(body)
 
 
+def _copy_rows(dst, src, length):
+    """A window row's run as bytes (copy_s8: a predicated vector on Helium)."""
+    return Evaluate(Call(COPY, [dst, src, length], "int32"))
+
+
 def _uses_load(ld, var):
     return any(_uses(i, var) for i in ld.indices)
 
@@ -152,9 +167,7 @@ def _fresh_copy(red, x, w, at, sub, win, off, n):
 
     def run(dst, src, length):           # a row's run widened four bytes a step (widen_q15)
         return Evaluate(Call(WIDEN, [dst, src, length, Const(off, "int32")], "int32"))
-    def move(dst, src, length):          # a row's run as bytes (copy_s8: vectors on Helium)
-        return Evaluate(Call(COPY, [dst, src, length], "int32"))
-    copy = _row_runs(loops, w2, x2, win, at2, run if q15 else move) or _taps(loops, Store(win, at2, widen(x2)))
+    copy = _row_runs(loops, w2, x2, win, at2, run if q15 else _copy_rows) or _taps(loops, Store(win, at2, widen(x2)))
     taps = loops[0].extent
     for r in loops[1:]:
         taps = taps * r.extent
@@ -285,7 +298,7 @@ def gather_nest(func, nest, variant):
     win = Buffer(acc.name + "_win", "int8", (row,), "local")
     # the copy: the original window loops (clipped at the borders), each tap to its OHWI place
     at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
-    copy = _row_runs(red, w, x, win, at) or _taps(red, Store(win, at, x))
+    copy = _row_runs(red, w, x, win, at, _copy_rows) or _taps(red, Store(win, at, x))
     taps = red[0].extent
     for r in red[1:]:
         taps = taps * r.extent

@@ -8,7 +8,8 @@ Cortex-M4/M7/M33, __ARM_FEATURE_MVE for Cortex-M55/M85's Helium). The renderer p
 intrinsic once per file as a static inline function that picks its body with #if, so the C
 is the same for every target and each compiler keeps only the body its -mcpu can run; the
 portable body is the replaced loop nest itself (the fallback). Families: arm.py (dot_s8),
-arm_dw.py (dw_s8: a depthwise pixel, requantised, written through its output pointer).
+arm_dw.py (dw_s8: a depthwise pixel, requantised, written through its output pointer),
+arm_gather.py (a first layer's gathered windows: gconv_q15, gconv_s8 and their row copies).
 """
 from __future__ import annotations
 

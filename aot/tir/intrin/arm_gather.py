@@ -1,10 +1,18 @@
-"""The dot micro-kernels over a gathered window (aot/schedules/arm_gather.py): the bodies of
-dot_s8, dot_s8x2 and dot_s8x4q(t) (aot/tir/intrin/arm.py) under names of their own. Each is a
-static inline function of its own, always inlined (GCC's attribute; not with Helium), so the call site a first
-layer makes gets its constant run length and weight-row stride, and the pointwise convs' calls of
-the shared kernels are compiled as before (a second call site of dot_s8x4q, or this body left to
-gcc's inlining limits, made it stop inlining dot_s8x4q into KWS's pointwise convs on the M4: 9%
-more instructions there)."""
+"""Micro-kernels over gathered windows (aot/schedules/arm_gather.py): a first layer's output
+pixels, each pixel's window copied into a local array.
+
+- gconv_q15 (DSP): two pixels, every channel requantised, from int16 windows and int16 weights;
+  widen_q15 gathers a window row into int16 with the input offset added;
+- gconv_s8 (Helium): two pixels, every channel requantised, from int8 windows; copy_s8 gathers a
+  window row;
+- dot_s8_g, dot_s8x2_g, dot_s8x4q_g, dot_s8x4qt_g: the bodies of dot_s8, dot_s8x2 and
+  dot_s8x4q(t) (aot/tir/intrin/arm.py) under names of their own, for one pixel at a time. Each is
+  a static inline function of its own, always inlined (GCC's attribute; not with Helium), so the
+  call site a first layer makes gets its constant run length and weight-row stride, and the
+  pointwise convs' calls of the shared kernels are compiled as before (a second call site of
+  dot_s8x4q, or this body left to gcc's inlining limits, made it stop inlining dot_s8x4q into
+  KWS's pointwise convs on the M4: 9% more instructions there).
+"""
 from __future__ import annotations
 
 from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
@@ -263,6 +271,8 @@ class GConvS8(TensorIntrin):
                "  sh = vldrwq_z_s32(shift + c, pc);",
                "  r = vminq_s32(sh, zero);",
                *["  " + x for x in requant(0) + requant(1)],
+               # (the stores are predicated: gcc 12 takes them for 4-byte stores, copy_s8 says more)
+               '  __asm__ volatile("" : : "r"(y0), "r"(y1) : "memory");',
                "}",
                "return 0;"]
         q = "aot_gconv_s8_requant"
@@ -282,8 +292,12 @@ class GConvS8(TensorIntrin):
 
 @register_intrin
 class CopyS8(TensorIntrin):
-    """One window row gathered for gconv_s8: copy_s8(dst, src, n) copies n bytes; Helium moves
-    16 a step, the last step predicated (a short row is one load and one store)."""
+    """One window row gathered for gconv_s8 and the one-pixel calls: copy_s8(dst, src, n) copies
+    n bytes, with DSP or Helium a 32-bit word at a time (memcpy of 4: one unaligned load and
+    store), then bytes. Not
+    Helium's predicated vector store: arm-none-eabi-gcc 12 takes vstrbq_p for a whole 16-byte
+    store, so the zero-point fill of the bytes it leaves alone was removed as dead (wrong outputs
+    at SAME borders)."""
     name = "copy_s8"
     pointer_args = (0, 1)
     written_args = (0,)
@@ -292,19 +306,24 @@ class CopyS8(TensorIntrin):
     def match(self, loop, acc=None):
         return None, "copy_s8 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
 
-    def variant_for(self, mcpu):
-        return "mve" if DotS8().variant_for(mcpu) == "mve" else "plain"
-
     def signature(self):
         return "int32_t aot_copy_s8(int8_t* dst, const int8_t* src, int32_t n)"
 
     def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
+        return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["string.h"])]
 
     def variants(self):
-        mve = ["for (; n > 0; n -= 16, src += 16, dst += 16) {",
+        tail = ["for (; n > 0; --n, ++src, ++dst) {", "  *dst = *src;", "}", "return 0;"]
+        words = ["for (; n >= 4; n -= 4, src += 4, dst += 4) {", "  memcpy(dst, src, 4);", "}", *tail]
+        # Helium: one predicated vector a step; the empty asm statements that take dst make the
+        # compiler keep the stores before (the padding's fill) and reload what the store wrote
+        # (gcc 12 models vstrbq_p as a store of all 16 lanes: the fill was dropped, its bytes
+        # read as the zeroed lanes)
+        mve = ['__asm__ volatile("" : : "r"(dst) : "memory");',
+               "for (; n > 0; n -= 16, src += 16, dst += 16) {",
                "  mve_pred16_t p = vctp8q((uint32_t)n);",
-               "  vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);",
+               "  int8_t* d = dst;",
+               "  vstrbq_p_s8(d, vldrbq_z_s8(src, p), p);",
+               '  __asm__ volatile("" : : "r"(d) : "memory");',
                "}", "return 0;"]
-        plain = ["for (; n > 0; --n, ++src, ++dst) {", "  *dst = *src;", "}", "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
+        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", words), (None, tail)]
