@@ -251,6 +251,21 @@ def test_each_target_gets_its_schedule_and_info_names_it(mcpu, variant, tmp_path
     assert (f"dot_s8 ({variant})" if variant else "loop nest") in buf.getvalue()
 
 
+@pytest.mark.parametrize("name,mcpu", [("gather_c3_o11_same_s2", "cortex-m4"), ("gather_c3_o11_same_s2", "cortex-m55"),
+                                       ("gather_c1_o6_same_s1", "cortex-m55")])
+def test_info_names_the_gather_schedule(name, mcpu, tmp_path):
+    import aot
+    from aot.cli import main
+    model, _ = CASES[name][0]()
+    variant = "dsp" if mcpu == "cortex-m4" else "mve"
+    tar = tmp_path / "m.tar"
+    tar.write_bytes(aot.compile(model, target=f"c -mcpu={mcpu}").tar)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["info", str(tar)]) == 0
+    assert _expected(name, variant) in buf.getvalue()
+
+
 @tflm
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_microkernel_plain_body_on_the_host_is_bit_exact(name):
