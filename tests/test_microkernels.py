@@ -284,13 +284,22 @@ def test_microkernel_plain_body_on_the_host_is_bit_exact(name):
     _check(aot.compile(model), _feeds(shape, 1), model)
 
 
+ARM_SYSROOT = "/usr/lib/arm-none-eabi"      # newlib's headers, for clang targeting the cores
+CLANG_ARM = ["--target=arm-none-eabi", "-mthumb", "-mfloat-abi=hard", f"--sysroot={ARM_SYSROOT}"]
+
+
 @pytest.mark.parametrize("cc,flags", [("gcc", []), ("clang", []),
                                       ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mfloat-abi=hard"]),
-                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m55", "-mfloat-abi=hard"])])
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m55", "-mfloat-abi=hard"]),
+                                      ("clang", [*CLANG_ARM, "-mcpu=cortex-m4"]),
+                                      ("clang", [*CLANG_ARM, "-mcpu=cortex-m55"])])
 def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
+    import os
     import aot
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed")
+    if "--target=arm-none-eabi" in flags and not os.path.isdir(ARM_SYSROOT):
+        pytest.skip("no arm-none-eabi sysroot for clang")
     mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m55")
     # 3 output channels: a pair and a single call; 9 (per-tensor) and 11 (per-channel): four to a
     # call with their requantisation, then a pair (11), then one single call for the last

@@ -231,7 +231,9 @@ class GConvS8(TensorIntrin):
         return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
 
     def c_source(self):
-        return _REQUANT.replace("aot_gconv_q15_requant", "aot_gconv_s8_requant") + super().c_source()
+        # the scalar requantisation only for the plain body (clang warns of an unused static function)
+        helper = _REQUANT.replace("aot_gconv_q15_requant", "aot_gconv_s8_requant")
+        return "#if !defined(__ARM_FEATURE_MVE)\n" + helper + "#endif\n" + super().c_source()
 
     def variants(self):
         def requant(p):
