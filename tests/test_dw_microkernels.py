@@ -65,6 +65,14 @@ def conv1_model(H, W, O, kh, kw, stride, padding, x_zp=-128, seed=1):
     return mb.finish(inputs=[x], outputs=[y]), (1, H, W, 1)
 
 
+@pytest.fixture(autouse=True)
+def _no_gather(monkeypatch):
+    """A one-channel conv's windows are gathered first on these cores (aot/schedules/arm_gather.py,
+    tested in test_microkernels.py); switched off here so that the broadcast cases test dw_s8."""
+    from aot.schedules import arm_gather
+    monkeypatch.setattr(arm_gather, "gather_nest", lambda *a: (None, None, None))
+
+
 # name -> (model, the variants the rule gives it)
 CASES = {
     # one input channel broadcast to every output channel (a_k = 0), KWS's 10x4 stride-2 window:

@@ -69,7 +69,7 @@ CASES = {
     # a window row of 3 taps x 3 channels is one run of 9 (clipped at the borders)
     "conv3x3_c3_same_s2": (lambda: conv_model(8, 8, 3, 7, 3, 2, "SAME"), {"mve"}),
     "conv3x3_c3_same_s1": (lambda: conv_model(7, 9, 3, 5, 3, 1, "SAME", x_zp=-128), {"mve"}),
-    "conv3x3_c1_same_s1": (lambda: conv_model(6, 7, 1, 5, 3, 1, "SAME"), set()),   # too short a run: tiles
+    "conv3x3_c1_same_s1": (lambda: conv_model(6, 7, 1, 5, 3, 1, "SAME"), {"mve", "dsp"}),   # gathered
     # one channel: the run is a window row's taps alone, clipped at the borders (KWS's first conv)
     "conv5x5_c1_same_s2": (lambda: conv_model(9, 10, 1, 6, 5, 2, "SAME", x_zp=11), {"mve"}),
     # output scale below input x weight scale for some channels: requantisation shifts left there
@@ -78,7 +78,23 @@ CASES = {
     "dense_k33": (lambda: dense_model(1, 33, 9, x_zp=-77), {"mve", "dsp"}),
     "dense_k20_left_shift": (lambda: dense_model(2, 20, 8, x_zp=-128, y_scale=2e-4), {"mve", "dsp"}),  # x2.5
     "dense_k64": (lambda: dense_model(3, 64, 10, x_zp=0), {"mve", "dsp"}),
+    # gathered windows (aot/schedules/arm_gather.py): windows of 9, 27, 25 and 12 bytes (odd
+    # and not a multiple of 4: every DSP tail; less than a Helium vector), 11 and 6 channels
+    # (quads, a pair, a single), SAME borders filled with the zero point, stride 2
+    "gather_c1_o6_same_s1": (lambda: conv_model(7, 9, 1, 6, 3, 1, "SAME", x_zp=-128), {"mve", "dsp"}),
+    "gather_c3_o11_same_s2": (lambda: conv_model(9, 11, 3, 11, 3, 2, "SAME", x_zp=127), {"mve", "dsp"}),
+    "gather_c1_k5_o11_valid_s2": (lambda: conv_model(11, 13, 1, 11, 5, 2, "VALID", x_zp=100), {"mve", "dsp"}),
+    "gather_c3_k2_o6_same_s2": (lambda: conv_model(9, 10, 3, 6, 2, 2, "SAME", x_zp=-5), {"mve", "dsp"}),
 }
+# the cases whose window rows (taps x channels) are shorter than the row kernels want: each
+# pixel's window gathered (aot/schedules/arm_gather.py), with the kernel named per variant: on
+# the DSP two pixels a gconv_q15 call; on Helium rows of 8+ bytes two pixels a gconv_s8 call,
+# shorter ones one pixel a dot_s8x4q call
+_Q, _S8, _DOT = "gconv_q15", "gconv_s8", "dot_s8"
+GATHER = {"conv3x3_c3_same_s2": {"dsp": _Q, "mve": _S8}, "conv3x3_c3_same_s1": {"dsp": _Q, "mve": _S8},
+          "conv3x3_c1_same_s1": {"dsp": _Q, "mve": _DOT}, "conv5x5_c1_same_s2": {"dsp": _Q, "mve": _DOT},
+          "gather_c1_o6_same_s1": {"dsp": _Q, "mve": _DOT}, "gather_c3_o11_same_s2": {"dsp": _Q, "mve": _S8},
+          "gather_c1_k5_o11_valid_s2": {"dsp": _Q, "mve": _DOT}, "gather_c3_k2_o6_same_s2": {"dsp": _Q, "mve": _DOT}}
 BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
 
 
@@ -118,13 +134,24 @@ def conv_add_model(H=6, W=5, C=11, seed=0):
     return mb.finish(inputs=[x], outputs=[z]), (1, H, W, C)
 
 
-# cases another micro-kernel takes on Helium: a one-channel-input conv is dw_s8 with the input
-# broadcast to every output channel (aot/schedules/arm_dw.py), cheaper than dot_s8_rows there
-KERNEL = {"conv5x5_c1_same_s2": "dw_s8"}
-# ... and on the DSP cores: pointwise convs (and fully connected layers of several rows) are pw_s8,
+# on the DSP cores: pointwise convs (and fully connected layers of several rows) are pw_s8,
 # through a q15 scratch (aot/schedules/arm_q15.py; its own cases: tests/test_pw_q15.py)
 DSP_KERNEL = {"conv1x1_c33": "pw_s8", "conv1x1_c7_s2": "pw_s8", "conv1x1_c9_o11_mixed_shifts": "pw_s8",
               "dense_k5": "pw_s8t", "dense_k20_left_shift": "pw_s8t", "dense_k64": "pw_s8t"}
+
+
+def _expected(name, variant):
+    """The schedule `aot info` names for a case on a variant, None where no micro-kernel runs."""
+    if variant in GATHER.get(name, {}):
+        return f"{GATHER[name][variant]} gather ({variant})"
+    if variant not in CASES[name][1]:
+        return None
+    return f"{DSP_KERNEL.get(name, 'dot_s8') if variant == 'dsp' else 'dot_s8'} ({variant})"
+
+
+def _assert_schedule(res, name, variant):
+    got, want = set(_schedules(res).values()), _expected(name, variant)
+    assert got == {want} if want else not any(g and g.endswith(f"({variant})") for g in got), (name, got)
 
 
 def _feeds(shape, n=3):
@@ -233,27 +260,55 @@ def test_each_target_gets_its_schedule_and_info_names_it(mcpu, variant, tmp_path
     assert (f"{kernel} ({variant})" if variant else "loop nest") in buf.getvalue()
 
 
+@pytest.mark.parametrize("name,mcpu", [("gather_c3_o11_same_s2", "cortex-m4"), ("gather_c3_o11_same_s2", "cortex-m55"),
+                                       ("gather_c1_o6_same_s1", "cortex-m55")])
+def test_info_names_the_gather_schedule(name, mcpu, tmp_path):
+    import aot
+    from aot.cli import main
+    model, _ = CASES[name][0]()
+    variant = "dsp" if mcpu == "cortex-m4" else "mve"
+    tar = tmp_path / "m.tar"
+    tar.write_bytes(aot.compile(model, target=f"c -mcpu={mcpu}").tar)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["info", str(tar)]) == 0
+    assert _expected(name, variant) in buf.getvalue()
+
+
 @tflm
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_microkernel_plain_body_on_the_host_is_bit_exact(name):
     """A Cortex-M compile run on the host: the micro-kernel's plain body, under ASan/UBSan; and
     the untensorized loop nest of target "c"."""
     import aot
-    build, variants = CASES[name]
+    build, _ = CASES[name]
     model, shape = build()
     res = aot.compile(model, target="c -mcpu=cortex-m55")
-    assert (set(_schedules(res).values()) == {f"{KERNEL.get(name, 'dot_s8')} (mve)"}) == ("mve" in variants)
+    _assert_schedule(res, name, "mve")
     _check(res, _feeds(shape), model, sanitize=True)
+    if "dsp" in GATHER.get(name, {}):        # the DSP compile's gathered nest, its plain bodies
+        res = aot.compile(model, target="c -mcpu=cortex-m4")
+        _assert_schedule(res, name, "dsp")
+        _check(res, _feeds(shape, 2), model, sanitize=True)
     _check(aot.compile(model), _feeds(shape, 1), model)
+
+
+ARM_SYSROOT = "/usr/lib/arm-none-eabi"      # newlib's headers, for clang targeting the cores
+CLANG_ARM = ["--target=arm-none-eabi", "-mthumb", "-mfloat-abi=hard", f"--sysroot={ARM_SYSROOT}"]
 
 
 @pytest.mark.parametrize("cc,flags", [("gcc", []), ("clang", []),
                                       ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mfloat-abi=hard"]),
-                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m55", "-mfloat-abi=hard"])])
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m55", "-mfloat-abi=hard"]),
+                                      ("clang", [*CLANG_ARM, "-mcpu=cortex-m4"]),
+                                      ("clang", [*CLANG_ARM, "-mcpu=cortex-m55"])])
 def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
+    import os
     import aot
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed")
+    if "--target=arm-none-eabi" in flags and not os.path.isdir(ARM_SYSROOT):
+        pytest.skip("no arm-none-eabi sysroot for clang")
     mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m55")
     # 3 output channels: a pair and a single call; 9 (per-tensor) and 11 (per-channel): four to a
     # call with their requantisation, then a pair (11), then one single call for the last
@@ -261,13 +316,23 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
     run = "xq" if mcpu == "cortex-m55" else "x4q"
     calls = {"conv3x3_c35_same_s2": ("aot_dot_s8x2(&", "aot_dot_s8_rows(&"),
              "dense_k33": (f"aot_dot_s8{run}t(&", "aot_dot_s8(&"),
-             "conv1x1_c9_o11_mixed_shifts": (f"aot_dot_s8{run}(&", "aot_dot_s8x2(&", "aot_dot_s8(&")}
+             "conv1x1_c9_o11_mixed_shifts": (f"aot_dot_s8{run}(&", "aot_dot_s8x2(&", "aot_dot_s8(&"),
+             "gather_c1_k5_o11_valid_s2": ("aot_dot_s8x4q_g(&", "aot_dot_s8x2_g(&", "aot_dot_s8_g(&"),
+             "gather_c1_o6_same_s1": ("aot_dot_s8x4q_g(&", "aot_dot_s8x2_g(&", "_win["),
+             "gather_c3_o11_same_s2": ("aot_gconv_s8(&", "aot_copy_s8(&")}
     if mcpu == "cortex-m4":       # pointwise: pw_s8 (tests/test_pw_q15.py); a window's rows four channels a call
         calls["conv1x1_c9_o11_mixed_shifts"] = ("aot_pw_s8(&",)
         calls["conv3x3_c33_valid_s2"] = ("aot_dot_s8x4q(&",)
-    for name, expected in calls.items():
+    # the gathered windows for the DSP: gconv_q15 (its DSP body for arm-none-eabi-gcc's M4, its
+    # plain body on the host), 11 channels: pairs and a single; an odd row: one pixel twice
+    m4 = {"gather_c1_k5_o11_valid_s2": ("aot_gconv_q15(&", "_win1["),
+          "gather_c3_o11_same_s2": ("aot_gconv_q15(&", "aot_widen_q15(&")}
+    jobs = [(n, e, mcpu) for n, e in calls.items() if mcpu == "cortex-m55" or "gather" not in n]
+    jobs += [(n, e, "cortex-m4") for n, e in m4.items() if mcpu != "cortex-m55" or not flags]
+    for name, expected, cpu in jobs:
         model, _ = CASES[name][0]()
-        res = aot.compile(model, target=f"c -mcpu={mcpu}")
+        res = aot.compile(model, target=f"c -mcpu={cpu}")
+        name = f"{name}_{cpu}"
         with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
             t.extractall(tmp_path / name)
         src = tmp_path / name / "codegen/host/src/default_lib1.c"
@@ -286,11 +351,10 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
 def test_microkernel_on_cortex_m_is_bit_exact(name, board):
     """The DSP body on qemu-cortex-m4, the Helium body on qemu-cortex-m55."""
     import aot
-    build, variants = CASES[name]
+    build, _ = CASES[name]
     model, shape = build()
     res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
-    kernel = KERNEL.get(name, "dot_s8") if BOARDS[board] == "mve" else DSP_KERNEL.get(name, "dot_s8")
-    assert (set(_schedules(res).values()) == {f"{kernel} ({BOARDS[board]})"}) == (BOARDS[board] in variants)
+    _assert_schedule(res, name, BOARDS[board])
     _check(res, _feeds(shape, 2), model, board=board)
 
 
@@ -386,7 +450,7 @@ def test_the_input_offset_folds_into_the_bias(name):
         res = aot.compile(model, target=f"c -mcpu={mcpu}")
         folds[mcpu] = [x for c in res.plan.calls for x in c.func.attrs.get("layouts", {}).values()
                        if isinstance(x, OffsetFold)]
-        dots[mcpu] = set(_schedules(res).values()) == {"dot_s8 (mve)"}
+        dots[mcpu] = set(_schedules(res).values()) <= {"dot_s8 (mve)", "dot_s8 gather (mve)", "gconv_s8 gather (mve)"}
     assert not folds["cortex-m4"]
     assert len(folds["cortex-m55"]) == (dots["cortex-m55"] and name != "dense_k64")
     if not folds["cortex-m55"]:
@@ -396,7 +460,8 @@ def test_the_input_offset_folds_into_the_bias(name):
     w, b = (v.const.astype(np.int64) for v in node.inputs[1:3])
     off = -res.graph.io_quant[("input", 0)][1]
     folded = b + off * w.reshape(len(b), -1).sum(axis=1)
-    if "SAME" in node.attrs.get("padding", "") or "same" in name:
+    gathered = "mve" in GATHER.get(name, {})        # a gathered window is never clipped
+    if ("SAME" in node.attrs.get("padding", "") or "same" in name) and not gathered:
         folded = np.concatenate([folded, b])
     linked = [a for _, a in res.plan.constants if a.dtype == np.int32]
     assert any(np.array_equal(a, folded) for a in linked) and not any(np.array_equal(a, b) for a in linked)

@@ -9,7 +9,8 @@ here that registers its rules; lowering and the renderers do not change.
 from __future__ import annotations
 
 from ..tir.flatten import flatten
-from . import arm_dw, arm_add  # noqa: F401,I001  first: their rules run before arm.py's
+from . import arm_gather  # noqa: F401,I001  registered first: a short-row conv before arm_dw and arm.py
+from . import arm_dw, arm_add  # noqa: F401,I001  then these: their rules run before arm.py's
 from . import arm_q15  # noqa: F401,I001  pointwise convs on DSP cores, before arm.py's dot products
 # arm_float's float tiles run before the Arm rules (which then leave those tiles alone), its
 # multiply-adds after them

@@ -11,9 +11,10 @@ portable body is the replaced loop nest itself (the fallback). Families: arm.py 
 arm_dw.py (dw_s8: a depthwise pixel, requantised, written through its output pointer),
 arm_q15.py (pw_s8: a pointwise conv's pixels through an int16 scratch, requantised, written the same way),
 arm_add.py (add_s8q: a run of TFLite int8 ADD, written through its output pointer), arm_copy.py
-(copy_s8: rows of a byte run, a staged kernel's copy back).
+(copy_s8: rows of a byte run, a staged kernel's copy back or a gathered window row),
+arm_gather.py (a first layer's gathered windows: gconv_q15, gconv_s8, widen_q15).
 """
 from __future__ import annotations
 
-from . import arm, arm_add, arm_copy, arm_dw, arm_q15, arm_quads  # noqa: F401  register the Arm family
+from . import arm, arm_add, arm_copy, arm_dw, arm_gather, arm_q15, arm_quads  # noqa: F401  register the Arm family
 from .base import TensorIntrin, get_intrin, intrin_names, register_intrin  # noqa: F401

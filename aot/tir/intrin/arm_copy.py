@@ -1,9 +1,11 @@
 """Arm micro-kernel for a byte copy: copy_s8(out, a, rows, n, so, sa) copies `rows` runs of n
 bytes, row r from a + r * sa to out + r * so (a staged in-place kernel's copy back from its
-scratch: aot/schedules/inplace_conv.py). Bodies:
+scratch: aot/schedules/inplace_conv.py; a gathered window's row: aot/schedules/arm_gather.py).
+Bodies:
 - Helium (MVE): sixteen bytes a step, a shorter last step predicated (vctp8), instead of the three
   instructions a byte of the scalar loop the C compiler makes of it (it cannot vectorise the
   loop at -O2: the scratch and the output are not restrict);
+- DSP: four bytes a step;
 - plain C: the loops.
 The two runs must not overlap (the rule copies only from a kernel's own scratch).
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from ..expr import Cast, Const, Load, substitute, walk
 from ..simplify import simplify
 from ..stmt import For, Store
-from .arm import _MVE_CPUS, _step, contiguous_in, flat_index
+from .arm import _DSP_CPUS, _MVE_CPUS, _step, contiguous_in, flat_index
 from .base import TensorIntrin, register_intrin
 
 
@@ -65,16 +67,20 @@ class CopyS8(TensorIntrin):
         return base + [rows, _i32(simplify(n))] + steps, None
 
     def variant_for(self, mcpu):
-        return "mve" if mcpu in _MVE_CPUS else "plain"
+        return "mve" if mcpu in _MVE_CPUS else "dsp" if mcpu in _DSP_CPUS else "plain"
 
     def signature(self):
         return "int32_t aot_copy_s8(int8_t* out, const int8_t* a, int32_t rows, int32_t n, int32_t so, int32_t sa)"
 
     def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
+        return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["string.h"])]
 
     def variants(self):
-        mve = ["for (; rows > 0; --rows, out += so, a += sa) {",
+        # the empty asm statements that take the destination keep the stores before a predicated
+        # store (and reload what it wrote): arm-none-eabi-gcc 12 models vstrbq_p as a store of all
+        # 16 lanes, so a gathered window's zero-point fill beside it was dropped as dead
+        mve = ['__asm__ volatile("" : : "r"(out) : "memory");',
+               "for (; rows > 0; --rows, out += so, a += sa) {",
                "  int8_t* o = out;",
                "  const int8_t* i = a;",
                "  int32_t k;",
@@ -84,6 +90,20 @@ class CopyS8(TensorIntrin):
                "  if (k > 0) {",
                "    mve_pred16_t p = vctp8q((uint32_t)k);",
                "    vstrbq_p_s8(o, vldrbq_z_s8(i, p), p);",
+               '    __asm__ volatile("" : : "r"(o) : "memory");',
+               "  }",
+               "}",
+               "return 0;"]
+        # DSP cores: a 32-bit word at a time (memcpy of 4: one unaligned load and store), then bytes
+        dsp = ["for (; rows > 0; --rows, out += so, a += sa) {",
+               "  int8_t* o = out;",
+               "  const int8_t* i = a;",
+               "  int32_t k;",
+               "  for (k = n; k >= 4; k -= 4, o += 4, i += 4) {",
+               "    memcpy(o, i, 4);",
+               "  }",
+               "  for (; k > 0; --k) {",
+               "    *o++ = *i++;",
                "  }",
                "}",
                "return 0;"]
@@ -94,4 +114,4 @@ class CopyS8(TensorIntrin):
                  "  }",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
+        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]

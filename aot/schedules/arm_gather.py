@@ -1,0 +1,359 @@
+"""Cortex-M rule ("arm_cpu" key, first) for an int8 convolution whose window rows are short: the
+first layer of a model, whose input has one or three channels (KWS's 10x4 window on one channel,
+VWW's and ResNet-8's 3x3 on three). A window row there is kw * cin bytes, shorter than the
+vectors and words the dot micro-kernels read, so dot_s8_rows would make one short run per row
+(or none at all). Instead each output pixel's window is gathered into a small local array
+(kh * kw * cin elements, in the OHWI weights' order; a row copied as one run where the input
+holds it as one), the taps in the padding set to what contributes nothing, so that every window
+is whole and the weights are read as one run per channel:
+
+- DSP (cortex-m4/m7/m33): two pixels a gconv_q15 call (aot/tir/intrin/arm_gather.py). The
+  windows are int16 with the input offset added while gathering (widen_q15: four bytes a step;
+  the padding 0), the weights int16 too, widened at compile time (the Q15Rows layout), so the
+  loop is only loads and __smlad: two pixels by four channels a step, every channel requantised
+  inside (per-channel quantisation, the requantisation the whole epilogue);
+- Helium, rows of MVE_PAIRS_BYTES or more: two pixels a gconv_s8 call over int8 windows (the
+  padding the input's zero point, rows copied by copy_s8), the offset folded into the bias
+  (aot/schedules/arm_fold.py's OffsetFold: a gathered window is never clipped), four channels a
+  block requantised as one vector;
+- otherwise (shorter Helium rows, per-tensor quantisation, a fused epilogue): one pixel at a time,
+  its channels as dot_s8x4q calls (four requantised per call, then dot_s8x2 pairs and a single:
+  aot/schedules/arm_pairs.py) under kernels of their own, the offset folded on Helium.
+
+The arrays are C locals of at most MAX_WINDOW elements (the same storage the accumulators use),
+so the workspace does not grow. Recorded as func.attrs["schedule"] = "<kernel> gather (<variant>)".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, transform, walk
+from ..tir.intrin import get_intrin
+from ..tir.intrin.arm import _int8_operand, _step, flat_index
+from ..tir.intrin.arm_gather import GATHERED
+from ..tir.schedule import ScheduleError, tensorize
+from ..tir.simplify import const_value, simplify
+from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs, own_exprs, walk_stmts
+from .arm_fold import OffsetFold, fold_offset
+from .arm_pairs import _find_requant, pair_outputs
+from .nests import accumulation, nests as _nests, staged_compute
+from .registry import register
+
+DOT = "dot_s8"
+WIDEN = "widen_q15"
+COPY = "copy_s8"
+ROW_BYTES = 16      # a window row at least this long is the row micro-kernels' (one vector, four words)
+MVE_PAIRS_BYTES = 8  # Helium: rows this long or longer (up to ROW_BYTES) go two pixels a gconv_s8 call
+                     # (VWW's and ResNet-8's 9-byte rows: 0.48M and 0.39M instructions, 0.53M and 0.47M as
+                     # dot_s8_rows); shorter ones one pixel a dot_s8x4q call (KWS's 4-byte rows: 0.19M,
+                     # about 0.29M as gconv_s8, 0.50M as dw_s8)
+MIN_WINDOW = 8      # a shorter window is not worth a copy and a call per channel group
+MAX_WINDOW = 512    # the local array's bound: a C stack array, not planned workspace
+
+
+def _uses(e, var):
+    return any(x is var for x in walk(e))
+
+
+def _operands(func, red):
+    """(input load, its offset, weight load) of the product acc = acc + x * w, the weight a
+    4-D int8 constant [O, KH, KW, CI] read with one index per dimension; Nones otherwise."""
+    s = red[-1].body
+    none = None, None, None
+    if not (isinstance(s, Store) and isinstance(s.value, Bin) and s.value.op == "+"
+            and isinstance(s.value.b, Bin) and s.value.b.op == "*"):
+        return none
+    (xa, oa), (xb, ob) = _int8_operand(s.value.b.a), _int8_operand(s.value.b.b)
+    if xa is None or xb is None:
+        return none
+    consts = {id(func.params[k]) for k in func.attrs.get("constants", ()) if k < len(func.params)}
+    if id(xa.buffer) in consts and id(xb.buffer) not in consts:
+        (xa, oa), (xb, ob) = (xb, ob), (xa, oa)
+    if id(xb.buffer) not in consts or id(xa.buffer) in consts or ob:
+        return none
+    if len(xb.buffer.shape) != 4 or len(xb.indices) != 4:
+        return none
+    return xa, oa, xb
+
+
+def _taps(red, body):
+    for r in reversed(red):
+        body = r.with_body(body)
+    return body
+
+
+def _row_runs(red, w, x, win, at, run=None):
+    """The copy as one run per window row: where the loops over a row's taps and channels are
+    the weights' last two indices, full-range channels, and the input reads them as one
+    consecutive run (NHWC), the row's clipped taps are one run of taps x channels elements:
+    run(first element of win, first input element (a load), length) copies it (default: a loop
+    of int8 stores); None otherwise."""
+    by_dim, fixed = {}, {}
+    for r in red:
+        dims = [d for d in (1, 2, 3) if _uses(w.indices[d], r.var)]
+        if not dims and const_value(r.extent) == 1 and not _uses_load(x, r.var):
+            fixed[id(r.var)] = r.min            # a loop of one iteration that nothing reads
+            continue
+        if len(dims) != 1 or w.indices[dims[0]] is not r.var or dims[0] in by_dim:
+            return None
+        by_dim[dims[0]] = r
+    CI = w.buffer.shape[3]
+    if 3 not in by_dim and CI == 1 and const_value(w.indices[3]) == 0:      # one channel: no loop over it
+        by_dim[3] = For(Var("k_one", "int32"), 0, 1, None)
+    if len(by_dim) != 3:
+        return None
+    rh, rw, rc = by_dim[1], by_dim[2], by_dim[3]
+    if const_value(rc.min) != 0 or const_value(rc.extent) != CI or \
+            any(_uses(e, v) for e in (rh.min, rh.extent) for v in (rw.var, rc.var)) or \
+            any(_uses(e, v) for e in (rw.min, rw.extent) for v in (rh.var, rc.var)):
+        return None
+    flat = flat_index(x)
+    if (CI > 1 and _step(flat, rc.var) != 1) or _step(flat, rw.var) != CI:
+        return None
+    first = {**fixed, id(rw.var): rw.min, id(rc.var): Const(0, "int32")}
+    src, dst, n = simplify(substitute(flat, first)), simplify(substitute(at, first)), simplify(rw.extent * CI)
+    if run is None:
+        j = Var("k_run", "int32")
+        body = For(j, 0, n, Store(win, simplify(dst + j), Load(x.buffer, (simplify(src + j),))))
+    else:
+        body = run(Load(win, (dst,)), Load(x.buffer, (src,)), n)
+    return rh.with_body(body)
+
+
+def _copy_rows(dst, src, length):
+    """A window row's run as bytes (copy_s8: a predicated vector on Helium)."""
+    one, zero = Const(1, "int32"), Const(0, "int32")
+    return Evaluate(Call(COPY, [dst, src, one, length, zero, zero], "int32"))      # one row
+
+
+def _uses_load(ld, var):
+    return any(_uses(i, var) for i in ld.indices)
+
+
+@dataclass(frozen=True)
+class Q15Rows:
+    """OHWI int8 weights as each output channel's row of int16 values (little-endian, two int8
+    elements each), padded with zeros to `n` values: what gconv_q15 multiplies without widening."""
+    n: int
+
+    def shape(self, shape):
+        return (shape[0], 2 * self.n)
+
+    def apply(self, w: np.ndarray) -> np.ndarray:
+        rows = w.reshape(w.shape[0], -1).astype("<i2")
+        out = np.zeros((w.shape[0], self.n), "<i2")
+        out[:, :rows.shape[1]] = rows
+        return out.view(np.int8).reshape(w.shape[0], 2 * self.n)
+
+
+def _fresh_copy(red, x, w, at, sub, win, off, n):
+    """The copy of one pixel's window (the pixel loop's variable replaced as `sub` says) into
+    win, its loops with variables of their own: as int16 with the input offset added (the
+    padding 0), or (an int8 win) as the bytes themselves (the padding the zero point)."""
+    q15 = win.dtype == "int16"
+    m = dict(sub)
+    loops = []
+    for r in red:
+        v = Var(r.var.name, r.var.dtype)
+        loops.append(For(v, substitute(r.min, m), substitute(r.extent, m), None))
+        m[id(r.var)] = v
+    x2 = Load(x.buffer, tuple(substitute(i, m) for i in x.indices))
+    w2 = Load(w.buffer, tuple(substitute(i, m) for i in w.indices))
+    at2 = simplify(substitute(at, m))
+
+    def widen(ld):
+        return Cast("int16", Bin("+", Cast("int32", ld), Const(off, "int32"))) if q15 else ld
+
+    def run(dst, src, length):           # a row's run widened four bytes a step (widen_q15)
+        return Evaluate(Call(WIDEN, [dst, src, length, Const(off, "int32")], "int32"))
+    copy = _row_runs(loops, w2, x2, win, at2, run if q15 else _copy_rows) or _taps(loops, Store(win, at2, widen(x2)))
+    taps = loops[0].extent
+    for r in loops[1:]:
+        taps = taps * r.extent
+    taps = simplify(taps)
+    parts = [copy]
+    row = int(np.prod(w.buffer.shape[1:]))
+    if const_value(taps) != row:
+        k = Var("k_pad", "int32")
+        fill = For(k, 0, row, Store(win, k, Const(0 if q15 else -off, win.dtype)))
+        if const_value(taps) is None:
+            fill = IfThenElse(Bin("!=", taps, Const(row, taps.dtype)), fill)
+        parts.insert(0, fill)
+    if n > row:
+        parts.append(Store(win, Const(row, "int32"), Const(0, "int16")))
+    return Seq(parts)
+
+
+def _pixel_pairs(func, loops, red, acc, x, off, w, store, variant):
+    """The nest as calls of two pixels along the innermost pixel loop at a time (an odd last
+    one twice), every channel requantised inside: on the DSP gconv_q15, each pixel's window
+    gathered as int16 with the offset added, the weights widened at compile time (Q15Rows); on
+    Helium gconv_s8, int8 windows (the padding the zero point) and the offset folded into the
+    bias (OffsetFold). None where the epilogue is not exactly a per-channel requantisation
+    stored channel after channel, or there is no pixel loop."""
+    oc = loops[-1]
+    node, parts = _find_requant(store.value, acc, oc.var)
+    if node is None or node.key() != store.value.key() or isinstance(parts[1], int) or len(loops) < 2:
+        return None
+    if _step(store.index, oc.var) != 1:
+        return None
+    pw = loops[-2]
+    E = const_value(pw.extent)
+    if E is None or const_value(pw.min) != 0 or E < 2:
+        return None
+    params = {id(b): k for k, b in enumerate(func.params)}
+    kw = params.get(id(w.buffer))
+    if kw is None or kw in func.attrs.get("layouts", {}):
+        return None
+    O, KH, KW, CI = w.buffer.shape
+    row = KH * KW * CI
+    bias, mult, shift, zp, lo, hi = parts
+    q15 = variant == "dsp"
+    if q15:
+        n = row + row % 2
+        layouts = {kw: Q15Rows(n)}
+        wq = Buffer(w.buffer.name, "int8", layouts[kw].shape(w.buffer.shape), w.buffer.scope)
+        wfirst = Load(wq, (Const(0, "int32"), Const(0, "int32")))
+    else:
+        n, wq = row, w.buffer
+        kb = params.get(id(bias.buffer))
+        if kb is None or kb not in func.attrs.get("constants", ()) or kb in func.attrs.get("layouts", {}) \
+                or kw not in func.attrs.get("constants", ()) or len(bias.buffer.shape) != 1:
+            return None
+        layouts = {kb: OffsetFold((kw,), tuple(w.buffer.shape), off, False)} if off else {}
+        wfirst = Load(wq, tuple(Const(0, "int32") for _ in w.buffer.shape))
+    first = {id(oc.var): Const(0, oc.var.dtype)}
+
+    def base(ld):
+        return Load(ld.buffer, tuple(simplify(substitute(i, first)) for i in ld.indices))
+    at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
+    wins = [Buffer(acc.name + f"_win{j}", "int16" if q15 else "int8", (n,), "local") for j in range(2)]
+
+    def pixel_pair(p0, p1):
+        subs = [{id(pw.var): p} for p in (p0, p1)]
+        outs = [Load(store.buffer, (simplify(substitute(substitute(store.index, first), sb)),)) for sb in subs]
+        same = p1 is p0
+        copies = [_fresh_copy(red, x, w, at, subs[0], wins[0], off, n)]
+        if not same:
+            copies.append(_fresh_copy(red, x, w, at, subs[1], wins[1], off, n))
+        a1 = Load(wins[0] if same else wins[1], (Const(0, "int32"),))
+        scale = [substitute(base(ld), subs[0]) for ld in (bias, mult, shift)]
+        call = Call("gconv_q15" if q15 else "gconv_s8", [Load(wins[0], (Const(0, "int32"),)), a1, wfirst,
+                                  Const(n, "int32"), Const(O, "int32"), *scale, Const(zp, "int32"), Const(lo, "int32"),
+                                  Const(hi, "int32"), outs[0], outs[1] if not same else outs[0]], "int32")
+        body = Seq(copies + [Evaluate(call)])
+        return Allocate(wins[0], Allocate(wins[1], body) if not same else body)
+    v = Var(pw.var.name + "_pair", pw.var.dtype)
+    body = [For(v, 0, E // 2, pixel_pair(v * 2, v * 2 + 1))]
+    if E % 2:
+        last = Const(E - 1, pw.var.dtype)
+        body.append(pixel_pair(last, last))
+    s = Seq(body)
+    for lp in reversed(loops[:-2]):
+        s = lp.with_body(s)
+    new_params = [wq if k == kw else b for k, b in enumerate(func.params)]
+    return s, new_params, layouts
+
+
+def _own_name(e):
+    """A dot call under the gathered kernels' own names (aot/tir/intrin/arm_gather.py)."""
+    if isinstance(e, Call) and e.fn in GATHERED:
+        return Call(GATHERED[e.fn], [transform(a, _own_name) for a in e.args], e.dtype)
+    return None
+
+
+def gather_nest(func, nest, variant):
+    """(nest with each output pixel's window gathered and its channels on dot calls, func's
+    params with the Helium fold's bias, the layouts it adds); Nones where the rule does not
+    apply."""
+    none = None, None, None
+    found = accumulation(nest)
+    if not found or found[2].dtype != "int32" or not found[1]:
+        return none
+    loops, red, acc = found
+    x, off, w = _operands(func, red)
+    if x is None or not (-128 <= -off <= 127):
+        return none
+    O, KH, KW, CI = w.buffer.shape
+    row = KH * KW * CI
+    oc = loops[-1]
+    # (one window row is one run already: dot_s8's)
+    short = KW * CI < ROW_BYTES
+    if KH == 1 or not short or not (MIN_WINDOW <= row <= MAX_WINDOW) or w.indices[0] is not oc.var \
+            or const_value(oc.min) != 0 or const_value(oc.extent) != O:
+        return none
+    pixels = [lp.var for lp in loops]
+    if any(_uses(i, v) for i in w.indices[1:] for v in pixels) or any(_uses(i, oc.var) for i in x.indices) \
+            or any(_uses(e, oc.var) for r in red for e in (r.min, r.extent)):
+        return none
+    x_ = nest
+    while isinstance(x_, For):
+        x_ = x_.body
+    init, _, store = x_.body.stmts
+    got = _pixel_pairs(func, loops, red, acc, x, off, w, store, variant) \
+        if variant == "dsp" or KW * CI >= MVE_PAIRS_BYTES else None
+    if got is not None:
+        return got
+    win = Buffer(acc.name + "_win", "int8", (row,), "local")
+    # the copy: the original window loops (clipped at the borders), each tap to its OHWI place
+    at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
+    copy = _row_runs(red, w, x, win, at, _copy_rows) or _taps(red, Store(win, at, x))
+    taps = red[0].extent
+    for r in red[1:]:
+        taps = taps * r.extent
+    taps = simplify(taps)
+    parts = [copy]
+    if const_value(taps) != row:          # a clipped window: the padding's taps hold the zero point
+        k = Var("k_pad", "int32")
+        fill = For(k, 0, row, Store(win, k, Const(-off, "int8")))
+        if const_value(taps) is None:
+            fill = IfThenElse(Bin("!=", taps, Const(row, taps.dtype)), fill)
+        parts.insert(0, fill)
+    # the compute: the channels over the gathered run, read with the weights' own indices
+    k1, k2, k3 = Var("kh", "int32"), Var("kw", "int32"), Var("kc", "int32")
+    a = Cast("int32", Load(win, (simplify(k1 * (KW * CI) + k2 * CI + k3),)))
+    if off:
+        a = Bin("+", a, Const(off, "int32"))
+    prod = Bin("*", a, Cast("int32", Load(w.buffer, (oc.var, k1, k2, k3))))
+    body = Store(acc, init.index, Bin("+", Load(acc, (init.index,)), prod))
+    compute = oc.with_body(Allocate(acc, Seq([init, For(k1, 0, KH, For(k2, 0, KW, For(k3, 0, CI, body))), store])))
+    try:
+        compute = tensorize(compute, k1, DOT)
+    except ScheduleError:
+        return none
+    params, folds = func.params, {}
+    if variant == "mve":
+        params, compute, folds = fold_offset(func, compute)
+    compute = pair_outputs(compute, quads=True) or compute
+    compute = map_exprs(compute, lambda e: transform(e, _own_name))
+    s = Allocate(win, Seq(parts + [compute]))
+    for lp in reversed(loops[:-1]):
+        s = lp.with_body(s)
+    return s, params, folds
+
+
+@register("arm_cpu", first=True)
+def gather_windows(func, target):
+    variant = get_intrin(DOT).variant_for(target.mcpu)
+    if variant == "plain" or "schedule" in func.attrs:
+        return func
+    tops = _nests(func.body)
+    if len(tops) != 1:
+        return func
+    nest, put_back = staged_compute(tops[0])
+    if nest is None:
+        return func
+    got, params, folds = gather_nest(func, nest, variant)
+    if got is None:
+        return func
+    calls = {e.fn for st in walk_stmts(got) for e in own_exprs(st) for e in walk(e) if isinstance(e, Call)}
+    kernel = next((k for k in ("gconv_q15", "gconv_s8") if k in calls), DOT)
+    attrs = dict(func.attrs, schedule=f"{kernel} gather ({variant})")
+    if folds:
+        attrs["layouts"] = {**func.attrs.get("layouts", {}), **folds}
+    return func.with_body(Seq([put_back(got)]), list(params), attrs=attrs)
+
+
+gather_windows.wants_target = True

@@ -1,0 +1,292 @@
+"""Micro-kernels over gathered windows (aot/schedules/arm_gather.py): a first layer's output
+pixels, each pixel's window copied into a local array.
+
+- gconv_q15 (DSP): two pixels, every channel requantised, from int16 windows and int16 weights;
+  widen_q15 gathers a window row into int16 with the input offset added;
+- gconv_s8 (Helium): two pixels, every channel requantised, from int8 windows; copy_s8 gathers a
+  window row;
+- dot_s8_g, dot_s8x2_g, dot_s8x4q_g, dot_s8x4qt_g: the bodies of dot_s8, dot_s8x2 and
+  dot_s8x4q(t) (aot/tir/intrin/arm.py) under names of their own, for one pixel at a time. Each is
+  a static inline function of its own, always inlined (GCC's attribute; not with Helium), so the
+  call site a first layer makes gets its constant run length and weight-row stride, and the
+  pointwise convs' calls of the shared kernels are compiled as before (a second call site of
+  dot_s8x4q, or this body left to gcc's inlining limits, made it stop inlining dot_s8x4q into
+  KWS's pointwise convs on the M4: 9% more instructions there).
+"""
+from __future__ import annotations
+
+from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
+from ..expr import Const
+from .base import TensorIntrin, register_intrin
+
+SUFFIX = "_g"
+
+
+def _c_source(self):
+    """Always inlined where GCC's attribute is understood, except with Helium (there gcc's own
+    choice is 7% fewer instructions on KWS's first layer): on the M4 gcc's unit-growth limit
+    otherwise spends the budget on this function and stops inlining dot_s8x4q into the
+    pointwise convs."""
+    head, rest = super(type(self), self).c_source().split("\n", 1)
+    base = self.name[:-len(SUFFIX)]
+    head = head.replace(f" aot_{base}(", f" aot_{self.name}(", 1)       # (dot_s8's signature names itself)
+    forced = head.replace("static inline ", "static inline __attribute__((always_inline)) ", 1)
+    return "\n".join(["#if defined(__GNUC__) && !defined(__ARM_FEATURE_MVE)", forced, "#else", head, "#endif", rest])
+
+
+def _named(base):
+    return type(base.__name__ + "Gather", (base,), {
+        "c_source": _c_source,
+        "name": base.name + SUFFIX,
+        "__doc__": f"{base.name} over a gathered window (a call site of its own).",
+        "match": lambda self, loop, acc: (None, f"{self.name} is put in place of {base.name} calls, not a loop"),
+    })
+
+
+GATHERED = {b.name: register_intrin(_named(b)).name for b in (DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT)}
+
+
+_REQUANT = """static inline int8_t aot_gconv_q15_requant(int32_t x, int32_t mult, int32_t shift, int32_t zp, int32_t lo,
+                                            int32_t hi) {
+  int64_t ab;
+  int32_t e, mask;
+  x = (int32_t)((uint32_t)x << (shift > 0 ? shift : 0));
+  ab = (int64_t)x * (int64_t)mult;
+  x = (x == mult && x == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);
+  e = shift > 0 ? 0 : -shift;
+  mask = (int32_t)(((uint32_t)1 << e) - 1u);
+  x = (x >> e) + ((x & mask) > ((mask >> 1) + (x < 0)));
+  x += zp;
+  return (int8_t)(x < lo ? lo : (x > hi ? hi : x));
+}
+"""
+
+
+@register_intrin
+class GConvQ15(TensorIntrin):
+    """Two output pixels of a gathered conv, every channel requantised (the DSP extension's SIMD32):
+    gconv_q15(a0, a1, w, n, channels, bias, mult, shift, zp, lo, hi, y0, y1). a0 and a1 are the
+    pixels' windows as n int16 values with the input offset already added (n even: a pad value
+    0); w holds each channel's weights as n little-endian int16 (2n bytes a channel, the pad
+    weight 0), widened at compile time. Each __smlad multiplies two taps of one pixel by two of
+    one channel: two pixels by two channels per step, so every 32-bit load serves two products
+    and no value is widened in the loop. y0[c] and y1[c] get TFLite's per-channel
+    requantisation of the sums (bias, MultiplyByQuantizedMultiplier, zero point, clamp). The
+    same pixel twice (a1 == a0, y1 == y0: an odd row's last) stores the same bytes twice."""
+    name = "gconv_q15"
+    pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
+    written_args = (11, 12)
+
+    def last_offsets(self, args):
+        n, c = args[3], args[4]
+        one = Const(1, "int32")
+        two = Const(2, "int32")
+        return [(0, n - one), (1, n - one), (2, c * n * two - one)] + [(k, c - one) for k in (5, 6, 7, 11, 12)]
+
+    def match(self, loop, acc=None):
+        return None, "gconv_q15 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
+
+    def signature(self):
+        return ("int32_t aot_gconv_q15(const int16_t* a0, const int16_t* a1, const int8_t* w, int32_t n, "
+                "int32_t channels, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t zp, "
+                "int32_t lo, int32_t hi, int8_t* y0, int8_t* y1)")
+
+    def includes(self):
+        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
+
+    def c_source(self):
+        return _REQUANT + super().c_source()
+
+    def variants(self):
+        q = "aot_gconv_q15_requant"
+
+        def out(y, s, c):
+            return f"{y}[{c}] = {q}({s} + bias[{c}], mult[{c}], shift[{c}], zp, lo, hi);"
+        def step(pixels, chans, second=False):
+            ka, kw = ("k + 2", "2 * k + 4") if second else ("k", "2 * k")
+            x = [f"memcpy(&x{p}, a{p} + {ka}, 4);" for p in range(pixels)]
+            x += [f"memcpy(&v{j}, w{j} + {kw}, 4);" for j in range(chans)]
+            return x + [f"s{p}{j} = __smlad((int32_t)x{p}, (int32_t)v{j}, s{p}{j});"
+                        for p in range(pixels) for j in range(chans)]
+
+        def block(pixels, chans):
+            """The loop over the window for `pixels` pixels and `chans` channels: two taps a
+            step, two steps an iteration (n even; a last single step when n % 4 is 2)."""
+            sums = ", ".join(f"s{p}{j} = 0" for p in range(pixels) for j in range(chans))
+            lines = [f"int32_t {sums};", "uint32_t " + ", ".join(
+                [f"x{p}" for p in range(pixels)] + [f"v{j}" for j in range(chans)]) + ";",
+                "const int8_t* w0 = w;"] + [f"const int8_t* w{j} = w + {2 * j} * n;" for j in range(1, chans)]
+            if pixels * chans >= 8:          # eight sums: one step an iteration (two spill on the M4)
+                lines += ["for (k = 0; k < n; k += 2) {", *["  " + x for x in step(pixels, chans)], "}"]
+            else:
+                lines += ["for (k = 0; k + 4 <= n; k += 4) {", *["  " + x for x in step(pixels, chans)],
+                          *["  " + x for x in step(pixels, chans, True)], "}",
+                          "if (k < n) {", *["  " + x for x in step(pixels, chans)], "}"]
+            for j in range(chans):
+                c = f"c + {j}" if j else "c"
+                for p in range(pixels):
+                    lines.append(out(f"y{p}", f"s{p}{j}", c))
+                if pixels == 1:
+                    lines.append(f"y1[{c}] = y0[{c}];")
+            return lines
+
+        def loops(pixels):
+            return ["for (c = 0; c + 3 < channels; c += 4, w += 8 * n) {", *["  " + x for x in block(pixels, 4)], "}",
+                    "for (; c + 1 < channels; c += 2, w += 4 * n) {", *["  " + x for x in block(pixels, 2)], "}",
+                    "if (c < channels) {", *["  " + x for x in block(pixels, 1)], "}"]
+        # the same pixel twice (an odd row's last): one pixel's sums, stored to both outputs
+        dsp = ["int32_t c = 0, k;",
+               "if (a1 == a0) {", *["  " + x for x in loops(1)], "  return 0;", "}",
+               *loops(2),
+               "return 0;"]
+        plain = ["int32_t c, k;",
+                 "for (c = 0; c < channels; ++c, w += 2 * n) {",
+                 "  int32_t s0 = 0, s1 = 0;",
+                 "  for (k = 0; k < n; ++k) {",
+                 "    int32_t v = (int32_t)(int16_t)(uint16_t)((uint32_t)(uint8_t)w[2 * k]"
+                 " | ((uint32_t)(uint8_t)w[2 * k + 1] << 8));",
+                 "    s0 += (int32_t)a0[k] * v;",
+                 "    s1 += (int32_t)a1[k] * v;",
+                 "  }",
+                 "  " + out("y0", "s0", "c"), "  " + out("y1", "s1", "c"),
+                 "}",
+                 "return 0;"]
+        return [("__ARM_FEATURE_DSP", dsp), (None, plain)]
+
+
+@register_intrin
+class WidenQ15(TensorIntrin):
+    """One window row gathered for gconv_q15: widen_q15(dst, src, n, off) stores (int16)(src[k] +
+    off) to dst[k] for k < n. The DSP body widens four bytes a step: sxtab16 adds the offset to
+    bytes 0 and 2, and (rotated) 1 and 3, and two halfword packs put them back in order."""
+    name = "widen_q15"
+    pointer_args = (0, 1)
+    written_args = (0,)
+    extent_arg = 2
+
+    def match(self, loop, acc=None):
+        return None, "widen_q15 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
+
+    def signature(self):
+        return "int32_t aot_widen_q15(int16_t* dst, const int8_t* src, int32_t n, int32_t off)"
+
+    def includes(self):
+        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
+
+    def variants(self):
+        tail = ["for (; n > 0; --n, ++src, ++dst) {", "  *dst = (int16_t)((int32_t)*src + off);", "}", "return 0;"]
+        dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "uint32_t x, lo, hi;",
+               "int32_t e, o;",
+               "for (; n >= 4; n -= 4, src += 4, dst += 4) {",
+               "  memcpy(&x, src, 4);",
+               "  e = __sxtab16(off2, (int32_t)x);",                                     # bytes 0, 2
+               '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(o) : "r"(off2), "r"(x));',  # bytes 1, 3
+               "  lo = ((uint32_t)e & 0xFFFFu) | ((uint32_t)o << 16);",                    # (0, 1): pkhbt
+               "  hi = ((uint32_t)o & 0xFFFF0000u) | ((uint32_t)e >> 16);",                # (2, 3): pkhtb
+               "  memcpy(dst, &lo, 4);",
+               "  memcpy(dst + 2, &hi, 4);",
+               "}", *tail]
+        return [("__ARM_FEATURE_DSP", dsp), (None, tail)]
+
+
+@register_intrin
+class GConvS8(TensorIntrin):
+    """Two output pixels of a gathered conv on Helium, every channel requantised:
+    gconv_s8(a0, a1, w, n, channels, bias, mult, shift, zp, lo, hi, y0, y1). a0 and a1 are the
+    pixels' int8 windows (n bytes, the padding holding the input's zero point), w the OHWI int8
+    weights (n bytes a channel), bias with the input offset x weight-row sum already folded in
+    (aot/schedules/arm_fold.py's OffsetFold): the sums are plain int8 dot products. Four channels
+    a block: each 16-byte step loads the two windows' vectors once and each weight vector once
+    for both pixels (eight vmladavaq), the tail predicated; then the block's four sums of each
+    pixel are requantised as one vector (as dot_s8x4q does) and stored four bytes at once, a last
+    block of fewer channels predicated (its missing weight rows read as the last real one)."""
+    name = "gconv_s8"
+    pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
+    written_args = (11, 12)
+
+    def last_offsets(self, args):
+        n, c = args[3], args[4]
+        one = Const(1, "int32")
+        return [(0, n - one), (1, n - one), (2, c * n - one)] + [(k, c - one) for k in (5, 6, 7, 11, 12)]
+
+    def match(self, loop, acc=None):
+        return None, "gconv_s8 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "mve" if DotS8().variant_for(mcpu) == "mve" else "plain"
+
+    def signature(self):
+        return ("int32_t aot_gconv_s8(const int8_t* a0, const int8_t* a1, const int8_t* w, int32_t n, "
+                "int32_t channels, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t zp, "
+                "int32_t lo, int32_t hi, int8_t* y0, int8_t* y1)")
+
+    def includes(self):
+        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
+
+    def c_source(self):
+        # the scalar requantisation only for the plain body (clang warns of an unused static function)
+        helper = _REQUANT.replace("aot_gconv_q15_requant", "aot_gconv_s8_requant")
+        return "#if !defined(__ARM_FEATURE_MVE)\n" + helper + "#endif\n" + super().c_source()
+
+    def variants(self):
+        def requant(p):
+            return [f"v = vdupq_n_s32(s{p}0);",
+                    *[f"v = vsetq_lane_s32(s{p}{j}, v, {j});" for j in range(1, 4)],
+                    "v = vaddq_s32(v, vb);",
+                    "v = vshlq_s32(v, vmaxq_s32(sh, zero));",
+                    "v = vqrdmulhq_s32(v, vm);",
+                    # a rounding shift right by -r rounds half up; minus one first on a negative
+                    # value rounds half away from zero (r is 0 or negative: its sign bit picks them)
+                    "v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, r), 31)), r);",
+                    "v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
+                    f"vstrbq_p_s32(y{p} + c, v, pc);"]
+        mve = ["int32_t c, k;",
+               "int32x4_t v, vb, vm, sh, r, zero = vdupq_n_s32(0);",
+               "for (c = 0; c < channels; c += 4) {",
+               "  int32_t m = channels - c;",
+               "  mve_pred16_t pc = vctp32q((uint32_t)m);",
+               "  const int8_t* w0 = w + c * n;",
+               "  const int8_t* w1 = w0 + (m > 1 ? n : 0);",
+               "  const int8_t* w2 = w0 + (m > 2 ? 2 * n : 0);",
+               "  const int8_t* w3 = w0 + (m > 3 ? 3 * n : 0);",
+               "  int32_t s00 = 0, s01 = 0, s02 = 0, s03 = 0, s10 = 0, s11 = 0, s12 = 0, s13 = 0;",
+               # two channels a pass over the windows: four sums accumulate at a time (eight
+               # spill: vmladavaq wants even registers)
+               *[x for pair in ((0, 1), (2, 3)) for x in (
+                   "  for (k = 0; k < n; k += 16) {",
+                   "    mve_pred16_t p = vctp8q((uint32_t)(n - k));",
+                   "    int8x16_t x0 = vldrbq_z_s8(a0 + k, p);",
+                   "    int8x16_t x1 = vldrbq_z_s8(a1 + k, p);",
+                   *[f"    int8x16_t v{j} = vldrbq_z_s8(w{j} + k, p);\n"
+                     f"    s0{j} = vmladavaq_s8(s0{j}, x0, v{j});\n"
+                     f"    s1{j} = vmladavaq_s8(s1{j}, x1, v{j});" for j in pair],
+                   "  }")],
+               "  vb = vldrwq_z_s32(bias + c, pc);",
+               "  vm = vldrwq_z_s32(mult + c, pc);",
+               "  sh = vldrwq_z_s32(shift + c, pc);",
+               "  r = vminq_s32(sh, zero);",
+               *["  " + x for x in requant(0) + requant(1)],
+               # (the stores are predicated: gcc 12 takes them for 4-byte stores, copy_s8 says more)
+               '  __asm__ volatile("" : : "r"(y0), "r"(y1) : "memory");',
+               "}",
+               "return 0;"]
+        q = "aot_gconv_s8_requant"
+        plain = ["int32_t c, k;",
+                 "for (c = 0; c < channels; ++c, w += n) {",
+                 "  int32_t s0 = 0, s1 = 0;",
+                 "  for (k = 0; k < n; ++k) {",
+                 "    s0 += (int32_t)a0[k] * (int32_t)w[k];",
+                 "    s1 += (int32_t)a1[k] * (int32_t)w[k];",
+                 "  }",
+                 f"  y0[c] = {q}(s0 + bias[c], mult[c], shift[c], zp, lo, hi);",
+                 f"  y1[c] = {q}(s1 + bias[c], mult[c], shift[c], zp, lo, hi);",
+                 "}",
+                 "return 0;"]
+        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
