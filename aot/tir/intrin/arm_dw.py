@@ -110,6 +110,22 @@ class DwS8(TensorIntrin):
                 (1, (kh - one) * a_row + (kw - one) * a_col + last_c * a_k),
                 (2, (kh - one) * b_row + (kw - one) * b_col + last_c)]
 
+    def ordered_accesses(self, args):
+        """What one call touches, in an order every body keeps, for aot/tir/inplace.py's replay:
+        (steps, [(kind, argument, [(extent, stride), ...], stride per step)]). Step k is channel
+        k: it reads a's window of channel k (a + k*a_k + r*a_row + s*a_col for r < kh, s < kw),
+        b's, bias[k], mult[k] and shift[k], then writes out[k]. The bodies take channels in
+        groups (4 DSP lanes, 8 Helium lanes, scalar tails) in increasing order and store a
+        group after reading all of it, so a read of channel j comes before the write of channel
+        k whenever j <= k, and no other pair of them is ordered. None when a_k is neither 0 nor
+        1 (every body reads consecutive channels, or one for all)."""
+        c, kh, kw, a_row, a_col, b_row, b_col, a_k = args[6:14]
+        if const_value(a_k) not in (0, 1):
+            return None
+        one = _i32(1)
+        return c, [("read", 1, ((kh, a_row), (kw, a_col)), a_k), ("read", 2, ((kh, b_row), (kw, b_col)), one),
+                   ("read", 3, (), one), ("read", 4, (), one), ("read", 5, (), one), ("write", 0, (), one)]
+
     def match(self, loop, acc=None):
         """loop (the output channels of one pixel) around: acc = 0; the window's loops
         accumulating ((int32)a + off) * (int32)b; out[..] = requant(acc). Every operand moves by
