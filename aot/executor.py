@@ -23,7 +23,7 @@ from .tir.legalize import legalize
 from .tir.stmt import PrimFunc
 from .tir.inplace import writes_over, writes_over_in_order, writes_over_staged
 from .schedules.arm_dw import staging_block
-from .schedules.inplace_conv import stage_in_place
+from .schedules.inplace_conv import stage_in_place, stage_rows
 from .tir.verify import AccessReport, verify_accesses
 
 
@@ -219,6 +219,8 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             if staged:
                 func = staged[0]
             plain, func = func, legalize(schedule(func, target))
+            if staged and staged[4] and not writes_over_in_order(func, [func.params[staged[1]]], func.params[len(params)]):
+                func = legalize(flatten(plain))      # the schedule of a kernel staged by rows, re-proven, or its proven nest
             if not staged and step in worth_shrinking:
                 func, shrunk = _shrunk_in_place(func, plain, params, g, step, lives, len(kernels),
                                                 set(in_index) | set(out_root))
@@ -260,7 +262,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 func = func.with_body(func.body, attrs=dict(func.attrs, launch=(grid, block)))
                 calls.append(DeviceLaunch(func, args, tuple(grid), tuple(block)))
             elif staged:
-                _, over, nbytes, inside = staged
+                _, over, nbytes, inside, _ = staged
                 scratch = _Scratch(f"{fname} scratch", nbytes)
                 intervals[id(scratch)] = [step, step, scratch]
                 args.append(Arg("workspace", id(scratch), func.params[-1].dtype, size=nbytes))
@@ -453,16 +455,22 @@ def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=(1, 
                 or lives[id(r)].interval(n_kernels)[1] != step \
                 or sum(x is not None and alias_root(x) is r for x in params) != 1:
             continue
+        proven = []       # (scratch elements, staged func, delta, proven in program order)
         got = stage_in_place(func, k, len(params), block=block[0], min_block=block[1])
-        if got is None:
-            continue
-        staged, n = got
-        inb, outb = staged.params[k], staged.params[len(params)]
-        # a wider output holds its input at its end (delta elements in)
-        delta = None if inb.size == outb.size else outb.size - inb.size
-        if writes_over_staged(staged, [inb], outb, delta):
-            size = dtype_bytes_table[outb.dtype]
-            return staged, k, n * size, (delta or 0) * size
+        if got is not None:
+            staged, n = got
+            inb, outb = staged.params[k], staged.params[len(params)]
+            # a wider output holds its input at its end (delta elements in)
+            delta = None if inb.size == outb.size else outb.size - inb.size
+            if writes_over_staged(staged, [inb], outb, delta):
+                proven.append((n, staged, delta, False))
+        got = stage_rows(func, k, len(params))      # a ring of rows, when smaller than the blocks
+        if got is not None and writes_over_in_order(got[0], [got[0].params[k]], got[0].params[len(params)], 0):
+            proven.insert(0, (got[1], got[0], None, True))
+        if proven:
+            n, staged, delta, in_order = min(proven, key=lambda c: c[0])
+            size = dtype_bytes_table[staged.params[len(params)].dtype]
+            return staged, k, n * size, (delta or 0) * size, in_order
     return None
 
 
