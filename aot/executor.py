@@ -219,8 +219,9 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             if staged:
                 func = staged[0]
             plain, func = func, legalize(schedule(func, target))
-            if staged and staged[4] and not writes_over_in_order(func, [func.params[staged[1]]], func.params[len(params)]):
-                func = legalize(flatten(plain))      # the schedule of a kernel staged by rows, re-proven, or its proven nest
+            if staged and staged[4] and not writes_over_in_order(func, [func.params[staged[1]]],
+                                                                 func.params[len(params)]):
+                func = legalize(flatten(plain))      # staged by rows: its schedule re-proven, else its proven nest
             if not staged and step in worth_shrinking:
                 func, shrunk = _shrunk_in_place(func, plain, params, g, step, lives, len(kernels),
                                                 set(in_index) | set(out_root))
@@ -441,9 +442,10 @@ def _shrunk_in_place(func, plain, params, g, step, lives, n_kernels, io_ids):
 
 
 def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=(1, 1)):
-    """(func staged to write over an input that dies here, that input's index, scratch bytes)
-    when aot/schedules/inplace_conv.py can stage the kernel and aot/tir/inplace.py proves the
-    staged kernel safe; else None."""
+    """(func staged to write over an input that dies here, that input's index, scratch bytes,
+    bytes the input lies into the output, whether staged by rows) when aot/schedules/inplace_conv.py
+    can stage the kernel and aot/tir/inplace.py proves the staged kernel safe (the smaller
+    scratch of the two stagings); else None."""
     if len(g.outputs) != 1 or id(alias_root(g.outputs[0])) in io_ids:
         return None
     out = alias_root(g.outputs[0])

@@ -13,7 +13,8 @@ core with neither extension keeps the other rules.
 A depthwise conv staged to write over its input (aot/schedules/inplace_conv.py, issue 16) is
 staged STAGE_BLOCK channels at a time on these cores (staging_block, which the executor asks):
 the call then covers a pixel's block of channels, computed into the scratch, before the block
-is copied back. One channel at a time would leave the micro-kernel nothing to run along.
+is copied back. One channel at a time would leave the micro-kernel nothing to run along. One
+staged by rows (stage_rows: a ring of rows copied back a row behind) has every channel per call.
 """
 from __future__ import annotations
 

@@ -7,6 +7,11 @@ scratch buffer and then copies it over the same slice of the output: the output 
 share the input's storage when the input dies at the kernel. The executor asks for this
 only for such an input, and keeps it only when aot/tir/inplace.py's writes_over_staged proves
 it; the scratch is a trailing parameter that the executor plans in the workspace.
+
+A conv whose input rows are read only near the output row (a 3x3 depthwise conv at stride 1)
+can instead be staged by rows (stage_rows): a ring of a few output rows, each copied back over
+the input once no later row reads what it lands on, proven by writes_over_in_order; the
+executor takes whichever proven staging has the smaller scratch.
 """
 from __future__ import annotations
 
