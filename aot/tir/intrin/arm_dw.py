@@ -89,6 +89,24 @@ def _taps(load_a, load_b):
             "    }"]
 
 
+def _tap4(pad):
+    """The DSP body's step over one window tap for channels k .. k+3: a word of each operand,
+    widened to int16 lanes (the input offset added), each lane's product accumulated."""
+    return [pad + x for x in (
+        "memcpy(&xa, pa, 4);",
+        "memcpy(&xb, pb, 4);",
+        "ea = __sxtab16(off2, (int32_t)xa);",           # channels 0, 2
+        "oa = aot_dw_s8_odd(off2, xa);",                # channels 1, 3
+        "eb = __sxtb16((int32_t)xb);",
+        "ob = aot_dw_s8_odd0(xb);",
+        "a0 = __smlabb(ea, eb, a0);",
+        "a2 = __smlatt(ea, eb, a2);",
+        "a1 = __smlabb(oa, ob, a1);",
+        "a3 = __smlatt(oa, ob, a3);",
+        "pa += a_col;",
+        "pb += b_col;")]
+
+
 # the DSP body's four accumulators of channels k .. k+3, requantised and stored
 _requant4 = [f"  out[{i}] = (int8_t)aot_dw_s8_requant(a{j}, mult[{i}], shift[{i}], zp, lo, hi);"
              for j, i in enumerate(("k", "k + 1", "k + 2", "k + 3"))]
@@ -328,19 +346,14 @@ class DwS8(TensorIntrin):
                "  for (r = 0; r < kh; ++r) {",
                "    const int8_t* pa = a + r * a_row + k;",
                "    const int8_t* pb = b + r * b_row + k;",
-               "    for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
-               "      uint32_t xa, xb;",
-               "      int32_t ea, oa, eb, ob;",
-               "      memcpy(&xa, pa, 4);",
-               "      memcpy(&xb, pb, 4);",
-               "      ea = __sxtab16(off2, (int32_t)xa);",                            # channels 0, 2
-               "      oa = aot_dw_s8_odd(off2, xa);",                                # channels 1, 3
-               "      eb = __sxtb16((int32_t)xb);",
-               "      ob = aot_dw_s8_odd0(xb);",
-               "      a0 = __smlabb(ea, eb, a0);",
-               "      a2 = __smlatt(ea, eb, a2);",
-               "      a1 = __smlabb(oa, ob, a1);",
-               "      a3 = __smlatt(oa, ob, a3);",
+               "    uint32_t xa, xb;",
+               "    int32_t ea, oa, eb, ob;",
+               "    if (kw == 3) {",                               # a 3-wide window's row unrolled
+               *[line for _ in range(3) for line in _tap4("      ")],
+               "    } else {",
+               "      for (s = 0; s < kw; ++s) {",
+               *_tap4("        "),
+               "      }",
                "    }",
                "  }",
                *_requant4,
