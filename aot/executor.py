@@ -468,7 +468,7 @@ def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=(1, 
                 proven.append((n, staged, delta, False))
         got = stage_rows(func, k, len(params))      # a ring of rows, when smaller than the blocks
         if got is not None and writes_over_in_order(got[0], [got[0].params[k]], got[0].params[len(params)], 0):
-            proven.insert(0, (got[1], got[0], None, True))
+            proven.append((got[1], got[0], None, True))
         if proven:
             n, staged, delta, in_order = min(proven, key=lambda c: c[0])
             size = dtype_bytes_table[staged.params[len(params)].dtype]

@@ -203,3 +203,44 @@ def test_dw_in_place_on_cortex_m_is_bit_exact(board):
     for k, feed in enumerate(feeds):
         np.testing.assert_array_equal(aot.run(res, {x: feed}, board=board)[out],
                                       aot.run(plain, {x: feed}, board=board)[out], err_msg=f"input {k}")
+
+
+def float_dw_net(H, W, C, seed=7):
+    """float32 TFLite (NHWC): two 3x3 SAME depthwise convs of C channels, then a 1x1 conv to 4."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    t = x = mb.tensor("x", [1, H, W, C], "float32")
+    for k in range(2):
+        w = mb.tensor(f"w{k}", [1, 3, 3, C], "float32", data=(rng.standard_normal((1, 3, 3, C)) * 0.3))
+        b = mb.tensor(f"b{k}", [C], "float32", data=rng.standard_normal(C) * 0.1)
+        y = mb.tensor(f"y{k}", [1, H, W, C], "float32")
+        mb.op("DEPTHWISE_CONV_2D", [t, w, b], [y], padding="SAME", stride_h=1, stride_w=1, depth_multiplier=1,
+              fused_activation_function="RELU" if k else "NONE")
+        t = y
+    w = mb.tensor("wp", [4, 1, 1, C], "float32", data=rng.standard_normal((4, 1, 1, C)) * 0.3)
+    b = mb.tensor("bp", [4], "float32", data=np.zeros(4))
+    y = mb.tensor("y", [1, H, W, 4], "float32")
+    mb.op("CONV_2D", [t, w, b], [y], padding="SAME", stride_h=1, stride_w=1, fused_activation_function="NONE")
+    return mb.finish(inputs=[x], outputs=[y]), (1, H, W, C)
+
+
+@tflm
+def test_a_float_depthwise_conv_is_staged_by_rows_too():
+    """The float NHWC conv on the host (plain C): a ring of 2 * 6 * 8 floats where a plane takes
+    20 * 6; against TFLM, the workspace exact under ASan. (An NCHW conv's outer loop is its
+    channels: a ring of one plane, no smaller than planes, so planes stay.)"""
+    import aot
+    from tflm_oracle import run_tflm
+    model, shape = float_dw_net(20, 6, 8)
+    res = aot.compile(model, target="c")
+    rows = [c for c in res.plan.calls if getattr(c, "staged_over", None) is not None
+            and c.func.params[-1].name.endswith("_rows")]
+    assert [c.scratch_bytes for c in rows] == [2 * 6 * 8 * 4]
+    feed = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    got = aot.run(res, {res.graph.inputs[0].name: feed}, sanitize=True)[res.graph.output_names[0]]
+    np.testing.assert_allclose(got, run_tflm(model, [feed])[0], rtol=1e-4, atol=1e-5)
+    feeds = {res.graph.inputs[0].name: feed}
+    rc, err = _run_with_workspace_bytes(res.tar, feeds, res.plan.workspace_size)
+    assert rc == 0, err[-2000:]
+    rc, err = _run_with_workspace_bytes(res.tar, feeds, res.plan.workspace_size - 1)
+    assert rc != 0 and "global-buffer-overflow" in err
