@@ -23,7 +23,7 @@ from .tir.legalize import legalize
 from .tir.stmt import PrimFunc
 from .tir.inplace import writes_over, writes_over_in_order, writes_over_staged
 from .schedules.arm_dw import staging_block
-from .schedules.inplace_conv import stage_in_place
+from .schedules.inplace_conv import stage_in_place, stage_rows
 from .tir.verify import AccessReport, verify_accesses
 
 
@@ -219,6 +219,9 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             if staged:
                 func = staged[0]
             plain, func = func, legalize(schedule(func, target))
+            if staged and staged[4] and not writes_over_in_order(func, [func.params[staged[1]]],
+                                                                 func.params[len(params)]):
+                func = legalize(flatten(plain))      # staged by rows: its schedule re-proven, else its proven nest
             if not staged and step in worth_shrinking:
                 func, shrunk = _shrunk_in_place(func, plain, params, g, step, lives, len(kernels),
                                                 set(in_index) | set(out_root))
@@ -263,7 +266,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             elif staged or func.attrs.get("scratch"):
                 # the staging's scratch, or the schedule's own (its last parameter: in place of the
                 # staging's where the schedule took that over, aot/schedules/arm_q15.py)
-                _, over, nbytes, inside = staged or (None, None, 0, 0)
+                _, over, nbytes, inside, _ = staged or (None, None, 0, 0, None)
                 nbytes = func.attrs.get("scratch", nbytes)
                 scratch = _Scratch(f"{fname} scratch", nbytes)
                 intervals[id(scratch)] = [step, step, scratch]
@@ -444,9 +447,10 @@ def _shrunk_in_place(func, plain, params, g, step, lives, n_kernels, io_ids):
 
 
 def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=(1, 1)):
-    """(func staged to write over an input that dies here, that input's index, scratch bytes)
-    when aot/schedules/inplace_conv.py can stage the kernel and aot/tir/inplace.py proves the
-    staged kernel safe; else None."""
+    """(func staged to write over an input that dies here, that input's index, scratch bytes,
+    bytes the input lies into the output, whether staged by rows) when aot/schedules/inplace_conv.py
+    can stage the kernel and aot/tir/inplace.py proves the staged kernel safe (the smaller
+    scratch of the two stagings); else None."""
     if len(g.outputs) != 1 or id(alias_root(g.outputs[0])) in io_ids:
         return None
     out = alias_root(g.outputs[0])
@@ -458,16 +462,22 @@ def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=(1, 
                 or lives[id(r)].interval(n_kernels)[1] != step \
                 or sum(x is not None and alias_root(x) is r for x in params) != 1:
             continue
+        proven = []       # (scratch elements, staged func, delta, proven in program order)
         got = stage_in_place(func, k, len(params), block=block[0], min_block=block[1])
-        if got is None:
-            continue
-        staged, n = got
-        inb, outb = staged.params[k], staged.params[len(params)]
-        # a wider output holds its input at its end (delta elements in)
-        delta = None if inb.size == outb.size else outb.size - inb.size
-        if writes_over_staged(staged, [inb], outb, delta):
-            size = dtype_bytes_table[outb.dtype]
-            return staged, k, n * size, (delta or 0) * size
+        if got is not None:
+            staged, n = got
+            inb, outb = staged.params[k], staged.params[len(params)]
+            # a wider output holds its input at its end (delta elements in)
+            delta = None if inb.size == outb.size else outb.size - inb.size
+            if writes_over_staged(staged, [inb], outb, delta):
+                proven.append((n, staged, delta, False))
+        got = stage_rows(func, k, len(params))      # a ring of rows, when smaller than the blocks
+        if got is not None and writes_over_in_order(got[0], [got[0].params[k]], got[0].params[len(params)], 0):
+            proven.append((got[1], got[0], None, True))
+        if proven:
+            n, staged, delta, in_order = min(proven, key=lambda c: c[0])
+            size = dtype_bytes_table[staged.params[len(params)].dtype]
+            return staged, k, n * size, (delta or 0) * size, in_order
     return None
 
 

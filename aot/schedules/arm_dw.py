@@ -13,7 +13,8 @@ core with neither extension keeps the other rules.
 A depthwise conv staged to write over its input (aot/schedules/inplace_conv.py, issue 16) is
 staged STAGE_BLOCK channels at a time on these cores (staging_block, which the executor asks):
 the call then covers a pixel's block of channels, computed into the scratch, before the block
-is copied back. One channel at a time would leave the micro-kernel nothing to run along.
+is copied back. One channel at a time would leave the micro-kernel nothing to run along. One
+staged by rows (stage_rows: a ring of rows copied back a row behind) has every channel per call.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from ..tir.intrin.arm import _int8_operand, _step, flat_index
 from ..tir.schedule import ScheduleError, pack_layout, tensorize
 from ..tir.simplify import const_value, linear_form
 from ..tir.stmt import Seq, Store
-from .nests import accumulation, nests as _nests, staged_compute
+from .nests import accumulation, map_staged_parts, nests as _nests, staged_compute
 from .registry import register
 
 DW = "dw_s8"
@@ -41,14 +42,36 @@ def staging_block(target):
     return (1, 1) if variant == "plain" else (STAGE_BLOCK, 2 if variant == "mve" else 4)
 
 
-def _compute_nest(body):
-    """(the accumulation nest, a function putting its replacement back) for a kernel of one
-    nest, staged or not (nests.staged_compute)."""
+def _compute_nests(body):
+    """(the accumulation nests, a function putting their replacements back) for a kernel of one
+    nest, staged or not (nests.staged_compute), or staged by rows (aot/schedules/inplace_conv.py
+    stage_rows: loops around [the first rows, the rows computed and copied back, the last
+    copies], each part's compute tensorized); ([], None) for other shapes."""
     tops = _nests(body)
     if len(tops) != 1:
-        return None, None
+        return [], None
     nest, put_back = staged_compute(tops[0])
-    return nest, (lambda new: Seq([put_back(new)]))
+    if nest is not None:
+        return [nest], (lambda new: Seq([put_back(new[0])]))
+
+    def compute(p):
+        inner, put = staged_compute(p)
+        return (inner, put) if inner is not None and accumulation(inner) else (None, None)
+    found = []
+
+    def collect(p, loops):
+        inner = compute(p)[0]
+        if inner is None:
+            return None
+        found.append(inner)
+        return p
+    if map_staged_parts(tops[0], collect) is None:
+        return [], None
+
+    def rebuild(new):
+        it = iter(new)
+        return Seq([map_staged_parts(tops[0], lambda p, loops: compute(p)[1](next(it)) if compute(p)[0] else None)])
+    return found, rebuild
 
 
 def _operands(red):
@@ -100,8 +123,8 @@ def tensorize_depthwise(func, target):
     variant = it.variant_for(target.mcpu)
     if variant == "plain" or "schedule" in func.attrs:
         return func
-    nest, _ = _compute_nest(func.body)
-    found = accumulation(nest) if nest is not None else None
+    computes, _ = _compute_nests(func.body)
+    found = accumulation(computes[0]) if computes else None
     if not found or found[2].dtype != "int32" or not found[1] or len(_operands(found[1])) != 2:
         return func
     loops, red, _ = found
@@ -111,13 +134,12 @@ def tensorize_depthwise(func, target):
     packed = _pack_weights(func, chan, red)
     if packed is None:
         return func
-    nest, rebuild = _compute_nest(packed.body)
-    chan = accumulation(nest)[0][-1]
+    computes, rebuild = _compute_nests(packed.body)
     try:
-        body = tensorize(nest, chan.var, DW)
+        body = rebuild([tensorize(nest, accumulation(nest)[0][-1].var, DW) for nest in computes])
     except ScheduleError:
         return func
-    return packed.with_body(rebuild(body), attrs=dict(packed.attrs, schedule=f"{DW} ({variant})"))
+    return packed.with_body(body, attrs=dict(packed.attrs, schedule=f"{DW} ({variant})"))
 
 
 tensorize_depthwise.wants_target = True

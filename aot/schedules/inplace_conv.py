@@ -7,6 +7,11 @@ scratch buffer and then copies it over the same slice of the output: the output 
 share the input's storage when the input dies at the kernel. The executor asks for this
 only for such an input, and keeps it only when aot/tir/inplace.py's writes_over_staged proves
 it; the scratch is a trailing parameter that the executor plans in the workspace.
+
+A conv whose input rows are read only near the output row (a 3x3 depthwise conv at stride 1)
+can instead be staged by rows (stage_rows): a ring of a few output rows, each copied back over
+the input once no later row reads what it lands on, proven by writes_over_in_order; the
+executor takes whichever proven staging has the smaller scratch.
 """
 from __future__ import annotations
 
@@ -115,3 +120,107 @@ def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1
     for lp in reversed([lp for lp in loops if lp not in keep] + outer):
         staged = For(lp.var, lp.min, lp.extent, staged)
     return func.with_body(staged, params=list(func.params) + [scratch]), n
+
+
+def _fresh(s, mapping, tag):
+    """s with every loop it holds given a variable of its own (a second copy of a nest)."""
+    if isinstance(s, For):
+        v = Var(s.var.name + tag, s.var.dtype)
+        inner = {**mapping, id(s.var): v}
+        return For(v, substitute(s.min, mapping), substitute(s.extent, mapping), _fresh(s.body, inner, tag), s.kind)
+    if isinstance(s, Seq):
+        return Seq([_fresh(x, mapping, tag) for x in s.stmts])
+    if isinstance(s, Allocate):
+        return Allocate(s.buffer, _fresh(s.body, mapping, tag))
+    return _subst_stmt(s, mapping)
+
+
+def stage_rows(func, in_param: int, out_param: int, lag=None):
+    """(func computing its output a row at a time into a ring of k + 1 rows, each output row
+    copied back over the input k rows later, with the ring appended to its parameters, the
+    ring's element count), or None. k is how far below an output row the input rows it reads
+    reach (a 3x3 stride-1 conv padded by one: 1), so the copy-back of output row y - k lands on
+    input row y - k once no later output row reads it: the scratch is k + 1 rows where staging
+    by channel blocks needs whole planes. The kernel must be one accumulation nest whose
+    outermost loop of more than one iteration runs over the output's rows, input and output of
+    one shape; aot/tir/inplace.py's writes_over_in_order is the proof (the executor asks it).
+    lag: copy back this many rows behind instead, unchecked (the tests build unsafe schedules)."""
+    from ..tir.simplify import bounds, from_linear, linear_form, loop_ranges
+    tops = nests(func.body)
+    found = accumulation(tops[0]) if len(tops) == 1 else None
+    if not found:
+        return None
+    loops, red, acc = found
+    inb, outb = func.params[in_param], func.params[out_param]
+    if inb.shape != outb.shape or inb.dtype != outb.dtype:
+        return None
+    if any(const_value(lp.min) != 0 or const_value(lp.extent) is None or lp.kind != "serial" for lp in loops):
+        return None
+    keep = [k for k, lp in enumerate(loops) if const_value(lp.extent) > 1]
+    if len(keep) < 2:
+        return None
+    row, inner = loops[keep[0]], loops[keep[0] + 1:]
+    init, reduce_, store = loops[-1].body.body.stmts
+    if store.buffer is not outb:
+        return None
+    fixed = {id(x.var): x.min for x in walk_stmts(tops[0]) if isinstance(x, For) and const_value(x.extent) == 1
+             and const_value(x.min) is not None}
+    out_c = coords((store.index,), outb.shape, fixed)
+    dims = [d for d, e in enumerate(out_c or ()) if e is row.var]
+    if len(dims) != 1:
+        return None
+    d, R = dims[0], const_value(row.extent)
+    ranges = {}
+    for lp in loops + red:
+        ranges = loop_ranges(ranges, lp)
+    given, lag = lag, 0
+    for s in walk_stmts(tops[0]):
+        for top in own_exprs(s):
+            for e in walk(top):
+                if isinstance(e, Load) and e.buffer is inb:
+                    c = coords(e.indices, inb.shape, fixed)
+                    form = linear_form(c[d]) if c is not None else None
+                    if form is None:
+                        return None
+                    own = [k for a, k in form[0].values() if isinstance(a, Var) and a is row.var]
+                    rest = from_linear({key: t for key, t in form[0].items() if t[0] is not row.var}, form[1],
+                                       c[d].dtype)
+                    span = bounds(rest, ranges)
+                    if own != [1] or span is None:
+                        return None
+                    lag = max(lag, -span[0])
+    lag = lag if given is None else given
+    width = math.prod(const_value(lp.extent) for lp in inner)
+    n = (lag + 1) * width
+    if lag + 1 >= R or n * MAX_SCRATCH_SHARE > outb.size:
+        return None
+    scratch = Buffer(f"{outb.name}_rows", outb.dtype, (n,))
+
+    def slot(r, vars_):
+        idx = (r % Const(lag + 1, "int32")) if lag else Const(0, "int32")
+        for v, lp in zip(vars_, inner):
+            idx = idx * const_value(lp.extent) + v
+        return idx
+
+    compute = Allocate(acc, Seq([init, reduce_, Store(scratch, slot(row.var, [lp.var for lp in inner]), store.value)]))
+    for lp in reversed(inner):
+        compute = For(lp.var, lp.min, lp.extent, compute, lp.kind)
+
+    def copy(r, tag):
+        fresh = [Var(lp.var.name + tag, lp.var.dtype) for lp in inner]
+        at = {id(lp.var): v for lp, v in zip(inner, fresh)}
+        at[id(row.var)] = r
+        back = Store(outb, substitute(store.index, at), Load(scratch, slot(r, fresh)))
+        for lp, v in zip(reversed(inner), reversed(fresh)):
+            back = For(v, lp.min, lp.extent, back)
+        return back
+    k = Const(lag, "int32")
+    parts = [For(row.var, k, Const(R - lag, "int32"), Seq([compute, copy(row.var - k, "_w")]))]
+    if lag:
+        first, last = Var(row.var.name + "_p", row.var.dtype), Var(row.var.name + "_e", row.var.dtype)
+        parts.insert(0, For(first, Const(0, "int32"), k, _fresh(_subst_stmt(compute, {id(row.var): first}), {}, "_p")))
+        parts.append(For(last, Const(R - lag, "int32"), k, copy(last, "_e")))
+    body = Seq(parts)
+    for lp in reversed(loops[:keep[0]]):
+        body = For(lp.var, lp.min, lp.extent, body, lp.kind)
+    return func.with_body(body, params=list(func.params) + [scratch]), n

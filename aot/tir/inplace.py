@@ -342,6 +342,15 @@ def _flat(indices, shape, env):
     return flat
 
 
+def _ordered(call):
+    """(steps, accesses) of a micro-kernel call whose intrinsic describes them, else None."""
+    from .expr import Call
+    from .intrin import get_intrin
+    it = get_intrin(call.fn) if isinstance(call, Call) else None
+    describe = getattr(it, "ordered_accesses", None)
+    return describe(call.args) if describe is not None else None
+
+
 def writes_over_in_order(func, in_bufs, out_buf, offset=0) -> bool:
     """May out_buf lie `offset` elements into the storage of in_bufs (one input and its views)
     when the output is no larger than the input (a depthwise conv with stride 2 writing its
@@ -353,12 +362,16 @@ def writes_over_in_order(func, in_bufs, out_buf, offset=0) -> bool:
     (reads under a condition counted as executed, which only adds reads). It holds when the
     output is never read and every input element is read for the last time before the first
     store that lands on it. Loops must be serial (no parallel or thread-bound loop), their bounds
-    bounded, indices only loop arithmetic, and the input may not be passed to a micro-kernel by
-    pointer."""
+    bounded, indices only loop arithmetic. A micro-kernel called for what it writes (an Evaluate)
+    may take the input or the output by pointer when its intrinsic describes what it touches
+    (ordered_accesses: dw_s8): its steps are replayed one after another, step k's reads at
+    2k and its writes at 2k + 1 of the call's program counters, so a read counts as before a
+    write of the same call only when the intrinsic orders them so; any other micro-kernel
+    taking the input or output by pointer is refused."""
     import numpy as np
     from .expr import Call, TENSOR_INTRINSICS
     from .simplify import bounds, loop_ranges
-    from .stmt import Allocate, Barrier, For, IfThenElse, Seq
+    from .stmt import Allocate, Barrier, Evaluate, For, IfThenElse, Seq
     targets = {id(b) for b in in_bufs}
     if not in_bufs or any(b.dtype != out_buf.dtype or b.size != in_bufs[0].size for b in in_bufs) \
             or not 0 <= offset <= in_bufs[0].size - out_buf.size:
@@ -382,7 +395,58 @@ def writes_over_in_order(func, in_bufs, out_buf, offset=0) -> bool:
             return None if None in parts else 1 + sum(parts)
         if isinstance(s, (Store, Barrier)):
             return 2
+        if isinstance(s, Evaluate):
+            got = _ordered(s.call)
+            n = bounds(got[0], ranges) if got is not None else None
+            return None if n is None else 2 * max(n[1], 0) + 1
         return None
+
+    def call(c, env, pc, mask):
+        """A micro-kernel's accesses (its intrinsic's ordered_accesses) enumerated over its steps
+        and the extents of each run, under the enclosing loops."""
+        got = _ordered(c)
+        if got is None:
+            return False
+        steps, touched = got
+        described = {j for _, j, _, _ in touched}
+        for j, a in enumerate(c.args):       # scalar arguments, and pointers not described: no input or output
+            if j not in described and any(isinstance(x, Load) and (id(x.buffer) in targets or x.buffer is out_buf)
+                                          for x in walk(a)):
+                return False
+        for kind, j, runs, step_stride in touched:
+            ld = c.args[j]
+            if not isinstance(ld, Load) or any(isinstance(x, Load) and (id(x.buffer) in targets or x.buffer is out_buf)
+                                               for i in ld.indices for x in walk(i)):
+                return False
+            if id(ld.buffer) not in targets and ld.buffer is not out_buf:
+                continue
+            if (kind == "read") == (ld.buffer is out_buf):
+                return False      # the output read, or the input written
+            base = _flat(ld.indices, ld.buffer.shape, env)
+            vals = [_eval_index(x, env) for x in (steps, step_stride, *(x for run in runs for x in run))]
+            if base is None or any(v is None for v in vals):
+                return False
+            n, stride, *rest = vals
+            extra = 1 + len(runs)
+
+            def lift(v):
+                return np.reshape(v, np.shape(v) + (1,) * extra)
+
+            def along(v, axis):
+                return v.reshape(tuple(-1 if d == axis else 1 for d in range(extra)))
+            k = along(np.arange(max(int(np.max(n)), 0), dtype=np.int64), 0)
+            addr, m = lift(base) + k * lift(stride), lift(mask) & (k < lift(n))
+            for d in range(len(runs)):
+                ext, st = rest[2 * d], rest[2 * d + 1]
+                i = along(np.arange(max(int(np.max(ext)), 0), dtype=np.int64), d + 1)
+                addr, m = addr + i * lift(st), m & (i < lift(ext))
+            at = lift(pc) + 2 * k + (kind == "write")
+            addr, at, m = np.broadcast_arrays(addr, at, m)
+            (reads if kind == "read" else writes).append((addr[m], at[m]))
+            count[0] += int(np.count_nonzero(m))
+            if count[0] > MAX_REPLAYED:
+                return False
+        return True
 
     def accesses(top, env, pc, mask):
         for e in walk(top):
@@ -445,6 +509,8 @@ def writes_over_in_order(func, in_bufs, out_buf, offset=0) -> bool:
             elif id(s.buffer) in targets:
                 return False
             return count[0] <= MAX_REPLAYED
+        if isinstance(s, Evaluate):
+            return call(s.call, env, pc, mask)
         return isinstance(s, Barrier)
 
     if span(func.body, {}) is None or not run(func.body, {}, np.int64(0), np.bool_(True), {}) or not writes:

@@ -89,6 +89,24 @@ def _taps(load_a, load_b):
             "    }"]
 
 
+def _tap4(pad):
+    """The DSP body's step over one window tap for channels k .. k+3: a word of each operand,
+    widened to int16 lanes (the input offset added), each lane's product accumulated."""
+    return [pad + x for x in (
+        "memcpy(&xa, pa, 4);",
+        "memcpy(&xb, pb, 4);",
+        "ea = __sxtab16(off2, (int32_t)xa);",           # channels 0, 2
+        "oa = aot_dw_s8_odd(off2, xa);",                # channels 1, 3
+        "eb = __sxtb16((int32_t)xb);",
+        "ob = aot_dw_s8_odd0(xb);",
+        "a0 = __smlabb(ea, eb, a0);",
+        "a2 = __smlatt(ea, eb, a2);",
+        "a1 = __smlabb(oa, ob, a1);",
+        "a3 = __smlatt(oa, ob, a3);",
+        "pa += a_col;",
+        "pb += b_col;")]
+
+
 # the DSP body's four accumulators of channels k .. k+3, requantised and stored
 _requant4 = [f"  out[{i}] = (int8_t)aot_dw_s8_requant(a{j}, mult[{i}], shift[{i}], zp, lo, hi);"
              for j, i in enumerate(("k", "k + 1", "k + 2", "k + 3"))]
@@ -109,6 +127,22 @@ class DwS8(TensorIntrin):
         return [(0, last_c), (3, last_c), (4, last_c), (5, last_c),
                 (1, (kh - one) * a_row + (kw - one) * a_col + last_c * a_k),
                 (2, (kh - one) * b_row + (kw - one) * b_col + last_c)]
+
+    def ordered_accesses(self, args):
+        """What one call touches, in an order every body keeps, for aot/tir/inplace.py's replay:
+        (steps, [(kind, argument, [(extent, stride), ...], stride per step)]). Step k is channel
+        k: it reads a's window of channel k (a + k*a_k + r*a_row + s*a_col for r < kh, s < kw),
+        b's, bias[k], mult[k] and shift[k], then writes out[k]. The bodies take channels in
+        groups (4 DSP lanes, 8 Helium lanes, scalar tails) in increasing order and store a
+        group after reading all of it, so a read of channel j comes before the write of channel
+        k whenever j <= k, and no other pair of them is ordered. None when a_k is neither 0 nor
+        1 (every body reads consecutive channels, or one for all)."""
+        c, kh, kw, a_row, a_col, b_row, b_col, a_k = args[6:14]
+        if const_value(a_k) not in (0, 1):
+            return None
+        one = _i32(1)
+        return c, [("read", 1, ((kh, a_row), (kw, a_col)), a_k), ("read", 2, ((kh, b_row), (kw, b_col)), one),
+                   ("read", 3, (), one), ("read", 4, (), one), ("read", 5, (), one), ("write", 0, (), one)]
 
     def match(self, loop, acc=None):
         """loop (the output channels of one pixel) around: acc = 0; the window's loops
@@ -312,19 +346,14 @@ class DwS8(TensorIntrin):
                "  for (r = 0; r < kh; ++r) {",
                "    const int8_t* pa = a + r * a_row + k;",
                "    const int8_t* pb = b + r * b_row + k;",
-               "    for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
-               "      uint32_t xa, xb;",
-               "      int32_t ea, oa, eb, ob;",
-               "      memcpy(&xa, pa, 4);",
-               "      memcpy(&xb, pb, 4);",
-               "      ea = __sxtab16(off2, (int32_t)xa);",                            # channels 0, 2
-               "      oa = aot_dw_s8_odd(off2, xa);",                                # channels 1, 3
-               "      eb = __sxtb16((int32_t)xb);",
-               "      ob = aot_dw_s8_odd0(xb);",
-               "      a0 = __smlabb(ea, eb, a0);",
-               "      a2 = __smlatt(ea, eb, a2);",
-               "      a1 = __smlabb(oa, ob, a1);",
-               "      a3 = __smlatt(oa, ob, a3);",
+               "    uint32_t xa, xb;",
+               "    int32_t ea, oa, eb, ob;",
+               "    if (kw == 3) {",                               # a 3-wide window's row unrolled
+               *[line for _ in range(3) for line in _tap4("      ")],
+               "    } else {",
+               "      for (s = 0; s < kw; ++s) {",
+               *_tap4("        "),
+               "      }",
                "    }",
                "  }",
                *_requant4,
