@@ -72,7 +72,7 @@ ADDS = {
     "add_c7_broadcast": lambda: add_model(2, 5, 7, broadcast=True),     # a broadcast operand: per run
 }
 FUSED = {
-    "conv_add_c5_w5": lambda: conv_add_model(3, 5, 5),
+    "conv_add_c7_w5": lambda: conv_add_model(3, 5, 7),      # 21-byte window rows: not a gathered first layer
     "conv_add_c17_w17_conv_first": lambda: conv_add_model(2, 17, 17, conv_first=True, act="NONE"),
     "conv_add_c8_w5_per_tensor": lambda: conv_add_model(3, 5, 8, per_channel=False),
     "conv_add_c12_w5_saturating": lambda: conv_add_model(3, 5, 12, z_scale=0.004, act="NONE"),
@@ -182,7 +182,7 @@ def test_the_in_place_proof_refuses_an_add_call_at_another_index():
 def test_add_kernels_compile_warning_free(cc, flags, tmp_path):
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed")
-    for name, build in [("add", ADDS["add_c5_w17"]), ("fused", FUSED["conv_add_c5_w5"])]:
+    for name, build in [("add", ADDS["add_c5_w17"]), ("fused", FUSED["conv_add_c7_w5"])]:
         res = _compile(build()[0], "c -mcpu=cortex-m55")
         with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
             t.extractall(tmp_path / name)

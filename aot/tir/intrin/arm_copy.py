@@ -12,7 +12,7 @@ The two runs must not overlap (the rule copies only from a kernel's own scratch)
 from __future__ import annotations
 
 from ..expr import Cast, Const, Load, substitute, walk
-from ..simplify import simplify
+from ..simplify import const_value, simplify
 from ..stmt import For, Store
 from .arm import _DSP_CPUS, _MVE_CPUS, _step, contiguous_in, flat_index
 from .base import TensorIntrin, register_intrin
@@ -33,6 +33,19 @@ class CopyS8(TensorIntrin):
         rows, n, so, sa = args[2], args[3], args[4], args[5]
         one = Const(1, rows.dtype)
         return [(0, (rows - one) * so + n - one), (1, (rows - one) * sa + n - one)]
+
+    def ordered_accesses(self, args):
+        """What one call touches, in an order every body keeps, for aot/tir/inplace.py's replay
+        (a row-staged kernel's copy back lands on its input): element k of the run read at step
+        k, then written. Every body copies in increasing order and stores a group (16 bytes, 4, 1)
+        after reading it, so a read of element j comes before the write of element k whenever
+        j <= k. Only for one run (one row, or rows end to end in both operands); else None."""
+        rows, n, so, sa = args[2:6]
+        r, m = const_value(rows), const_value(n)
+        if not (r == 1 or (m is not None and const_value(so) == m and const_value(sa) == m)):
+            return None
+        one = Const(1, "int32")
+        return rows * n, [("read", 1, (), one), ("write", 0, (), one)]
 
     def match(self, loop, acc=None):
         """loop around one run of out[i] = a[j] (both one consecutive run of bytes under it), or
