@@ -328,7 +328,7 @@ def _host_blocks(func, size, blocked):
         except ScheduleError:
             n += 1
             continue
-        body = vectorize(_Swap(nest, s).visit(func.body), mi)
+        body = vectorize(_Swap(nest, s).visit(func.body), mi, rolled=lanes <= LANES)
         func = func.with_body(unroll(body, bi, MAX_ACC) if bi is not None else body)
 
 
