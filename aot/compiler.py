@@ -188,8 +188,10 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     pools = check_pools(options.workspace_pools)
     graph = import_model(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
-    if not backends and "cpu" in target.keys and "arm_cpu" not in target.keys:
-        graph, n = channels_last(graph)      # host SIMD: output-channel lanes consecutive
+    # host SIMD: output-channel lanes consecutive. An instrumented build (aot debug) keeps the
+    # model's layout: its kernels' outputs are then onnxruntime's tensors, each with a reference
+    if not backends and not options.debug and "cpu" in target.keys and "arm_cpu" not in target.keys:
+        graph, n = channels_last(graph)
         log(f"pass channels_last: {n} nodes made NHWC; {len(graph.nodes)} nodes remain")
     if backends:
         graph = partition_for(backends, graph, mod, log)

@@ -42,6 +42,16 @@ def _convertible(n):
     return n.op in POOLS
 
 
+def _worth(graph):
+    """Whether the rewrite pays for its Transposes: a chain of two or more convs/pools, or one
+    reading an NHWC input made NCHW (that Transpose goes away). A lone NCHW conv would gain a
+    Transpose kernel back to NCHW and save nothing."""
+    conv = [n for n in graph.nodes if _convertible(n)]
+    from_nhwc = any(n.inputs[0].producer is not None and n.inputs[0].producer.op == "Transpose"
+                    and list(n.inputs[0].producer.attrs["perm"]) == TO_NCHW for n in conv)
+    return len(conv) >= 2 or from_nhwc
+
+
 class _Rewrite:
     def __init__(self, graph):
         self.graph, self.nodes, self.count = graph, [], 0
@@ -112,6 +122,11 @@ class _Rewrite:
                 ins += n.inputs[2:]
             self.converted(n, ins, {"layout": "NHWC"})
             return
+        if n.op == "Concat" and n.attrs["axis"] % 4 == 1 and all(_float4(v) for v in n.inputs) \
+                and any(id(v) in self.nhwc for v in n.inputs):
+            # channels stay a concat's axis (its inputs are no longer slices of it: a copy each)
+            self.converted(n, [self.last(v) for v in n.inputs], {"axis": 3})
+            return
         if _float4(x) and id(x) in self.nhwc and len(n.outputs) == 1 and n.outputs[0].type.shape == x.type.shape:
             if n.op in UNARY and all(v is None or v.is_const and v.const.size == 1 for v in n.inputs[1:]):
                 self.converted(n, [self.nhwc[id(x)]] + n.inputs[1:])
@@ -144,7 +159,7 @@ def _eliminate_dead(nodes, outputs):
 def channels_last(graph):
     """Float NCHW Conv/pool chains rewritten channels-last (see the module docstring); the
     count is the nodes converted (none: the graph as it was)."""
-    if not any(_convertible(n) for n in graph.nodes):
+    if not _worth(graph):
         return graph, 0
     r = _Rewrite(graph)
     for n in graph.nodes:
