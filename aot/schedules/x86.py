@@ -39,6 +39,18 @@ GATHER_LANES = 8    # channel lanes of a depthwise border piece
 MAX_BLOCK = 4       # lane loops in a block (more: more code, no faster measured)
 
 
+STAGE_BLOCK = 8     # channels of a channels-last depthwise conv staged at a time (halved down to 2)
+
+
+def staging_block(target):
+    """(channels of a depthwise conv staged at a time, the fewest worth a block) on the host,
+    for aot/schedules/inplace_conv.py. Channels-last, one channel at a time is a plane read 8
+    floats apart and scalar code (VWW's first depthwise conv, 8 channels: 124 us); a block's
+    channels are side by side, the lanes of each pixel (blocks of 2 there: 55 us, the same
+    workspace)."""
+    return STAGE_BLOCK, 2
+
+
 def _divisor(n, most, least=2):
     """The largest divisor of n in [least, most], or None."""
     return next((t for t in range(min(most, n), least - 1, -1) if n % t == 0), None)
