@@ -18,6 +18,12 @@ what they do not take falls to cpu.py's register tiles; its border pieces take r
 lanes. Float kernels only (the host's speed target; int8 keeps cpu.py's code byte for byte),
 and a kernel whose pieces and blocks would outgrow a budget of statements (each later pass and
 the C compiler pay for them) is left to cpu.py whole.
+
+Lane loops of up to LANES are 'simd' loops, kept rolled: gcc -O3 unrolls a loop of 16 or fewer
+iterations completely before its loop vectorizer runs, and the straight-line vectorizer packs a
+block's unrolled copies badly (scalar multiply-adds, accumulators spilled). The activations
+reach these rules channels-last on the host (aot/passes/layout.py), so the lanes are consecutive
+in every tensor; staging_block sizes the executor's staged depthwise convs for that layout.
 """
 from __future__ import annotations
 
