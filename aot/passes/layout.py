@@ -24,8 +24,9 @@ from .fold_constants import compact
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 UNARY = {"Relu", "Clip", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu", "Selu",
          "Softplus", "Exp", "Neg", "Abs", "Sqrt", "Erf", "Identity", "PRelu"}
-BINARY = {"Add", "Sub", "Mul", "Div", "Max", "Min"}
+BINARY = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"}     # Sum: of two inputs
 POOLS = {"MaxPool", "AveragePool"}
+MAX_COPIES_PER_CONV = 4     # a Transpose kernel left standing per this many NHWC convs, at most
 
 
 def _float4(v):
@@ -155,15 +156,28 @@ def _eliminate_dead(nodes, outputs):
     return keep[::-1]
 
 
-@graph_pass
 def channels_last(graph):
     """Float NCHW Conv/pool chains rewritten channels-last (see the module docstring); the
     count is the nodes converted (none: the graph as it was)."""
     if not _worth(graph):
         return graph, 0
+    out = _rewritten(graph)
+    return (out, sum(n.attrs.get("layout") == "NHWC" for n in out.nodes)) if out is not None else (graph, 0)
+
+
+@graph_pass
+def _rewritten(graph):
+    """The rewrite on the pass's own copy of the graph; None where it does not pay."""
     r = _Rewrite(graph)
     for n in graph.nodes:
         r.visit(n)
     if not r.count:
-        return graph, 0
-    return graph.with_nodes(_eliminate_dead(r.nodes, graph.outputs)), r.count
+        return None
+    nodes = _eliminate_dead(r.nodes, graph.outputs)
+    # each Transpose left standing is a copy kernel: where the chains keep leaving NHWC (a
+    # ShuffleNet's channel shuffles reshape NCHW data) the copies cost more than the layout saves
+    added = sum(n.op == "Transpose" for n in nodes) - sum(n.op == "Transpose" for n in graph.nodes)
+    convs = sum(n.op == "Conv" for n in nodes if n.attrs.get("layout") == "NHWC")
+    if added > max(1, convs // MAX_COPIES_PER_CONV):
+        return None
+    return graph.with_nodes(nodes)
