@@ -127,13 +127,12 @@ def test_depthwise_interior_takes_pixel_lanes():
 
 def _nhwc_chain_model(hw, cin, c1, c2, stride=2):
     """An NHWC input made NCHW (as the MLPerf Tiny ONNX models are), then a padded strided conv,
-    a depthwise conv, a pointwise conv with a residual add, a channel concat, a max pool and a
-    global pool into a dense layer: odd widths and channel counts through the channels-last chain."""
+    a depthwise conv, a pointwise conv with a residual add, a max pool and a global pool into a dense layer: odd widths and channel counts through the channels-last chain."""
     def w(*shape):
         return RNG.standard_normal(shape).astype(np.float32) * 0.3
     inits = [numpy_helper.from_array(a, n) for n, a in [
         ("w1", w(c1, cin, 3, 3)), ("b1", w(c1)), ("wd", w(c1, 1, 3, 3)), ("bd", w(c1)),
-        ("wp", w(c1, c1, 1, 1)), ("w2", w(c2, 2 * c1, 3, 3)), ("b2", w(c2)), ("wg", w(c2, 5)),
+        ("wp", w(c1, c1, 1, 1)), ("w2", w(c2, c1, 3, 3)), ("b2", w(c2)), ("wg", w(c2, 5)),
         ("lo", np.array(0.0, np.float32)), ("hi", np.array(0.6, np.float32))]]
     nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 3, 1, 2]),
              helper.make_node("Conv", ["xt", "w1", "b1"], ["c1"], kernel_shape=[3, 3], strides=[stride, stride],
@@ -143,8 +142,7 @@ def _nhwc_chain_model(hw, cin, c1, c2, stride=2):
              helper.make_node("Clip", ["d", "lo", "hi"], ["r2"]),
              helper.make_node("Conv", ["r2", "wp"], ["p"], kernel_shape=[1, 1]),
              helper.make_node("Add", ["p", "r1"], ["s"]),
-             helper.make_node("Concat", ["s", "r2"], ["cat"], axis=1),
-             helper.make_node("Conv", ["cat", "w2", "b2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["s", "w2", "b2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
              helper.make_node("MaxPool", ["c2"], ["m"], kernel_shape=[2, 2], strides=[2, 2]),
              helper.make_node("GlobalAveragePool", ["m"], ["g"]),
              helper.make_node("Flatten", ["g"], ["f"]),
