@@ -17,6 +17,7 @@ from .frontend.onnx_import import check_supported
 from .ir.graph import print_graph
 from .names import MAX_MODEL_NAME, model_c_name, unique_c_names
 from .passes.fold_constants import fold_constants
+from .passes.layout import channels_last
 from .passes.fuse import fuse_ops, group_name
 from .passes.order import order_for_memory
 from .passes.qdq import fold_qdq
@@ -187,6 +188,11 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     pools = check_pools(options.workspace_pools)
     graph = import_model(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
+    # host SIMD: output-channel lanes consecutive. An instrumented build (aot debug) keeps the
+    # model's layout: its kernels' outputs are then onnxruntime's tensors, each with a reference
+    if not backends and not options.debug and "cpu" in target.keys and "arm_cpu" not in target.keys:
+        graph, n = channels_last(graph)
+        log(f"pass channels_last: {n} nodes made NHWC; {len(graph.nodes)} nodes remain")
     if backends:
         graph = partition_for(backends, graph, mod, log)
     check_supported(graph)

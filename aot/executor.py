@@ -22,7 +22,8 @@ from .tir.flatten import flatten
 from .tir.legalize import legalize
 from .tir.stmt import PrimFunc
 from .tir.inplace import writes_over, writes_over_in_order, writes_over_staged
-from .schedules.arm_dw import staging_block
+from .schedules.arm_dw import staging_block as arm_staging_block
+from .schedules.x86 import staging_block as host_staging_block
 from .schedules.inplace_conv import stage_in_place, stage_rows
 from .tir.verify import AccessReport, verify_accesses
 
@@ -214,7 +215,8 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         elif ext is None:
             func, params = lower_group(g, fname)
             staged = (_staged_in_place(func, params, g, step, lives, len(kernels), set(in_index) | set(out_root),
-                                       staging_block(target))
+                                       arm_staging_block(target) if "arm_cpu" in target.keys else
+                                       host_staging_block(target))
                       if in_place and not target.is_device and step in worth_staging else None)
             if staged:
                 func = staged[0]

@@ -112,6 +112,7 @@ class CRenderer(StmtVisitor):
     thread_indices: dict = {}     # thread tag (blockIdx.x ...) -> the expression that reads it
     helper_prefix = "static inline"   # what the small helper functions are declared with
     openmp = True                 # a 'parallel' loop runs on the host's threads (OpenMP, when compiled with it)
+    rolled_hint = "#pragma GCC unroll 1"   # before a 'simd' loop (gcc and clang read it); None: nothing
     name = "C"
 
     def __init__(self):
@@ -267,7 +268,8 @@ class CRenderer(StmtVisitor):
             used = any(x is s.var for e in stmt_exprs(s.body) for x in walk(e))
             return ["{", f"  const int32_t {var} = {expr};"] + ([] if used else [f"  (void){var};"])
         end = simplify(s.min + s.extent)
-        return [f"for (int32_t {var} = {self.expr(s.min)}; {var} < {self.expr(end)}; ++{var}) {{"]
+        hint = [self.rolled_hint] if s.kind == "simd" and self.rolled_hint else []
+        return hint + [f"for (int32_t {var} = {self.expr(s.min)}; {var} < {self.expr(end)}; ++{var}) {{"]
 
     def visit_For(self, s):
         if s.kind == "parallel" and self.openmp and self.parallel_loop(s):

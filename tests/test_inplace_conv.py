@@ -11,6 +11,14 @@ from conftest import SHARED, check_model, init, make_model, vi
 from test_memory import _run_with_workspace_bytes
 
 
+@pytest.fixture
+def nchw(monkeypatch):
+    """These tests place NCHW planes and channel slices: the host's channels-last rewrite
+    (aot/passes/layout.py) is left out, as on the targets that keep the imported layout."""
+    import aot.compiler
+    monkeypatch.setattr(aot.compiler, "channels_last", lambda g: (g, 0))
+
+
 def _ds_block_model():
     """conv -> a DS-CNN block (depthwise 3x3, pointwise 8->8, both with relu) -> mean: the block's
     two convs can each write over their input."""
@@ -137,7 +145,7 @@ def _concat_model():
     return m, {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)}
 
 
-def test_concat_inputs_are_placed_in_their_slices():
+def test_concat_inputs_are_placed_in_their_slices(nchw):
     from aot.compiler import Options, compile_model
     from aot.memory_report import svg, table
     m, feeds = _concat_model()
@@ -176,7 +184,7 @@ def _widening_model():
     return m, {"x": rng.standard_normal((1, 3, 10, 6)).astype(np.float32)}
 
 
-def test_wider_pointwise_output_holds_its_input():
+def test_wider_pointwise_output_holds_its_input(nchw):
     from aot.schedules.inplace_conv import stage_in_place
     from aot.tir.inplace import writes_over_staged
     m, feeds = _widening_model()
@@ -223,7 +231,7 @@ def _strided_depthwise_model():
     return m, {"x": rng.standard_normal((1, 3, 12, 8)).astype(np.float32)}
 
 
-def test_strided_depthwise_writes_over_its_input():
+def test_strided_depthwise_writes_over_its_input(nchw):
     from aot.compiler import Options, compile_model
     from aot.tir.inplace import writes_over_in_order
     m, feeds = _strided_depthwise_model()

@@ -123,3 +123,78 @@ def test_depthwise_interior_takes_pixel_lanes():
     src = _c_source(aot.compile(_conv_model(16, 16, 12, 3, group=16).SerializeToString()))
     assert re.search(r"float \w+\[(\d+)\];", src) and "aot_max_i32" in src
     assert max(int(n) for n in re.findall(r"float \w+\[(\d+)\];", src)) >= 10     # 10 interior columns
+
+
+def _nhwc_chain_model(hw, cin, c1, c2, stride=2):
+    """An NHWC input made NCHW (as the MLPerf Tiny ONNX models are), then a padded strided conv,
+    a depthwise conv, a pointwise conv with a residual add, a max pool and a global pool into a dense layer: odd widths and channel counts through the channels-last chain."""
+    def w(*shape):
+        return RNG.standard_normal(shape).astype(np.float32) * 0.3
+    inits = [numpy_helper.from_array(a, n) for n, a in [
+        ("w1", w(c1, cin, 3, 3)), ("b1", w(c1)), ("wd", w(c1, 1, 3, 3)), ("bd", w(c1)),
+        ("wp", w(c1, c1, 1, 1)), ("w2", w(c2, c1, 3, 3)), ("b2", w(c2)), ("wg", w(c2, 5)),
+        ("lo", np.array(0.0, np.float32)), ("hi", np.array(0.6, np.float32))]]
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["xt", "w1", "b1"], ["c1"], kernel_shape=[3, 3], strides=[stride, stride],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "wd", "bd"], ["d"], kernel_shape=[3, 3], pads=[0, 0, 2, 2], group=c1),
+             helper.make_node("Clip", ["d", "lo", "hi"], ["r2"]),
+             helper.make_node("Conv", ["r2", "wp"], ["p"], kernel_shape=[1, 1]),
+             helper.make_node("Add", ["p", "r1"], ["s"]),
+             helper.make_node("Conv", ["s", "w2", "b2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c2"], ["m"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["m"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("MatMul", ["f", "wg"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, hw, hw, cin])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    return helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits), opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("hw,cin,c1,c2,stride", [
+    (17, 3, 8, 16, 2),       # odd width, stride 2, 8 lanes
+    (12, 5, 12, 24, 1),      # channels not a power of two
+    (9, 1, 16, 7, 2),        # odd output channels
+])
+def test_channels_last_chain_matches_onnxruntime(hw, cin, c1, c2, stride):
+    m = _nhwc_chain_model(hw, cin, c1, c2, stride)
+    x = RNG.standard_normal((1, hw, hw, cin)).astype(np.float32)
+    res = aot.compile(m.SerializeToString())
+    convs = [n for n in res.graph.nodes if n.op in ("Conv", "MaxPool")]
+    assert convs and all(n.attrs.get("layout") == "NHWC" for n in convs)
+    # the input's Transpose is gone; one Transpose back to NCHW, before the global pool
+    assert [n.op for n in res.graph.nodes].count("Transpose") == 1
+    ref = ort_run(m, {"x": x})
+    for sanitize in (True, False):          # ASan+UBSan, then the board's own flags
+        out = aot.run(res, {"x": x}, sanitize=sanitize)
+        for name, r in ref.items():
+            np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))
+
+
+def test_channels_last_left_out_where_it_does_not_pay():
+    """A lone NCHW conv would gain a Transpose back and save nothing: left as imported. Cortex-M
+    targets keep the imported layout too."""
+    res = aot.compile(_conv_model(8, 16, 14, 3).SerializeToString())
+    assert all(n.attrs.get("layout", "NCHW") == "NCHW" for n in res.graph.nodes if n.op == "Conv")
+    m = _nhwc_chain_model(12, 3, 8, 16).SerializeToString()
+    res = aot.compile(m, target="c -mcpu=cortex-m4")
+    assert "Transpose" in [n.op for n in res.graph.nodes]
+    assert all(n.attrs.get("layout", "NCHW") == "NCHW" for n in res.graph.nodes if n.op == "Conv")
+
+
+def test_lane_loops_stay_rolled():
+    """Lane loops of a padded conv (16 or fewer lanes) are 'simd' loops, printed with the
+    no-unroll hint that keeps gcc from unrolling them into scalars before vectorising; the C
+    stays warning-free under gcc and clang (-Wall -Wextra -pedantic: both know the pragma)."""
+    import shutil
+    import subprocess
+    src = _c_source(aot.compile(_nhwc_chain_model(12, 3, 8, 16).SerializeToString()))
+    assert re.search(r"#pragma GCC unroll 1\n\s*for \(int32_t \w+ = 0; \w+ < (8|16); ", src)
+    for cc in ("gcc", "clang"):
+        if shutil.which(cc) is None:
+            continue
+        r = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O2", "-x", "c", "-c", "-",
+                            "-o", os.devnull], input=src.replace('#include "tvmgen_default.h"', ""),
+                           capture_output=True, text=True)
+        assert r.returncode == 0, (cc, r.stderr[:2000])

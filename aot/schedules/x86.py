@@ -18,6 +18,12 @@ what they do not take falls to cpu.py's register tiles; its border pieces take r
 lanes. Float kernels only (the host's speed target; int8 keeps cpu.py's code byte for byte),
 and a kernel whose pieces and blocks would outgrow a budget of statements (each later pass and
 the C compiler pay for them) is left to cpu.py whole.
+
+Lane loops of one vector (up to LANES channels-last) are 'simd' loops, kept rolled: gcc -O3 unrolls a loop of 16 or fewer
+iterations completely before its loop vectorizer runs, and the straight-line vectorizer packs a
+block's unrolled copies badly (scalar multiply-adds, accumulators spilled). The activations
+reach these rules channels-last on the host (aot/passes/layout.py), so the lanes are consecutive
+in every tensor; staging_block sizes the executor's staged depthwise convs for that layout.
 """
 from __future__ import annotations
 
@@ -36,7 +42,22 @@ MAX_ACC = 64        # accumulators of a block of several lane loops
 GROWTH = 9        # most statements of a kernel's scheduled code per statement of its nest
 BLOCKED_GROWTH = 13  # the same with its border pieces blocked too
 GATHER_LANES = 8    # channel lanes of a depthwise border piece
+ROLLED_LANES = 8    # lane loops kept rolled: one 256-bit vector; up to LANES where they are the
+                    # output's innermost axis (channels-last: VWW 1.85 -> 1.15; NCHW's scattered
+                    # 16 lanes rolled: light Inception v2 1.78 -> 2.52)
 MAX_BLOCK = 4       # lane loops in a block (more: more code, no faster measured)
+
+
+STAGE_BLOCK = 8     # channels of a channels-last depthwise conv staged at a time (halved down to 2)
+
+
+def staging_block(target):
+    """(channels of a depthwise conv staged at a time, the fewest worth a block) on the host,
+    for aot/schedules/inplace_conv.py. Channels-last, one channel at a time is a plane read 8
+    floats apart and scalar code (VWW's first depthwise conv, 8 channels: 124 us); a block's
+    channels are side by side, the lanes of each pixel (blocks of 2 there: 55 us, the same
+    workspace)."""
+    return STAGE_BLOCK, 2
 
 
 def _divisor(n, most, least=2):
@@ -268,6 +289,7 @@ def _host_blocks(func, size, blocked):
     lane_vars = {}          # id(lane var) -> (outer var, lane var, lanes) of the nests split so far
     parted = set()          # id(first reduce var) of the nests partitioned before any lane split
     unblocked = set()       # id(lane var) of the lanes never blocked (gathering channel lanes)
+    last = set()            # id(lane var) of the lanes along the output's innermost axis (channels-last)
     n = 0
     while True:
         consts = {id(func.params[p]) for p in func.attrs.get("constants", ())}
@@ -308,6 +330,8 @@ def _host_blocks(func, size, blocked):
             k, lanes = plan
             s, mo, mi = split(nest, loops[k].var, lanes)
             lane_vars[id(mi)] = (mo, mi, lanes)
+            if k == len(loops) - 1:
+                last.add(id(mi))
             found = accumulation(s)
             pieces = _partition(found[0], found[1])
             func = func.with_body(_Swap(nest, Seq(pieces) if pieces else s).visit(func.body))
@@ -328,7 +352,8 @@ def _host_blocks(func, size, blocked):
         except ScheduleError:
             n += 1
             continue
-        body = vectorize(_Swap(nest, s).visit(func.body), mi)
+        body = vectorize(_Swap(nest, s).visit(func.body), mi,
+                         rolled=lanes <= ROLLED_LANES or (lanes <= LANES and id(mi) in last))
         func = func.with_body(unroll(body, bi, MAX_ACC) if bi is not None else body)
 
 

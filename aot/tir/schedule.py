@@ -356,11 +356,15 @@ def _set_kind(s, var, kind, tag=None):
     return _replace(s, var, lambda x: For(x.var, x.min, x.extent, x.body, kind, tag))
 
 
-def vectorize(s: Stmt, var: Var):
-    """Mark loop `var` for the C compiler to vectorize (kept as a loop with independent iterations)."""
+def vectorize(s: Stmt, var: Var, rolled: bool = False):
+    """Mark loop `var` for the C compiler to vectorize (kept as a loop with independent iterations).
+    rolled: kind 'simd', printed with a hint that the loop is not to be unrolled: gcc -O3 unrolls
+    a loop of 16 or fewer iterations completely before its loop vectorizer runs, and its
+    straight-line vectorizer then packs a register block's copies poorly (VWW's first conv 8.8x
+    slower on the host, its 8 channel lanes unrolled)."""
     var = as_var(var)
     _loops_of(s, var, "vectorize")
-    return _set_kind(s, var, "vectorize")
+    return _set_kind(s, var, "simd" if rolled else "vectorize")
 
 
 def parallel(s: Stmt, var: Var):
@@ -852,6 +856,6 @@ def contract_fma(s: Stmt, var: Var):
             return fused(st) or st
 
         def visit_For(self, x):      # the C compiler vectorizes a * b + c better than fmaf (Helium)
-            return x if x.kind == "vectorize" else super().visit_For(x)
+            return x if x.kind in ("vectorize", "simd") else super().visit_For(x)
 
     return _replace(s, var, lambda x: _Fuse().visit(x))

@@ -33,6 +33,7 @@ class ScriptError(AotError):
 _KIND_FN = {"serial": "serial", "parallel": "parallel", "vectorize": "vectorized", "unroll": "unroll",
             "thread_binding": "thread_binding"}
 _FN_KIND = {v: k for k, v in _KIND_FN.items()}
+_KIND_FN["simd"] = "vectorized"     # TVMScript has no rolled-vector kind: printed as vectorized
 _PY_BIN = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "<<": ast.LShift, ">>": ast.RShift, "&": ast.BitAnd,
            "|": ast.BitOr, "^": ast.BitXor}
 _PY_CMP = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}

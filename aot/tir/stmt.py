@@ -14,7 +14,7 @@ from ..errors import InternalError
 from .expr import Const, Expr, Var, preorder, wrap
 
 SCOPES = ("global", "local", "shared")
-FOR_KINDS = ("serial", "unroll", "vectorize", "parallel", "thread_binding")
+FOR_KINDS = ("serial", "unroll", "vectorize", "simd", "parallel", "thread_binding")
 THREAD_TAGS = tuple(f"{a}.{x}" for a in ("blockIdx", "threadIdx") for x in "xyz")
 
 
@@ -52,6 +52,7 @@ class For(Stmt):
     """for var in [min, min+extent).
 
     kind: 'serial'; 'unroll' and 'vectorize' (hints: the C compiler unrolls/vectorizes it);
+    'simd' (vectorize, kept rolled: the C compiler is told not to unroll it into scalars first);
     'parallel' (iterations are independent and may run on different cores); 'thread_binding'
     (one iteration per GPU thread or block: var is the thread index named by thread_tag)."""
 
