@@ -371,7 +371,9 @@ def test_input_transpose_folds_into_the_first_conv():
     feeds = {"x": rng.standard_normal((1, 12, 10, 3)).astype(np.float32)}
     res, _ = check_model(m, feeds)
     assert len(res.plan.calls) == 2          # transpose + conv + relu, then the mean
-    assert [r["name"] for r in res.plan.tensors] == ["a"]
+    # on the host the channels_last pass (aot/passes/layout.py) drops the Transpose (an NHWC conv);
+    # elsewhere the fusion folds it: either way one tensor, the conv's output, takes workspace
+    assert [r["name"] for r in res.plan.tensors] in (["a"], ["a_nhwc"])
     assert res.plan.workspace_size == 8 * 6 * 5 * 4
 
 

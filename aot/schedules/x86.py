@@ -40,7 +40,7 @@ LANES = 16          # lanes of one register block: two 256-bit float32 vectors (
 LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
 MAX_ACC = 64        # accumulators of a block of several lane loops
 GROWTH = 9        # most statements of a kernel's scheduled code per statement of its nest
-BLOCKED_GROWTH = 10  # the same with its border pieces blocked too
+BLOCKED_GROWTH = 13  # the same with its border pieces blocked too
 GATHER_LANES = 8    # channel lanes of a depthwise border piece
 ROLLED_LANES = 8    # lane loops kept rolled: one 256-bit vector; up to LANES where they are the
                     # output's innermost axis (channels-last: VWW 1.85 -> 1.15; NCHW's scattered
