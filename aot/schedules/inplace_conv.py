@@ -34,6 +34,32 @@ def _halved(block, min_block):
     return block // 2 if block // 2 >= min_block else 1
 
 
+def _staged_nest(func, in_param, out_param):
+    """What both stagings take apart: (the nest's top loop, its output loops, reduce loops,
+    accumulator, (init, reduce, store) statements, input and output buffers, the values of its
+    one-iteration loops, the store's output coordinates), or None unless the kernel is one accumulation nest of serial loops from 0 of
+    constant extents, storing into the output, which has the input's dtype."""
+    tops = nests(func.body)
+    found = accumulation(tops[0]) if len(tops) == 1 else None
+    if not found:
+        return None
+    loops, red, acc = found
+    inb, outb = func.params[in_param], func.params[out_param]
+    if inb.dtype != outb.dtype:
+        return None
+    if any(const_value(lp.min) != 0 or const_value(lp.extent) is None or lp.kind != "serial" for lp in loops):
+        return None
+    stmts = loops[-1].body.body.stmts
+    if stmts[2].buffer is not outb:
+        return None
+    fixed = {id(x.var): x.min for x in walk_stmts(tops[0]) if isinstance(x, For) and const_value(x.extent) == 1
+             and const_value(x.min) is not None}
+    out_c = coords((stmts[2].index,), outb.shape, fixed)
+    if out_c is None:
+        return None
+    return tops[0], loops, red, acc, tuple(stmts), inb, outb, fixed, out_c
+
+
 def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1, min_block=4):
     """(func staged over the loops whose output coordinates the input reads share, with the
     scratch buffer appended to its parameters, the scratch's element count), or None when the
@@ -44,32 +70,18 @@ def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1
     channels per pixel), the block's loop innermost; halved while the scratch would pass its
     share of the output, the extent is no multiple or the block would be every value, down to
     min_block, else one."""
-    tops = nests(func.body)
-    if len(tops) != 1:
+    found = _staged_nest(func, in_param, out_param)
+    if found is None:
         return None
-    found = accumulation(tops[0])
-    if not found:
-        return None
-    loops, red, acc = found
-    inb, outb = func.params[in_param], func.params[out_param]
-    if len(inb.shape) != len(outb.shape) or inb.dtype != outb.dtype:
-        return None
-    if any(const_value(lp.min) != 0 or const_value(lp.extent) is None or lp.kind != "serial" for lp in loops):
-        return None
-    init, reduce_, store = loops[-1].body.body.stmts
-    if store.buffer is not outb:
-        return None
-    fixed = {id(x.var): x.min for x in walk_stmts(tops[0]) if isinstance(x, For) and const_value(x.extent) == 1
-             and const_value(x.min) is not None}
-    out_c = coords((store.index,), outb.shape, fixed)
-    if out_c is None:
+    top, loops, red, acc, (init, reduce_, store), inb, outb, fixed, out_c = found
+    if len(inb.shape) != len(outb.shape):
         return None
     dim_of = {id(e): d for d, e in enumerate(out_c) if isinstance(e, Var)}
     keep = [lp for lp in loops if const_value(lp.extent) > 1]
     if any(id(lp.var) not in dim_of for lp in keep):
         return None
     shared = set(dim_of.values())
-    for s in walk_stmts(tops[0]):
+    for s in walk_stmts(top):
         for top in own_exprs(s):
             for e in walk(top):
                 if isinstance(e, Load) and e.buffer is inb:
@@ -146,27 +158,17 @@ def stage_rows(func, in_param: int, out_param: int, lag=None):
     one shape; aot/tir/inplace.py's writes_over_in_order is the proof (the executor asks it).
     lag: copy back this many rows behind instead, unchecked (the tests build unsafe schedules)."""
     from ..tir.simplify import bounds, from_linear, linear_form, loop_ranges
-    tops = nests(func.body)
-    found = accumulation(tops[0]) if len(tops) == 1 else None
-    if not found:
+    found = _staged_nest(func, in_param, out_param)
+    if found is None:
         return None
-    loops, red, acc = found
-    inb, outb = func.params[in_param], func.params[out_param]
-    if inb.shape != outb.shape or inb.dtype != outb.dtype:
-        return None
-    if any(const_value(lp.min) != 0 or const_value(lp.extent) is None or lp.kind != "serial" for lp in loops):
+    top, loops, red, acc, (init, reduce_, store), inb, outb, fixed, out_c = found
+    if inb.shape != outb.shape:
         return None
     keep = [k for k, lp in enumerate(loops) if const_value(lp.extent) > 1]
     if len(keep) < 2:
         return None
     row, inner = loops[keep[0]], loops[keep[0] + 1:]
-    init, reduce_, store = loops[-1].body.body.stmts
-    if store.buffer is not outb:
-        return None
-    fixed = {id(x.var): x.min for x in walk_stmts(tops[0]) if isinstance(x, For) and const_value(x.extent) == 1
-             and const_value(x.min) is not None}
-    out_c = coords((store.index,), outb.shape, fixed)
-    dims = [d for d, e in enumerate(out_c or ()) if e is row.var]
+    dims = [d for d, e in enumerate(out_c) if e is row.var]
     if len(dims) != 1:
         return None
     d, R = dims[0], const_value(row.extent)
@@ -174,7 +176,7 @@ def stage_rows(func, in_param: int, out_param: int, lag=None):
     for lp in loops + red:
         ranges = loop_ranges(ranges, lp)
     given, lag = lag, 0
-    for s in walk_stmts(tops[0]):
+    for s in walk_stmts(top):
         for top in own_exprs(s):
             for e in walk(top):
                 if isinstance(e, Load) and e.buffer is inb:
