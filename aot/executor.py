@@ -6,6 +6,7 @@ ops are aliases: their output is their input's storage.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from .dtypes import BYTES as dtype_bytes_table
@@ -21,6 +22,7 @@ from .tir.launch import launch_shape
 from .tir.flatten import flatten
 from .tir.legalize import legalize
 from .tir.stmt import PrimFunc
+from .tir.structural import structural_key
 from .tir.inplace import writes_over, writes_over_in_order, writes_over_staged
 from .schedules.arm_dw import staging_block as arm_staging_block
 from .schedules.x86 import staging_block as host_staging_block
@@ -176,6 +178,18 @@ class ExecutorPlan:
         return sum(a.nbytes for _, a in self.constants)
 
 
+def _scheduled(func, target, memo):
+    """legalize(schedule(func, target)), from memo when a kernel of the same structure (a
+    repeated layer) was scheduled before in this compile: the same nest takes the same rules."""
+    key = structural_key(func)
+    hit = memo.get(key) if key is not None else None
+    if hit is None:
+        hit = legalize(schedule(func, target))
+        if key is not None:
+            memo[key] = hit
+    return dataclasses.replace(hit, name=func.name)
+
+
 def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, workspace_io=False,
                in_place=True, pools=None, target=None, external=None) -> ExecutorPlan:
     """pools: user workspace pools [(name, size hint or None)], or None for one internal workspace.
@@ -198,6 +212,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
     intervals = {}
     calls, used_names = [], {}
     access = AccessReport()
+    scheduled = {}          # structural key -> the scheduled kernel: a repeated layer is scheduled once
     for step, g in enumerate(kernels):
         base = f"tvmgen_{mod}_{group_name(g)}"
         k = used_names.get(base, 0)
@@ -220,7 +235,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                       if in_place and not target.is_device and step in worth_staging else None)
             if staged:
                 func = staged[0]
-            plain, func = func, legalize(schedule(func, target))
+            plain, func = func, _scheduled(func, target, scheduled)
             if staged and staged[4] and not writes_over_in_order(func, [func.params[staged[1]]],
                                                                  func.params[len(params)]):
                 func = legalize(flatten(plain))      # staged by rows: its schedule re-proven, else its proven nest
