@@ -30,9 +30,7 @@ def _format_values(a: np.ndarray, per_line=8):
         dig = "%.9g" if a.dtype == np.float32 else "%.17g"
         vals = []
         if a.dtype == np.float32 and bool(np.isfinite(flat).all()):
-            # the common case (weights) without the per-value branches below; same text
-            vals = [t + "f" if ("." in t or "e" in t or "E" in t) else t + ".0f"
-                    for t in map(dig.__mod__, flat.tolist())]
+            return _format_float32(flat, per_line)
         for x in (() if vals else flat.tolist()):
             if math.isnan(x):
                 vals.append("NAN")
@@ -53,6 +51,19 @@ def _format_values(a: np.ndarray, per_line=8):
         vals = list(map(str, flat.tolist()))
     lines = [", ".join(vals[i:i + per_line]) for i in range(0, len(vals), per_line)]
     return ",\n".join(map("  ".__add__, lines))
+
+
+def _format_float32(flat, per_line):
+    """_format_values' text for finite float32 values (weights: most of a float model's C),
+    with one %-format per array instead of one per value: a value that "%.9g" prints as an
+    integer ("3", "-0") takes "%.1f" ("3.0", "-0.0"), the others "%.9g", each then "f"."""
+    whole = (flat == np.trunc(flat)) & (np.abs(flat) < 1e9)
+    if whole.any():
+        fmts = np.where(whole, "%.1ff", "%.9gf").tolist()
+    else:
+        fmts = ["%.9gf"] * len(flat)
+    lines = [", ".join(fmts[i:i + per_line]) for i in range(0, len(fmts), per_line)]
+    return ("  " + ",\n  ".join(lines)) % tuple(flat.tolist()) if lines else ""
 
 
 def _main_prototype(plan):
