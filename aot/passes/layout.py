@@ -108,8 +108,31 @@ class _Rewrite:
         self.node("Transpose", y.name + "_nchw", [last], {"perm": TO_NCHW}, out=y)
         self.count += 1
 
+    def shuffle(self, n):
+        """A channel shuffle (ShuffleNet: Reshape [N, g, C/g, H, W], Transpose [0, 2, 1, 3, 4],
+        Reshape [N, C, H, W]) ending at n, of a channels-last tensor: the same permutation of
+        the channels on the NHWC form (Reshape [N, H, W, g, C/g], Transpose [0, 1, 2, 4, 3],
+        Reshape), so the chain stays channels-last; else False."""
+        t = n.inputs[0].producer if n.op == "Reshape" and n.inputs[0] is not None else None
+        r = t.inputs[0].producer if t is not None and t.op == "Transpose" else None
+        if r is None or r.op != "Reshape" or list(t.attrs["perm"]) != [0, 2, 1, 3, 4]:
+            return False
+        x, y = r.inputs[0], n.outputs[0]
+        if not _float4(x) or id(x) not in self.nhwc or y.type.shape != x.type.shape:
+            return False
+        nn, c, h, w = x.type.shape
+        _, g, cg, h2, w2 = r.outputs[0].type.shape
+        if (h2, w2) != (h, w) or g * cg != c:
+            return False
+        split = self.node("Reshape", r.name + "_nhwc", [self.nhwc[id(x)]], {"shape": [nn, h, w, g, cg]})
+        swapped = self.node("Transpose", t.name + "_nhwc", [split], {"perm": [0, 1, 2, 4, 3]})
+        self.converted(n, [swapped], {"shape": [nn, h, w, c]})
+        return True
+
     def visit(self, n):
         x = n.inputs[0] if n.inputs else None
+        if self.shuffle(n):
+            return
         if n.op == "Transpose" and _float4(x) and list(n.attrs["perm"]) == TO_NCHW:
             # a tensor made NCHW (an imported NHWC input): its channels-last form is its input
             self.nodes.append(n)

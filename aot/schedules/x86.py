@@ -27,7 +27,7 @@ in every tensor; staging_block sizes the executor's staged depthwise convs for t
 """
 from __future__ import annotations
 
-from ..tir.expr import Const, Load, Var, is_float, substitute, walk
+from ..tir.expr import Bin, Const, Load, Var, is_float, substitute, walk
 from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout, reorder, split, unroll,
                             vectorize)
 from ..tir.simplify import bounds, const_value, simplify, simplify_stmt
@@ -45,6 +45,7 @@ GATHER_LANES = 8    # channel lanes of a depthwise border piece
 ROLLED_LANES = 8    # lane loops kept rolled: one 256-bit vector; up to LANES where they are the
                     # output's innermost axis (channels-last: VWW 1.85 -> 1.15; NCHW's scattered
                     # 16 lanes rolled: light Inception v2 1.78 -> 2.52)
+VECTOR = 8          # float lanes of one 256-bit vector
 MAX_BLOCK = 4       # lane loops in a block (more: more code, no faster measured)
 
 
@@ -178,8 +179,37 @@ def _lanes(loops, red, constants):
     if k is None:
         return None
     clipped = any(const_value(e) is None for r in red for e in (r.min, r.extent))
-    lanes = _divisor(const_value(loops[k].extent), LANES if clipped else LONG_LANES)
+    lanes = _group_lanes(red, constants, loops[k], LANES if clipped else LONG_LANES)
     return (k, lanes) if lanes else None
+
+
+def _group_lanes(red, constants, lp, most):
+    """The lanes for output loop lp: the largest divisor of its extent up to `most` (a whole
+    number of 8-float vectors where one divides it) such that no input read by the reduction
+    picks its element by a division of the lane index. A grouped conv's input channel is
+    (oc // (M/g)) * (C/g) + rc: lanes across two groups read from both (ShuffleNet's 544
+    channels in groups of 136 as lanes of 32: every lane a gathered load); within one group
+    the division is the outer index's and the lanes broadcast one input."""
+    n = const_value(lp.extent)
+    loads = [x for st in walk_stmts(red[0]) for e in own_exprs(st) for x in walk(e)
+             if isinstance(x, Load) and id(x.buffer) not in constants]
+    found = [t for t in range(min(most, n), 1, -1) if n % t == 0 and _lane_affine(loads, lp, t)]
+    vectors = [t for t in found if t % VECTOR == 0]
+    return (vectors or found or [None])[0]
+
+
+def _lane_affine(loads, lp, lanes):
+    mo, mi = Var(lp.var.name + "_o", lp.var.dtype), Var(lp.var.name + "_i", lp.var.dtype)
+    sub = {id(lp.var): lp.min + mo * lanes + mi}
+    ranges = {id(mi): (0, lanes - 1), id(mo): (0, const_value(lp.extent) // lanes - 1)}
+    for x in loads:
+        for i in x.indices:
+            if not any(v is lp.var for v in walk(i)):
+                continue
+            for y in walk(simplify(substitute(i, sub), ranges)):
+                if isinstance(y, Bin) and y.op in ("floordiv", "floormod") and any(v is mi for v in walk(y)):
+                    return False
+    return True
 
 
 def _gather_lanes(loops):

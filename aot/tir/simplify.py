@@ -229,6 +229,9 @@ def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
                     if op == "floordiv":
                         return from_linear(q, m, e.dtype)
                     return from_linear(r, lin[1] - m * cb, e.dtype)
+                out = _split_by_factor(lin, cb, op, e.dtype, ranges)
+                if out is not None:
+                    return out
         if op in ("min", "max", "<", "<=", ">", ">=", "==", "!=") and not fl:
             ba, bb = bounds(a, ranges), bounds(b, ranges)
             if ba is not None and bb is not None:
@@ -279,6 +282,29 @@ def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
             return e.a
         return e
     return e
+
+
+def _split_by_factor(lin, cb, op, dtype, ranges):
+    """(k*q + r) // cb == q // (cb/k) and (k*q + r) % cb == (q % (cb/k))*k + r, for k dividing cb
+    and every value of r in [0, k): a channel index split into lanes that do not straddle a
+    group, c = 17*co + ci (ci < 17) over groups of 68 channels, is group co // 4. None when no
+    such k is found."""
+    terms, c0 = lin
+    for k in sorted({math.gcd(c, cb) for _, c in terms.values()}, reverse=True):
+        if k <= 1 or k == cb:
+            continue
+        q = {key: (at, c // k) for key, (at, c) in terms.items() if c % k == 0}
+        r = {key: v for key, v in terms.items() if v[1] % k}
+        if not q:
+            continue
+        br = bounds(from_linear(r, c0, dtype), ranges)
+        if br is None or br[0] < 0 or br[1] >= k:
+            continue
+        qe = from_linear(q, 0, dtype)
+        if op == "floordiv":
+            return Bin("floordiv", qe, Const(cb // k, dtype))
+        return Bin("floormod", qe, Const(cb // k, dtype)) * k + from_linear(r, c0, dtype)
+    return None
 
 
 def simplify(e: Expr, ranges: Ranges | None = None) -> Expr:
