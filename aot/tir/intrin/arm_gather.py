@@ -38,6 +38,7 @@ def _named(base):
     return type(base.__name__ + "Gather", (base,), {
         "c_source": _c_source,
         "name": base.name + SUFFIX,
+        "forced_inline": (),
         "__doc__": f"{base.name} over a gathered window (a call site of its own).",
         "match": lambda self, loop, acc: (None, f"{self.name} is put in place of {base.name} calls, not a loop"),
     })

@@ -14,6 +14,9 @@ class TensorIntrin:
     written_args = ()        # positions of the pointer arguments it stores through (an Evaluate's call)
     pointer_args = ()        # positions of the arguments that are pointers (a Load: &buf[index])
     extent_arg = 0           # the argument holding how many consecutive elements each pointer spans
+    # feature macros under which GCC is told to inline it at every call (always_inline): gcc's
+    # unit-growth limit otherwise stops inlining a large micro-kernel once the file holds others
+    forced_inline = ()
 
     def last_offsets(self, args) -> list:
         """[(pointer argument position, the offset of the last element it reads)]: what the
@@ -44,6 +47,10 @@ class TensorIntrin:
     def c_source(self) -> str:
         """The static inline function, every variant behind its feature macro."""
         lines = [f"static inline {self.signature()} {{"]
+        if self.forced_inline:
+            when = " || ".join(f"defined({m})" for m in self.forced_inline)
+            lines = [f"#if defined(__GNUC__) && ({when})",
+                     f"static inline __attribute__((always_inline)) {self.signature()} {{", "#else", *lines, "#endif"]
         vs = self.variants()
         for k, (macro, body) in enumerate(vs):
             if macro is not None:
