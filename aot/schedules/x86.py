@@ -41,6 +41,11 @@ LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
 MAX_ACC = 64        # accumulators of a block of several lane loops
 GROWTH = 9        # most statements of a kernel's scheduled code per statement of its nest
 BLOCKED_GROWTH = 13  # the same with its border pieces blocked too
+HEAVY_WORK = 1 << 23  # multiply-adds from which a kernel is heavy (light ResNet-50's 3x3 convs: 29M-116M;
+                      # no MLPerf Tiny kernel reaches it: their code stays as it was)
+HEAVY_GROWTH = 40   # a heavy kernel's budget: its arithmetic pays for more code (ResNet-50's 3x3
+                    # convs over a 7x7 or 14x14 output, all border pieces and a small interior,
+                    # blocked within 24x: 15 ms -> 2.5 ms each, their fallback to cpu.py's tiles)
 GATHER_LANES = 8    # channel lanes of a depthwise border piece
 ROLLED_LANES = 8    # lane loops kept rolled: one 256-bit vector; up to LANES where they are the
                     # output's innermost axis (channels-last: VWW 1.85 -> 1.15; NCHW's scattered
@@ -271,8 +276,10 @@ def host_blocks(func, target):
     # each, then cpu.py's tiles unrolled in each) the kernel keeps cpu.py's tiles alone
     # border pieces blocked as the interior when the budget allows (a small output under a
     # wide window is mostly border: KWS's first conv), else left as plain lane loops
+    size, heavy = _size(func.body), _work(func.body) >= HEAVY_WORK
     for blocked in (True, False):
-        out = _host_blocks(func, _size(func.body), blocked)
+        out = _host_blocks(func, (HEAVY_GROWTH if heavy else BLOCKED_GROWTH if blocked else GROWTH) * size,
+                           blocked)
         if out is not None:
             return out
     return func
@@ -282,10 +289,32 @@ def _size(s):
     return sum(1 for _ in walk_stmts(s))
 
 
-def _host_blocks(func, size, blocked):
-    """host_blocks' rewrite, or None as soon as the kernel outgrows its budget (`size`: the
-    statements of the kernel as lowered)."""
-    most = (BLOCKED_GROWTH if blocked else GROWTH) * size
+def _work(body):
+    """Multiply-adds of a kernel as lowered: per accumulation, its output points x its reduction's
+    points (a clipped window counted whole)."""
+    total = 0
+    for nest in _sub_nests(body):
+        loops, red, _ = accumulation(nest)
+        env, n = {}, 1
+        for lp in loops:
+            m, ext = const_value(lp.min), const_value(lp.extent)
+            if m is None or ext is None:
+                return 0
+            env[id(lp.var)] = (m, m + ext - 1)
+            n *= ext
+        for r in red:
+            b = bounds(r.extent, env)
+            if b is None:
+                return 0
+            env[id(r.var)] = (0, max(b[1] - 1, 0))
+            n *= max(b[1], 0)
+        total += n
+    return total
+
+
+def _host_blocks(func, most, blocked):
+    """host_blocks' rewrite, or None as soon as the kernel outgrows its budget (`most`
+    statements)."""
     lane_vars = {}          # id(lane var) -> (outer var, lane var, lanes) of the nests split so far
     parted = set()          # id(first reduce var) of the nests partitioned before any lane split
     unblocked = set()       # id(lane var) of the lanes never blocked (gathering channel lanes)
