@@ -4,7 +4,7 @@ CPU clock read, summed over REPEAT inferences; with each kernel's multiply-adds 
 accumulation's output elements x its reduction's extent), its GFLOP/s. Rows sorted by time,
 then totals by kind (the kernel's name less its number).
 
-  python bench/bench_host_profile.py MODEL [--march native] [--repeat N] [--top K]
+  python bench/bench_host_profile.py MODEL [--march native] [--repeat N] [--top K] [--mlf TAR]
 """
 import argparse
 import io
@@ -99,6 +99,7 @@ def main():
     ap.add_argument("--march")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--mlf", help="time this MLF tarball (compiled from MODEL) instead of compiling")
     a = ap.parse_args()
     if a.march:
         os.environ["AOT_HOST_CFLAGS"] = (os.environ.get("AOT_HOST_CFLAGS", "") + f" -march={a.march}").strip()
@@ -106,15 +107,18 @@ def main():
     from aot.host import build_host, read_valid_mlf, write_inputs
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     from bench_models import feeds_for
-    work = _recording_work()
-    res = aot.compile(a.model)
-    mod = read_valid_mlf(res.tar).module_name
-    tar = res.tar if isinstance(res.tar, bytes) else open(res.tar, "rb").read()
+    if a.mlf:
+        tar, work = open(a.mlf, "rb").read(), {}
+    else:
+        work = _recording_work()
+        tar = aot.compile(a.model).tar
+    mlf = read_valid_mlf(tar)
+    mod = mlf.module_name
     inst, symbols = _instrumented(tar, mod)
     exe = build_host(inst, werror=False, extra_sources={"aot_prof.c": HOOK})
     model = onnx.load(a.model)
     with tempfile.TemporaryDirectory() as d:
-        ins = write_inputs(read_valid_mlf(res.tar).aot, feeds_for(model), d)
+        ins = write_inputs(mlf.aot, feeds_for(model), d)
         cmd = [exe, *ins, *[os.path.join(d, f"out{k}.bin") for k in range(len(model.graph.output))], str(a.repeat)]
         r = subprocess.run(cmd, capture_output=True, text=True, check=True)
     rows = []
