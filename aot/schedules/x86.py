@@ -237,7 +237,8 @@ def _remainder(loops, plan):
 def _reduce_order(red, constants):
     """The reduce loops ordered by the input dimension each indexes, the innermost last (lowered
     order among equals): channels-last, a window's channels run along consecutive input and
-    packed weights (ResNet-50's 3x3 convs over 64 channels: 7.7 -> x ms), not a row apart."""
+    packed weights, not a row apart (heavy kernels: ResNet-50's 3x3 convs over 64 channels 7.6
+    -> 5.6 ms, 3x3 stride 2 over 512 channels 5.3 -> 3.0 ms)."""
     dim = {}
     for st in walk_stmts(red[0]):
         for e in own_exprs(st):
@@ -251,9 +252,10 @@ def _reduce_order(red, constants):
     return sorted(red, key=lambda r: dim.get(id(r.var), -1))
 
 
-def _block(nest, loops, red, mi, plan, constants=frozenset()):
+def _block(nest, loops, red, mi, plan, constants=None):
     """The piece as register blocks: (stmt, block var or None); mi innermost, a block of
-    `block` iterations of loop plan[0] around it, both inside the reduction."""
+    `block` iterations of loop plan[0] around it, both inside the reduction (the reduce loops in
+    _reduce_order given the constants, else as lowered)."""
     b, block = plan
     order = [lp.var for lp in loops if lp.var is not mi]
     bi, s = None, nest
@@ -266,7 +268,7 @@ def _block(nest, loops, red, mi, plan, constants=frozenset()):
     for v in reversed(inner):
         s = fission(hoist_allocate(s, v), v)
     if red:
-        s = reorder(s, [r.var for r in _reduce_order(red, constants)] + inner)
+        s = reorder(s, [r.var for r in (_reduce_order(red, constants) if constants is not None else red)] + inner)
     return s, bi
 
 
@@ -398,7 +400,7 @@ def _host_blocks(func, most, blocked, heavy=False):
             func = func.with_body(_Swap(nest, Seq([_restrict(loops, {plan[0]: r}) for r in rest])).visit(func.body))
             continue
         try:
-            s, bi = _block(nest, loops, red, mi, plan, consts)
+            s, bi = _block(nest, loops, red, mi, plan, consts if heavy else None)
         except ScheduleError:
             n += 1
             continue
