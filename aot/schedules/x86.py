@@ -17,7 +17,9 @@ plane per channel, is partitioned first and its interior takes lanes along the o
 what they do not take falls to cpu.py's register tiles; its border pieces take rolled channel
 lanes. Float kernels only (the host's speed target; int8 keeps cpu.py's code byte for byte),
 and a kernel whose pieces and blocks would outgrow a budget of statements (each later pass and
-the C compiler pay for them) is left to cpu.py whole.
+the C compiler pay for them) is left to cpu.py whole. A heavy kernel (HEAVY_WORK multiply-adds
+or more: ImageNet-sized convs, no MLPerf Tiny kernel) pays for more code: a larger budget, blocks
+of up to HEAVY_BLOCK pixels, and its reduce loops ordered along the input's layout.
 
 Lane loops of one vector (up to LANES channels-last) are 'simd' loops, kept rolled: gcc -O3 unrolls a loop of 16 or fewer
 iterations completely before its loop vectorizer runs, and the straight-line vectorizer packs a
