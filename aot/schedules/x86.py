@@ -17,7 +17,9 @@ plane per channel, is partitioned first and its interior takes lanes along the o
 what they do not take falls to cpu.py's register tiles; its border pieces take rolled channel
 lanes. Float kernels only (the host's speed target; int8 keeps cpu.py's code byte for byte),
 and a kernel whose pieces and blocks would outgrow a budget of statements (each later pass and
-the C compiler pay for them) is left to cpu.py whole.
+the C compiler pay for them) is left to cpu.py whole. A heavy kernel (HEAVY_WORK multiply-adds
+or more: ImageNet-sized convs, no MLPerf Tiny kernel) pays for more code: a larger budget, blocks
+of up to HEAVY_BLOCK pixels, and its reduce loops ordered along the input's layout.
 
 Lane loops of one vector (up to LANES channels-last) are 'simd' loops, kept rolled: gcc -O3 unrolls a loop of 16 or fewer
 iterations completely before its loop vectorizer runs, and the straight-line vectorizer packs a
@@ -41,12 +43,20 @@ LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
 MAX_ACC = 64        # accumulators of a block of several lane loops
 GROWTH = 9        # most statements of a kernel's scheduled code per statement of its nest
 BLOCKED_GROWTH = 13  # the same with its border pieces blocked too
+HEAVY_WORK = 1 << 23  # multiply-adds from which a kernel is heavy (light ResNet-50's 3x3 convs: 29M-116M;
+                      # no MLPerf Tiny kernel reaches it: their code stays as it was)
+HEAVY_GROWTH = 40   # a heavy kernel's budget: its arithmetic pays for more code (ResNet-50's 3x3
+                    # convs over a 7x7 or 14x14 output, all border pieces and a small interior,
+                    # blocked within 24x: 15 ms -> 2.5 ms each, their fallback to cpu.py's tiles)
 GATHER_LANES = 8    # channel lanes of a depthwise border piece
 ROLLED_LANES = 8    # lane loops kept rolled: one 256-bit vector; up to LANES where they are the
                     # output's innermost axis (channels-last: VWW 1.85 -> 1.15; NCHW's scattered
                     # 16 lanes rolled: light Inception v2 1.78 -> 2.52)
 VECTOR = 8          # float lanes of one 256-bit vector
 MAX_BLOCK = 4       # lane loops in a block (more: more code, no faster measured)
+HEAVY_ACC = 96      # the same two in a heavy kernel: 12 of AVX2's 16 vector registers (6 pixels x 16
+HEAVY_BLOCK = 6     # lanes: 8 loads per 12 multiply-adds, not 6 per 8; ResNet-50's 3x3 convs over 64
+                    # channels 5.4 -> 2.6 ms, its first conv 6.3 -> 4.2 ms)
 
 
 STAGE_BLOCK = 8     # channels of a channels-last depthwise conv staged at a time (halved down to 2)
@@ -220,13 +230,13 @@ def _gather_lanes(loops):
     return (1, lanes) if lanes else None
 
 
-def _block_plan(loops, red, mo, mi, lanes):
+def _block_plan(loops, red, mo, mi, lanes, heavy=False):
     """(block loop position or None, block) for a piece whose lane loop is mi: `block`
     iterations of another output loop around the lanes (pixels where they are free, else more
     output channels), so that each input element loaded feeds block x lanes accumulators and
     each weight vector loaded feeds `block` pixels."""
     bound = {id(v) for r in red for e in (r.min, r.extent) for v in walk(e) if isinstance(v, Var)}
-    most = _most(lanes)
+    most = _most(lanes, heavy)
     for j in reversed(range(len(loops))):
         lp = loops[j]
         if lp.var is mo or lp.var is mi or id(lp.var) in bound or const_value(lp.min) is None:
@@ -238,8 +248,9 @@ def _block_plan(loops, red, mo, mi, lanes):
     return (j, min(ext, most)) if ext > 1 else (None, 1)
 
 
-def _most(lanes):
-    return max(1, min(MAX_ACC // lanes, MAX_BLOCK))
+def _most(lanes, heavy=False):
+    acc, block = (HEAVY_ACC, HEAVY_BLOCK) if heavy else (MAX_ACC, MAX_BLOCK)
+    return max(1, min(acc // lanes, block))
 
 
 def _remainder(loops, plan):
@@ -255,9 +266,28 @@ def _remainder(loops, plan):
     return [(m, cut), (cut, m + n)]
 
 
-def _block(nest, loops, red, mi, plan):
+def _reduce_order(red, constants):
+    """The reduce loops ordered by the input dimension each indexes, the innermost last (lowered
+    order among equals): channels-last, a window's channels run along consecutive input and
+    packed weights, not a row apart (heavy kernels: ResNet-50's 3x3 convs over 64 channels 7.6
+    -> 5.6 ms, 3x3 stride 2 over 512 channels 5.3 -> 3.0 ms)."""
+    dim = {}
+    for st in walk_stmts(red[0]):
+        for e in own_exprs(st):
+            for x in walk(e):
+                if not isinstance(x, Load) or id(x.buffer) in constants:
+                    continue
+                for d, i in enumerate(x.indices):
+                    for v in walk(i):
+                        if isinstance(v, Var):
+                            dim[id(v)] = max(dim.get(id(v), -1), d)
+    return sorted(red, key=lambda r: dim.get(id(r.var), -1))
+
+
+def _block(nest, loops, red, mi, plan, constants=None):
     """The piece as register blocks: (stmt, block var or None); mi innermost, a block of
-    `block` iterations of loop plan[0] around it, both inside the reduction."""
+    `block` iterations of loop plan[0] around it, both inside the reduction (the reduce loops in
+    _reduce_order given the constants, else as lowered)."""
     b, block = plan
     order = [lp.var for lp in loops if lp.var is not mi]
     bi, s = None, nest
@@ -270,7 +300,7 @@ def _block(nest, loops, red, mi, plan):
     for v in reversed(inner):
         s = fission(hoist_allocate(s, v), v)
     if red:
-        s = reorder(s, [r.var for r in red] + inner)
+        s = reorder(s, [r.var for r in (_reduce_order(red, constants) if constants is not None else red)] + inner)
     return s, bi
 
 
@@ -301,8 +331,10 @@ def host_blocks(func, target):
     # each, then cpu.py's tiles unrolled in each) the kernel keeps cpu.py's tiles alone
     # border pieces blocked as the interior when the budget allows (a small output under a
     # wide window is mostly border: KWS's first conv), else left as plain lane loops
+    size, heavy = _size(func.body), _work(func.body) >= HEAVY_WORK
     for blocked in (True, False):
-        out = _host_blocks(func, _size(func.body), blocked)
+        out = _host_blocks(func, (HEAVY_GROWTH if heavy else BLOCKED_GROWTH if blocked else GROWTH) * size,
+                           blocked, heavy)
         if out is not None:
             return out
     return func
@@ -312,10 +344,32 @@ def _size(s):
     return sum(1 for _ in walk_stmts(s))
 
 
-def _host_blocks(func, size, blocked):
-    """host_blocks' rewrite, or None as soon as the kernel outgrows its budget (`size`: the
-    statements of the kernel as lowered)."""
-    most = (BLOCKED_GROWTH if blocked else GROWTH) * size
+def _work(body):
+    """Multiply-adds of a kernel as lowered: per accumulation, its output points x its reduction's
+    points (a clipped window counted whole)."""
+    total = 0
+    for nest in _sub_nests(body):
+        loops, red, _ = accumulation(nest)
+        env, n = {}, 1
+        for lp in loops:
+            m, ext = const_value(lp.min), const_value(lp.extent)
+            if m is None or ext is None:
+                return 0
+            env[id(lp.var)] = (m, m + ext - 1)
+            n *= ext
+        for r in red:
+            b = bounds(r.extent, env)
+            if b is None:
+                return 0
+            env[id(r.var)] = (0, max(b[1] - 1, 0))
+            n *= max(b[1], 0)
+        total += n
+    return total
+
+
+def _host_blocks(func, most, blocked, heavy=False):
+    """host_blocks' rewrite, or None as soon as the kernel outgrows its budget (`most`
+    statements); a heavy kernel's blocks are larger."""
     lane_vars = {}          # id(lane var) -> (outer var, lane var, lanes) of the nests split so far
     parted = set()          # id(first reduce var) of the nests partitioned before any lane split
     unblocked = set()       # id(lane var) of the lanes never blocked (gathering channel lanes)
@@ -372,13 +426,13 @@ def _host_blocks(func, size, blocked):
         # unrolled copies multiply the code for the few pixels it holds
         clipped = any(const_value(e) is None for r in red for e in (r.min, r.extent))
         plan = (None, 1) if (clipped and not blocked) or id(mi) in unblocked else \
-            _block_plan(loops, red, mo, mi, lanes)
+            _block_plan(loops, red, mo, mi, lanes, heavy)
         rest = _remainder(loops, plan)
         if rest is not None:
             func = func.with_body(_Swap(nest, Seq([_restrict(loops, {plan[0]: r}) for r in rest])).visit(func.body))
             continue
         try:
-            s, bi = _block(nest, loops, red, mi, plan)
+            s, bi = _block(nest, loops, red, mi, plan, consts if heavy else None)
         except ScheduleError:
             n += 1
             continue
