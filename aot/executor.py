@@ -26,7 +26,7 @@ from .tir.structural import structural_key
 from .tir.inplace import writes_over, writes_over_in_order, writes_over_staged
 from .schedules.arm_dw import staging_block as arm_staging_block
 from .schedules.x86 import staging_block as host_staging_block
-from .schedules.inplace_conv import stage_in_place, stage_rows
+from .schedules.inplace_conv import STAGE_PIXELS, stage_in_place, stage_rows
 from .tir.verify import AccessReport, verify_accesses
 
 
@@ -231,7 +231,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
             func, params = lower_group(g, fname)
             staged = (_staged_in_place(func, params, g, step, lives, len(kernels), set(in_index) | set(out_root),
                                        arm_staging_block(target) if "arm_cpu" in target.keys else
-                                       host_staging_block(target))
+                                       host_staging_block(target) + (STAGE_PIXELS,))
                       if in_place and not target.is_device and step in worth_staging else None)
             if staged:
                 func = staged[0]
@@ -480,7 +480,8 @@ def _staged_in_place(func, params, g, step, lives, n_kernels, io_ids, block=(1, 
                 or sum(x is not None and alias_root(x) is r for x in params) != 1:
             continue
         proven = []       # (scratch elements, staged func, delta, proven in program order)
-        got = stage_in_place(func, k, len(params), block=block[0], min_block=block[1])
+        got = stage_in_place(func, k, len(params), block=block[0], min_block=block[1],
+                             pixels=block[2] if len(block) > 2 else 1)
         if got is not None:
             staged, n = got
             inb, outb = staged.params[k], staged.params[len(params)]

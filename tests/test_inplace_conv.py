@@ -254,3 +254,33 @@ def test_strided_depthwise_writes_over_its_input(nchw):
     assert writes_over_in_order(func, [i], o, 0)
     assert not writes_over_in_order(func, [i], o, i.size - o.size)
     assert not writes_over_in_order(func, [o], i, 0)        # the larger buffer never fits over the smaller
+
+
+def _lrn_model(width):
+    """conv 3 -> 12 channels -> LRN over 5 channels -> mean: the LRN's input dies at it, at the
+    peak of live bytes, so it is staged to write over that input."""
+    from onnx import helper
+    rng = np.random.default_rng(11)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], pads=[1, 1, 1, 1], name="stem"),
+             helper.make_node("LRN", ["a"], ["b"], size=5, alpha=0.5, beta=0.75, bias=2.0, name="lrn"),
+             helper.make_node("ReduceMean", ["b"], ["y"], axes=[2, 3], keepdims=0, name="pool")]
+    inits = [init("w0", (rng.standard_normal((12, 3, 3, 3)) * 0.5).astype(np.float32))]
+    m = make_model(nodes, [vi("x", [1, 3, 6, width])], [vi("y", [1, 12])], inits)
+    return m, {"x": rng.standard_normal((1, 3, 6, width)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("width,run", [(20, 10), (7, 7), (17, 1)])
+def test_nchw_lrn_is_staged_by_runs_of_pixels(width, run):
+    """An NCHW LRN's clipped channel window leaves its channels no SIMD lanes: on the host it is
+    staged a run of pixels along the row at a time (the largest divisor of the width up to
+    STAGE_PIXELS: 10 of 20, a whole row of 7, one pixel of a prime 17), every channel of each,
+    and still matches onnxruntime writing over its input (ASan build)."""
+    from aot.schedules.inplace_conv import STAGE_PIXELS
+    assert STAGE_PIXELS == 16
+    m, feeds = _lrn_model(width)
+    res, _ = check_model(m, feeds)
+    (lrn,) = [c for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
+    assert "lrn" in lrn.symbol
+    assert lrn.scratch_bytes == 12 * run * 4
+    rc, err = _run_with_workspace_bytes(res.tar, feeds, res.plan.workspace_size)
+    assert rc == 0, err[-2000:]

@@ -192,8 +192,9 @@ def test_softmax(op, shape, axis, opset):
 
 
 @pytest.mark.parametrize("size", [1, 3, 5])  # onnxruntime accepts odd sizes only
-def test_lrn(size):
-    check_model(*single("LRN", [[1, 7, 4, 4]], attrs={"size": size, "alpha": 1e-2, "beta": 0.75, "bias": 2.0}))
+@pytest.mark.parametrize("beta", [0.75, 0.5, 1.0, 0.6])   # square roots, a square root, none, pow
+def test_lrn(size, beta):
+    check_model(*single("LRN", [[1, 7, 4, 4]], attrs={"size": size, "alpha": 0.5, "beta": beta, "bias": 2.0}))
 
 
 # ------------------------------------------------------------------ shape ops

@@ -142,7 +142,20 @@ class LRN(Op):
             return te.sum(v * v, r)
         sq = te.compute(x.shape, fsq, "lrn_sqsum")
         k = a["alpha"] / a["size"]
-        return [te.compute(x.shape, lambda *i: x(*i) / call("pow", sq(*i) * k + a["bias"], Const(a["beta"], x.dtype)), "lrn")]
+        return [te.compute(x.shape, lambda *i: x(*i) / _power(sq(*i) * k + a["bias"], a["beta"], x.dtype), "lrn")]
+
+
+def _power(d, beta, dtype):
+    """d ** beta; the usual LRN exponents by square roots (a pow call per element is most of an
+    LRN kernel's time: light Inception v1 11 ms of 45), the others by pow."""
+    if beta == 0.75:
+        r = call("sqrt", d)
+        return r * call("sqrt", r)
+    if beta == 0.5:
+        return call("sqrt", d)
+    if beta == 1.0:
+        return d
+    return call("pow", d, Const(beta, dtype))
 
 
 @register
