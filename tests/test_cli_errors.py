@@ -37,6 +37,18 @@ def test_unsupported_ops_listed_at_once(tmp_path):
     assert_user_error(r, out, "nms_1", "NonMaxSuppression", "fancy", "com.vendor", "2 unsupported")
 
 
+def test_weights_of_another_dtype_are_a_user_error(tmp_path):
+    """float64 weights under a float32 input (ONNX types both as one T): named, not an internal error."""
+    for op, w, x in [("Conv", np.ones((4, 3, 3, 3)), [1, 3, 8, 8]), ("MatMul", np.ones((4, 5)), [2, 4]),
+                     ("Gemm", np.ones((4, 5)), [2, 4]), ("ConvTranspose", np.ones((3, 4, 3, 3)), [1, 3, 8, 8])]:
+        m = make_model([helper.make_node(op, ["x", "w"], ["y"], name=f"{op.lower()}_f64")], [vi("x", x)],
+                       [vi("y", None)], [init("w", w)])
+        p = tmp_path / f"{op}.onnx"
+        p.write_bytes(m.SerializeToString())
+        out = str(tmp_path / f"{op}.tar")
+        assert_user_error(run_cli("compile", str(p), "-o", out), out, f"{op.lower()}_f64", "float64", "float32")
+
+
 def test_truncated_model(tmp_path):
     from test_c_client import small_cnn
     data = small_cnn().SerializeToString()

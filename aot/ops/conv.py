@@ -28,6 +28,7 @@ class Conv(Op):
     """ONNX's Conv; with layout="NHWC" (TFLite's CONV_2D and DEPTHWISE_CONV_2D) the data is
     channels-last and the weights OHWI, computed as stored."""
     name = "Conv"
+    same_dtype = (1, 2)
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
     dtypes = FLOATS
     min_inputs = 2
@@ -135,6 +136,7 @@ class ConvTranspose(Op):
     are ONNX's [C_in, C_out / group, k...] in either data layout; layout="NHWC" (TFLite's
     TRANSPOSE_CONV, whose OHWI filter the frontend re-orders once) keeps the data channels-last."""
     name = "ConvTranspose"
+    same_dtype = (1, 2)
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
     dtypes = FLOATS
     min_inputs = 2

@@ -12,6 +12,7 @@ from .registry import FLOATS, Op, Pattern, broadcast_shapes, register
 @register
 class Gemm(Op):
     name = "Gemm"
+    same_dtype = (1, 2)
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
     dtypes = FLOATS
     min_inputs = 2
@@ -69,6 +70,7 @@ class Gemm(Op):
 @register
 class MatMul(Op):
     name = "MatMul"
+    same_dtype = (1,)
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
     # bfloat16 is left out: numpy/ml_dtypes (the ONNX reference) accumulate it in a way we
     # have not reproduced, and an 8-bit mantissa makes any difference visible

@@ -161,6 +161,7 @@ def _power(d, beta, dtype):
 @register
 class InstanceNormalization(Op):
     name = "InstanceNormalization"
+    same_dtype = (1, 2)
     pattern = Pattern.OPAQUE
     dtypes = FLOATS
     min_inputs = 3

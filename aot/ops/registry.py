@@ -94,6 +94,7 @@ class Op:
     fold_from_types = False  # output known from input types alone (Shape, Size)
     dtypes = ALL             # dtypes accepted for input 0 at run time
     min_inputs = 1
+    same_dtype = ()          # positions of inputs ONNX types as input 0's T (Conv's W and B)
 
     def canon(self, ctx: ImportCtx):
         pass
@@ -113,6 +114,12 @@ class Op:
         x = node.inputs[0] if node.inputs else None
         if x is not None and x.type.dtype not in self.dtypes:
             raise OpError(node, f"input dtype {x.type.dtype} is not supported (supported: {', '.join(self.dtypes)})")
+        # (float kernels only: the integer and quantised convs subclassing these mix dtypes by design)
+        for k in self.same_dtype if x is not None and x.type.dtype in FLOATS else ():
+            v = node.inputs[k] if k < len(node.inputs) else None
+            if x is not None and v is not None and v.type.dtype != x.type.dtype:
+                raise OpError(node, f"input {k} ({v.name}) is {v.type.dtype}, input 0 ({x.name}) {x.type.dtype}: "
+                                    "they must have one type")
 
 
 class AxisOp(Op):
