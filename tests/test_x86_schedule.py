@@ -68,7 +68,9 @@ def test_host_blocks_match_onnxruntime(cin, cout, hw, k, stride, pad, group, gem
 def test_interior_has_constant_windows_and_pixel_blocks():
     """A padded 3x3 conv over 14x14: the interior rows 1..12 loop over the whole window (no
     clipped bounds) with a block of 6 pixels x 16 lanes accumulators (a rolled pixel loop around
-    the lane loop: gcc unrolls it after vectorising the lanes); the border keeps clipped windows."""
+    the lane loop: gcc unrolls it after vectorising the lanes). With 16 output channels (fewer
+    than x86.BORDER_SPLIT) the border rows are split too: corners, and a middle blocked by pixels,
+    so no window is clipped anywhere; with 32 the border pieces keep clipped windows."""
     src = _c_source(aot.compile(_conv_model(8, 16, 14, 3).SerializeToString()))
     interior = re.search(r"for \(int32_t (\w+) = 1; \1 < 13; \+\+\1\) \{(.*?)\n  \}\n", src, re.S)
     assert interior, src
@@ -78,6 +80,10 @@ def test_interior_has_constant_windows_and_pixel_blocks():
     assert re.search(r"for \(int32_t \w+ = 0; \w+ < 6; .*\n\s*for \(int32_t \w+ = 0; \w+ < 16; ", body)
     for r in ("rh", "rw"):
         assert re.search(r"for \(int32_t (%s\w*) = 0; \1 < 3; " % r, body)
+    assert "aot_max_i32" not in src and "aot_min_i32" not in src
+    # the top row's middle (columns 1..12, window rows 1..2) is blocked by pixels as well
+    assert re.search(r"for \(int32_t (rh\w*) = 1; \1 < 3; .*\n.*\n\s*for \(int32_t \w+ = 0; \w+ < 6; ", src)
+    src = _c_source(aot.compile(_conv_model(8, 32, 14, 3).SerializeToString()))
     assert "aot_max_i32" in src
 
 

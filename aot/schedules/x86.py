@@ -52,6 +52,8 @@ ROLLED_LANES = 8    # lane loops kept rolled: one 256-bit vector; up to LANES wh
                     # output's innermost axis (channels-last: VWW 1.85 -> 1.15; NCHW's scattered
                     # 16 lanes rolled: light Inception v2 1.78 -> 2.52)
 MAX_BLOCK = 6       # lane loops in a block
+BORDER_SPLIT = 32   # fewer output channels: border rows split into corners and a blocked middle
+                    # (IC's 16-channel 3x3 convs 64 -> 51 us; every kernel: VWW's compile 0.9 -> 1.4 s)
 
 
 STAGE_BLOCK = 8     # channels of a channels-last depthwise conv staged at a time (halved down to 2)
@@ -125,10 +127,11 @@ def _restrict(loops, ranges):
     return body
 
 
-def _partition(loops, red):
+def _partition(loops, red, borders=False):
     """The nest split along its output loops into border pieces (clipped windows) and the
     interior (constant windows: no bound computations, pixels free to block); None when the
-    windows are never clipped. The interior is split again along the next loop."""
+    windows are never clipped. The interior is split again along the next loop, and with
+    `borders` the border pieces too (a border row's middle then blocks its pixels as well)."""
     if any(const_value(lp.min) is None or const_value(lp.extent) is None for lp in loops):
         return None
     for j, lp in enumerate(loops):
@@ -141,9 +144,9 @@ def _partition(loops, red):
             if hi <= lo:
                 continue
             piece = _restrict(loops, {j: (lo, hi)})
-            if (lo, hi) == inner:
+            if (lo, hi) == inner or borders:
                 found = accumulation(piece)
-                more = found and _partition(found[0], found[1])
+                more = found and _partition(found[0], found[1], borders)
                 if more:
                     pieces.extend(more)
                     continue
@@ -264,11 +267,13 @@ def _reduce_order(red):
     return sorted(red, key=innermost)
 
 
-def _pack(func, lane_index, lanes):
-    """Constants the lanes read stored so that the lanes are consecutive (cpu.py's rule)."""
+def _pack(func, lane_index, lanes, nest):
+    """Constants the lanes read stored so that the lanes are consecutive (cpu.py's rule, judged
+    on the nest just split: a staged kernel's other nests, a first row and the rows after it,
+    read them with lane variables of their own, which the packed layout serves as well)."""
     for p in func.attrs.get("constants", ()):
         shape = func.params[p].shape
-        d = _packable(func, func.params[p], lane_index)
+        d = _packable(func.with_body(nest), func.params[p], lane_index)
         if d is None or shape[d] % lanes or p in func.attrs.get("layouts", {}):
             continue
         if all(x == 1 for x in shape[d + 1:]):
@@ -353,9 +358,12 @@ def _host_blocks(func, size, blocked):
             if k == len(loops) - 1:
                 last.add(id(mi))
             found = accumulation(s)
-            pieces = _partition(found[0], found[1])
-            func = func.with_body(_Swap(nest, Seq(pieces) if pieces else s).visit(func.body))
-            func = _pack(func, simplify(loops[k].min + mo * lanes + mi), lanes)
+            # few channels (fewer than BORDER_SPLIT): a border row has no channel blocks to fill
+            # its registers, so it is split as well, its middle blocked by pixels
+            pieces = _partition(found[0], found[1], const_value(loops[k].extent) < BORDER_SPLIT)
+            s = Seq(pieces) if pieces else s
+            func = func.with_body(_Swap(nest, s).visit(func.body))
+            func = _pack(func, simplify(loops[k].min + mo * lanes + mi), lanes, s)
             continue        # the same position is now the first piece
         mo, mi, lanes = split_at
         # unblocked, a border piece (its window clipped) keeps the plain lane loop: blocked, its
