@@ -127,11 +127,12 @@ def _restrict(loops, ranges):
     return body
 
 
-def _partition(loops, red, borders=False):
+def _partition(loops, red, borders=False, ordered=False):
     """The nest split along its output loops into border pieces (clipped windows) and the
     interior (constant windows: no bound computations, pixels free to block); None when the
     windows are never clipped. The interior is split again along the next loop, and with
-    `borders` the border pieces too (a border row's middle then blocks its pixels as well)."""
+    `borders` the border pieces too (a border row's middle then blocks its pixels as well);
+    `ordered`: pieces split along an inner loop stay inside the outer loops (_nested)."""
     if any(const_value(lp.min) is None or const_value(lp.extent) is None for lp in loops):
         return None
     for j, lp in enumerate(loops):
@@ -146,13 +147,29 @@ def _partition(loops, red, borders=False):
             piece = _restrict(loops, {j: (lo, hi)})
             if (lo, hi) == inner or borders:
                 found = accumulation(piece)
-                more = found and _partition(found[0], found[1], borders)
+                more = found and _partition(found[0], found[1], borders, ordered)
                 if more:
                     pieces.extend(more)
                     continue
             pieces.append(piece)
-        return pieces
+        return _nested(loops, j, pieces) if ordered else pieces
     return None
+
+
+def _nested(loops, j, pieces):
+    """Pieces that split loop j of the nest `loops` (each a whole nest) as one nest: the loops
+    outside j once, the pieces inside them, so that the outputs are written in the nest's order
+    (a kernel writing its output over its input in program order: func.attrs["in_order"], asked
+    for by the executor's in-place proof, aot/tir/inplace.py writes_over_in_order)."""
+    inner = []
+    for p in pieces:
+        for _ in range(j):
+            p = p.body
+        inner.append(p)
+    body = Seq(inner)
+    for lp in reversed(loops[:j]):
+        body = lp.with_body(body)
+    return [body]
 
 
 def _strided(red, var, constants):
@@ -311,6 +328,7 @@ def _host_blocks(func, size, blocked):
     """host_blocks' rewrite, or None as soon as the kernel outgrows its budget (`size`: the
     statements of the kernel as lowered)."""
     most = (BLOCKED_GROWTH if blocked else GROWTH) * size
+    ordered = bool(func.attrs.get("in_order"))
     lane_vars = {}          # id(lane var) -> (outer var, lane var, lanes) of the nests split so far
     parted = set()          # id(first reduce var) of the nests partitioned before any lane split
     unblocked = set()       # id(lane var) of the lanes never blocked (gathering channel lanes)
@@ -337,7 +355,7 @@ def _host_blocks(func, size, blocked):
                 pieces = None
                 if red and id(red[0].var) not in parted:
                     parted.add(id(red[0].var))
-                    pieces = _partition(loops, red)
+                    pieces = _partition(loops, red, ordered=ordered)
                 if pieces:
                     func = func.with_body(_Swap(nest, Seq(pieces)).visit(func.body))
                     continue
@@ -360,7 +378,7 @@ def _host_blocks(func, size, blocked):
             found = accumulation(s)
             # few channels (fewer than BORDER_SPLIT): a border row has no channel blocks to fill
             # its registers, so it is split as well, its middle blocked by pixels
-            pieces = _partition(found[0], found[1], const_value(loops[k].extent) < BORDER_SPLIT)
+            pieces = _partition(found[0], found[1], const_value(loops[k].extent) < BORDER_SPLIT, ordered)
             s = Seq(pieces) if pieces else s
             func = func.with_body(_Swap(nest, s).visit(func.body))
             func = _pack(func, simplify(loops[k].min + mo * lanes + mi), lanes, s)
@@ -373,7 +391,9 @@ def _host_blocks(func, size, blocked):
             _block_plan(loops, red, mo, mi, lanes)
         rest = _remainder(loops, plan)
         if rest is not None:
-            func = func.with_body(_Swap(nest, Seq([_restrict(loops, {plan[0]: r}) for r in rest])).visit(func.body))
+            pieces = [_restrict(loops, {plan[0]: r}) for r in rest]
+            pieces = _nested(loops, plan[0], pieces) if ordered else pieces
+            func = func.with_body(_Swap(nest, Seq(pieces)).visit(func.body))
             continue
         try:
             s = _block(nest, loops, red, mi, plan, mo)
