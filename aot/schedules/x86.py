@@ -10,10 +10,11 @@ does not depend on them, else more channels) is split into a short block around 
 one input element loaded (broadcast) feeds a whole block of channels and each weight vector
 loaded feeds several pixels. Accumulators live in a small local array of block x lanes that the
 compiler keeps in registers: up to MAX_ACC, twelve 256-bit vectors (eight leave the FMA units
-waiting on their 4-cycle latency: a 3x3 conv over 64 channels 109 -> 70 us). The block loop
+waiting on their 4-cycle latency: a 3x3 conv over 64 channels 109 -> 70 us). Around a lane
+loop that gcc keeps rolled (below) or does not unroll first (over 16 lanes), the block loop
 stays a rolled C loop: gcc vectorizes the lane loop inside it, then unrolls it (one weight
 vector load per block, no spills), and the code stays small enough to block the border pieces
-too. The reduce loop over input channels goes innermost (one block of multiply-adds per
+too; around NCHW's 16 output-channel lanes the block is unrolled here (four of them). The reduce loop over input channels goes innermost (one block of multiply-adds per
 iteration, the window's bounds outside), and the lane blocks outermost (a block's weights stay
 in the L1 cache across the pixels: VWW's 128x128 pointwise convs 21 -> 16 us).
 
@@ -34,7 +35,7 @@ in every tensor; staging_block sizes the executor's staged depthwise convs for t
 from __future__ import annotations
 
 from ..tir.expr import Const, Load, Var, is_float, substitute, walk
-from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout, reorder, split,
+from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout, reorder, split, unroll,
                             vectorize)
 from ..tir.simplify import bounds, const_value, simplify, simplify_stmt
 from ..tir.stmt import For, Seq, StmtMutator, own_exprs, stmt_children, walk_stmts
@@ -52,6 +53,7 @@ ROLLED_LANES = 8    # lane loops kept rolled: one 256-bit vector; up to LANES wh
                     # output's innermost axis (channels-last: VWW 1.85 -> 1.15; NCHW's scattered
                     # 16 lanes rolled: light Inception v2 1.78 -> 2.52)
 MAX_BLOCK = 6       # lane loops in a block
+UNROLLED_ACC, UNROLLED_BLOCK = 64, 4   # the same for a block unrolled here (see host_blocks)
 BORDER_SPLIT = 32   # fewer output channels: border rows split into corners and a blocked middle
                     # (IC's 16-channel 3x3 convs 64 -> 51 us; every kernel: VWW's compile 0.9 -> 1.4 s)
 
@@ -216,13 +218,13 @@ def _gather_lanes(loops):
     return (1, lanes) if lanes else None
 
 
-def _block_plan(loops, red, mo, mi, lanes):
+def _block_plan(loops, red, mo, mi, lanes, kept=True):
     """(block loop position or None, block) for a piece whose lane loop is mi: `block`
     iterations of another output loop around the lanes (pixels where they are free, else more
     output channels), so that each input element loaded feeds block x lanes accumulators and
     each weight vector loaded feeds `block` pixels."""
     bound = {id(v) for r in red for e in (r.min, r.extent) for v in walk(e) if isinstance(v, Var)}
-    most = _most(lanes)
+    most = _most(lanes, kept)
     for j in reversed(range(len(loops))):
         lp = loops[j]
         if lp.var is mo or lp.var is mi or id(lp.var) in bound or const_value(lp.min) is None:
@@ -234,7 +236,10 @@ def _block_plan(loops, red, mo, mi, lanes):
     return (j, min(ext, most)) if ext > 1 else (None, 1)
 
 
-def _most(lanes):
+def _most(lanes, kept=True):
+    """The block for `lanes`: the block loop kept rolled (twelve vectors), or unrolled here."""
+    if not kept:
+        return max(1, min(UNROLLED_ACC // lanes, UNROLLED_BLOCK))
     return max(1, min(MAX_ACC // lanes, MAX_BLOCK))
 
 
@@ -252,8 +257,9 @@ def _remainder(loops, plan):
 
 
 def _block(nest, loops, red, mi, plan, mo=None):
-    """The piece as register blocks: mi innermost, a block of `block` iterations of loop
-    plan[0] around it, both inside the reduction; mo (the lanes' outer loop) outermost."""
+    """The piece as register blocks: (stmt, block var or None); mi innermost, a block of
+    `block` iterations of loop plan[0] around it, both inside the reduction; mo (the lanes'
+    outer loop) outermost."""
     b, block = plan
     order = [lp.var for lp in loops if lp.var is not mi]
     if mo is not None and any(v is mo for v in order):
@@ -269,7 +275,7 @@ def _block(nest, loops, red, mi, plan, mo=None):
         s = fission(hoist_allocate(s, v), v)
     if red:
         s = reorder(s, [r.var for r in _reduce_order(red)] + inner)
-    return s
+    return s, bi
 
 
 def _reduce_order(red):
@@ -313,8 +319,9 @@ def host_blocks(func, target):
     # each, then cpu.py's tiles unrolled in each) the kernel keeps cpu.py's tiles alone
     # border pieces blocked as the interior when the budget allows (a small output under a
     # wide window is mostly border: KWS's first conv), else left as plain lane loops
-    for blocked in (True, False):
-        out = _host_blocks(func, _size(func.body), blocked)
+    # (and border rows split for few channels first, see BORDER_SPLIT)
+    for blocked, borders in ((True, True), (True, False), (False, False)):
+        out = _host_blocks(func, _size(func.body), blocked, borders)
         if out is not None:
             return out
     return func
@@ -324,7 +331,7 @@ def _size(s):
     return sum(1 for _ in walk_stmts(s))
 
 
-def _host_blocks(func, size, blocked):
+def _host_blocks(func, size, blocked, borders=True):
     """host_blocks' rewrite, or None as soon as the kernel outgrows its budget (`size`: the
     statements of the kernel as lowered)."""
     most = (BLOCKED_GROWTH if blocked else GROWTH) * size
@@ -377,8 +384,11 @@ def _host_blocks(func, size, blocked):
                 last.add(id(mi))
             found = accumulation(s)
             # few channels (fewer than BORDER_SPLIT): a border row has no channel blocks to fill
-            # its registers, so it is split as well, its middle blocked by pixels
-            pieces = _partition(found[0], found[1], const_value(loops[k].extent) < BORDER_SPLIT, ordered)
+            # its registers, so it is split as well, its middle blocked by pixels (where blocks
+            # stay rolled loops: unrolled, its pieces outgrow the budget)
+            kept = lanes <= ROLLED_LANES or lanes > LANES or k == len(loops) - 1
+            pieces = _partition(found[0], found[1], borders and kept and const_value(loops[k].extent) < BORDER_SPLIT,
+                                ordered)
             s = Seq(pieces) if pieces else s
             func = func.with_body(_Swap(nest, s).visit(func.body))
             func = _pack(func, simplify(loops[k].min + mo * lanes + mi), lanes, s)
@@ -387,8 +397,14 @@ def _host_blocks(func, size, blocked):
         # unblocked, a border piece (its window clipped) keeps the plain lane loop: blocked, its
         # unrolled copies multiply the code for the few pixels it holds
         clipped = any(const_value(e) is None for r in red for e in (r.min, r.extent))
+        rolled = lanes <= ROLLED_LANES or (lanes <= LANES and id(mi) in last)
+        # the block loop stays a C loop around a lane loop that gcc does not unroll before
+        # vectorising it (a rolled one, or one of more than 16 lanes); around one it does (NCHW
+        # output channels), gcc's straight-line vectorizer takes the unrolled block better
+        # (light squeezenet's 1x1 convs: 0.13 ms unrolled here, 4.9 ms rolled)
+        kept = rolled or lanes > LANES
         plan = (None, 1) if (clipped and not blocked) or id(mi) in unblocked else \
-            _block_plan(loops, red, mo, mi, lanes)
+            _block_plan(loops, red, mo, mi, lanes, kept)
         rest = _remainder(loops, plan)
         if rest is not None:
             pieces = [_restrict(loops, {plan[0]: r}) for r in rest]
@@ -396,13 +412,12 @@ def _host_blocks(func, size, blocked):
             func = func.with_body(_Swap(nest, Seq(pieces)).visit(func.body))
             continue
         try:
-            s = _block(nest, loops, red, mi, plan, mo)
+            s, bi = _block(nest, loops, red, mi, plan, mo)
         except ScheduleError:
             n += 1
             continue
-        body = vectorize(_Swap(nest, s).visit(func.body), mi,
-                         rolled=lanes <= ROLLED_LANES or (lanes <= LANES and id(mi) in last))
-        func = func.with_body(body)
+        body = vectorize(_Swap(nest, s).visit(func.body), mi, rolled=rolled)
+        func = func.with_body(unroll(body, bi, UNROLLED_ACC) if bi is not None and not kept else body)
 
 
 host_blocks.wants_target = True
