@@ -240,8 +240,11 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                                                                  func.params[len(params)]):
                 func = legalize(flatten(plain))      # staged by rows: its schedule re-proven, else its proven nest
             if not staged and step in worth_shrinking:
+                # the host's rules can keep the pieces of a padded window in the nest's order
+                ordered = None if "arm_cpu" in target.keys else \
+                    (lambda f: legalize(schedule(f.with_body(f.body, attrs=dict(f.attrs, in_order=True)), target)))
                 func, shrunk = _shrunk_in_place(func, plain, params, g, step, lives, len(kernels),
-                                                set(in_index) | set(out_root))
+                                                set(in_index) | set(out_root), ordered)
             verify_accesses(func, access)
             layouts = func.attrs.get("layouts", {})
         else:
@@ -443,10 +446,11 @@ def _steps_worth_shrinking(kernels, lives):
     return {s for s in smaller if live[s] > floor}
 
 
-def _shrunk_in_place(func, plain, params, g, step, lives, n_kernels, io_ids):
+def _shrunk_in_place(func, plain, params, g, step, lives, n_kernels, io_ids, ordered=None):
     """(the kernel, the index of the input it may write its smaller output over) when
-    writes_over_in_order proves it on the scheduled kernel, else on the plain nest (which then
-    replaces it); (func, None) when neither is proven."""
+    writes_over_in_order proves it on the scheduled kernel, else on the plain nest scheduled by
+    `ordered` (the schedule asked to keep the nest's order), else on the plain nest (which then
+    replaces it); (func, None) when none is proven."""
     if len(g.outputs) != 1 or id(alias_root(g.outputs[0])) in io_ids:
         return func, None
     out = alias_root(g.outputs[0])
@@ -457,8 +461,9 @@ def _shrunk_in_place(func, plain, params, g, step, lives, n_kernels, io_ids):
     r = alias_root(params[k])
     if id(r) in io_ids or r.type.nbytes <= out.type.nbytes or lives[id(r)].interval(n_kernels)[1] != step:
         return func, None
-    for f in (func, legalize(flatten(plain))):
-        if writes_over_in_order(f, [f.params[k]], f.params[len(params)], 0):
+    for f in (func, ordered and (lambda: ordered(plain)), lambda: legalize(flatten(plain))):
+        f = f() if callable(f) else f
+        if f is not None and writes_over_in_order(f, [f.params[k]], f.params[len(params)], 0):
             return f, k
     return func, None
 

@@ -67,7 +67,8 @@ def test_host_blocks_match_onnxruntime(cin, cout, hw, k, stride, pad, group, gem
 
 def test_interior_has_constant_windows_and_pixel_blocks():
     """A padded 3x3 conv over 14x14: the interior rows 1..12 loop over the whole window (no
-    clipped bounds) with a block of 4 pixels x 16 lanes accumulators; the border keeps clipped
+    clipped bounds) with a block of 4 pixels x 16 lanes accumulators (NCHW's 16 output-channel
+    lanes, which gcc unrolls itself: the block unrolled by the rule); the border keeps clipped
     windows."""
     src = _c_source(aot.compile(_conv_model(8, 16, 14, 3).SerializeToString()))
     interior = re.search(r"for \(int32_t (\w+) = 1; \1 < 13; \+\+\1\) \{(.*?)\n  \}\n", src, re.S)
@@ -77,7 +78,50 @@ def test_interior_has_constant_windows_and_pixel_blocks():
     assert re.search(r"float \w+\[64\];", body)
     for r in ("rh", "rw"):
         assert re.search(r"for \(int32_t (%s\w*) = 0; \1 < 3; " % r, body)
-    assert "aot_max_i32" in src
+    assert "aot_max_i32(" in src
+
+
+def _nhwc_convs(hw, cin, cout):
+    """Two padded 3x3 convs between an NHWC input and an NHWC output (channels-last throughout)."""
+    def w(*shape):
+        return RNG.standard_normal(shape).astype(np.float32) * 0.3
+    inits = [numpy_helper.from_array(a, n) for n, a in [("w1", w(cout, cin, 3, 3)), ("b1", w(cout)),
+                                                        ("w2", w(cout, cout, 3, 3))]]
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["xt", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Transpose", ["c2"], ["y"], perm=[0, 2, 3, 1])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, hw, hw, cin])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    return helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits), opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("hw,cin,cout,split", [
+    (14, 8, 16, True),
+    (11, 3, 12, False),      # 9-pixel rows (6 + 3) in every piece: over the budget, the border not split
+    (9, 16, 32, False),      # channel blocks fill the border's registers
+])
+def test_channels_last_border_rows_blocked(hw, cin, cout, split):
+    """Channels-last convs with fewer than x86.BORDER_SPLIT output channels have their border
+    rows split too (corners, and a middle blocked by pixels: no clipped window anywhere); with
+    32 the border pieces keep clipped windows (blocked by channels), as they do when the split
+    pieces would outgrow the kernel's budget of statements. The pixel blocks stay C loops around
+    the rolled lane loops (up to 6 pixels x 16 lanes). Outputs match onnxruntime."""
+    m = _nhwc_convs(hw, cin, cout)
+    res = aot.compile(m.SerializeToString())
+    assert all(n.attrs.get("layout") == "NHWC" for n in res.graph.nodes if n.op == "Conv")
+    src = _c_source(res)
+    assert ("aot_max_i32(" not in src) == split
+    blocks = re.findall(r"for \(int32_t \w+ = 0; \w+ < (\d+); \+\+\w+\) \{\n\s*#pragma GCC unroll 1\n\s*"
+                        r"for \(int32_t \w+ = 0; \w+ < (\d+); ", src)
+    assert blocks and max(int(b) * int(n) for b, n in blocks) >= 64
+    x = RNG.standard_normal((1, hw, hw, cin)).astype(np.float32)
+    ref = ort_run(m, {"x": x})
+    for sanitize in (True, False):
+        out = aot.run(res, {"x": x}, sanitize=sanitize)
+        for name, r in ref.items():
+            np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))
 
 
 def _without_host_rules(m, target):
@@ -191,6 +235,11 @@ def test_lane_loops_stay_rolled():
     import subprocess
     src = _c_source(aot.compile(_nhwc_chain_model(12, 3, 8, 16).SerializeToString()))
     assert re.search(r"#pragma GCC unroll 1\n\s*for \(int32_t \w+ = 0; \w+ < (8|16); ", src)
+    # channels-last, the pixel block around the lanes stays a C loop too (up to 6 pixels x 16
+    # lanes, twelve 256-bit accumulators: gcc unrolls it after vectorising the lanes)
+    blocks = re.findall(r"for \(int32_t \w+ = 0; \w+ < (\d+); \+\+\w+\) \{\n\s*#pragma GCC unroll 1\n\s*"
+                        r"for \(int32_t \w+ = 0; \w+ < (\d+); ", src)
+    assert blocks and max(int(b) * int(n) for b, n in blocks) >= 48
     for cc in ("gcc", "clang"):
         if shutil.which(cc) is None:
             continue
@@ -198,3 +247,57 @@ def test_lane_loops_stay_rolled():
                             "-o", os.devnull], input=src.replace('#include "tvmgen_default.h"', ""),
                            capture_output=True, text=True)
         assert r.returncode == 0, (cc, r.stderr[:2000])
+
+
+def _mobilenet_head(hw, c1, c2, c3):
+    """VWW's first layers at odd sizes: an NHWC input, a strided 3x3 conv, a depthwise conv, a
+    pointwise conv, then a stride-2 depthwise conv padded only after (TF's SAME) whose input dies
+    there, a pointwise conv, a global pool and a dense layer."""
+    def w(*shape):
+        return RNG.standard_normal(shape).astype(np.float32) * 0.3
+    inits = [numpy_helper.from_array(a, n) for n, a in [
+        ("w1", w(c1, 3, 3, 3)), ("b1", w(c1)), ("wd", w(c1, 1, 3, 3)), ("bd", w(c1)), ("wp", w(c2, c1, 1, 1)),
+        ("w2", w(c2, 1, 3, 3)), ("b2", w(c2)), ("wq", w(c3, c2, 1, 1)), ("wg", w(c3, 5))]]
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["xt", "w1", "b1"], ["c1"], kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "wd", "bd"], ["d1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=c1),
+             helper.make_node("Relu", ["d1"], ["r2"]),
+             helper.make_node("Conv", ["r2", "wp"], ["p1"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["p1"], ["r3"]),
+             helper.make_node("Conv", ["r3", "w2", "b2"], ["d2"], kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[0, 0, 1, 1], group=c2),
+             helper.make_node("Relu", ["d2"], ["r4"]),
+             helper.make_node("Conv", ["r4", "wq"], ["p2"], kernel_shape=[1, 1]),
+             helper.make_node("GlobalAveragePool", ["p2"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("MatMul", ["f", "wg"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, hw, hw, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    return helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits), opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("hw,c1,c2,c3", [
+    (28, 8, 16, 24),         # 14x14 -> 7x7: the last row and column clipped
+    (36, 5, 12, 7),          # 18x18 -> 9x9: a remainder block in each row; channels not a multiple of 8
+])
+def test_strided_depthwise_written_over_its_input_keeps_host_blocks(hw, c1, c2, c3):
+    """The stride-2 depthwise conv writes its smaller output over the start of its dying input,
+    proven by replaying the accesses in program order: the host rules, asked to keep the nest's
+    order (func.attrs["in_order"]), partition its padded window inside the row loop, so the
+    kernel keeps its lanes and pixel blocks (not the plain nest); outputs match onnxruntime."""
+    from aot.executor import GeneratedKernel
+    from aot.tir.printer import func_str
+    m = _mobilenet_head(hw, c1, c2, c3)
+    res = aot.compile(m.SerializeToString())
+    shrunk = [c for c in res.plan.calls if isinstance(c, GeneratedKernel) and c.shrunk_over is not None]
+    assert len(shrunk) == 1
+    text = func_str(shrunk[0].func)
+    assert " simd:" in text and "min(" not in text          # lanes, no clipped window left
+    x = RNG.standard_normal((1, hw, hw, 3)).astype(np.float32)
+    ref = ort_run(m, {"x": x})
+    for sanitize in (True, False):
+        out = aot.run(res, {"x": x}, sanitize=sanitize)
+        for name, r in ref.items():
+            np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))

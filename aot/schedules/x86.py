@@ -6,10 +6,17 @@ The output-channel loop is split into SIMD lanes that go innermost, each lane's 
 the lane loop into vector multiply-adds. A window clipped by padding is partitioned along the
 output loops into border pieces (clipped bounds kept: no im2col, no padded copy) and an
 interior whose window is constant. In each piece another output loop (pixels where the window
-does not depend on them, else more channels) is split into a short block unrolled around the
-lanes, so one input element loaded (broadcast) feeds a whole block of channels and each weight
-vector loaded feeds several pixels. Accumulators live in a small local array of block x lanes
-that the compiler keeps in registers.
+does not depend on them, else more channels) is split into a short block around the lanes, so
+one input element loaded (broadcast) feeds a whole block of channels and each weight vector
+loaded feeds several pixels. Accumulators live in a small local array of block x lanes that the
+compiler keeps in registers: up to MAX_ACC, twelve 256-bit vectors (eight leave the FMA units
+waiting on their 4-cycle latency: a 3x3 conv over 64 channels 109 -> 70 us). Around a lane
+loop that gcc keeps rolled (below) or does not unroll first (over 16 lanes), the block loop
+stays a rolled C loop: gcc vectorizes the lane loop inside it, then unrolls it (one weight
+vector load per block, no spills), and the code stays small enough to block the border pieces
+too; around NCHW's 16 output-channel lanes the block is unrolled here (four of them). The reduce loop over input channels goes innermost (one block of multiply-adds per
+iteration, the window's bounds outside), and the lane blocks outermost (a block's weights stay
+in the L1 cache across the pixels: VWW's 128x128 pointwise convs 21 -> 16 us).
 
 The rules are registered first among the "cpu" rules and leave Cortex-M targets (key arm_cpu,
 whose rules reuse the cpu list) alone. Depthwise NCHW, whose channel lanes would gather one
@@ -18,12 +25,12 @@ what they do not take falls to cpu.py's register tiles; its border pieces take r
 lanes. Float kernels only (the host's speed target; int8 keeps cpu.py's code byte for byte),
 and a kernel whose pieces and blocks would outgrow a budget of statements (each later pass and
 the C compiler pay for them) is left to cpu.py whole. A heavy kernel (HEAVY_WORK multiply-adds
-or more: ImageNet-sized convs, no MLPerf Tiny kernel) pays for more code: a larger budget, blocks
-of up to HEAVY_BLOCK pixels, and its reduce loops ordered along the input's layout.
+or more: ImageNet-sized convs, no MLPerf Tiny kernel) pays for more code: a budget of
+HEAVY_GROWTH.
 
 Lane loops of one vector (up to LANES channels-last) are 'simd' loops, kept rolled: gcc -O3 unrolls a loop of 16 or fewer
 iterations completely before its loop vectorizer runs, and the straight-line vectorizer packs a
-block's unrolled copies badly (scalar multiply-adds, accumulators spilled). The activations
+lane loop's unrolled copies badly (scalar multiply-adds, accumulators spilled). The activations
 reach these rules channels-last on the host (aot/passes/layout.py), so the lanes are consecutive
 in every tensor; staging_block sizes the executor's staged depthwise convs for that layout.
 """
@@ -40,7 +47,7 @@ from .registry import register
 
 LANES = 16          # lanes of one register block: two 256-bit float32 vectors (four 128-bit)
 LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
-MAX_ACC = 64        # accumulators of a block of several lane loops
+MAX_ACC = 96        # accumulators of a block: twelve 8-float vectors of the 16 registers
 GROWTH = 9        # most statements of a kernel's scheduled code per statement of its nest
 BLOCKED_GROWTH = 13  # the same with its border pieces blocked too
 HEAVY_WORK = 1 << 23  # multiply-adds from which a kernel is heavy (light ResNet-50's 3x3 convs: 29M-116M;
@@ -53,10 +60,10 @@ ROLLED_LANES = 8    # lane loops kept rolled: one 256-bit vector; up to LANES wh
                     # output's innermost axis (channels-last: VWW 1.85 -> 1.15; NCHW's scattered
                     # 16 lanes rolled: light Inception v2 1.78 -> 2.52)
 VECTOR = 8          # float lanes of one 256-bit vector
-MAX_BLOCK = 4       # lane loops in a block (more: more code, no faster measured)
-HEAVY_ACC = 96      # the same two in a heavy kernel: 12 of AVX2's 16 vector registers (6 pixels x 16
-HEAVY_BLOCK = 6     # lanes: 8 loads per 12 multiply-adds, not 6 per 8; ResNet-50's 3x3 convs over 64
-                    # channels 5.4 -> 2.6 ms, its first conv 6.3 -> 4.2 ms)
+MAX_BLOCK = 6       # lane loops in a block
+UNROLLED_ACC, UNROLLED_BLOCK = 64, 4   # the same for a block unrolled here (see host_blocks)
+BORDER_SPLIT = 32   # fewer output channels: border rows split into corners and a blocked middle
+                    # (IC's 16-channel 3x3 convs 64 -> 51 us; every kernel: VWW's compile 0.9 -> 1.4 s)
 
 
 STAGE_BLOCK = 8     # channels of a channels-last depthwise conv staged at a time (halved down to 2)
@@ -130,10 +137,12 @@ def _restrict(loops, ranges):
     return body
 
 
-def _partition(loops, red):
+def _partition(loops, red, borders=False, ordered=False):
     """The nest split along its output loops into border pieces (clipped windows) and the
     interior (constant windows: no bound computations, pixels free to block); None when the
-    windows are never clipped. The interior is split again along the next loop."""
+    windows are never clipped. The interior is split again along the next loop, and with
+    `borders` the border pieces too (a border row's middle then blocks its pixels as well);
+    `ordered`: pieces split along an inner loop stay inside the outer loops (_nested)."""
     if any(const_value(lp.min) is None or const_value(lp.extent) is None for lp in loops):
         return None
     for j, lp in enumerate(loops):
@@ -146,15 +155,31 @@ def _partition(loops, red):
             if hi <= lo:
                 continue
             piece = _restrict(loops, {j: (lo, hi)})
-            if (lo, hi) == inner:
+            if (lo, hi) == inner or borders:
                 found = accumulation(piece)
-                more = found and _partition(found[0], found[1])
+                more = found and _partition(found[0], found[1], borders, ordered)
                 if more:
                     pieces.extend(more)
                     continue
             pieces.append(piece)
-        return pieces
+        return _nested(loops, j, pieces) if ordered else pieces
     return None
+
+
+def _nested(loops, j, pieces):
+    """Pieces that split loop j of the nest `loops` (each a whole nest) as one nest: the loops
+    outside j once, the pieces inside them, so that the outputs are written in the nest's order
+    (a kernel writing its output over its input in program order: func.attrs["in_order"], asked
+    for by the executor's in-place proof, aot/tir/inplace.py writes_over_in_order)."""
+    inner = []
+    for p in pieces:
+        for _ in range(j):
+            p = p.body
+        inner.append(p)
+    body = Seq(inner)
+    for lp in reversed(loops[:j]):
+        body = lp.with_body(body)
+    return [body]
 
 
 def _strided(red, var, constants):
@@ -230,13 +255,13 @@ def _gather_lanes(loops):
     return (1, lanes) if lanes else None
 
 
-def _block_plan(loops, red, mo, mi, lanes, heavy=False):
+def _block_plan(loops, red, mo, mi, lanes, kept=True):
     """(block loop position or None, block) for a piece whose lane loop is mi: `block`
     iterations of another output loop around the lanes (pixels where they are free, else more
     output channels), so that each input element loaded feeds block x lanes accumulators and
     each weight vector loaded feeds `block` pixels."""
     bound = {id(v) for r in red for e in (r.min, r.extent) for v in walk(e) if isinstance(v, Var)}
-    most = _most(lanes, heavy)
+    most = _most(lanes, kept)
     for j in reversed(range(len(loops))):
         lp = loops[j]
         if lp.var is mo or lp.var is mi or id(lp.var) in bound or const_value(lp.min) is None:
@@ -248,9 +273,11 @@ def _block_plan(loops, red, mo, mi, lanes, heavy=False):
     return (j, min(ext, most)) if ext > 1 else (None, 1)
 
 
-def _most(lanes, heavy=False):
-    acc, block = (HEAVY_ACC, HEAVY_BLOCK) if heavy else (MAX_ACC, MAX_BLOCK)
-    return max(1, min(acc // lanes, block))
+def _most(lanes, kept=True):
+    """The block for `lanes`: the block loop kept rolled (twelve vectors), or unrolled here."""
+    if not kept:
+        return max(1, min(UNROLLED_ACC // lanes, UNROLLED_BLOCK))
+    return max(1, min(MAX_ACC // lanes, MAX_BLOCK))
 
 
 def _remainder(loops, plan):
@@ -266,30 +293,14 @@ def _remainder(loops, plan):
     return [(m, cut), (cut, m + n)]
 
 
-def _reduce_order(red, constants):
-    """The reduce loops ordered by the input dimension each indexes, the innermost last (lowered
-    order among equals): channels-last, a window's channels run along consecutive input and
-    packed weights, not a row apart (heavy kernels: ResNet-50's 3x3 convs over 64 channels 7.6
-    -> 5.6 ms, 3x3 stride 2 over 512 channels 5.3 -> 3.0 ms)."""
-    dim = {}
-    for st in walk_stmts(red[0]):
-        for e in own_exprs(st):
-            for x in walk(e):
-                if not isinstance(x, Load) or id(x.buffer) in constants:
-                    continue
-                for d, i in enumerate(x.indices):
-                    for v in walk(i):
-                        if isinstance(v, Var):
-                            dim[id(v)] = max(dim.get(id(v), -1), d)
-    return sorted(red, key=lambda r: dim.get(id(r.var), -1))
-
-
-def _block(nest, loops, red, mi, plan, constants=None):
+def _block(nest, loops, red, mi, plan, mo=None):
     """The piece as register blocks: (stmt, block var or None); mi innermost, a block of
-    `block` iterations of loop plan[0] around it, both inside the reduction (the reduce loops in
-    _reduce_order given the constants, else as lowered)."""
+    `block` iterations of loop plan[0] around it, both inside the reduction; mo (the lanes'
+    outer loop) outermost."""
     b, block = plan
     order = [lp.var for lp in loops if lp.var is not mi]
+    if mo is not None and any(v is mo for v in order):
+        order = [mo] + [v for v in order if v is not mo]
     bi, s = None, nest
     if b is not None:
         target = loops[b].var
@@ -300,15 +311,29 @@ def _block(nest, loops, red, mi, plan, constants=None):
     for v in reversed(inner):
         s = fission(hoist_allocate(s, v), v)
     if red:
-        s = reorder(s, [r.var for r in (_reduce_order(red, constants) if constants is not None else red)] + inner)
+        s = reorder(s, [r.var for r in _reduce_order(red)] + inner)
     return s, bi
 
 
-def _pack(func, lane_index, lanes):
-    """Constants the lanes read stored so that the lanes are consecutive (cpu.py's rule)."""
+def _reduce_order(red):
+    """The reduce loops with those indexing an input's innermost axis innermost (a channels-last
+    window's input channels): the loop body is then one block of multiply-adds over
+    consecutive inputs, the window loops' bounds and addresses outside it."""
+    body = red[-1].body
+
+    def innermost(r):
+        return any(isinstance(x, Load) and len(x.indices) > 1 and any(v is r.var for v in walk(x.indices[-1]))
+                   for st in walk_stmts(body) for e in own_exprs(st) for x in walk(e))
+    return sorted(red, key=innermost)
+
+
+def _pack(func, lane_index, lanes, nest):
+    """Constants the lanes read stored so that the lanes are consecutive (cpu.py's rule, judged
+    on the nest just split: a staged kernel's other nests, a first row and the rows after it,
+    read them with lane variables of their own, which the packed layout serves as well)."""
     for p in func.attrs.get("constants", ()):
         shape = func.params[p].shape
-        d = _packable(func, func.params[p], lane_index)
+        d = _packable(func.with_body(nest), func.params[p], lane_index)
         if d is None or shape[d] % lanes or p in func.attrs.get("layouts", {}):
             continue
         if all(x == 1 for x in shape[d + 1:]):
@@ -331,10 +356,11 @@ def host_blocks(func, target):
     # each, then cpu.py's tiles unrolled in each) the kernel keeps cpu.py's tiles alone
     # border pieces blocked as the interior when the budget allows (a small output under a
     # wide window is mostly border: KWS's first conv), else left as plain lane loops
+    # (and border rows split for few channels first, see BORDER_SPLIT)
     size, heavy = _size(func.body), _work(func.body) >= HEAVY_WORK
-    for blocked in (True, False):
+    for blocked, borders in ((True, True), (True, False), (False, False)):
         out = _host_blocks(func, (HEAVY_GROWTH if heavy else BLOCKED_GROWTH if blocked else GROWTH) * size,
-                           blocked, heavy)
+                           blocked, borders)
         if out is not None:
             return out
     return func
@@ -367,9 +393,10 @@ def _work(body):
     return total
 
 
-def _host_blocks(func, most, blocked, heavy=False):
+def _host_blocks(func, most, blocked, borders=True):
     """host_blocks' rewrite, or None as soon as the kernel outgrows its budget (`most`
-    statements); a heavy kernel's blocks are larger."""
+    statements)."""
+    ordered = bool(func.attrs.get("in_order"))
     lane_vars = {}          # id(lane var) -> (outer var, lane var, lanes) of the nests split so far
     parted = set()          # id(first reduce var) of the nests partitioned before any lane split
     unblocked = set()       # id(lane var) of the lanes never blocked (gathering channel lanes)
@@ -396,7 +423,7 @@ def _host_blocks(func, most, blocked, heavy=False):
                 pieces = None
                 if red and id(red[0].var) not in parted:
                     parted.add(id(red[0].var))
-                    pieces = _partition(loops, red)
+                    pieces = _partition(loops, red, ordered=ordered)
                 if pieces:
                     func = func.with_body(_Swap(nest, Seq(pieces)).visit(func.body))
                     continue
@@ -417,28 +444,41 @@ def _host_blocks(func, most, blocked, heavy=False):
             if k == len(loops) - 1:
                 last.add(id(mi))
             found = accumulation(s)
-            pieces = _partition(found[0], found[1])
-            func = func.with_body(_Swap(nest, Seq(pieces) if pieces else s).visit(func.body))
-            func = _pack(func, simplify(loops[k].min + mo * lanes + mi), lanes)
+            # few channels (fewer than BORDER_SPLIT): a border row has no channel blocks to fill
+            # its registers, so it is split as well, its middle blocked by pixels (where blocks
+            # stay rolled loops: unrolled, its pieces outgrow the budget)
+            kept = lanes <= ROLLED_LANES or lanes > LANES or k == len(loops) - 1
+            pieces = _partition(found[0], found[1], borders and kept and const_value(loops[k].extent) < BORDER_SPLIT,
+                                ordered)
+            s = Seq(pieces) if pieces else s
+            func = func.with_body(_Swap(nest, s).visit(func.body))
+            func = _pack(func, simplify(loops[k].min + mo * lanes + mi), lanes, s)
             continue        # the same position is now the first piece
         mo, mi, lanes = split_at
         # unblocked, a border piece (its window clipped) keeps the plain lane loop: blocked, its
         # unrolled copies multiply the code for the few pixels it holds
         clipped = any(const_value(e) is None for r in red for e in (r.min, r.extent))
+        rolled = lanes <= ROLLED_LANES or (lanes <= LANES and id(mi) in last)
+        # the block loop stays a C loop around a lane loop that gcc does not unroll before
+        # vectorising it (a rolled one, or one of more than 16 lanes); around one it does (NCHW
+        # output channels), gcc's straight-line vectorizer takes the unrolled block better
+        # (light squeezenet's 1x1 convs: 0.13 ms unrolled here, 4.9 ms rolled)
+        kept = rolled or lanes > LANES
         plan = (None, 1) if (clipped and not blocked) or id(mi) in unblocked else \
-            _block_plan(loops, red, mo, mi, lanes, heavy)
+            _block_plan(loops, red, mo, mi, lanes, kept)
         rest = _remainder(loops, plan)
         if rest is not None:
-            func = func.with_body(_Swap(nest, Seq([_restrict(loops, {plan[0]: r}) for r in rest])).visit(func.body))
+            pieces = [_restrict(loops, {plan[0]: r}) for r in rest]
+            pieces = _nested(loops, plan[0], pieces) if ordered else pieces
+            func = func.with_body(_Swap(nest, Seq(pieces)).visit(func.body))
             continue
         try:
-            s, bi = _block(nest, loops, red, mi, plan, consts if heavy else None)
+            s, bi = _block(nest, loops, red, mi, plan, mo)
         except ScheduleError:
             n += 1
             continue
-        body = vectorize(_Swap(nest, s).visit(func.body), mi,
-                         rolled=lanes <= ROLLED_LANES or (lanes <= LANES and id(mi) in last))
-        func = func.with_body(unroll(body, bi, MAX_ACC) if bi is not None else body)
+        body = vectorize(_Swap(nest, s).visit(func.body), mi, rolled=rolled)
+        func = func.with_body(unroll(body, bi, UNROLLED_ACC) if bi is not None and not kept else body)
 
 
 host_blocks.wants_target = True
