@@ -461,9 +461,10 @@ def _shrunk_in_place(func, plain, params, g, step, lives, n_kernels, io_ids, ord
     r = alias_root(params[k])
     if id(r) in io_ids or r.type.nbytes <= out.type.nbytes or lives[id(r)].interval(n_kernels)[1] != step:
         return func, None
-    for f in (func, ordered and (lambda: ordered(plain)), lambda: legalize(flatten(plain))):
-        f = f() if callable(f) else f
-        if f is not None and writes_over_in_order(f, [f.params[k]], f.params[len(params)], 0):
+    candidates = [lambda: func] + ([lambda: ordered(plain)] if ordered else []) + [lambda: legalize(flatten(plain))]
+    for make in candidates:         # each built only when the one before is not proven
+        f = make()
+        if writes_over_in_order(f, [f.params[k]], f.params[len(params)], 0):
             return f, k
     return func, None
 

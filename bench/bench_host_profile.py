@@ -7,12 +7,10 @@ then totals by kind (the kernel's name less its number).
   python bench/bench_host_profile.py MODEL [--march native] [--repeat N] [--top K] [--mlf TAR]
 """
 import argparse
-import io
 import os
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 
 import onnx
@@ -57,39 +55,32 @@ void aot_prof_end(int k) {
 
 def _instrumented(tar_bytes, mod):
     """The MLF with every kernel call of the main function between aot_prof_begin/end(k)."""
-    out = io.BytesIO()
+    from bench_kernel_profile import rewrite_main
     symbols = []
-    with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as src, tarfile.open(fileobj=out, mode="w") as dst:
-        for m in src.getmembers():
-            data = src.extractfile(m).read() if m.isfile() else None
-            if m.name.endswith(f"{mod}_lib1.c"):
-                text = data.decode()
-                head, main = text.split(f"int32_t tvmgen_{mod}___tvm_main__(", 1)
-                pieces, last = [], 0
-                for k, c in enumerate(re.finditer(r"  if \((tvmgen_\w+)\(.*?\n  }\n", main, re.S)):
-                    symbols.append(c.group(1))
-                    pieces += [main[last:c.start()], f"  aot_prof_begin({k});\n", c.group(0),
-                               f"  aot_prof_end({k});\n"]
-                    last = c.end()
-                main = "".join(pieces) + main[last:]
-                decl = "void aot_prof_begin(int k);\nvoid aot_prof_end(int k);\n"
-                data = (head + decl + f"int32_t tvmgen_{mod}___tvm_main__(" + main).encode()
-                m.size = len(data)
-            dst.addfile(m, io.BytesIO(data) if data is not None else None)
-    return out.getvalue(), symbols
+
+    def edit(head, main):
+        pieces, last = [], 0
+        for k, c in enumerate(re.finditer(r"  if \((tvmgen_\w+)\(.*?\n  }\n", main, re.S)):
+            symbols.append(c.group(1))
+            pieces += [main[last:c.start()], f"  aot_prof_begin({k});\n", c.group(0), f"  aot_prof_end({k});\n"]
+            last = c.end()
+        return head + "void aot_prof_begin(int k);\nvoid aot_prof_end(int k);\n", "".join(pieces) + main[last:]
+    return rewrite_main(tar_bytes, mod, edit), symbols
 
 
 def _recording_work():
-    """{kernel symbol: multiply-adds}, filled as the compile schedules each kernel (the plain
-    nest's accumulations, counted by aot/schedules/x86.py's _work)."""
+    """{kernel symbol: multiply-adds}, filled as the compile lowers each kernel (the plain
+    nest's accumulations, counted by aot/schedules/x86.py's _work; every kernel is lowered, while
+    a repeated layer is scheduled once)."""
     import aot.executor as ex
     from aot.schedules.x86 import _work
-    work, schedule = {}, ex.schedule
+    work, lower_group = {}, ex.lower_group
 
-    def recording(func, target):
-        work[func.name] = _work(func.body)
-        return schedule(func, target)
-    ex.schedule = recording
+    def recording(g, name):
+        func, params = lower_group(g, name)
+        work[name] = _work(func.body)
+        return func, params
+    ex.lower_group = recording
     return work
 
 

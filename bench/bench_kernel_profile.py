@@ -17,25 +17,32 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def _truncated(tar_bytes, mod, keep):
-    """The MLF with only the first `keep` kernel calls of the main function."""
+def rewrite_main(tar_bytes, mod, edit):
+    """The MLF with its lib1.c's text before the main function and the main function (from its
+    parameter list on) replaced by edit(head, main) -> (head, main)."""
     out = io.BytesIO()
+    sig = f"int32_t tvmgen_{mod}___tvm_main__("
     with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as src, tarfile.open(fileobj=out, mode="w") as dst:
         for m in src.getmembers():
             data = src.extractfile(m).read() if m.isfile() else None
             if m.name.endswith(f"{mod}_lib1.c"):
-                text = data.decode()
-                head, main = text.split(f"int32_t tvmgen_{mod}___tvm_main__(", 1)
-                calls = list(re.finditer(r"  if \(tvmgen_\w+\(.*?\n  }\n", main, re.S))
-                for c in reversed(calls[keep:]):
-                    main = main[:c.start()] + main[c.end():]
-                sig, body = main.split("{\n", 1)       # the parameters the dropped calls used
-                names = re.findall(r"(\w+)(?:,|\)\s*$)", sig.strip())
-                main = sig + "{\n" + "".join(f"  (void){n};\n" for n in names) + body
-                data = (head + f"int32_t tvmgen_{mod}___tvm_main__(" + main).encode()
+                head, main = edit(*data.decode().split(sig, 1))
+                data = (head + sig + main).encode()
                 m.size = len(data)
             dst.addfile(m, io.BytesIO(data) if data is not None else None)
     return out.getvalue()
+
+
+def _truncated(tar_bytes, mod, keep):
+    """The MLF with only the first `keep` kernel calls of the main function."""
+    def edit(head, main):
+        calls = list(re.finditer(r"  if \(tvmgen_\w+\(.*?\n  }\n", main, re.S))
+        for c in reversed(calls[keep:]):
+            main = main[:c.start()] + main[c.end():]
+        sig, body = main.split("{\n", 1)       # the parameters the dropped calls used
+        names = re.findall(r"(\w+)(?:,|\)\s*$)", sig.strip())
+        return head, sig + "{\n" + "".join(f"  (void){n};\n" for n in names) + body
+    return rewrite_main(tar_bytes, mod, edit)
 
 
 def main():

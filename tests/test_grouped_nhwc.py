@@ -2,9 +2,7 @@
 pass keeps a channel shuffle NHWC (aot/passes/layout.py), the host rules pick lanes that stay
 inside one group (aot/schedules/x86.py), and the simplifier takes the group index apart
 (aot/tir/simplify.py). Every case is checked against onnxruntime."""
-import io
 import re
-import tarfile
 
 import numpy as np
 import pytest
@@ -13,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 import aot
 from aot.tir.expr import Bin, Const, Var
 from aot.tir.simplify import simplify
-from conftest import ort_run
+from test_x86_schedule import _c_source, _matches_onnxruntime
 
 RNG = np.random.default_rng(7)
 
@@ -52,11 +50,6 @@ def _shuffle_unit(hw, c, groups, mid_groups=None):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def _source(res):
-    with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
-        return "".join(t.extractfile(m).read().decode() for m in t.getmembers() if m.name.endswith("_lib1.c"))
-
-
 @pytest.mark.parametrize("hw,c,groups", [
     (9, 24, 3),      # 8 channels a group: one vector of lanes
     (7, 40, 4),      # 10 a group: lanes of 10 or 5, never across two groups
@@ -70,18 +63,14 @@ def test_shuffle_units_stay_channels_last_and_match_onnxruntime(hw, c, groups):
     perms = [list(n.attrs["perm"]) for n in res.graph.nodes if n.op == "Transpose"]
     assert perms.count([0, 1, 2, 4, 3]) == 2 and [0, 2, 1, 3, 4] not in perms     # the shuffles, NHWC
     x = RNG.standard_normal((1, hw, hw, 3)).astype(np.float32)
-    ref = ort_run(m, {"x": x})
-    for sanitize in (True, False):
-        out = aot.run(res, {"x": x}, sanitize=sanitize)
-        for name, r in ref.items():
-            np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))
+    _matches_onnxruntime(res, m, x)
 
 
 def test_grouped_conv_lanes_stay_in_one_group():
     """544 channels in 4 groups of 136 (light ShuffleNet's last stage): lanes of 8 (a vector,
     dividing 136), the input read once per lane loop, no division by the group size inside."""
     res = aot.compile(_shuffle_unit(5, 544, 4).SerializeToString())
-    src = _source(res)
+    src = _c_source(res)
     divided = re.findall(r"(\([^()]*\)|\w+) / \d+\)", src)
     assert divided and not [d for d in divided if re.search(r"_i_\d+", d)]     # no lane index divided
     lanes = {int(n) for _, n in re.findall(r"for \(int32_t (\w+_i_\d+) = 0; \1 < (\d+);", src)}

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 import aot
 from aot.schedules import x86
 from conftest import ort_run
-from test_x86_schedule import RNG, _c_source, _conv_model, _without_host_rules
+from test_x86_schedule import RNG, _c_source, _conv_model, _matches_onnxruntime, _without_host_rules
 
 
 def _bottleneck(hw, cin, c1, c2, stride):
@@ -52,11 +52,7 @@ def test_heavy_bottleneck_matches_onnxruntime(monkeypatch, hw, cin, c1, c2, stri
     x = RNG.standard_normal((1, hw, hw, cin)).astype(np.float32)
     res = aot.compile(m.SerializeToString())
     assert all(n.attrs.get("layout") == "NHWC" for n in res.graph.nodes if n.op == "Conv")
-    ref = ort_run(m, {"x": x})
-    for sanitize in (True, False):          # ASan+UBSan, then the board's own flags
-        out = aot.run(res, {"x": x}, sanitize=sanitize)
-        for name, r in ref.items():
-            np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))
+    _matches_onnxruntime(res, m, x)
 
 
 def _check(m, cin, hw, sanitize):

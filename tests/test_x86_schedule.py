@@ -44,6 +44,16 @@ def _c_source(res):
     t = tarfile.open(fileobj=io.BytesIO(data))
     return "".join(t.extractfile(m).read().decode() for m in t.getmembers() if m.name.endswith("_lib1.c"))
 
+def _matches_onnxruntime(res, m, x):
+    """The compiled model's outputs on input x against onnxruntime's: under ASan+UBSan, then
+    with the board's own flags (-O3 -ffp-contract=fast)."""
+    ref = ort_run(m, {"x": x})
+    for sanitize in (True, False):
+        out = aot.run(res, {"x": x}, sanitize=sanitize)
+        for name, r in ref.items():
+            np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))
+
+
 
 @pytest.mark.parametrize("cin,cout,hw,k,stride,pad,group,gemm", [
     (8, 16, 14, 3, 1, 1, 1, False),      # interior 12 pixels wide: blocks of 4 and a remainder
@@ -117,11 +127,7 @@ def test_channels_last_border_rows_blocked(hw, cin, cout, split):
                         r"for \(int32_t \w+ = 0; \w+ < (\d+); ", src)
     assert blocks and max(int(b) * int(n) for b, n in blocks) >= 64
     x = RNG.standard_normal((1, hw, hw, cin)).astype(np.float32)
-    ref = ort_run(m, {"x": x})
-    for sanitize in (True, False):
-        out = aot.run(res, {"x": x}, sanitize=sanitize)
-        for name, r in ref.items():
-            np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))
+    _matches_onnxruntime(res, m, x)
 
 
 def _without_host_rules(m, target):
@@ -209,11 +215,7 @@ def test_channels_last_chain_matches_onnxruntime(hw, cin, c1, c2, stride):
     assert convs and all(n.attrs.get("layout") == "NHWC" for n in convs)
     # the input's Transpose is gone; one Transpose back to NCHW, before the global pool
     assert [n.op for n in res.graph.nodes].count("Transpose") == 1
-    ref = ort_run(m, {"x": x})
-    for sanitize in (True, False):          # ASan+UBSan, then the board's own flags
-        out = aot.run(res, {"x": x}, sanitize=sanitize)
-        for name, r in ref.items():
-            np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))
+    _matches_onnxruntime(res, m, x)
 
 
 def test_channels_last_left_out_where_it_does_not_pay():
@@ -296,8 +298,4 @@ def test_strided_depthwise_written_over_its_input_keeps_host_blocks(hw, c1, c2, 
     text = func_str(shrunk[0].func)
     assert " simd:" in text and "min(" not in text          # lanes, no clipped window left
     x = RNG.standard_normal((1, hw, hw, 3)).astype(np.float32)
-    ref = ort_run(m, {"x": x})
-    for sanitize in (True, False):
-        out = aot.run(res, {"x": x}, sanitize=sanitize)
-        for name, r in ref.items():
-            np.testing.assert_allclose(out[name], r, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(r).max())))
+    _matches_onnxruntime(res, m, x)

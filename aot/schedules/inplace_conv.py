@@ -96,8 +96,8 @@ def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1
         return None
     shared = set(dim_of.values())
     for s in walk_stmts(top):
-        for top in own_exprs(s):
-            for e in walk(top):
+        for held in own_exprs(s):
+            for e in walk(held):
                 if isinstance(e, Load) and e.buffer is inb:
                     c = coords(e.indices, inb.shape, fixed)
                     if c is None:
@@ -198,8 +198,8 @@ def stage_rows(func, in_param: int, out_param: int, lag=None):
         ranges = loop_ranges(ranges, lp)
     given, lag = lag, 0
     for s in walk_stmts(top):
-        for top in own_exprs(s):
-            for e in walk(top):
+        for held in own_exprs(s):
+            for e in walk(held):
                 if isinstance(e, Load) and e.buffer is inb:
                     c = coords(e.indices, inb.shape, fixed)
                     form = linear_form(c[d]) if c is not None else None

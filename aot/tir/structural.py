@@ -32,10 +32,10 @@ class _Keyer:
         if k is None:
             if not isinstance(b, Buffer):
                 raise _NoKey
+            info = (b.name, b.dtype, b.scope, tuple(self.dim(d) for d in b.shape))
             k = self.bufs[id(b)] = len(self.buf_info)
             self.held.append(b)
-            self.buf_info.append(None)
-            self.buf_info[k] = (b.name, b.dtype, b.scope, tuple(self.dim(d) for d in b.shape))
+            self.buf_info.append(info)
         return k
 
     def dim(self, d):
@@ -108,10 +108,7 @@ class _Keyer:
             return (str(x.dtype), repr(x.item()))
         if isinstance(x, np.ndarray):
             return ("nd", str(x.dtype), x.shape, x.tobytes())
-        try:
-            return ("expr", self.expr(x))
-        except (_NoKey, AttributeError):
-            raise _NoKey from None
+        return ("expr", self.expr(x))       # _NoKey for anything else
 
 
 def structural_key(func: PrimFunc):
