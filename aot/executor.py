@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from .dtypes import BYTES as dtype_bytes_table
 from .errors import AotError
 from .liveness import lifetimes
-from .lower import const_param_array, lower_group
+from .te.lower import const_param_array, lower_group
 from .schedules import schedule
 from .memory_plan import Buf, clusters, lower_bound, plan, verify
 from .names import sanitize

@@ -55,7 +55,7 @@ def _group_func(model, k):
     """The plain loop nest of the model's k-th kernel."""
     from aot.compiler import Options, fuse_and_order, run_passes
     from aot.frontend import import_model
-    from aot.lower import lower_group
+    from aot.te.lower import lower_group
     graph = run_passes(import_model(model), lambda msg: None)
     groups = [g for g in fuse_and_order(graph, Options(), lambda msg: None) if not g.alias]
     return lower_group(groups[k], "k")[0]

@@ -78,7 +78,7 @@ def _kernel_and_check(transform):
     import tempfile
 
     from aot import te
-    from aot.lower import lower
+    from aot.te.lower import lower
     from aot.tir.flatten import flatten
     from codegen_c.c_renderer import CRenderer
 

@@ -171,7 +171,7 @@ def test_cuda_light_models_run_on_the_gpu_and_match_onnxruntime(name, target):
 def _lowered(nodes, inputs, outputs, inits=()):
     from conftest import make_model
     from aot.frontend.onnx_import import import_onnx
-    from aot.lower import lower_group
+    from aot.te.lower import lower_group
     from aot.passes.fuse import fuse_ops
     from aot.schedules import schedule
     from aot.target import Target

@@ -66,7 +66,7 @@ def _group_func(m, op_name):
     """The plain loop nest of the fused group holding node op_name."""
     from aot.compiler import Options, fuse_and_order, run_passes
     from aot.frontend import import_model
-    from aot.lower import lower_group
+    from aot.te.lower import lower_group
     graph = run_passes(import_model(m.SerializeToString(), None, name="default", log=None, bind_inputs=None),
                        lambda msg: None)
     groups = fuse_and_order(graph, Options(), lambda msg: None)

@@ -6,12 +6,20 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("aot", "codegen_c", "mlf")
-IR_LAYERS = ("aot.ir", "aot.tir", "aot.te", "aot.ops", "aot.passes", "aot.frontend", "aot.names", "aot.errors",
-             "aot.dtypes", "aot.target", "aot.lower", "aot.schedules", "aot.liveness", "aot.executor",
-             "aot.memory_plan", "aot.uma",
-             # relay's builder and patterns; the package's build() and build_module.py are drivers, like aot.compiler
-             "aot.relay.expr", "aot.relay.op", "aot.relay.nn", "aot.relay.analysis", "aot.relay.testing",
-             "aot.relay.to_graph", "aot.relay.dataflow_pattern")
+# the layers, lowest first: a module imports only modules of its own layer or lower ones. A module
+# prefix names a package and everything in it; "aot" alone is the package's __init__.
+TIERS = (
+    ("core", ("aot.errors", "aot.dtypes", "aot.names", "aot.target", "aot.ir", "aot.tir", "aot.te", "aot.ops",
+              "aot.passes", "aot.frontend", "aot.schedules", "aot.liveness", "aot.executor", "aot.memory_plan",
+              "aot.uma")),
+    ("printers", ("codegen_c", "mlf")),
+    ("driver", ("aot.compiler", "aot.cli", "aot.host", "aot.firmware", "aot.project", "aot.debug", "aot.backend",
+                "aot.conformance", "aot.memory_report", "aot.__main__")),
+    # TVM's Python API over the driver: relay (its build calls aot.compiler.compile_model), the
+    # graph executor, aot.build's modules, TVMScript, and the package's own names
+    ("api", ("aot.relay", "aot.contrib", "aot.module", "aot.runtime", "aot.script", "aot")),
+)
+IR_LAYERS = TIERS[0][1]
 
 
 def _modules():
@@ -55,6 +63,17 @@ def _in(mod, layers):
     return any(mod == x or mod.startswith(x + ".") for x in layers)
 
 
+def tier_of(mod):
+    """The index in TIERS of the layer a module belongs to (its longest matching prefix), or None."""
+    best = None
+    for k, (_, prefixes) in enumerate(TIERS):
+        for p in prefixes:
+            hit = mod == p if p == "aot" else (mod == p or mod.startswith(p + "."))
+            if hit and (best is None or len(p) > best[1]):
+                best = (k, len(p))
+    return best[0] if best else None
+
+
 def _reach(graph, start):
     seen, todo = set(), [start]
     while todo:
@@ -93,3 +112,22 @@ def test_the_graph_is_real():
     assert "aot.tir.expr" in graph["codegen_c.c_renderer"]
     assert "aot.te.tensor" in graph["aot.ops.conv"]
     assert "codegen_c.emit" in graph["aot.compiler"]
+
+
+def test_every_module_has_a_layer():
+    assert not sorted(m for m in import_graph() if tier_of(m) is None)
+
+
+def test_no_module_imports_a_higher_layer():
+    """No exceptions: relay.build reaches the driver because relay sits above it."""
+    graph = import_graph()
+    up = sorted(f"{m} ({TIERS[tier_of(m)][0]}) -> {d} ({TIERS[tier_of(d)][0]})"
+                for m, deps in graph.items() for d in deps if tier_of(d) > tier_of(m))
+    assert not up
+
+
+def test_the_pattern_language_and_lowering_sit_in_the_core():
+    graph = import_graph()
+    assert "aot.ir.pattern" in graph["aot.passes.partition"]
+    assert "aot.te.lower" in graph["aot.executor"]
+    assert tier_of("aot.relay.dataflow_pattern") == 3 and tier_of("aot.ir.pattern") == 0

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from aot import te
-from aot.lower import lower
+from aot.te.lower import lower
 from aot.tir import schedule as tsch
 from aot.tir.flatten import flatten
 from aot.tir.printer import func_str

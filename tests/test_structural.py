@@ -8,7 +8,7 @@ from onnx import TensorProto, helper, numpy_helper
 import aot
 import aot.executor as executor
 from aot import te
-from aot.lower import lower
+from aot.te.lower import lower
 from aot.tir.structural import structural_key
 from conftest import check_model
 

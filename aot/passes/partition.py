@@ -96,7 +96,7 @@ def _function_node(name, nodes, graph, attrs, inputs=None):
 def merge_composite(graph, patterns):
     """patterns: [(name, pattern, predicate or None)] in priority order. Every match (that the
     predicate accepts) becomes a Function node with attrs Composite=name."""
-    from ..relay.dataflow_pattern import find
+    from ..ir.pattern import find
     claimed, groups = set(), []
     for name, pattern, predicate in patterns:
         for m in find(pattern, graph, claimed):

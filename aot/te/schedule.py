@@ -1,6 +1,6 @@
 """TVM's tensor-expression schedules (te.create_schedule, s[C].split/tile/fuse/reorder/unroll/
 vectorize/parallel/bind, s.cache_read and s.cache_write + compute_at), as a thin layer over the one loop IR: the
-schedule lowers its tensors once (aot/lower.py, keeping their axis variables) and each call
+schedule lowers its tensors once (aot/te/lower.py, keeping their axis variables) and each call
 applies the loop-IR primitive of aot/tir/schedule.py at once, so a refusal names the call that
 cannot apply. aot.build turns the result into a module."""
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _iv(var, loops):
 
 class Schedule:
     def __init__(self, outputs):
-        from ..lower import lower
+        from .lower import lower
         self.outputs = list(outputs)
         self.inputs, computed = _tensors(self.outputs)
         self.func = lower(self.inputs + self.outputs, "main")

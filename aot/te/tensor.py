@@ -2,7 +2,7 @@
 
 `compute(shape, f)` describes out[i...] = f(i...); f may return a Reduce over reduce axes
 whose bounds may depend on the output indices (that is how convolution and pooling skip
-padding without a branch in the inner loop). Lowering (aot/lower.py) turns a fused group
+padding without a branch in the inner loop). Lowering (aot/te/lower.py) turns a fused group
 of these stages into one loop-IR PrimFunc.
 """
 from __future__ import annotations

@@ -59,7 +59,7 @@ class UMABackend:
         """Claim every match of pattern (a dataflow pattern) that predicate(match) accepts; its
         nodes become one composite named '<target_name>.<name>', lowered by the lowering
         registered under name."""
-        from ..relay.dataflow_pattern import DFPattern
+        from ..ir.pattern import DFPattern
         if not isinstance(pattern, DFPattern):
             raise BackendError(f"backend '{self._name()}': pattern '{name}' is not a dataflow pattern")
         self._patterns.append((str(name), pattern, predicate))

@@ -7,7 +7,7 @@ static plan gives each call. A batch norm or another activation after it stays a
 kernel (TVM's fusion boundary)."""
 from __future__ import annotations
 
-from aot.relay.dataflow_pattern import is_constant, is_op, wildcard
+from aot.ir.pattern import is_constant, is_op, wildcard
 from aot.uma import UMABackend, call_extern
 
 WORKSPACE_BYTES = 16 << 20

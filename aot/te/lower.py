@@ -17,12 +17,12 @@ import itertools
 
 import numpy as np
 
-from .te import tensor as te
-from .errors import AotError
-from .ops import get_op
-from .tir.expr import Const, Load, Var, substitute, transform, walk
-from .tir.flatten import flat_index
-from .tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store
+from . import tensor as te
+from ..errors import AotError
+from ..ops import get_op
+from ..tir.expr import Const, Load, Var, substitute, transform, walk
+from ..tir.flatten import flat_index
+from ..tir.stmt import Allocate, Buffer, For, PrimFunc, Seq, Store
 
 
 class LowerError(AotError):
@@ -185,7 +185,7 @@ class _Lowering:
 def _f16_boundary(e):
     """float16 values are computed in float; each op's result is rounded to half precision,
     as a float16 runtime stores it, so fused groups give the same numbers as op-by-op ones."""
-    from .tir.expr import Call
+    from ..tir.expr import Call
     fn = {"float16": "f16round", "bfloat16": "bf16round"}.get(e.dtype)
     if fn and not (isinstance(e, Call) and e.fn == fn) and not isinstance(e, Const):
         return Call(fn, [e], e.dtype)
