@@ -146,10 +146,8 @@ class _Rewrite:
                 ins += n.inputs[2:]
             self.converted(n, ins, {"layout": "NHWC"})
             return
-        # a Concat stays NCHW: channels-last, its inputs would no longer be slices of it placed
-        # in place but copies (light DenseNet-121 0.93 -> 1.52 x onnxruntime, Inception v2 2.0 -> 2.4;
-        # again with x86's heavy-kernel budget, host profile: DenseNet-121 75 -> 120 ms, its convs
-        # 68 -> 101 ms; Inception v2 47 -> 64 ms; only SqueezeNet gains, 11.1 -> 10.3 ms)
+        # a Concat stays NCHW: channels-last, its inputs would no longer be slices of it written
+        # in place but copies, which measured slower on concat-heavy networks (commit 21ced54)
         if _float4(x) and id(x) in self.nhwc and len(n.outputs) == 1 and n.outputs[0].type.shape == x.type.shape:
             if n.op in UNARY and all(v is None or v.is_const and v.const.size == 1 for v in n.inputs[1:]):
                 self.converted(n, [self.nhwc[id(x)]] + n.inputs[1:])
