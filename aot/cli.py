@@ -187,7 +187,7 @@ def _cmd_debug(a):
     from .compiler import Options, write_atomic
     from .debug import debug, instrument, refuse_tflite
     from .frontend.onnx_import import parse_input_shapes
-    from .host import _tar_bytes
+    from .host import tar_bytes
     from boards import load_board
     load_board(a.board)
     refuse_tflite(a.model)
@@ -198,7 +198,7 @@ def _cmd_debug(a):
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape),
                    bind_inputs=_load_binds(a.bind_input))
     log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
-    mlf = _tar_bytes(a.mlf) if a.mlf else instrument(a.model, opts, log=log).tar
+    mlf = tar_bytes(a.mlf) if a.mlf else instrument(a.model, opts, log=log).tar
     rep = debug(a.model, inputs, a.board, options=opts, mlf=mlf, sanitize=a.sanitize, opt=a.opt, log=log)
     if a.save_mlf:
         write_atomic(a.save_mlf, mlf)

@@ -114,9 +114,9 @@ def run_all(jobs=2, names=None):
 
 
 def supported(op):
-    from .frontend.onnx_import import _has_function
+    from .frontend.onnx_import import has_function
     from .ops import REGISTRY
-    return op in REGISTRY or op == "Constant" or _has_function(op, 28)
+    return op in REGISTRY or op == "Constant" or has_function(op, 28)
 
 
 def table(results):

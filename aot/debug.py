@@ -344,10 +344,10 @@ def debug_mlf(tar, model, inputs, board="host", sanitize=False, opt=None, bind_i
     """DebugReport of an instrumented MLF (bytes, path or CompileResult) against onnxruntime
     running `model` (the ONNX model it was compiled from)."""
     import numpy as np
-    from .host import _tar_bytes, read_valid_mlf
+    from .host import tar_bytes, read_valid_mlf
     if hasattr(tar, "tar"):
         tar = tar.tar
-    data = _tar_bytes(tar)
+    data = tar_bytes(tar)
     m = read_valid_mlf(data)
     table = m.aot.get("debug_records")
     if table is None:

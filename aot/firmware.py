@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import AotError, BuildError
-from .host import (_tar_bytes, cache_dir, cached_build, harness_params, read_valid_mlf, refuse_device,
+from .host import (tar_bytes, cache_dir, cached_build, harness_params, read_valid_mlf, refuse_device,
                    refuse_instrumented, write_inputs)
 
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
@@ -76,7 +76,7 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None, extra_sourc
     if opt not in ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz"):
         raise AotError(f"optimisation '{opt}' is not one of -O0 -O1 -O2 -O3 -Os -Oz")
     b = load_qemu_board(board)
-    data = _tar_bytes(tar)
+    data = tar_bytes(tar)
     refuse_device(read_valid_mlf(data), board)
     _need_tool(b["cc"], "the Arm embedded toolchain builds board firmware")
     files = _board_files(b)

@@ -19,7 +19,7 @@ def cache_dir():
     return d
 
 
-def _tar_bytes(tar):
+def tar_bytes(tar):
     from mlf.reader import read_tar_file
     if isinstance(tar, (bytes, bytearray)):
         return bytes(tar)
@@ -92,7 +92,7 @@ def cached_build(data, out_dir, product, build):
 def uses_openmp(tar) -> bool:
     """Whether the module's host C has parallel loops (OpenMP pragmas the C renderer guards with
     _OPENMP): the host build then compiles and links with -fopenmp."""
-    with tarfile.open(fileobj=io.BytesIO(_tar_bytes(tar))) as t:
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes(tar))) as t:
         return any(m.isfile() and m.name.endswith(".c") and "/codegen/host/src/" in "/" + m.name.lstrip("./")
                    and b"#pragma omp parallel" in t.extractfile(m).read() for m in t.getmembers())
 
@@ -105,7 +105,7 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
     from codegen_c.emit import render_template
 
     board = load_board("host")
-    data = _tar_bytes(tar)
+    data = tar_bytes(tar)
     cc = cc or os.environ.get("CC") or board["cc"]
     # $AOT_HOST_CFLAGS: the user's own host flags (e.g. -march=native), after the board's
     flags = list(board["cflags"]) + os.environ.get("AOT_HOST_CFLAGS", "").split() + \
@@ -230,7 +230,7 @@ def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None,
              device=None):
     """Outputs {name: array} of the MLF run on the host with `inputs` {name: array} (env: added
     to the environment of the run; device: see aot.run)."""
-    data = _tar_bytes(tar)
+    data = tar_bytes(tar)
     mlf = read_valid_mlf(data)
     info = mlf.aot
     check_device(info, device)

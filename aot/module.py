@@ -261,5 +261,5 @@ class ProfileResult:
 
 def load_module(path):
     """aot.runtime.load_module: a module saved by export_library."""
-    from .host import _tar_bytes
-    return Module(_tar_bytes(path))
+    from .host import tar_bytes
+    return Module(tar_bytes(path))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 
 from .tir.schedule_api import PrimModule
-from .tir.script import ScriptError, _source_of, parse, parse_module
+from .tir.script import ScriptError, source_of, parse, parse_module
 
 
 def _env(fn):
@@ -42,7 +42,7 @@ class _Namespace:
 
     @staticmethod
     def prim_func(fn):
-        return parse(_source_of(fn), _env(fn), where=f"{fn.__module__}.{fn.__qualname__}")
+        return parse(source_of(fn), _env(fn), where=f"{fn.__module__}.{fn.__qualname__}")
 
     def __getattr__(self, name):
         raise ScriptError(f"T.{name} is script syntax: it is read by @T.prim_func, not run")
@@ -59,7 +59,7 @@ def ir_module(cls):
     from .tir.stmt import PrimFunc
     funcs = {k: v for k, v in vars(cls).items() if isinstance(v, PrimFunc)}
     if not funcs:
-        funcs = parse_module(_source_of(cls), dict(getattr(inspect.getmodule(cls), "__dict__", {})),
+        funcs = parse_module(source_of(cls), dict(getattr(inspect.getmodule(cls), "__dict__", {})),
                              where=cls.__qualname__)
     return PrimModule(funcs)
 

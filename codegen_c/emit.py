@@ -22,10 +22,10 @@ def render_template(name, **kw):
     return _ENV.get_template(name).render(**kw)
 
 
-def _format_values(a: np.ndarray, per_line=8):
+def format_values(a: np.ndarray, per_line=8):
     flat = a.reshape(-1)
     if str(a.dtype) in ("float16", "bfloat16"):     # stored as 16-bit patterns (uint16_t)
-        return _format_values(a.view(np.uint16), per_line)
+        return format_values(a.view(np.uint16), per_line)
     if a.dtype.kind == "f":
         dig = "%.9g" if a.dtype == np.float32 else "%.17g"
         vals = []
@@ -54,7 +54,7 @@ def _format_values(a: np.ndarray, per_line=8):
 
 
 def _format_float32(flat, per_line):
-    """_format_values' text for finite float32 values (weights: most of a float model's C),
+    """format_values' text for finite float32 values (weights: most of a float model's C),
     with one %-format per array instead of one per value: a value that "%.9g" prints as an
     integer ("3", "-0") takes "%.1f" ("3.0", "-0.0"), the others "%.9g", each then "f"."""
     whole = (flat == np.trunc(flat)) & (np.abs(flat) < 1e9)
@@ -279,7 +279,7 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
                 for k, (c, _, t) in enumerate(lst)]
     constants = [{"name": name, "ctype": C_TYPES[str(a.dtype)], "size": max(a.size, 1),
                   "comment": comment_safe(f"{list(a.shape)} {a.dtype}"),
-                  "body": _format_values(a) if a.size else "  0"} for name, a in plan.constants]
+                  "body": format_values(a) if a.size else "  0"} for name, a in plan.constants]
     packed = interface_api == "packed"
     if packed and (devices or plan.pools or plan.io_offsets is not None):
         raise AotError("--interface-api packed takes only the inputs and outputs: devices, workspace pools and "

@@ -9,7 +9,7 @@ from aot.names import comment_safe
 
 from .c_renderer import C_TYPES
 from .cuda_renderer import CUDARenderer
-from .emit import CMain, _format_values, device_member, render_template, with_external_sources
+from .emit import CMain, format_values, device_member, render_template, with_external_sources
 from .opencl_renderer import FP64, PREAMBLE, OpenCLRenderer
 
 CONST_ALIGN = 256        # every constant starts at a multiple of this in the device's constant buffer
@@ -48,7 +48,7 @@ def emit_gpu(plan, target):
         at += -(-max(a.nbytes, 1) // CONST_ALIGN) * CONST_ALIGN
     constants = [{"name": name, "ctype": C_TYPES[str(a.dtype)], "size": max(a.size, 1), "offset": off,
                   "comment": comment_safe(f"{list(a.shape)} {a.dtype}"),
-                  "body": _format_values(a) if a.size else "  0"} for (name, a), off in zip(plan.constants, offsets)]
+                  "body": format_values(a) if a.size else "  0"} for (name, a), off in zip(plan.constants, offsets)]
 
     def mem(a):
         if a.kind == "input":

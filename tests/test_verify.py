@@ -9,7 +9,7 @@ import pytest
 from aot.tir import schedule as tsch
 from aot.tir.expr import Const, Load, Var, max_, min_
 from aot.tir.stmt import Buffer, For, PrimFunc, Seq, Store
-from aot.tir.verify import AccessError, _endpoints, _nest_endpoints, verify_accesses
+from aot.tir.verify import AccessError, endpoints, _nest_endpoints, verify_accesses
 
 
 def _copy(n_src, shift, lanes=4, outer=4):
@@ -90,7 +90,7 @@ def test_nest_endpoints_match_enumeration_on_clipped_windows(n, pad, kw, stride)
         index, loops = _padded_nest(n, pad, kw, stride, shift)
         want = _enumerate(index, loops)
         assert _nest_endpoints(index, loops) == want
-        assert _endpoints(index, loops) == want
+        assert endpoints(index, loops) == want
 
 
 def test_nest_endpoints_match_enumeration_on_random_affine_nests():

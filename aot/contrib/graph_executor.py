@@ -9,7 +9,7 @@ from ..errors import AotError
 from ..runtime import Device, NDArray
 
 
-class _Runtime:
+class GraphRuntime:
     def __init__(self, factory, dev):
         self.factory = factory
         self.dev = dev if dev is not None else Device("cpu", 0)
@@ -25,7 +25,7 @@ class GraphModule:
     """GraphModule(lib["default"](dev))."""
 
     def __init__(self, module):
-        if not isinstance(module, _Runtime):
+        if not isinstance(module, GraphRuntime):
             raise AotError("GraphModule takes lib['default'](dev), lib being what relay.build returned")
         self.module = module
 

@@ -225,7 +225,7 @@ def _best(versions, opset):
     return max(ok) if ok else None
 
 
-def _has_function(op_type, opset):
+def has_function(op_type, opset):
     s = _schema(op_type, opset)
     return s is not None and (_best(s.function_opset_versions, opset) is not None
                               or _best(s.context_dependent_function_opset_versions, opset) is not None)
@@ -494,7 +494,7 @@ def import_onnx(model, input_shapes=None, name="default", log=None, bind_inputs=
                 problems.append(f"{label}: operator domain '{n.domain}' is not supported (custom ops: "
                                 "aot.register_op)")
         elif n.op_type not in ("Constant", "If", "Scan") and (n.op_type not in REGISTRY or getattr(
-                REGISTRY[n.op_type], "internal", False)) and not _has_function(n.op_type, opset):
+                REGISTRY[n.op_type], "internal", False)) and not has_function(n.op_type, opset):
             problems.append(f"{label}: operator {n.op_type} is not supported")
     if problems:
         raise UnsupportedError(problems)

@@ -10,7 +10,7 @@ from ..te import tensor as te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const
-from .quant import _per_axis, check_scale_shape, expand_scale, scale_attrs
+from .quant import per_axis, check_scale_shape, expand_scale, scale_attrs
 from .registry import Op, Pattern, register
 
 
@@ -117,7 +117,7 @@ class DequantizeLinear(Op):
         axis, blk = node.attrs["axis"], node.attrs.get("block", 0)
 
         def body(*i):
-            si = _per_axis(x, s.shape, axis, i, blk)
+            si = per_axis(x, s.shape, axis, i, blk)
             q = Cast("int32", x(*i))
             if zp is not None:
                 q = q - Cast("int32", zp(*si))

@@ -13,7 +13,7 @@ from ..tir.expr import Cast, Select, ge
 from .conv import ConvTranspose, conv_transpose_sum
 from .dense import MatMul
 from .fixed_point import mbqm, mbqm64, mbqm64_np, mbqm_np
-from .qnn import QUANT_ATTRS, QBinary, _clamp_cast, _i32, _Requantised, acc_dtype, requant_channels_np, widen
+from .qnn import QUANT_ATTRS, QBinary, clamp_cast, i32, Requantised, acc_dtype, requant_channels_np, widen
 from .reduce import Reduce
 from .registry import Op, Pattern, register
 from .window import split_index
@@ -27,7 +27,7 @@ def _clamp_np(v, a):
 
 
 def _centred(t, idx, zp):
-    return Cast("int32", t(*idx)) - _i32(zp)
+    return Cast("int32", t(*idx)) - i32(zp)
 
 
 class _QBinary(QBinary):
@@ -38,7 +38,7 @@ class _QBinary(QBinary):
         shape = node.outputs[0].type.shape
 
         def body(*i):
-            return _clamp_cast(self.element(node.attrs,
+            return clamp_cast(self.element(node.attrs,
                                             _centred(x, te.broadcast_index(list(i), x.shape), node.attrs["x_zp"]),
                                             _centred(y, te.broadcast_index(list(i), y.shape), node.attrs["y_zp"])),
                                node)
@@ -60,7 +60,7 @@ class QMul(_QBinary):
 
     @staticmethod
     def element(a, x, y):
-        return mbqm(x * y, int(a["multiplier"]), int(a["shift"])) + _i32(a["out_zp"])
+        return mbqm(x * y, int(a["multiplier"]), int(a["shift"])) + i32(a["out_zp"])
 
 
 @register
@@ -82,7 +82,7 @@ class QPRelu(_QBinary):
     def element(a, x, alpha):
         pos = mbqm(x, int(a["multiplier"]), int(a["shift"]))
         neg = mbqm(x * alpha, int(a["alpha_multiplier"]), int(a["alpha_shift"]))
-        return Select(ge(x, _i32(0)), pos, neg) + _i32(a["out_zp"])
+        return Select(ge(x, i32(0)), pos, neg) + i32(a["out_zp"])
 
 
 @register
@@ -112,11 +112,11 @@ class QLeakyRelu(Op):
         am = int(a["alpha_multiplier"])
 
         def body(*i):
-            v = Cast("int32", x(*i)) - _i32(a["x_zp"])
+            v = Cast("int32", x(*i)) - i32(a["x_zp"])
             neg = mbqm(v, abs(am), int(a["alpha_shift"]))
             pos = mbqm(v, int(a["multiplier"]), int(a["shift"]))
-            out = Select(ge(v, _i32(0)), pos, _i32(0) - neg if am < 0 else neg)
-            return _clamp_cast(out + _i32(a["out_zp"]), node)
+            out = Select(ge(v, i32(0)), pos, i32(0) - neg if am < 0 else neg)
+            return clamp_cast(out + i32(a["out_zp"]), node)
         return [te.compute(x.shape, body, "qleaky_relu")]
 
 
@@ -162,8 +162,8 @@ class QMean(Reduce):
         total = te.compute(out, body, "qmean_sum")
 
         def finish(*i):
-            v = total(*i) - _i32(a["x_zp"] * n)
-            return _clamp_cast(mbqm(v, int(a["multiplier"]), int(a["shift"])) + _i32(a["out_zp"]), node)
+            v = total(*i) - i32(a["x_zp"] * n)
+            return clamp_cast(mbqm(v, int(a["multiplier"]), int(a["shift"])) + i32(a["out_zp"]), node)
         return [te.compute(out, finish, "qmean")]
 
 
@@ -209,12 +209,12 @@ class QBatchMatMul(MatMul):
         acc = te.compute(tuple(out), body, "qbatch_matmul")
 
         def finish(*i):
-            return _clamp_cast(scale(acc(*i), int(at["multiplier"]), int(at["shift"])) + _i32(at["out_zp"]), node)
+            return clamp_cast(scale(acc(*i), int(at["multiplier"]), int(at["shift"])) + i32(at["out_zp"]), node)
         return [te.compute(tuple(out), finish, "requant")]
 
 
 @register
-class QConvTranspose(_Requantised, ConvTranspose):
+class QConvTranspose(Requantised, ConvTranspose):
     """TFLite TRANSPOSE_CONV, int8 or int16x8, NHWC: sum over the taps of (x - x_zp) * w (w as
     ONNX's [C_in, C_out, kh, kw], symmetric int8), + bias (int32 or None; int16x8: int64 or int16
     with acc_dtype="int64"), requantised per output channel (int32 multiplier and shift constants,
@@ -237,7 +237,7 @@ class QConvTranspose(_Requantised, ConvTranspose):
         return [requant_channels_np(node, acc, bias)]
 
     def compute(self, node, x, w, bias=None, mult=None, shift=None):
-        xz = _i32(node.attrs["x_zp"])
+        xz = i32(node.attrs["x_zp"])
         acc = conv_transpose_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v), widen(node))
         layout = node.attrs.get("layout", "NCHW")
         return [self.requant(node, acc, bias, mult, shift, split_index(tuple(range(len(acc.shape))), layout)[1])]

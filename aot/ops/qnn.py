@@ -38,16 +38,16 @@ QUANT_ATTRS = ("x_zp", "w_zp", "out_zp", "act_min", "act_max", "out_dtype", "mul
                "acc_dtype")
 
 
-def _i32(v):
+def i32(v):
     return Const(int(v), "int32")
 
 
-def _clamp_cast(v, node):
+def clamp_cast(v, node):
     """v clamped to the activation range (the output dtype's range when the op has none), cast."""
     a = node.attrs
     info = np.iinfo(a["out_dtype"])
     lo, hi = a.get("act_min", int(info.min)), a.get("act_max", int(info.max))
-    return Cast(a["out_dtype"], min_(max_(v, _i32(lo)), _i32(hi)))
+    return Cast(a["out_dtype"], min_(max_(v, i32(lo)), i32(hi)))
 
 
 def _requant_np(acc, mult, shift, node):
@@ -99,7 +99,7 @@ def widen(node):
     return (lambda p: Cast("int64", p)) if acc_dtype(node) == "int64" else None
 
 
-class _Requantised(Op):
+class Requantised(Op):
     """acc (int32 or int64, from the op's own reduction) + bias -> requantised, clamped output."""
     internal = True            # made by the TFLite frontend, never named by an ONNX model
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
@@ -122,12 +122,12 @@ class _Requantised(Op):
             else:
                 scale = mbqm64 if v.dtype == "int64" else mbqm
                 r = scale(v, int(a["multiplier"]), int(a["shift"])) if mult is None else scale(v, mult(c), shift(c))
-            return _clamp_cast(r + _i32(a["out_zp"]), node)
+            return clamp_cast(r + i32(a["out_zp"]), node)
         return te.compute(acc.shape, body, "requant", [ax.name for ax in acc.op.axes])
 
 
 @register
-class QDense(_Requantised):
+class QDense(Requantised):
     """TFLite FULLY_CONNECTED, int8 or int16x8: inputs x [N, K], w [O, K], bias [O] int32 (int64
     with acc_dtype="int64"; or None), then optionally per-channel multiplier [O] and shift [O]
     (int32 constants)."""
@@ -150,7 +150,7 @@ class QDense(_Requantised):
     def compute(self, node, x, w, bias=None, mult=None, shift=None):
         a = node.attrs
         K = x.shape[1]
-        xz, wz = _i32(a["x_zp"]), _i32(a.get("w_zp", 0))
+        xz, wz = i32(a["x_zp"]), i32(a.get("w_zp", 0))
 
         wide = widen(node) or (lambda p: p)
 
@@ -162,7 +162,7 @@ class QDense(_Requantised):
 
 
 @register
-class QConv(_Requantised, Conv):
+class QConv(Requantised, Conv):
     """TFLite CONV_2D and DEPTHWISE_CONV_2D, int8 or int16x8, NHWC: inputs x, w (OHWI; a
     depthwise filter re-ordered to [C*M, H, W, 1] with group C), bias [O] int32 (int64 with
     acc_dtype="int64"; or None), then optionally per-channel multiplier and shift. Padded taps
@@ -187,7 +187,7 @@ class QConv(_Requantised, Conv):
         return [requant_channels_np(node, acc, bias)]
 
     def compute(self, node, x, w, bias=None, mult=None, shift=None):
-        xz = _i32(node.attrs["x_zp"])
+        xz = i32(node.attrs["x_zp"])
         acc = conv_sum(node, x, w, lambda v: Cast("int32", v) - xz, lambda v: Cast("int32", v),
                        product=widen(node))
         layout = node.attrs.get("layout", "NCHW")
@@ -247,12 +247,12 @@ class QAdd(QBinary):
                 if "out_scale" in a:
                     v = v / Const(float(np.float32(a["out_scale"])), "float32")
                 r = Cast("int32", call("nearbyint", v))
-                return _clamp_cast(r + _i32(a["out_zp"]), node)
-            sx = (Cast("int32", load(x, i)) - _i32(a["x_zp"])) * _i32(1 << a["left_shift"])
-            sy = (Cast("int32", load(y, i)) - _i32(a["y_zp"])) * _i32(1 << a["left_shift"])
+                return clamp_cast(r + i32(a["out_zp"]), node)
+            sx = (Cast("int32", load(x, i)) - i32(a["x_zp"])) * i32(1 << a["left_shift"])
+            sy = (Cast("int32", load(y, i)) - i32(a["y_zp"])) * i32(1 << a["left_shift"])
             ty = mbqm(sy, int(a["y_multiplier"]), int(a["y_shift"]))
-            total = mbqm(sx, int(a["x_multiplier"]), int(a["x_shift"])) + (_i32(0) - ty if a.get("subtract") else ty)
-            return _clamp_cast(mbqm(total, int(a["multiplier"]), int(a["shift"])) + _i32(a["out_zp"]), node)
+            total = mbqm(sx, int(a["x_multiplier"]), int(a["x_shift"])) + (i32(0) - ty if a.get("subtract") else ty)
+            return clamp_cast(mbqm(total, int(a["multiplier"]), int(a["shift"])) + i32(a["out_zp"]), node)
         return [te.compute(shape, body, "qadd")]
 
 
@@ -311,9 +311,9 @@ class QAvgPool(AveragePool):
             if node.attrs.get("requant") == "float":
                 sc = Const(float(np.float32(node.attrs["scale"])), "float32")
                 mean = ftotal(*i) / Cast("float32", cnt)
-                return _clamp_cast(Cast("int32", call("nearbyint", mean / sc)) + _i32(node.attrs["x_zp"]), node)
-            s, half = total(*i), Bin("/", cnt, _i32(2))
-            return _clamp_cast(Select(gt(s, _i32(0)), Bin("/", s + half, cnt), Bin("/", s - half, cnt)), node)
+                return clamp_cast(Cast("int32", call("nearbyint", mean / sc)) + i32(node.attrs["x_zp"]), node)
+            s, half = total(*i), Bin("/", cnt, i32(2))
+            return clamp_cast(Select(gt(s, i32(0)), Bin("/", s + half, cnt), Bin("/", s - half, cnt)), node)
         return [te.compute(out_shape, avg, "qavg")]
 
 
@@ -337,7 +337,7 @@ def _window_sums(node, x, dtype=np.float64):
     return from_nchw(acc, layout)
 
 
-def _let(shape, fn, name):
+def row_local(shape, fn, name):
     """A per-row value the kernel keeps in a local (a one-step reduction), so that the
     expressions that read it several times do not repeat its computation."""
     def body(*i):
@@ -389,19 +389,19 @@ class QSoftmax(Op):
             k = te.reduce_axis(depth, "rs")
             return te.sum(sum_t(mx(*r) - xi(*r, k.var)), k)
         total = te.compute(rows, total_body, "exp_sum")
-        clz = _let(rows, lambda *r: leading_zeros(total(*r)), "clz")
-        half = _let(rows, lambda *r: reciprocal_half(total(*r), clz(*r)), "half")
-        xs = _let(rows, lambda *r: Const(1515870810, "int32") + srdhm(half(*r), Const(-1010580540, "int32")), "x0")
+        clz = row_local(rows, lambda *r: leading_zeros(total(*r)), "clz")
+        half = row_local(rows, lambda *r: reciprocal_half(total(*r), clz(*r)), "half")
+        xs = row_local(rows, lambda *r: Const(1515870810, "int32") + srdhm(half(*r), Const(-1010580540, "int32")), "x0")
         for step in range(3):
             prev = xs
-            xs = _let(rows, lambda *r, p=prev: newton_step(p(*r), half(*r)), f"x{step + 1}")
-        scale = _let(rows, lambda *r, p=xs: sat_mul_pot(p(*r), 1), "recip")
+            xs = row_local(rows, lambda *r, p=prev: newton_step(p(*r), half(*r)), f"x{step + 1}")
+        scale = row_local(rows, lambda *r, p=xs: sat_mul_pot(p(*r), 1), "recip")
 
         def body(*i):
             r = i[:-1]
-            exponent = _i32(ACCUMULATION_INTEGER_BITS + 31 - 8 * np.dtype(out_dtype).itemsize) - clz(*r)
-            v = rdbpot(srdhm(scale(*r), exp_t(mx(*r) - xi(*i))), exponent) + _i32(int(info.min))
-            return Cast(out_dtype, min_(max_(v, _i32(int(info.min))), _i32(int(info.max))))
+            exponent = i32(ACCUMULATION_INTEGER_BITS + 31 - 8 * np.dtype(out_dtype).itemsize) - clz(*r)
+            v = rdbpot(srdhm(scale(*r), exp_t(mx(*r) - xi(*i))), exponent) + i32(int(info.min))
+            return Cast(out_dtype, min_(max_(v, i32(int(info.min))), i32(int(info.max))))
         return [te.compute(shape, body, "qsoftmax")]
 
 
@@ -438,6 +438,6 @@ class QQuantize(Op):
                     Const(float(a["out_zp"]), "float32")
                 lo, hi = Const(float(info.min), "float32"), Const(float(info.max), "float32")
                 return Cast(a["out_dtype"], min_(max_(v, lo), hi))         # clamped before the cast
-            v = mbqm(Cast("int32", x(*i)) - _i32(a["x_zp"]), int(a["multiplier"]), int(a["shift"]))
-            return Cast(a["out_dtype"], min_(max_(v + _i32(a["out_zp"]), _i32(int(info.min))), _i32(int(info.max))))
+            v = mbqm(Cast("int32", x(*i)) - i32(a["x_zp"]), int(a["multiplier"]), int(a["shift"]))
+            return Cast(a["out_dtype"], min_(max_(v + i32(a["out_zp"]), i32(int(info.min))), i32(int(info.max))))
         return [te.compute(x.shape, body, "qquantize")]

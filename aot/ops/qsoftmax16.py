@@ -16,7 +16,7 @@ from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Bin, Cast, Const
 from .fixed_point import leading_zeros, mbqm, mbqm_np
-from .qnn import _let, row_max
+from .qnn import row_local, row_max
 from .registry import Op, Pattern, register
 
 I16 = np.iinfo(np.int16)
@@ -142,13 +142,13 @@ class QSoftmax16(Op):
             k = te.reduce_axis(depth, "rs")
             return te.sum(e(*r, k.var), k)
         total = te.compute(rows, total_body, "exp_sum")
-        clz = _let(rows, lambda *r: leading_zeros(total(*r)), "clz")
+        clz = row_local(rows, lambda *r: leading_zeros(total(*r)), "clz")
 
         def recip_body(*r):
             wide = Bin("<<", Cast("int64", total(*r)), Cast("int64", clz(*r) - _i32(1)))
             shifted = Cast("int32", Bin(">>", wide + _i64(1 << 13), _i64(14)))
             return _lookup(recip_lut, _clamp16(shifted - _i32((1 << 15) + (1 << 16))))
-        recip = _let(rows, recip_body, "recip")
+        recip = row_local(rows, recip_body, "recip")
 
         def body(*i):
             r = i[:-1]

@@ -14,7 +14,7 @@ from .registry import ONNX_DTYPES, Op, Pattern, norm_axis, register
 QTYPES = ("int8", "uint8", "int16", "uint16")
 
 
-def _per_axis(t, scale_shape, axis, i, block=0):
+def per_axis(t, scale_shape, axis, i, block=0):
     """Index into a scale/zero point that is a scalar, a per-axis vector, or blocked (the input's
     shape with the axis divided into blocks of `block` elements)."""
     if len(scale_shape) == 0:
@@ -100,7 +100,7 @@ class QuantizeLinear(Op):
         a, out, blk = node.attrs["axis"], node.attrs["out"], node.attrs.get("block", 0)
 
         def body(*i):
-            si = _per_axis(x, s.shape, a, i, blk)
+            si = per_axis(x, s.shape, a, i, blk)
             v = call("nearbyint", Cast("float32", x(*i)) / Cast("float32", s(*si)))
             if zp is not None:
                 v = v + Cast("float32", zp(*si))

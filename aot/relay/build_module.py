@@ -21,8 +21,8 @@ class ExecutorFactoryModule:
     def __getitem__(self, name):
         if name != self.module_name:
             raise KeyError(f"the module is named '{self.module_name}', not '{name}'")
-        from ..contrib.graph_executor import _Runtime
-        return lambda dev=None: _Runtime(self, dev)
+        from ..contrib.graph_executor import GraphRuntime
+        return lambda dev=None: GraphRuntime(self, dev)
 
     def get_source(self):
         """The generated C (or CUDA/OpenCL host and device) sources, concatenated."""

@@ -23,16 +23,16 @@ class TensorType:
 
 class Expr:
     def __add__(self, o):
-        return Call("add", [self, _expr(o)])
+        return Call("add", [self, as_expr(o)])
 
     def __sub__(self, o):
-        return Call("subtract", [self, _expr(o)])
+        return Call("subtract", [self, as_expr(o)])
 
     def __mul__(self, o):
-        return Call("multiply", [self, _expr(o)])
+        return Call("multiply", [self, as_expr(o)])
 
     def __truediv__(self, o):
-        return Call("divide", [self, _expr(o)])
+        return Call("divide", [self, as_expr(o)])
 
 
 class Var(Expr):
@@ -61,7 +61,7 @@ class Call(Expr):
 
 class Tuple(Expr):
     def __init__(self, fields):
-        self.fields = [_expr(f) for f in fields]
+        self.fields = [as_expr(f) for f in fields]
 
     def __getitem__(self, i):
         return self.fields[i]
@@ -152,7 +152,7 @@ def free_vars(expr):
     return order
 
 
-def _expr(x):
+def as_expr(x):
     if isinstance(x, TupleWrapper):
         return x.astuple()
     if isinstance(x, Expr):

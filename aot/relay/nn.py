@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AotError
-from .op import _same_shape, ints, make, pads_2d, register, shape_const
+from .op import same_shape, ints, make, pads_2d, register, shape_const
 
 _KERNEL_TO_OHWI = {"HWIO": (3, 0, 1, 2), "OHWI": None, "HWOI": (2, 0, 1, 3)}
 
@@ -18,7 +18,7 @@ def leaky_relu(data, alpha=0.01):
     return make("nn.leaky_relu", [data], alpha=float(alpha))
 
 
-register("nn.leaky_relu", lambda b, c, ins: b.op("LeakyRelu", ins, {"alpha": c.attrs["alpha"]}), _same_shape)
+register("nn.leaky_relu", lambda b, c, ins: b.op("LeakyRelu", ins, {"alpha": c.attrs["alpha"]}), same_shape)
 
 
 def softmax(data, axis=-1):
@@ -29,8 +29,8 @@ def log_softmax(data, axis=-1):
     return make("nn.log_softmax", [data], axis=int(axis))
 
 
-register("nn.softmax", lambda b, c, ins: b.op("Softmax", ins, {"axis": c.attrs["axis"]}), _same_shape)
-register("nn.log_softmax", lambda b, c, ins: b.op("LogSoftmax", ins, {"axis": c.attrs["axis"]}), _same_shape)
+register("nn.softmax", lambda b, c, ins: b.op("Softmax", ins, {"axis": c.attrs["axis"]}), same_shape)
+register("nn.log_softmax", lambda b, c, ins: b.op("LogSoftmax", ins, {"axis": c.attrs["axis"]}), same_shape)
 
 
 def conv2d(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, channels=None,
@@ -241,7 +241,7 @@ def dropout(data, rate=0.5):
     return make("nn.dropout", [data], rate=float(rate))
 
 
-register("nn.dropout", lambda b, c, ins: b.op("Identity", ins), _same_shape)
+register("nn.dropout", lambda b, c, ins: b.op("Identity", ins), same_shape)
 
 
 def prelu(data, alpha, axis=1):

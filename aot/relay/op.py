@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AotError
-from .expr import Call, Tuple, TupleWrapper, _expr
+from .expr import Call, Tuple, TupleWrapper, as_expr
 
 
 @dataclass
@@ -28,7 +28,7 @@ def register(name, lower, param_shapes=None, outputs=1):
 
 
 def make(name, args, **attrs):
-    call = Call(name, [_expr(a) for a in args], attrs)
+    call = Call(name, [as_expr(a) for a in args], attrs)
     n = OPS[name].outputs
     return TupleWrapper(call, n) if n > 1 else call
 
@@ -63,15 +63,15 @@ _UNARY = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "sigmoid": "Sigmoid", "tan
           "cos": "Cos", "nn.relu": "Relu"}
 
 
-def _same_shape(call, shapes):
+def same_shape(call, shapes):
     known = next((s for s in shapes if s is not None), None)
     return {k: known for k, s in enumerate(shapes) if s is None and known is not None}
 
 
 for _name, _onnx in _BINARY.items():
-    register(_name, lambda b, c, ins, _o=_onnx: b.op(_o, ins), _same_shape)
+    register(_name, lambda b, c, ins, _o=_onnx: b.op(_o, ins), same_shape)
 for _name, _onnx in _UNARY.items():
-    register(_name, lambda b, c, ins, _o=_onnx: b.op(_o, ins), _same_shape)
+    register(_name, lambda b, c, ins, _o=_onnx: b.op(_o, ins), same_shape)
 
 
 def add(lhs, rhs):
@@ -176,7 +176,7 @@ def _clip(b, c, ins):
                          b.const("max", np.asarray(c.attrs["a_max"], dt))])
 
 
-register("clip", _clip, _same_shape)
+register("clip", _clip, same_shape)
 
 
 # -- shapes and data movement -------------------------------------------------------------------------

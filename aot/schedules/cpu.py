@@ -31,7 +31,7 @@ def _tile_axis(loops, red, max_tile=MAX_TILE):
     return None
 
 
-def _packable(func, buf, lane_index):
+def packable(func, buf, lane_index):
     """The dimension of constant `buf` indexed by the tiled axis (lane_index), when every read
     uses it as the whole index of one dimension before the innermost and nowhere else."""
     key, dims = lane_index.key(), set()
@@ -81,7 +81,7 @@ def register_tiles(func, max_tile=MAX_TILE):
         packed = False
         for p in func.attrs.get("constants", ()):
             shape = func.params[p].shape
-            d = _packable(func, func.params[p], simplify(outer * tile + lane))
+            d = packable(func, func.params[p], simplify(outer * tile + lane))
             if d is None or shape[d] % tile or p in func.attrs.get("layouts", {}):
                 continue
             if all(x == 1 for x in shape[d + 1:]):

@@ -41,7 +41,7 @@ from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout,
                             vectorize)
 from ..tir.simplify import bounds, const_value, simplify, simplify_stmt
 from ..tir.stmt import For, Seq, StmtMutator, own_exprs, stmt_children, walk_stmts
-from .cpu import _packable
+from .cpu import packable
 from .nests import accumulation
 from .registry import register
 
@@ -333,7 +333,7 @@ def _pack(func, lane_index, lanes, nest):
     read them with lane variables of their own, which the packed layout serves as well)."""
     for p in func.attrs.get("constants", ()):
         shape = func.params[p].shape
-        d = _packable(func.with_body(nest), func.params[p], lane_index)
+        d = packable(func.with_body(nest), func.params[p], lane_index)
         if d is None or shape[d] % lanes or p in func.attrs.get("layouts", {}):
             continue
         if all(x == 1 for x in shape[d + 1:]):

@@ -160,7 +160,7 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
     from .expr import Var
     from .simplify import bounds, const_value, from_linear, linear_form, loop_ranges
     from .stmt import For, Seq
-    from .verify import _endpoints
+    from .verify import endpoints
     (in_buf,) = in_bufs if len(in_bufs) == 1 else (None,)
     if in_buf is None or in_buf.dtype != out_buf.dtype or len(in_buf.shape) != len(out_buf.shape) \
             or (delta is None and in_buf.shape != out_buf.shape) \
@@ -242,7 +242,7 @@ def writes_over_staged(func, in_bufs, out_buf, delta=None) -> bool:
                     return False
                 continue
             live = [(v, mn, ext) for v, mn, ext in loops if id(v) not in fixed]
-            span = _endpoints(e, live) if live else None
+            span = endpoints(e, live) if live else None
             span = span or bounds(e, ranges)
             if span is None or span[0] < 0 or span[1] >= shape[d]:
                 return False

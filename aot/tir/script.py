@@ -534,7 +534,7 @@ class _FlatReads(StmtMutator):
                          if isinstance(x, Load) and id(x.buffer) in self.written and len(x.indices) > 1 else None)
 
 
-def _source_of(fn):
+def source_of(fn):
     try:
         return textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):

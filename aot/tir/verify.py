@@ -84,7 +84,7 @@ def _distribute(e):
     return Bin(e.op, a, b) if (a is not e.a or b is not e.b) else e
 
 
-def _endpoints(index, loops):
+def endpoints(index, loops):
     """Exact (lo, hi) of index over the loop nest, substituting each loop's first or last
     value from the inside out; None when the index is not monotone in some loop."""
     lo = hi = simplify(_distribute(index))
@@ -159,7 +159,7 @@ _MAX_PROOFS = 1 << 16
 
 def _relevant_loops(e, loops):
     """The loops e depends on, directly or through the bounds of a loop it depends on, in nest
-    order; None when e or those bounds read a variable that is no loop of the nest. _endpoints
+    order; None when e or those bounds read a variable that is no loop of the nest. endpoints
     skips every other loop, so its result over these is its result over the whole nest."""
     pos = {id(v): k for k, (v, _, _) in enumerate(loops)}
     need = _loop_vars_of(e, pos)
@@ -280,14 +280,14 @@ def _const_box(loops):
 
 
 def _nest_endpoints(index, loops):
-    """_endpoints(index, loops), proven once per loop nest rather than once per unrolled lane:
+    """endpoints(index, loops), proven once per loop nest rather than once per unrolled lane:
     the index's constant is split off (lanes differ only in it) and the rest is proven over
-    the loops it depends on, by interval sums when those are rectangular, else by _endpoints,
-    each proof cached under a key canonical across kernels. Falls back to _endpoints on the
-    whole index, so it proves everything _endpoints proves, with the same numbers."""
+    the loops it depends on, by interval sums when those are rectangular, else by endpoints,
+    each proof cached under a key canonical across kernels. Falls back to endpoints on the
+    whole index, so it proves everything endpoints proves, with the same numbers."""
     lin = linear_form(index)
     if lin is None:
-        return _endpoints(index, loops)
+        return endpoints(index, loops)
     terms, c = lin
     box = _const_box(loops)
     if all(isinstance(a, Var) and id(a) in box for a, _ in terms.values()):
@@ -302,7 +302,7 @@ def _nest_endpoints(index, loops):
     rest = from_linear(terms, 0, index.dtype)
     sub = _relevant_loops(rest, loops)
     if sub is None:
-        return _endpoints(index, loops)
+        return endpoints(index, loops)
     pos = {id(v): k for k, (v, _, _) in enumerate(sub)}
     try:
         key = (_canon(rest, pos), tuple((_canon(mn, pos), _canon(ext, pos)) for _, mn, ext in sub))
@@ -313,14 +313,14 @@ def _nest_endpoints(index, loops):
     else:
         r = _by_outer_values(terms, sub)
         if r is None:
-            r = _endpoints(rest, sub)
+            r = endpoints(rest, sub)
         if key is not None:
             if len(_PROOFS) >= _MAX_PROOFS:
                 _PROOFS.clear()     # a long-lived process (a server, the test suite) stays bounded
             _PROOFS[key] = r
     if r is not None:
         return r[0] + c, r[1] + c
-    return _endpoints(index, loops)
+    return endpoints(index, loops)
 
 
 def _check(buf, index, ranges, report, where, loops=(), cache=None):

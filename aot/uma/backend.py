@@ -25,7 +25,7 @@ import re
 from ..errors import AotError
 from ..executor import ExternalKernel, ExternCall
 from ..memory_plan import Buf, plan
-from .lowering import DEVICE, Call, Tensor, _Device
+from .lowering import DEVICE, Call, Tensor, DeviceToken
 
 REGISTRY: dict = {}
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
@@ -232,7 +232,7 @@ class UMABackend:
         except Exception as e:          # the backend's own code: any failure is its report
             detail = str(e) if isinstance(e, AotError) else f"{type(e).__name__}: {e}"
             raise BackendError(f"{what}: lowering failed: {detail}") from None
-        inits.extend(ExternCall(c.symbol, tuple(("device",) if isinstance(a, _Device) else a for a in c.args))
+        inits.extend(ExternCall(c.symbol, tuple(("device",) if isinstance(a, DeviceToken) else a for a in c.args))
                      for c in unit.init_calls)
         result = [result] if isinstance(result, ExternCall) else list(result or [])
         if not result or not all(isinstance(c, ExternCall) for c in result):
@@ -248,7 +248,7 @@ class UMABackend:
                         raise BackendError(f"{what}: call {c.symbol} passes {a!r}, which is not an input or output "
                                            "of this unit")
                     args.append(("param", a.key[1]) if a.key[0] == "param" else ("scratch", a.key[1], a.dtype))
-                elif isinstance(a, _Device):
+                elif isinstance(a, DeviceToken):
                     args.append(("device",))
                 else:
                     args.append(a)

@@ -51,12 +51,12 @@ class Tensor:
         return f"Tensor({self.name}: {self.dtype}{list(self.shape)})"
 
 
-class _Device:
+class DeviceToken:
     def __repr__(self):
         return "device"
 
 
-DEVICE = _Device()
+DEVICE = DeviceToken()
 
 
 def call_extern(symbol: str, *args) -> ExternCall:
@@ -66,7 +66,7 @@ def call_extern(symbol: str, *args) -> ExternCall:
     if symbol.startswith("tvmgen_") or symbol.startswith("TVMDevice"):
         raise AotError(f"call_extern: '{symbol}' is in the namespace of the generated code (tvmgen_*, TVMDevice*)")
     for a in args:
-        if not isinstance(a, (Tensor, _Device, int, float, np.integer, np.floating)) or isinstance(a, bool):
+        if not isinstance(a, (Tensor, DeviceToken, int, float, np.integer, np.floating)) or isinstance(a, bool):
             raise AotError(f"call_extern('{symbol}'): argument {a!r} is not a tensor, an int, a float or "
                            "call.device")
     return ExternCall(symbol, tuple(int(a) if isinstance(a, np.integer) else
