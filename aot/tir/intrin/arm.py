@@ -30,7 +30,7 @@ _DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p")
 _MVE_CPUS = ("cortex-m55", "cortex-m85")
 
 
-def _step(index, var):
+def step(index, var):
     """How far index moves when var grows by one (None unless a constant)."""
     return const_value(simplify(substitute(index, {id(var): var + 1}) - index))
 
@@ -50,7 +50,7 @@ def contiguous_in(load, loops):
     innermost moves it by one element, each outer loop by the constant extent of the run inside."""
     flat, run = flat_index(load), 1
     for lp in reversed(loops):
-        if _step(flat, lp.var) != run:
+        if step(flat, lp.var) != run:
             return False
         n = const_value(lp.extent)
         if lp is not loops[0] and n is None:
@@ -59,7 +59,7 @@ def contiguous_in(load, loops):
     return True
 
 
-def _int8_operand(e):
+def int8_operand(e):
     """(load, offset) of (int32)load, (int32)load - c or (int32)load + c, load int8."""
     off = 0
     if isinstance(e, Bin) and e.op in ("+", "-") and isinstance(e.b, Const):
@@ -112,7 +112,7 @@ def _mve_rows(m, sums):
     (n not a multiple of 16) predicated by p, its lanes past n loaded as zeros."""
     rows_ = ["pb"] + [f"pb{j}" for j in range(1, m)]
 
-    def step(load):
+    def lanes(load):
         x = [f"int8x16_t va = {load('pa')};"]
         x += [f"int8x16_t vb{j} = {load(q)};" for j, q in enumerate(rows_)]
         x += [f"acc{j} = vmladavaq_s8(acc{j}, va, vb{j});" for j in range(m)]
@@ -127,10 +127,10 @@ def _mve_rows(m, sums):
             "  int32_t k;",
             f"  for (k = n >> 4; k > 0; --k, pa += 16{''.join(f', {q} += 16' for q in rows_)}) {{",
             '    __asm__("" : ' + ", ".join(f'"+r"({q})' for q in ["pa"] + rows_) + ");",
-            *["    " + x for x in step(lambda q: f"vld1q_s8({q})")],
+            *["    " + x for x in lanes(lambda q: f"vld1q_s8({q})")],
             "  }",
             "  if ((n & 15) != 0) {",
-            *["    " + x for x in step(lambda q: f"vldrbq_z_s8({q}, p)")],
+            *["    " + x for x in lanes(lambda q: f"vldrbq_z_s8({q}, p)")],
             "  }",
             "}"]
 
@@ -160,7 +160,7 @@ class DotS8(TensorIntrin):
         if not (isinstance(v, Bin) and v.op == "+" and isinstance(v.a, Load) and v.a.buffer is acc
                 and isinstance(v.b, Bin) and v.b.op == "*"):
             return None, "the store is not acc = acc + x * y"
-        (xa, ox), (xb, ob) = _int8_operand(v.b.a), _int8_operand(v.b.b)
+        (xa, ox), (xb, ob) = int8_operand(v.b.a), int8_operand(v.b.b)
         if xa is None or xb is None:
             return None, "the product's operands are not int8 loads widened to int32"
         if ox and ob:
@@ -237,7 +237,7 @@ class DotS8Rows(TensorIntrin):
             if any(v is loop.var for e in (x.min, x.extent) for v in walk(e)):
                 return None, f"the bounds of {x.var.name} depend on {loop.var.name}"
             x = x.body
-        steps = [_step(flat_index(ld), loop.var) for ld in args[:2]]
+        steps = [step(flat_index(ld), loop.var) for ld in args[:2]]
         if any(s is None or s < 0 for s in steps):
             return None, f"a row does not start a constant step after the previous along {loop.var.name}"
         at_min = {id(loop.var): loop.min}

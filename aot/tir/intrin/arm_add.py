@@ -28,6 +28,7 @@ from ..simplify import const_value, simplify
 from ..stmt import For, Store
 from .arm import _MVE_CPUS, contiguous_in
 from .base import TensorIntrin, register_intrin
+from .requant import rescale_parts
 
 _I32 = (-(1 << 31), (1 << 31) - 1)
 
@@ -62,15 +63,14 @@ def _affine(e):
 
 def _scaled(e):
     """(inner, m, ex) when e is rdbpot(srdhm(inner, m), ex) or srdhm(inner, m) (ex 0), m and ex
-    constants; else None."""
-    ex = 0
-    if isinstance(e, Call) and e.fn == "rdbpot":
-        if not isinstance(e.args[1], Const) or not 0 <= int(e.args[1].value) <= 31:
-            return None
-        e, ex = e.args[0], int(e.args[1].value)
-    if not (isinstance(e, Call) and e.fn == "srdhm" and isinstance(e.args[1], Const)):
+    constants (ex 0..31); else None."""
+    got = rescale_parts(e)
+    if got is None:
         return None
-    return e.args[0], int(e.args[1].value), ex
+    inner, m, ex = got
+    if not (isinstance(ex, Const) and 0 <= int(ex.value) <= 31 and isinstance(m, Const)):
+        return None
+    return inner, int(m.value), int(ex.value)
 
 
 def parse_qadd(value):

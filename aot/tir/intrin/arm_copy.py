@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..expr import Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import For, Store
-from .arm import _DSP_CPUS, _MVE_CPUS, _step, contiguous_in, flat_index
+from .arm import _DSP_CPUS, _MVE_CPUS, step, contiguous_in, flat_index
 from .base import TensorIntrin, register_intrin
 
 
@@ -68,7 +68,7 @@ class CopyS8(TensorIntrin):
             return None, "the copy is not one run, nor rows of one run"
         rows, steps = Const(1, "int32"), [Const(0, "int32"), Const(0, "int32")]
         if run is not loops:
-            steps = [_step(flat_index(ld), loop.var) for ld in (out, src)]
+            steps = [step(flat_index(ld), loop.var) for ld in (out, src)]
             if any(x is None or x < 0 for x in steps):
                 return None, f"a row does not start a constant step after the previous along {loop.var.name}"
             rows, steps = _i32(loop.extent), [Const(x, "int32") for x in steps]

@@ -28,51 +28,16 @@ window at a padded border only moves the pointers and shortens kh, kw. Bodies:
 """
 from __future__ import annotations
 
-from ..expr import Bin, Call, Cast, Const, Load, Select, gt, substitute, walk
+from ..expr import Bin, Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import Allocate, For, Seq, Store
-from .arm import _DSP_CPUS, _MVE_CPUS, _int8_operand, _step, flat_index
+from .arm import _DSP_CPUS, _MVE_CPUS, int8_operand, step, flat_index
 from .base import TensorIntrin, register_intrin
+from .requant import match_requant
 
 
 def _i32(v):
     return Const(int(v), "int32")
-
-
-def _requant_parts(value, acc):
-    """(bias, mult, shift loads, zp, lo, hi) when value is TFLite's per-channel requantisation of
-    acc, clamped and cast to int8 (as aot/ops/qnn.py's requant writes it); else None."""
-    try:
-        assert isinstance(value, Cast) and value.dtype == "int8"
-        mn = value.a
-        assert isinstance(mn, Bin) and mn.op == "min" and isinstance(mn.b, Const)
-        mx = mn.a
-        assert isinstance(mx, Bin) and mx.op == "max" and isinstance(mx.b, Const)
-        add = mx.a
-        assert isinstance(add, Bin) and add.op == "+" and isinstance(add.b, Const)
-        rd = add.a
-        assert isinstance(rd, Call) and rd.fn == "rdbpot"
-        sr = rd.args[0]
-        assert isinstance(sr, Call) and sr.fn == "srdhm" and isinstance(sr.args[1], Load)
-        scaled, mult = sr.args
-        assert isinstance(scaled, Bin) and scaled.op == "*"
-        biased = scaled.a
-        assert isinstance(biased, Bin) and biased.op == "+" and isinstance(biased.a, Load) and biased.a.buffer is acc
-        bias = biased.b
-        assert isinstance(bias, Load) and bias.dtype == "int32"
-        shifts = [x for x in walk(rd.args[1]) if isinstance(x, Load)]
-        assert shifts
-        shift = shifts[0]
-    except AssertionError:
-        return None
-    zero = _i32(0)
-    left = Select(gt(shift, zero), shift, zero)
-    right = Select(gt(shift, zero), zero, zero - shift)
-    want = Cast("int32", Bin("<<", Const(1, "uint32"), Cast("uint32", left)))
-    if scaled.b.key() != want.key() or rd.args[1].key() != right.key() or \
-            mult.dtype != "int32" or shift.dtype != "int32":
-        return None
-    return bias, mult, shift, int(add.b.value), int(mx.b.value), int(mn.b.value)
 
 
 def _taps(load_a, load_b):
@@ -166,7 +131,7 @@ class DwS8(TensorIntrin):
         if not (isinstance(v, Bin) and v.op == "+" and isinstance(v.a, Load) and v.a.buffer is acc
                 and isinstance(v.b, Bin) and v.b.op == "*"):
             return None, "the store is not acc = acc + x * y"
-        (xa, ox), (xb, ob) = _int8_operand(v.b.a), _int8_operand(v.b.b)
+        (xa, ox), (xb, ob) = int8_operand(v.b.a), int8_operand(v.b.b)
         if xa is None or xb is None:
             return None, "the product's operands are not int8 loads widened to int32"
         if ox and ob:
@@ -181,28 +146,28 @@ class DwS8(TensorIntrin):
         if len(window) > 2:
             return None, "the window has more than two loops"
         window = [None] * (2 - len(window)) + window
-        parts = _requant_parts(out.value, acc)
-        if parts is None:
-            return None, "the store is not TFLite's per-channel requantisation to int8"
-        bias, mult, shift, zp, lo, hi = parts
+        rq = match_requant(out.value, acc)
+        if rq is None or not rq.per_channel or not rq.zp_added:
+            return None, "the store is not TFLite's per-channel requantisation to int8 (its zero point added)"
+        bias, mult, shift, zp, lo, hi = rq.parts()
         if any(x.buffer is acc for x in (xa, xb)) or any(isinstance(x, Load) and x.buffer is acc for x in walk(out.index)):
             return None, "an operand is the accumulator"
         c = loop.extent
         many = const_value(c) != 1
         strides = []
-        a_k = _step(flat_index(xa), loop.var) if many else 1
+        a_k = step(flat_index(xa), loop.var) if many else 1
         for ld in (xa, xb):
             flat = flat_index(ld)
-            if many and _step(flat, loop.var) != 1 and not (ld is xa and a_k == 0):
+            if many and step(flat, loop.var) != 1 and not (ld is xa and a_k == 0):
                 return None, f"{ld.buffer.name} is not contiguous along the channels"
             for lp in window:
-                st = 0 if lp is None else _step(flat, lp.var)
+                st = 0 if lp is None else step(flat, lp.var)
                 if st is None or st < 0:
                     return None, f"{ld.buffer.name} does not move by a constant along {lp.var.name}"
                 strides.append(_i32(st))
         stores = Load(out.buffer, (out.index,))
         for ld in (stores, bias, mult, shift):
-            if many and _step(flat_index(ld), loop.var) != 1:
+            if many and step(flat_index(ld), loop.var) != 1:
                 return None, f"{ld.buffer.name} is not contiguous along the channels"
         at_min = {id(lp.var): lp.min for lp in loops}
         at_min[id(loop.var)] = loop.min
