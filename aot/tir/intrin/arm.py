@@ -25,6 +25,7 @@ from ..expr import Bin, Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import For, Store
 from .base import TensorIntrin, register_intrin
+from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 _DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p")
 _MVE_CPUS = ("cortex-m55", "cortex-m85")
@@ -348,19 +349,11 @@ class DotS8x2(TensorIntrin):
         return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
 
 
-def _requant_c(x, j, mult, shift):
+def requant_c(x, j, mult, shift):
     """C lines: TFLite's requantisation of int32 `x` with channel j's bias and the multiplier and
-    shift named (mult[j] or one for all), then the output zero point and clamp (gemmlowp's
-    rounding, exactly)."""
-    return [f"x = {x} + bias[{j}];",
-            f"x = (int32_t)((uint32_t)x << ({shift} > 0 ? {shift} : 0));",
-            f"ab = (int64_t)x * (int64_t){mult};",
-            f"x = (x == {mult} && x == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);",
-            f"e = {shift} > 0 ? 0 : -{shift};",
-            "mask = (int32_t)(((uint32_t)1 << e) - 1u);",
-            "x = (x >> e) + ((x & mask) > ((mask >> 1) + (x < 0)));",
-            "x += zp;",
-            "x = x < lo ? lo : (x > hi ? hi : x);",
+    shift named (mult[j] or one for all), then the output zero point and clamp, packed as byte j
+    of u."""
+    return [f"x = {x} + bias[{j}];", *requantise_lines("x", mult, shift), f"x = {clamp('x')};",
             f"u |= (uint32_t)(uint8_t)x << {8 * j};"]
 
 
@@ -420,13 +413,13 @@ class DotS8x4Requant(TensorIntrin):
                *[f"v = vsetq_lane_s32(acc{j} + off * bsum{j}, v, {j});" for j in range(1, 4)],
                "v = vaddq_s32(v, vld1q_s32(bias));",
                f"sh = {vec('shift')};",
-               "v = vshlq_s32(v, vmaxq_s32(sh, zero));",
-               f"v = vqrdmulhq_s32(v, {vec('mult')});",
+               f"v = {mve_left('v', 'vmaxq_s32(sh, zero)')};",
+               f"v = {mve_srdhm('v', vec('mult'))};",
                # a rounding shift right by -r rounds half up; minus one first on a negative value
                # makes it round half away from zero (r is 0 or negative: its sign bit picks them)
                "r = vminq_s32(sh, zero);",
-               "v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, r), 31)), r);",
-               "v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
+               f"v = {mve_rdbpot('v', 'r')};",
+               f"v = {mve_clamp('v')};",
                "vstrbq_s32(o, v);",
                "memcpy(&u, o, 4);",
                "return u;"]
@@ -448,7 +441,7 @@ class DotS8x4Requant(TensorIntrin):
                "  }",
                "}"]
         for j in range(4):
-            dsp += _requant_c(f"s{j}", j, mult(j), shift(j))
+            dsp += requant_c(f"s{j}", j, mult(j), shift(j))
         dsp.append("return u;")
         plain = ["int32_t s[4] = {0, 0, 0, 0};", "int32_t r, k, j, x, e, mask;", "int64_t ab;", "uint32_t u = 0;",
                  "for (r = 0; r < rows; ++r) {",
@@ -459,7 +452,7 @@ class DotS8x4Requant(TensorIntrin):
                  "  }",
                  "}"]
         for j in range(4):
-            plain += _requant_c(f"s[{j}]", j, mult(j), shift(j))
+            plain += requant_c(f"s[{j}]", j, mult(j), shift(j))
         plain.append("return u;")
         return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
 

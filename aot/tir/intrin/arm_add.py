@@ -28,6 +28,7 @@ from ..simplify import const_value, simplify
 from ..stmt import For, Store
 from .arm import _MVE_CPUS, contiguous_in
 from .base import TensorIntrin, register_intrin
+from .gemmlowp import clamp, mve_clamp, mve_rdbpot, mve_srdhm, rdbpot_lines, srdhm_lines
 from .requant import rescale_parts
 
 _I32 = (-(1 << 31), (1 << 31) - 1)
@@ -114,18 +115,15 @@ def parse_qadd(value):
 
 def _rescale_c(v, m, e):
     """C lines: v = RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(v, m), e) (gemmlowp)."""
-    return [f"ab = (int64_t){v} * (int64_t){m};",
-            f"{v} = ({v} == {m} && {v} == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);",
-            f"mask = (int32_t)(((uint32_t)1 << {e}) - 1u);",
-            f"{v} = ({v} >> {e}) + (({v} & mask) > ((mask >> 1) + ({v} < 0)));"]
+    return srdhm_lines(v, m) + rdbpot_lines(v, e)
 
 
 def _mve_rescale(v, m, r, e):
     """Helium: v rescaled by scalar m, then divided by 2^e (r = -e as a vector) rounding half
     away from zero; the division left out where e is 0 (a constant once the call is inlined)."""
-    return [f"{v} = vqrdmulhq_n_s32({v}, {m});",
+    return [f"{v} = {mve_srdhm(v, m, scalar=True)};",
             f"if ({e} != 0) {{",
-            f"  {v} = vrshlq_s32(vqaddq_s32({v}, vshrq_n_s32(vandq_s32({v}, {r}), 31)), {r});",
+            f"  {v} = {mve_rdbpot(v, r)};",
             "}"]
 
 
@@ -194,7 +192,7 @@ class AddS8Requant(TensorIntrin):
                "    x = vmulq_n_s32(x, so);",
                "  }",
                *["  " + ln for ln in _mve_rescale("x", "mo", "ro", "eo")],
-               "  x = vminq_s32(vmaxq_s32(vaddq_n_s32(x, zp), vlo), vhi);",
+               f"  x = {mve_clamp('x', 'vlo', 'vhi')};",
                "  vstrbq_p_s32(out, x, p);",
                "}",
                "return 0;"]
@@ -206,7 +204,7 @@ class AddS8Requant(TensorIntrin):
                  "  x = (x + y) * so;",
                  *["  " + ln for ln in _rescale_c("x", "mo", "eo")],
                  "  x += zp;",
-                 "  out[k] = (int8_t)(x < lo ? lo : (x > hi ? hi : x));",
+                 f"  out[k] = (int8_t)({clamp('x')});",
                  "}",
                  "return 0;"]
         return [("__ARM_FEATURE_MVE", mve), (None, plain)]

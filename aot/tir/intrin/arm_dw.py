@@ -33,7 +33,11 @@ from ..simplify import const_value, simplify
 from ..stmt import Allocate, For, Seq, Store
 from .arm import _DSP_CPUS, _MVE_CPUS, int8_operand, step, flat_index
 from .base import TensorIntrin, register_intrin
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
+                       product, rdbpot_bit_lines, srdhm)
 from .requant import match_requant
+
+_WRAPPED = "\n            : "      # the helper's srdhm over two lines
 
 
 def _i32(v):
@@ -202,15 +206,13 @@ class DwS8(TensorIntrin):
             "static inline int32_t aot_dw_s8_requant(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
             "int32_t hi) {",
             "  int32_t x = sh > 0 ? (int32_t)((uint32_t)v << sh) : v;",
-            "  int32_t q = (x == m && x == (-2147483647 - 1)) ? 2147483647",
-            "            : (int32_t)(((int64_t)x * (int64_t)m + ((int64_t)1 << 30)) >> 31);",
+            f"  int32_t q = {srdhm('x', 'm', high_mul(product('x', 'm')), INT32_LITERALS, sep=_WRAPPED)};",
             "  if (sh < 0) {",
             # half away from zero is half up of q - 1 for negative q (q > INT32_MIN here: |x m| < 2^62)
-            "    int32_t y = q - (int32_t)((uint32_t)q >> 31);",
-            "    q = (y >> -sh) + ((y >> (-sh - 1)) & 1);",
+            *["    " + x for x in rdbpot_bit_lines("q", "y", "-sh")],
             "  }",
             "  q += zp;",
-            "  return q < lo ? lo : (q > hi ? hi : q);",
+            f"  return {clamp('q')};",
             "}",
             "#endif",
         ]
@@ -273,11 +275,11 @@ class DwS8(TensorIntrin):
                "  }",
                "  for (r = 0; r < 2; ++r) {",                     # lanes past c: zeros, not stored
                "    int32x4_t right = vminq_s32(sh2.val[r], z);",
-               "    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc.val[r], vmaxq_s32(sh2.val[r], z)), m2.val[r]);",
+               f"    int32x4_t v = {mve_srdhm(mve_left('acc.val[r]', 'vmaxq_s32(sh2.val[r], z)'), 'm2.val[r]')};",
                # half away from zero: one less for a negative value, where a right shift follows
-               "    v = vqaddq_s32(v, vandq_s32(vshrq_n_s32(v, 31), vshrq_n_s32(right, 31)));",
-               "    v = vrshlq_s32(v, right);",
-               "    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
+               f"    v = {mve_rdbpot_fixup('v', 'right')};",
+               f"    v = {mve_rshl('v', 'right')};",
+               f"    v = {mve_clamp('v')};",
                "    v16 = r ? vmovntq_s32(v16, v) : vmovnbq_s32(v16, v);",      # back in channel order
                "  }",
                "  vstrbq_p_s16(out + k, v16, p);",

@@ -18,6 +18,7 @@ from __future__ import annotations
 from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
 from ..expr import Const
 from .base import TensorIntrin, register_intrin
+from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 SUFFIX = "_g"
 
@@ -47,20 +48,13 @@ def _named(base):
 GATHERED = {b.name: register_intrin(_named(b)).name for b in (DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT)}
 
 
-_REQUANT = """static inline int8_t aot_gconv_q15_requant(int32_t x, int32_t mult, int32_t shift, int32_t zp, int32_t lo,
-                                            int32_t hi) {
-  int64_t ab;
-  int32_t e, mask;
-  x = (int32_t)((uint32_t)x << (shift > 0 ? shift : 0));
-  ab = (int64_t)x * (int64_t)mult;
-  x = (x == mult && x == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);
-  e = shift > 0 ? 0 : -shift;
-  mask = (int32_t)(((uint32_t)1 << e) - 1u);
-  x = (x >> e) + ((x & mask) > ((mask >> 1) + (x < 0)));
-  x += zp;
-  return (int8_t)(x < lo ? lo : (x > hi ? hi : x));
-}
-"""
+def _requant_fn(name):
+    """The scalar requantisation as a C function `name`(x, mult, shift, zp, lo, hi) -> int8_t."""
+    head = f"static inline int8_t {name}(int32_t x, int32_t mult, int32_t shift, int32_t zp, int32_t lo,"
+    lines = [head, " " * 44 + "int32_t hi) {", "  int64_t ab;", "  int32_t e, mask;",
+             *["  " + x for x in requantise_lines("x", "mult", "shift")],
+             f"  return (int8_t)({clamp('x')});", "}"]
+    return "\n".join(lines) + "\n"
 
 
 @register_intrin
@@ -99,7 +93,7 @@ class GConvQ15(TensorIntrin):
         return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
 
     def c_source(self):
-        return _REQUANT + super().c_source()
+        return _requant_fn("aot_gconv_q15_requant") + super().c_source()
 
     def variants(self):
         q = "aot_gconv_q15_requant"
@@ -233,7 +227,7 @@ class GConvS8(TensorIntrin):
 
     def c_source(self):
         # the scalar requantisation only for the plain body (clang warns of an unused static function)
-        helper = _REQUANT.replace("aot_gconv_q15_requant", "aot_gconv_s8_requant")
+        helper = _requant_fn("aot_gconv_s8_requant")
         return "#if !defined(__ARM_FEATURE_MVE)\n" + helper + "#endif\n" + super().c_source()
 
     def variants(self):
@@ -241,12 +235,12 @@ class GConvS8(TensorIntrin):
             return [f"v = vdupq_n_s32(s{p}0);",
                     *[f"v = vsetq_lane_s32(s{p}{j}, v, {j});" for j in range(1, 4)],
                     "v = vaddq_s32(v, vb);",
-                    "v = vshlq_s32(v, vmaxq_s32(sh, zero));",
-                    "v = vqrdmulhq_s32(v, vm);",
+                    f"v = {mve_left('v', 'vmaxq_s32(sh, zero)')};",
+                    f"v = {mve_srdhm('v', 'vm')};",
                     # a rounding shift right by -r rounds half up; minus one first on a negative
                     # value rounds half away from zero (r is 0 or negative: its sign bit picks them)
-                    "v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, r), 31)), r);",
-                    "v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
+                    f"v = {mve_rdbpot('v', 'r')};",
+                    f"v = {mve_clamp('v')};",
                     f"vstrbq_p_s32(y{p} + c, v, pc);"]
         mve = ["int32_t c, k;",
                "int32x4_t v, vb, vm, sh, r, zero = vdupq_n_s32(0);",

@@ -32,6 +32,7 @@ from __future__ import annotations
 from ..expr import Const
 from .arm import _DSP_CPUS
 from .base import TensorIntrin, register_intrin
+from .gemmlowp import high_mul, low_mask, product, rdbpot, rdbpot_sat_half, round_threshold, srdhm
 
 
 SMALL_CIN = 16      # up to this many input channels, four output channels a block (else two)
@@ -46,9 +47,8 @@ def _requant(v, c, out):
     """C lines: TFLite's requantisation of channel c's int32 sum `v` (bias included) stored to
     out[c] (gemmlowp's two roundings, exactly), with the constants _channel_consts worked out."""
     return [f"r = (int32_t)((uint32_t){v} << left);",
-            "r = (r == INT32_MIN && m == INT32_MIN) ? INT32_MAX : "
-            "(int32_t)(((int64_t)r * m + ((int64_t)1 << 30)) >> 31);",
-            "r = (r >> e) + ((r & mask) > thr - (r >> 31));",    # r >> 31: -1 when negative
+            f"r = {srdhm('r', 'm', high_mul(product('r', 'm', widen_b=False)), both_min=True)};",
+            f"r = {rdbpot('r', 'e', round_threshold('r', 'thr', sign_shift=True))};",
             "r += zp;",
             "r = r < lo ? lo : r;",
             "r = r > hi ? hi : r;",
@@ -61,7 +61,7 @@ def _channel_consts(mult, shift):
     return [f"m = {mult};", f"sh = {shift};",
             "left = sh > 0 ? sh : 0;",
             "e = sh > 0 ? 0 : -sh;",
-            "mask = (int32_t)(((uint32_t)1 << e) - 1u);",
+            f"mask = {low_mask('e')};",
             "thr = mask >> 1;"]
 
 
@@ -73,9 +73,9 @@ def _requant_fast(v, c, out, right):
     both give at least 2^(31-e) - 1 >= 255, which the clamp makes hi alike (hence e <= 23); else
     a left shift and no rounding shift. The clamp: __ssat to int8, then lo and hi unless they
     are int8's whole range (full)."""
-    srdhm = "(int32_t)(((int64_t)r * m + ((int64_t)1 << 30)) >> 31)"
-    return ([f"r = {v};" if right else f"r = (int32_t)((uint32_t){v} << sh);", f"r = {srdhm};"]
-            + (["r = (__qadd(r, half) + (r >> 31)) >> e;"] if right else [])
+    return ([f"r = {v};" if right else f"r = (int32_t)((uint32_t){v} << sh);",
+             f"r = {high_mul(product('r', 'm', widen_b=False))};"]
+            + ([f"r = {rdbpot_sat_half('r', 'e')};"] if right else [])
             + ["r = __ssat(r + zp, 8);", "if (!full) {", "  r = r < lo ? lo : r;", "  r = r > hi ? hi : r;", "}",
                f"{out}[{c}] = (int8_t)r;"])
 

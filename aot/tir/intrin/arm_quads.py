@@ -16,8 +16,9 @@ loops, for the host.
 from __future__ import annotations
 
 from ..expr import Const
-from .arm import _MVE_CPUS, _requant_c
+from .arm import _MVE_CPUS, requant_c
 from .base import TensorIntrin, register_intrin
+from .gemmlowp import mve_clamp, mve_left, mve_rdbpot, mve_srdhm
 
 
 def _mve_taps(sums):
@@ -103,15 +104,15 @@ class DotS8xRequant(TensorIntrin):
                "  v = vaddq_s32(v, vld1q_s32(bias));",
                *(["  sh = vld1q_s32(shift);", "  left = vmaxq_s32(sh, zero);", "  right = vminq_s32(sh, zero);"]
                  if pc else []),
-               "  v = vshlq_s32(v, left);",
-               f"  v = vqrdmulhq_s32(v, {'vld1q_s32(mult)' if pc else 'vdupq_n_s32(mult)'});",
+               f"  v = {mve_left('v', 'left')};",
+               f"  v = {mve_srdhm('v', 'vld1q_s32(mult)' if pc else 'vdupq_n_s32(mult)')};",
                # half away from zero: minus one first on a negative value when right shifts (its sign bit)
-               "  v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, right), 31)), right);",
-               "  v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vlo), vhi);",
+               f"  v = {mve_rdbpot('v', 'right')};",
+               f"  v = {mve_clamp('v', 'vlo', 'vhi')};",
                "  vstrbq_s32(out, v);",
                "}",
                "return 0;"]
-        req = _requant_c("s", "j", "mult[j]" if pc else "mult", "shift[j]" if pc else "shift")[:-1]
+        req = requant_c("s", "j", "mult[j]" if pc else "mult", "shift[j]" if pc else "shift")[:-1]
         plain = ["int32_t j, r, k, s, x, e, mask;", "int64_t ab;",
                  "for (j = 0; j < m; ++j) {",
                  "  s = 0;",
