@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..expr import Bin, Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import For, Store
-from .base import TensorIntrin, register_intrin
+from .base import TensorIntrin, per_tensor, register_intrin
 from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 _DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p")
@@ -145,6 +145,7 @@ def _mve_rows_off(m):
 @register_intrin
 class DotS8(TensorIntrin):
     name = "dot_s8"
+    headers = {"mve": ("arm_mve.h",), "dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1)
     extent_arg = 2
 
@@ -193,10 +194,7 @@ class DotS8(TensorIntrin):
     def signature(self):
         return "int32_t aot_dot_s8(const int8_t* a, const int8_t* b, int32_t n, int32_t off)"
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
-    def variants(self):
+    def bodies(self):
         mve = ["int32_t acc0 = 0, bsum0 = 0, rows = 1, sa = 0, sb = 0;", "mve_pred16_t p;",
                "if (n <= 0) {", "  return 0;", "}",
                "p = vctp8q((uint32_t)(n & 15));",
@@ -211,7 +209,7 @@ class DotS8(TensorIntrin):
                  "  acc += ((int32_t)a[k] + off) * (int32_t)b[k];",
                  "}",
                  "return acc;"]
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}
 
 
 @register_intrin
@@ -220,6 +218,7 @@ class DotS8Rows(TensorIntrin):
     conv's window rows: one call per output instead of one per row, the row loop's bookkeeping
     inside the kernel). dot_s8_rows(a, b, rows, n, sa, sb, off)."""
     name = "dot_s8_rows"
+    headers = DotS8.headers
     pointer_args = (0, 1)
     extent_arg = 3
 
@@ -253,10 +252,7 @@ class DotS8Rows(TensorIntrin):
         return ("int32_t aot_dot_s8_rows(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, "
                 "int32_t sa, int32_t sb, int32_t off)")
 
-    def includes(self):
-        return _DOT.includes()
-
-    def variants(self):
+    def bodies(self):
         # each body: the rows around the run of dot_s8's body of the same extension
         mve = ["int32_t acc0 = 0;", "int32_t bsum0 = 0;", "mve_pred16_t p;",
                "if (n <= 0) {", "  return 0;", "}",
@@ -279,7 +275,7 @@ class DotS8Rows(TensorIntrin):
                  "  }",
                  "}",
                  "return acc;"]
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}
 
 
 _DOT = DotS8()
@@ -293,6 +289,7 @@ class DotS8x2(TensorIntrin):
     schedule puts it in place of two outputs' dot_s8 or dot_s8_rows calls
     (aot/schedules/arm_pairs.py); it has no loop pattern of its own."""
     name = "dot_s8x2"
+    headers = DotS8.headers
     dtype = "uint64"
     pointer_args = (0, 1)
     extent_arg = 3
@@ -312,10 +309,7 @@ class DotS8x2(TensorIntrin):
         return ("uint64_t aot_dot_s8x2(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, "
                 "int32_t sa, int32_t sb, int32_t sw, int32_t off)")
 
-    def includes(self):
-        return _DOT.includes()
-
-    def variants(self):
+    def bodies(self):
         pack = "return ((uint64_t)(uint32_t)acc1 << 32) | (uint64_t)(uint32_t)acc0;"
         mve = ["int32_t acc0 = 0, acc1 = 0, bsum0 = 0, bsum1 = 0;", "mve_pred16_t p;",
                "if (n <= 0) {", "  return 0;", "}",
@@ -346,7 +340,7 @@ class DotS8x2(TensorIntrin):
                  "    acc1 += ((int32_t)a[r * sa + k] + off) * (int32_t)b[r * sb + sw + k];",
                  "  }",
                  "}", pack]
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}
 
 
 def requant_c(x, j, mult, shift):
@@ -367,11 +361,13 @@ class DotS8x4Requant(TensorIntrin):
     (vqrdmulhq, then a rounding shift with gemmlowp's round-half-away fixup). The schedule puts it
     in place of four outputs' dot calls and epilogues (aot/schedules/arm_pairs.py)."""
     name = "dot_s8x4q"
+    headers = {"mve": ("arm_mve.h", "string.h"), "dsp": ("arm_acle.h", "string.h")}
     dtype = "uint32"
     # Helium: with the first layer's gconv_s8 in the file, gcc stopped inlining it into IC's 3x3
     # convs (a call per 4 channels, its run length no longer constant: 779k -> 915k instructions)
     forced_inline = ("__ARM_FEATURE_MVE",)
     pointer_args = (0, 1, 8, 9, 10)
+    scale_args = (9, 10)       # mult, shift: arrays per channel (per_tensor: values)
     extent_arg = 3
     per_channel = True
 
@@ -382,7 +378,7 @@ class DotS8x4Requant(TensorIntrin):
             [(k, three) for k in self.pointer_args[2:]]
 
     def match(self, loop, acc):
-        return None, "dot_s8x4q replaces four outputs' calls and requantisation, not a loop"
+        return None, f"{self.name} replaces four outputs' calls and requantisation, not a loop"
 
     def variant_for(self, mcpu):
         return _DOT.variant_for(mcpu)
@@ -392,10 +388,7 @@ class DotS8x4Requant(TensorIntrin):
         return (f"uint32_t aot_{self.name}(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, int32_t sa, "
                 f"int32_t sb, int32_t sw, int32_t off, const int32_t* bias, {ms}, int32_t zp, int32_t lo, int32_t hi)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h", "string.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
-    def variants(self):
+    def bodies(self):
         mult = (lambda j: f"mult[{j}]") if self.per_channel else (lambda j: "mult")
         shift = (lambda j: f"shift[{j}]") if self.per_channel else (lambda j: "shift")
         vec = (lambda name: f"vld1q_s32({name})") if self.per_channel else (lambda name: f"vdupq_n_s32({name})")
@@ -454,16 +447,8 @@ class DotS8x4Requant(TensorIntrin):
         for j in range(4):
             plain += requant_c(f"s[{j}]", j, mult(j), shift(j))
         plain.append("return u;")
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}
 
 
-@register_intrin
-class DotS8x4RequantT(DotS8x4Requant):
-    """dot_s8x4q with one multiplier and shift (int32 values) for the four channels: a
-    per-tensor-quantised fully connected layer or conv."""
-    name = "dot_s8x4qt"
-    pointer_args = (0, 1, 8)
-    per_channel = False
-
-    def match(self, loop, acc):
-        return None, "dot_s8x4qt replaces four outputs' calls and requantisation, not a loop"
+DotS8x4RequantT = per_tensor(DotS8x4Requant, """dot_s8x4q with one multiplier and shift (int32 values) for
+    the four channels: a per-tensor-quantised fully connected layer or conv.""")

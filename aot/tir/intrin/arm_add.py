@@ -130,6 +130,7 @@ def _mve_rescale(v, m, r, e):
 @register_intrin
 class AddS8Requant(TensorIntrin):
     name = "add_s8q"
+    headers = {"mve": ("arm_mve.h",)}
     written_args = (0,)
     pointer_args = (0, 1, 2)
     extent_arg = 3
@@ -173,10 +174,7 @@ class AddS8Requant(TensorIntrin):
                 "int32_t sa, int32_t ka, int32_t ma, int32_t ea, int32_t sb, int32_t kb, int32_t mb, int32_t eb, "
                 "int32_t so, int32_t mo, int32_t eo, int32_t zp, int32_t lo, int32_t hi)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
-
-    def variants(self):
+    def bodies(self):
         mve = ["const int32x4_t ra = vdupq_n_s32(-ea), rb = vdupq_n_s32(-eb), ro = vdupq_n_s32(-eo);",
                "const int32x4_t vsa = vdupq_n_s32(sa), vsb = vdupq_n_s32(sb);",
                "const int32x4_t vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi);",
@@ -207,7 +205,7 @@ class AddS8Requant(TensorIntrin):
                  f"  out[k] = (int8_t)({clamp('x')});",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
+        return {"mve": mve, "plain": plain}
 
 
 ADD = AddS8Requant()

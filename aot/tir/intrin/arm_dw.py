@@ -84,6 +84,7 @@ _requant4 = [f"  out[{i}] = (int8_t)aot_dw_s8_requant(a{j}, mult[{i}], shift[{i}
 @register_intrin
 class DwS8(TensorIntrin):
     name = "dw_s8"
+    headers = {"mve": ("arm_mve.h",), "dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1, 2, 3, 4, 5)
     written_args = (0,)
 
@@ -194,9 +195,6 @@ class DwS8(TensorIntrin):
                 "const int32_t* mult, const int32_t* shift, int32_t c, int32_t kh, int32_t kw, int32_t a_row, "
                 "int32_t a_col, int32_t b_row, int32_t b_col, int32_t a_k, int32_t off, int32_t zp, int32_t lo, int32_t hi)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
     def c_source(self):
         # the scalar requantisation the DSP and plain bodies share (gemmlowp's two steps, as the
         # renderer's aot_srdhm and aot_rdbpot compute them)
@@ -242,7 +240,7 @@ class DwS8(TensorIntrin):
         ]
         return "\n".join(helper + odd) + "\n" + super().c_source()
 
-    def variants(self):
+    def bodies(self):
         mve = ["int32_t k, r, s;",
                "const int32x4_t z = vdupq_n_s32(0);",
                "const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);",     # word offsets 0, 2, 4, 6
@@ -346,4 +344,4 @@ class DwS8(TensorIntrin):
                  "  out[k] = (int8_t)aot_dw_s8_requant(v, mult[k], shift[k], zp, lo, hi);",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}

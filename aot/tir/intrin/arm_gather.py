@@ -69,6 +69,7 @@ class GConvQ15(TensorIntrin):
     requantisation of the sums (bias, MultiplyByQuantizedMultiplier, zero point, clamp). The
     same pixel twice (a1 == a0, y1 == y0: an odd row's last) stores the same bytes twice."""
     name = "gconv_q15"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
     written_args = (11, 12)
 
@@ -89,13 +90,10 @@ class GConvQ15(TensorIntrin):
                 "int32_t channels, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t zp, "
                 "int32_t lo, int32_t hi, int8_t* y0, int8_t* y1)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
     def c_source(self):
         return _requant_fn("aot_gconv_q15_requant") + super().c_source()
 
-    def variants(self):
+    def bodies(self):
         q = "aot_gconv_q15_requant"
 
         def out(y, s, c):
@@ -149,7 +147,7 @@ class GConvQ15(TensorIntrin):
                  "  " + out("y0", "s0", "c"), "  " + out("y1", "s1", "c"),
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"dsp": dsp, "plain": plain}
 
 
 @register_intrin
@@ -158,6 +156,7 @@ class WidenQ15(TensorIntrin):
     off) to dst[k] for k < n. The DSP body widens four bytes a step: sxtab16 adds the offset to
     bytes 0 and 2, and (rotated) 1 and 3, and two halfword packs put them back in order."""
     name = "widen_q15"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1)
     written_args = (0,)
     extent_arg = 2
@@ -171,10 +170,7 @@ class WidenQ15(TensorIntrin):
     def signature(self):
         return "int32_t aot_widen_q15(int16_t* dst, const int8_t* src, int32_t n, int32_t off)"
 
-    def includes(self):
-        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
-    def variants(self):
+    def bodies(self):
         tail = ["for (; n > 0; --n, ++src, ++dst) {", "  *dst = (int16_t)((int32_t)*src + off);", "}", "return 0;"]
         dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "uint32_t x, lo, hi;",
@@ -188,7 +184,7 @@ class WidenQ15(TensorIntrin):
                "  memcpy(dst, &lo, 4);",
                "  memcpy(dst + 2, &hi, 4);",
                "}", *tail]
-        return [("__ARM_FEATURE_DSP", dsp), (None, tail)]
+        return {"dsp": dsp, "plain": tail}
 
 
 @register_intrin
@@ -203,6 +199,7 @@ class GConvS8(TensorIntrin):
     pixel are requantised as one vector (as dot_s8x4q does) and stored four bytes at once, a last
     block of fewer channels predicated (its missing weight rows read as the last real one)."""
     name = "gconv_s8"
+    headers = {"mve": ("arm_mve.h",)}
     pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
     written_args = (11, 12)
 
@@ -222,15 +219,12 @@ class GConvS8(TensorIntrin):
                 "int32_t channels, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t zp, "
                 "int32_t lo, int32_t hi, int8_t* y0, int8_t* y1)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
-
     def c_source(self):
         # the scalar requantisation only for the plain body (clang warns of an unused static function)
         helper = _requant_fn("aot_gconv_s8_requant")
         return "#if !defined(__ARM_FEATURE_MVE)\n" + helper + "#endif\n" + super().c_source()
 
-    def variants(self):
+    def bodies(self):
         def requant(p):
             return [f"v = vdupq_n_s32(s{p}0);",
                     *[f"v = vsetq_lane_s32(s{p}{j}, v, {j});" for j in range(1, 4)],
@@ -284,4 +278,4 @@ class GConvS8(TensorIntrin):
                  f"  y1[c] = {q}(s1 + bias[c], mult[c], shift[c], zp, lo, hi);",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
+        return {"mve": mve, "plain": plain}

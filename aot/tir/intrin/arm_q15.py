@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..expr import Const
 from .arm import _DSP_CPUS
-from .base import TensorIntrin, register_intrin
+from .base import TensorIntrin, per_tensor, register_intrin
 from .gemmlowp import high_mul, low_mask, product, rdbpot, rdbpot_sat_half, round_threshold, srdhm
 
 
@@ -143,8 +143,10 @@ def _dsp_channels(rows, mult, shift):
 @register_intrin
 class PwS8(TensorIntrin):
     name = "pw_s8"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
     written_args = (0,)
     pointer_args = (0, 1, 2, 3, 4, 5, 6)
+    scale_args = (4, 5)        # mult, shift: arrays per channel (per_tensor: values)
     per_channel = True
 
     def last_offsets(self, args):
@@ -167,10 +169,7 @@ class PwS8(TensorIntrin):
                 "int32_t* buf, int32_t npix, int32_t cin, int32_t cout, int32_t sa, int32_t so, int32_t sw, "
                 "int32_t off, int32_t zp, int32_t lo, int32_t hi)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
-    def variants(self):
+    def bodies(self):
         pc = self.per_channel
         mult, shift = ("mult[{}]", "shift[{}]") if pc else ("mult", "shift")
         dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
@@ -229,13 +228,8 @@ class PwS8(TensorIntrin):
                  "  }",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"dsp": dsp, "plain": plain}
 
 
-@register_intrin
-class PwS8T(PwS8):
-    """pw_s8 with one multiplier and shift (int32 values) for every channel: a per-tensor
-    quantised pointwise conv."""
-    name = "pw_s8t"
-    pointer_args = (0, 1, 2, 3, 6)
-    per_channel = False
+PwS8T = per_tensor(PwS8, """pw_s8 with one multiplier and shift (int32 values) for every channel: a
+    per-tensor quantised pointwise conv.""")

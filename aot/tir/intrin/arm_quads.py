@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..expr import Const
 from .arm import _MVE_CPUS, requant_c
-from .base import TensorIntrin, register_intrin
+from .base import TensorIntrin, per_tensor, register_intrin
 from .gemmlowp import mve_clamp, mve_left, mve_rdbpot, mve_srdhm
 
 
@@ -51,8 +51,10 @@ def _mve_taps(sums):
 @register_intrin
 class DotS8xRequant(TensorIntrin):
     name = "dot_s8xq"
+    headers = {"mve": ("arm_mve.h",)}
     written_args = (0,)
     pointer_args = (0, 1, 2, 10, 11, 12)
+    scale_args = (11, 12)      # mult, shift: arrays per channel (per_tensor: values)
     extent_arg = 3
     per_channel = True
 
@@ -74,10 +76,7 @@ class DotS8xRequant(TensorIntrin):
                 f"int32_t n, int32_t sa, int32_t sb, int32_t sw, int32_t off, const int32_t* bias, {ms}, "
                 "int32_t zp, int32_t lo, int32_t hi)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
-
-    def variants(self):
+    def bodies(self):
         pc = self.per_channel
         mve = ["const mve_pred16_t p = vctp8q((uint32_t)(n & 15));",
                "const int32x4_t zero = vdupq_n_s32(0), vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi);",
@@ -125,12 +124,8 @@ class DotS8xRequant(TensorIntrin):
                  "  out[j] = (int8_t)x;",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
+        return {"mve": mve, "plain": plain}
 
 
-@register_intrin
-class DotS8xRequantT(DotS8xRequant):
-    """dot_s8xq with one multiplier and shift (int32 values) for every channel: per tensor."""
-    name = "dot_s8xqt"
-    pointer_args = (0, 1, 2, 10)
-    per_channel = False
+DotS8xRequantT = per_tensor(DotS8xRequant, """dot_s8xq with one multiplier and shift (int32 values) for every
+    channel: per tensor.""")
