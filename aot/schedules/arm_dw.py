@@ -33,9 +33,9 @@ STAGE_BLOCK = 16      # channels a staged depthwise conv computes per pixel: two
 
 def staging_block(target):
     """(channels of a depthwise conv to stage at a time for target, the fewest worth a block;
-    (1, 1): one plane at a time). Helium's call pays with 2 channels (VWW's 8-channel depthwise
-    conv on the M55: 2.11M instructions against 2.83M by planes), the DSP body not below 4
-    (2.98M against 2.81M on the M4)."""
+    (1, 1): one plane at a time). Helium's call pays from 2 channels (fewer instructions than by
+    planes on VWW's 8-channel depthwise conv on the M55), the DSP body from 4 (below, planes run
+    fewer on the M4)."""
     if target is None or "arm_cpu" not in target.keys:
         return 1, 1
     variant = get_intrin(DW).variant_for(target.mcpu)
@@ -85,8 +85,8 @@ def _operands(red):
 def _broadcast_pays(operands, chan, variant):
     """A conv whose input every output channel reads (a_k = 0) takes the call only when that
     input has one channel and on Helium: a pointwise conv's input-channel reduction is dot_s8's,
-    and on KWS's first layer the DSP body (1.64M instructions) lost to the CPU rules' register
-    tiles (1.23M) where Helium's won (0.49M against 1.31M)."""
+    and on KWS's first layer the DSP body runs more instructions than the CPU rules' register
+    tiles where Helium's runs fewer."""
     for ld in operands:
         if const_value(chan.extent) != 1 and step(flat_index(ld), chan.var) == 0:
             return variant == "mve" and ld.buffer.shape[-1] == 1

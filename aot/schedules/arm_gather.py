@@ -47,9 +47,8 @@ WIDEN = "widen_q15"
 COPY = "copy_s8"
 ROW_BYTES = 16      # a window row at least this long is the row micro-kernels' (one vector, four words)
 MVE_PAIRS_BYTES = 8  # Helium: rows this long or longer (up to ROW_BYTES) go two pixels a gconv_s8 call
-                     # (VWW's and ResNet-8's 9-byte rows: 0.48M and 0.39M instructions, 0.53M and 0.47M as
-                     # dot_s8_rows); shorter ones one pixel a dot_s8x4q call (KWS's 4-byte rows: 0.19M,
-                     # about 0.29M as gconv_s8, 0.50M as dw_s8)
+                     # (fewer instructions than dot_s8_rows on VWW's and ResNet-8's 9-byte rows); shorter
+                     # ones one pixel a dot_s8x4q call (fewer than gconv_s8 or dw_s8 on KWS's 4-byte rows)
 MIN_WINDOW = 8      # a shorter window is not worth a copy and a call per channel group
 MAX_WINDOW = 512    # the local array's bound: a C stack array, not planned workspace
 

@@ -37,7 +37,7 @@ def _quads(oc, acc, store, ptrs, args, sw, rq, helium=False):
     channel it leaves over. With helium: the requantised channels stored by one dot_s8xq call
     when f is nothing, they are consecutive in the output and the window is one row (pointwise
     convs, dense: aot/tir/intrin/arm_quads.py; a k x k window's quads unrolled by the CPU rules
-    measured fewer instructions on ResNet-8, 4.42M against 5.17M), and
+    run fewer instructions on ResNet-8), and
     when f is an int8 ADD, that of the run of them as one add_s8q call (_vector_add)."""
     rows, n, sa, sb, off = args
     node = rq.node

@@ -119,8 +119,7 @@ def _mve_rows(m, sums):
         x += [f"acc{j} = vmladavaq_s8(acc{j}, va, vb{j});" for j in range(m)]
         return x + ([f"bsum{j} = vaddvaq_s8(bsum{j}, vb{j});" for j in range(m)] if sums else [])
     # every pointer opaque to gcc each step (an empty asm): each its own post-incremented pointer,
-    # not one plus offsets past a load's immediate range (an add a load: 14 instructions a step
-    # for four rows, 10 so)
+    # not one plus offsets past a load's immediate range (an add before each load)
     return ["for (; rows > 0; --rows, a += sa, b += sb) {",
             "  const int8_t* pa = a;",
             "  const int8_t* pb = b;",
@@ -363,8 +362,8 @@ class DotS8x4Requant(TensorIntrin):
     name = "dot_s8x4q"
     headers = {"mve": ("arm_mve.h", "string.h"), "dsp": ("arm_acle.h", "string.h")}
     dtype = "uint32"
-    # Helium: with the first layer's gconv_s8 in the file, gcc stopped inlining it into IC's 3x3
-    # convs (a call per 4 channels, its run length no longer constant: 779k -> 915k instructions)
+    # Helium: with a first layer's gconv_s8 in the file, gcc's inlining budget runs out before IC's
+    # 3x3 convs (a call per four channels, its run length no longer a constant)
     forced_inline = ("__ARM_FEATURE_MVE",)
     pointer_args = (0, 1, 8, 9, 10)
     scale_args = (9, 10)       # mult, shift: arrays per channel (per_tensor: values)

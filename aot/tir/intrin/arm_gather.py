@@ -10,8 +10,8 @@ pixels, each pixel's window copied into a local array.
   a static inline function of its own, always inlined (GCC's attribute; not with Helium), so the
   call site a first layer makes gets its constant run length and weight-row stride, and the
   pointwise convs' calls of the shared kernels are compiled as before (a second call site of
-  dot_s8x4q, or this body left to gcc's inlining limits, made it stop inlining dot_s8x4q into
-  KWS's pointwise convs on the M4: 9% more instructions there).
+  dot_s8x4q, or this body left to gcc's inlining limits, makes it stop inlining dot_s8x4q into
+  KWS's pointwise convs on the M4).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ SUFFIX = "_g"
 
 def _c_source(self):
     """Always inlined where GCC's attribute is understood, except with Helium (there gcc's own
-    choice is 7% fewer instructions on KWS's first layer): on the M4 gcc's unit-growth limit
+    choice runs fewer instructions on KWS's first layer): on the M4 gcc's unit-growth limit
     otherwise spends the budget on this function and stops inlining dot_s8x4q into the
     pointwise convs."""
     head, rest = super(type(self), self).c_source().split("\n", 1)
