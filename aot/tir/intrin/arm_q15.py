@@ -32,7 +32,8 @@ from __future__ import annotations
 from ..expr import Const
 from .arm import _DSP_CPUS
 from .base import TensorIntrin, per_tensor, register_intrin
-from .gemmlowp import high_mul, low_mask, product, rdbpot, rdbpot_sat_half, round_threshold, srdhm
+from .gemmlowp import (high_mul, left_of, low_mask, product, rdbpot, rdbpot_sat_half, right_of, round_threshold,
+                       srdhm)
 
 
 SMALL_CIN = 16      # up to this many input channels, four output channels a block (else two)
@@ -59,8 +60,8 @@ def _channel_consts(mult, shift):
     """C lines: a channel's requantisation constants: left (the shift if positive), e (minus the
     shift if not), mask (2^e - 1), thr (mask / 2)."""
     return [f"m = {mult};", f"sh = {shift};",
-            "left = sh > 0 ? sh : 0;",
-            "e = sh > 0 ? 0 : -sh;",
+            f"left = {left_of('sh')};",
+            f"e = {right_of('sh')};",
             f"mask = {low_mask('e')};",
             "thr = mask >> 1;"]
 

@@ -4,14 +4,14 @@ RoundingDivideByPOT and TFLite's requantisation step from.
 
 Each function returns an expression or a list of statement lines, parametrised by what the call
 sites write differently (variable names, C type names of a dialect, the spelling of INT32_MIN,
-where the rounding's sign correction comes from), so that every kernel's text is what it was.
+where the rounding's sign correction comes from), so that each kernel keeps its own text.
 The arithmetic they write:
 
 - srdhm(a, b) = INT32_MAX when a == b == INT32_MIN, else floor((a * b + 2^30) / 2^31): gemmlowp's
   nudge (2^30, or 1 - 2^30 below zero, then a truncating division) is that floor for every
   product, one add and one arithmetic shift of the int64 product;
 - rdbpot(x, e) = x / 2^e rounded half away from zero: (x >> e) plus one when the remainder
-  (x & mask) passes half of 2^e, or exactly half when x is non-negative. The other forms here
+  (x & mask) is above half of 2^e, or is half with x non-negative. The other forms here
   are the same value: half up of x - 1 when x < 0 (the remainder test on the bit below the
   shift, or an add of 2^(e-1) before the shift);
 - Helium: vqrdmulh is srdhm exactly; vrshl by -e rounds half up, so x - 1 first for negative x
@@ -69,6 +69,16 @@ def rdbpot_sat_half(x, e, half="half") -> str:
     return f"(__qadd({x}, {half}) + ({x} >> 31)) >> {e}"
 
 
+def left_of(shift) -> str:
+    """MBQM's left shift: the shift where positive, else 0."""
+    return f"{shift} > 0 ? {shift} : 0"
+
+
+def right_of(shift) -> str:
+    """MBQM's rounding right shift: minus the shift where not positive, else 0."""
+    return f"{shift} > 0 ? 0 : -{shift}"
+
+
 # -- scalar: statements -----------------------------------------------------------------------
 def srdhm_lines(x, m) -> list:
     """C lines: x = srdhm(x, m) through the int64 `ab` the caller declares."""
@@ -91,9 +101,9 @@ def mbqm_lines(x, mult, shift) -> list:
     """C lines: x = MultiplyByQuantizedMultiplier(x, mult, shift) (TFLite): x shifted left by the
     positive shift, srdhm by mult, rdbpot by the negative shift; int64 ab and int32 e, mask
     declared by the caller."""
-    return [f"{x} = (int32_t)((uint32_t){x} << ({shift} > 0 ? {shift} : 0));",
+    return [f"{x} = (int32_t)((uint32_t){x} << ({left_of(shift)}));",
             *srdhm_lines(x, mult),
-            f"e = {shift} > 0 ? 0 : -{shift};",
+            f"e = {right_of(shift)};",
             *rdbpot_lines(x, "e")]
 
 

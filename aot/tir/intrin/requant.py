@@ -27,8 +27,8 @@ class Requant:
     node: Expr          # the int8 Cast that is the requantisation
     acc: Load           # its read of the accumulator
     bias: Load
-    mult: object
-    shift: object
+    mult: Load | int
+    shift: Load | int
     zp: int
     lo: int
     hi: int
