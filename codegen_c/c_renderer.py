@@ -17,6 +17,7 @@ from aot.errors import AotError, InternalError
 from aot.names import C_KEYWORDS
 from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
 from aot.tir.intrin import get_intrin
+from aot.tir.intrin import gemmlowp as fx
 from aot.tir.simplify import simplify
 from aot.tir.stmt import Allocate, For, PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
 
@@ -180,14 +181,12 @@ class CRenderer(StmtVisitor):
         i32, i64, u32 = self.vtype("int32"), self.vtype("int64"), self.vtype("uint32")
         name = f"aot_{fn}"
         if name not in self.helpers:
-            body = {
-                # gemmlowp's (ab + nudge) / 2^31 (nudge 2^30, or 1 - 2^30 below zero; division truncating)
-                # is floor((ab + 2^30) / 2^31) for every ab: one add and one arithmetic shift
-                "srdhm": f"{i64} ab = ({i64})a * ({i64})b; "
-                         f"return (a == b && a == (-2147483647 - 1)) ? 2147483647 : ({i32})((ab + (({i64})1 << 30)) >> 31);",
-                "rdbpot": f"{i32} mask = ({i32})((({u32})1 << b) - ({u32})1); "
-                          f"{i32} threshold = (mask >> 1) + (a < 0); return (a >> b) + ((a & mask) > threshold);",
-            }[fn]
+            if fn == "srdhm":
+                body = (f"{i64} ab = {fx.product('a', 'b', i64)}; "
+                        f"return {fx.srdhm('a', 'b', fx.high_mul('ab', i32, i64), fx.INT32_LITERALS)};")
+            else:
+                body = (f"{i32} mask = {fx.low_mask('b', i32, u32, f'({u32})1')}; "
+                        f"{i32} threshold = {fx.round_threshold('a')}; return {fx.rdbpot('a', 'b', 'threshold')};")
             self.helpers[name] = f"static inline {i32} {name}({i32} a, {i32} b) {{ {body} }}"
         return name
 

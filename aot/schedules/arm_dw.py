@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..tir.expr import Bin, Var, walk
 from ..tir.intrin import get_intrin
-from ..tir.intrin.arm import _int8_operand, _step, flat_index
+from ..tir.intrin.arm import int8_operand, step, flat_index
 from ..tir.schedule import ScheduleError, pack_layout, tensorize
 from ..tir.simplify import const_value, linear_form
 from ..tir.stmt import Seq, Store
@@ -33,9 +33,9 @@ STAGE_BLOCK = 16      # channels a staged depthwise conv computes per pixel: two
 
 def staging_block(target):
     """(channels of a depthwise conv to stage at a time for target, the fewest worth a block;
-    (1, 1): one plane at a time). Helium's call pays with 2 channels (VWW's 8-channel depthwise
-    conv on the M55: 2.11M instructions against 2.83M by planes), the DSP body not below 4
-    (2.98M against 2.81M on the M4)."""
+    (1, 1): one plane at a time). Helium's call pays from 2 channels (fewer instructions than by
+    planes on VWW's 8-channel depthwise conv on the M55), the DSP body from 4 (below, planes run
+    fewer on the M4)."""
     if target is None or "arm_cpu" not in target.keys:
         return 1, 1
     variant = get_intrin(DW).variant_for(target.mcpu)
@@ -79,16 +79,16 @@ def _operands(red):
     s = red[-1].body
     if not (isinstance(s, Store) and isinstance(s.value, Bin) and isinstance(s.value.b, Bin) and s.value.b.op == "*"):
         return ()
-    return tuple(ld for ld, _ in (_int8_operand(s.value.b.a), _int8_operand(s.value.b.b)) if ld is not None)
+    return tuple(ld for ld, _ in (int8_operand(s.value.b.a), int8_operand(s.value.b.b)) if ld is not None)
 
 
 def _broadcast_pays(operands, chan, variant):
     """A conv whose input every output channel reads (a_k = 0) takes the call only when that
     input has one channel and on Helium: a pointwise conv's input-channel reduction is dot_s8's,
-    and on KWS's first layer the DSP body (1.64M instructions) lost to the CPU rules' register
-    tiles (1.23M) where Helium's won (0.49M against 1.31M)."""
+    and on KWS's first layer the DSP body runs more instructions than the CPU rules' register
+    tiles where Helium's runs fewer."""
     for ld in operands:
-        if const_value(chan.extent) != 1 and _step(flat_index(ld), chan.var) == 0:
+        if const_value(chan.extent) != 1 and step(flat_index(ld), chan.var) == 0:
             return variant == "mve" and ld.buffer.shape[-1] == 1
     return True
 
@@ -97,7 +97,7 @@ def _pack_weights(func, chan, red):
     """func with the constant operand that does not run along the channel loop stored with its
     channel dimension innermost; func itself when none needs it; None when one cannot be."""
     for ld in _operands(red):
-        if _step(flat_index(ld), chan.var) in (0, 1, None) or const_value(chan.extent) == 1:
+        if step(flat_index(ld), chan.var) in (0, 1, None) or const_value(chan.extent) == 1:
             continue
         param = next((k for k, b in enumerate(func.params) if b is ld.buffer), None)
         dims = [d for d, i in enumerate(ld.indices) if any(isinstance(x, Var) and x is chan.var for x in walk(i))]
@@ -108,7 +108,7 @@ def _pack_weights(func, chan, red):
         # the channel itself, or (staged a block at a time) block * n + channel
         form = linear_form(ld.indices[dims[0]])
         terms = sorted(k for _, k in form[0].values()) if form and form[1] == 0 else None
-        if terms not in ([1], [1, n]) or _step(ld.indices[dims[0]], chan.var) != 1:
+        if terms not in ([1], [1, n]) or step(ld.indices[dims[0]], chan.var) != 1:
             return None
         try:
             func = pack_layout(func, param, dims[0], n)

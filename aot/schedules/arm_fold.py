@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..tir.expr import Bin, Call, Const, Load, Select, Var, transform, walk
-from ..tir.intrin.arm import _step, flat_index
+from ..tir.intrin.arm import flat_index, step
+from ..tir.intrin.requant import find_requant
 from ..tir.simplify import bounds, const_value, loop_ranges, simplify
 from ..tir.stmt import Allocate, Buffer, For, Seq, Store, map_exprs, own_exprs, walk_stmts
-from .arm_pairs import _find_requant
 
 DOTS = ("dot_s8", "dot_s8_rows")
 
@@ -98,9 +98,9 @@ def fold_offset(func, nest):
     # the bias: the one the requantisation adds to the accumulator, read there alone
     oc, bias = None, None
     for v in {id(x): x for x in walk(flat_index(w)) if isinstance(x, Var)}.values():
-        _, parts = _find_requant(acc.body.stmts[2].value, acc.buffer, v)
-        if parts is not None and simplify(flat_index(parts[0])).key() == v.key():
-            oc, bias = v, parts[0]
+        rq = find_requant(acc.body.stmts[2].value, acc.buffer, v)
+        if rq is not None and simplify(flat_index(rq.bias)).key() == v.key():
+            oc, bias = v, rq.bias
     if bias is None or params.get(id(bias.buffer)) not in consts:
         return none
     kb, O = params[id(bias.buffer)], bias.buffer.shape[0]
@@ -109,7 +109,7 @@ def fold_offset(func, nest):
     # each channel's call reads inside its own weight row, each element once; whole when it
     # reads rows * n = the row's length
     row = int(np.prod(w.buffer.shape[1:]))
-    if w.buffer.shape[0] != O or _step(flat_index(w), oc) != row:
+    if w.buffer.shape[0] != O or step(flat_index(w), oc) != row:
         return none
     start = simplify(flat_index(w) - oc * row)
     first, last = bounds(start, ranges), bounds(simplify(start + (rows - 1) * sb + n - 1), ranges)

@@ -31,13 +31,14 @@ import numpy as np
 
 from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, transform, walk
 from ..tir.intrin import get_intrin
-from ..tir.intrin.arm import _int8_operand, _step, flat_index
+from ..tir.intrin.arm import int8_operand, step, flat_index
 from ..tir.intrin.arm_gather import GATHERED
+from ..tir.intrin.requant import find_requant
 from ..tir.schedule import ScheduleError, tensorize
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs, own_exprs, walk_stmts
 from .arm_fold import OffsetFold, fold_offset
-from .arm_pairs import _find_requant, pair_outputs
+from .arm_pairs import pair_outputs
 from .nests import accumulation, nests as _nests, staged_compute
 from .registry import register
 
@@ -46,9 +47,8 @@ WIDEN = "widen_q15"
 COPY = "copy_s8"
 ROW_BYTES = 16      # a window row at least this long is the row micro-kernels' (one vector, four words)
 MVE_PAIRS_BYTES = 8  # Helium: rows this long or longer (up to ROW_BYTES) go two pixels a gconv_s8 call
-                     # (VWW's and ResNet-8's 9-byte rows: 0.48M and 0.39M instructions, 0.53M and 0.47M as
-                     # dot_s8_rows); shorter ones one pixel a dot_s8x4q call (KWS's 4-byte rows: 0.19M,
-                     # about 0.29M as gconv_s8, 0.50M as dw_s8)
+                     # (fewer instructions than dot_s8_rows on VWW's and ResNet-8's 9-byte rows); shorter
+                     # ones one pixel a dot_s8x4q call (fewer than gconv_s8 or dw_s8 on KWS's 4-byte rows)
 MIN_WINDOW = 8      # a shorter window is not worth a copy and a call per channel group
 MAX_WINDOW = 512    # the local array's bound: a C stack array, not planned workspace
 
@@ -65,7 +65,7 @@ def _operands(func, red):
     if not (isinstance(s, Store) and isinstance(s.value, Bin) and s.value.op == "+"
             and isinstance(s.value.b, Bin) and s.value.b.op == "*"):
         return none
-    (xa, oa), (xb, ob) = _int8_operand(s.value.b.a), _int8_operand(s.value.b.b)
+    (xa, oa), (xb, ob) = int8_operand(s.value.b.a), int8_operand(s.value.b.b)
     if xa is None or xb is None:
         return none
     consts = {id(func.params[k]) for k in func.attrs.get("constants", ()) if k < len(func.params)}
@@ -110,7 +110,7 @@ def _row_runs(red, w, x, win, at, run=None):
             any(_uses(e, v) for e in (rw.min, rw.extent) for v in (rh.var, rc.var)):
         return None
     flat = flat_index(x)
-    if (CI > 1 and _step(flat, rc.var) != 1) or _step(flat, rw.var) != CI:
+    if (CI > 1 and step(flat, rc.var) != 1) or step(flat, rw.var) != CI:
         return None
     first = {**fixed, id(rw.var): rw.min, id(rc.var): Const(0, "int32")}
     src, dst, n = simplify(substitute(flat, first)), simplify(substitute(at, first)), simplify(rw.extent * CI)
@@ -194,10 +194,10 @@ def _pixel_pairs(func, loops, red, acc, x, off, w, store, variant):
     bias (OffsetFold). None where the epilogue is not exactly a per-channel requantisation
     stored channel after channel, or there is no pixel loop."""
     oc = loops[-1]
-    node, parts = _find_requant(store.value, acc, oc.var)
-    if node is None or node.key() != store.value.key() or isinstance(parts[1], int) or len(loops) < 2:
+    rq = find_requant(store.value, acc, oc.var)
+    if rq is None or rq.node.key() != store.value.key() or not rq.per_channel or len(loops) < 2:
         return None
-    if _step(store.index, oc.var) != 1:
+    if step(store.index, oc.var) != 1:
         return None
     pw = loops[-2]
     E = const_value(pw.extent)
@@ -209,7 +209,7 @@ def _pixel_pairs(func, loops, red, acc, x, off, w, store, variant):
         return None
     O, KH, KW, CI = w.buffer.shape
     row = KH * KW * CI
-    bias, mult, shift, zp, lo, hi = parts
+    bias, mult, shift, zp, lo, hi = rq.parts()
     q15 = variant == "dsp"
     if q15:
         n = row + row % 2

@@ -12,8 +12,9 @@ over keeps its single call.
 from __future__ import annotations
 
 from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, transform, walk
-from ..tir.intrin.arm import _step, flat_index
+from ..tir.intrin.arm import step, flat_index
 from ..tir.intrin.arm_add import add_call
+from ..tir.intrin.requant import find_requant
 from ..tir.simplify import const_value
 from ..tir.simplify import simplify
 from ..tir.stmt import Allocate, Buffer, Evaluate, For, Seq, Store, map_exprs
@@ -30,89 +31,17 @@ def _subst(s, mapping):
     return map_exprs(s, lambda e: substitute(e, mapping))
 
 
-def _requant_parts(value, acc, oc):
-    """(bias, mult, shift, zp, lo, hi) when value is TFLite's requantisation of the accumulator as
-    lowering writes it: (int8)min(max(mbqm(acc + bias[c], mult, shift) + zp, lo), hi), bias an
-    int32 load one element apart along the channel loop oc, mult and shift too (per channel) or
-    ints (per tensor); else None. The middle is checked by building mbqm's expression again from
-    the parts found."""
-    from ..ops.fixed_point import mbqm
-    if not (isinstance(value, Cast) and value.dtype == "int8" and isinstance(value.a, Bin)):
-        return None
-    hi, x = value.a, None
-    if hi.op != "min" or not isinstance(hi.b, Const) or not isinstance(hi.a, Bin) or hi.a.op != "max":
-        return None
-    lo, x = hi.a, hi.a.a
-    if not isinstance(lo.b, Const):
-        return None
-    zp = 0
-    if isinstance(x, Bin) and x.op == "+" and isinstance(x.b, Const):
-        zp, x = int(x.b.value), x.a
-    got, bias, mult, shift = _mbqm_parts(x, acc, oc)
-    if got is None or mbqm(got + bias, mult, shift).key() != x.key():
-        return None
-    return bias, mult, shift, zp, int(lo.b.value), int(hi.b.value)
-
-
-def _find_requant(value, acc, oc):
-    """(node, parts): the requantisation of the accumulator inside the epilogue `value` (all of it,
-    or the int8 operand of what follows: a fused residual add) and its _requant_parts; Nones when
-    there is none, or the accumulator is read outside it."""
-    reads = sum(1 for e in walk(value) if isinstance(e, Load) and e.buffer is acc)
-    for e in walk(value):
-        if isinstance(e, Cast) and e.dtype == "int8":
-            parts = _requant_parts(e, acc, oc)
-            if parts and reads == sum(1 for x in walk(e) if isinstance(x, Load) and x.buffer is acc):
-                return e, parts
-    return None, None
-
-
-def _mbqm_parts(x, acc, oc):
-    """(acc load, bias, mult, shift) of x = mbqm(acc + bias[c], mult, shift), mult and shift int32
-    loads one element apart along oc (per channel) or Python ints (per tensor: constants folded
-    into the expression); Nones when x is not of that form (the caller checks the rest)."""
-    none = None, None, None, None
-    right = Const(0, "int32")               # mbqm leaves out a rounding shift by zero
-    if isinstance(x, Call) and x.fn == "rdbpot":
-        x, right = x.args
-    if not (isinstance(x, Call) and x.fn == "srdhm"):
-        return none
-    scaled, mult = x.args
-    if isinstance(right, Const) and isinstance(mult, Const):          # per tensor
-        left = 0
-        if isinstance(scaled, Bin) and scaled.op == "*" and isinstance(scaled.b, Const):
-            left = int(scaled.b.value).bit_length() - 1
-            scaled = scaled.a
-        if not (isinstance(scaled, Bin) and scaled.op == "+"):
-            return none
-        got, bias = scaled.a, scaled.b
-        mult, shift = int(mult.value), left - int(right.value)
-        if left and right.value:
-            return none
-    else:                                                              # per channel
-        if not (isinstance(scaled, Bin) and scaled.op == "*" and isinstance(scaled.a, Bin) and scaled.a.op == "+"):
-            return none
-        got, bias = scaled.a.a, scaled.a.b
-        shift = getattr(getattr(right, "f", None), "b", None)       # shift > 0 ? 0 : 0 - shift
-        if not all(isinstance(ld, Load) and ld.dtype == "int32" and _step(flat_index(ld), oc) == 1
-                   for ld in (mult, shift)):
-            return none
-    if not (isinstance(got, Load) and got.buffer is acc and isinstance(bias, Load) and bias.dtype == "int32"
-            and _step(flat_index(bias), oc) == 1):
-        return none
-    return got, bias, mult, shift
-
-
-def _quads(oc, acc, store, ptrs, args, sw, node, parts, helium=False):
+def _quads(oc, acc, store, ptrs, args, sw, rq, helium=False):
     """The channel loop oc (acc = dot(ptrs, args); store: out = f(requant(acc)), requant(acc) being
-    `node`) as a loop of dot_s8x4q calls, four channels each, then f of each byte; and the first
+    rq.node) as a loop of dot_s8x4q calls, four channels each, then f of each byte; and the first
     channel it leaves over. With helium: the requantised channels stored by one dot_s8xq call
     when f is nothing, they are consecutive in the output and the window is one row (pointwise
     convs, dense: aot/tir/intrin/arm_quads.py; a k x k window's quads unrolled by the CPU rules
-    measured fewer instructions on ResNet-8, 4.42M against 5.17M), and
+    run fewer instructions on ResNet-8), and
     when f is an int8 ADD, that of the run of them as one add_s8q call (_vector_add)."""
     rows, n, sa, sb, off = args
-    bias, mult, shift, zp, lo, hi = parts
+    node = rq.node
+    bias, mult, shift, zp, lo, hi = rq.parts()
     n_out = const_value(oc.extent)
     v = Var(oc.var.name + "_quad", oc.var.dtype)
     at = {id(oc.var): v * 4}
@@ -135,7 +64,7 @@ def _quads(oc, acc, store, ptrs, args, sw, node, parts, helium=False):
                               *(scale if fn == QUAD_T else [substitute(mult, at0), substitute(shift, at0)]),
                               Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "int32"))
     one_row = helium and const_value(rows) == 1
-    if one_row and node is store.value and _step(store.index, oc.var) == 1:
+    if one_row and node is store.value and step(store.index, oc.var) == 1:
         return run_into(Load(store.buffer, (simplify(substitute(store.index, at0)),))), first
     if helium and node is not store.value:
         fused = _vector_add(oc, v, store, node, call, packed, got, first, run_into if one_row else None)
@@ -197,19 +126,19 @@ def pair_outputs(nest, quads=False, helium=False):
     n_out = const_value(oc.extent)
     if n_out is None or n_out < 2 or const_value(oc.min) != 0 or oc.kind != "serial":
         return None
-    if _step(flat_index(args[0]), oc.var) != 0 or any(v is oc.var for a in args[2:] for v in walk(a)):
+    if step(flat_index(args[0]), oc.var) != 0 or any(v is oc.var for a in args[2:] for v in walk(a)):
         return None
-    sw = _step(flat_index(args[1]), oc.var)
+    sw = step(flat_index(args[1]), oc.var)
     if not sw or sw < 0:
         return None
     if call.fn == "dot_s8":
         rows, n, sa, sb, off = Const(1, "int32"), args[2], Const(0, "int32"), Const(0, "int32"), args[3]
     else:
         rows, n, sa, sb, off = args[2:7]
-    node, req = _find_requant(store.value, acc, oc.var) if quads and n_out >= 4 else (None, None)
+    rq = find_requant(store.value, acc, oc.var) if quads and n_out >= 4 else None
     head, first = [], 0
-    if req:
-        q, first = _quads(oc, acc, store, args[:2], (rows, n, sa, sb, off), sw, node, req, helium)
+    if rq:
+        q, first = _quads(oc, acc, store, args[:2], (rows, n, sa, sb, off), sw, rq, helium)
         head = [q]
     v = Var(oc.var.name + "_pair", oc.var.dtype)
     even, odd = {id(oc.var): v * 2 + first}, {id(oc.var): v * 2 + first + 1}

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from ..tir.expr import Call, Const, Load, substitute
 from ..tir.intrin import get_intrin
-from ..tir.intrin.arm import _int8_operand, _step, flat_index
+from ..tir.intrin.arm import int8_operand, step, flat_index
 from ..tir.intrin.arm_q15 import buf_words
+from ..tir.intrin.requant import match_requant
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Buffer, Evaluate, For, Seq, Store
-from .arm_pairs import _requant_parts
 from .nests import accumulation, nests
 from .registry import register
 
@@ -76,7 +76,7 @@ def _pixel_run(loops, a, out):
         if n == 1:
             run.insert(0, lp)
             continue
-        da, do = _step(flat_index(a), lp.var), _step(flat_index(out), lp.var)
+        da, do = step(flat_index(a), lp.var), step(flat_index(out), lp.var)
         if da is None or do is None or da < 0 or do < 0:
             break
         if sa is None:
@@ -111,26 +111,26 @@ def pointwise_call(func):
     if not (isinstance(body, Store) and body.buffer is acc and getattr(v, "op", None) == "+"
             and getattr(v.b, "op", None) == "*"):
         return None
-    (xa, oa), (xb, ob) = _int8_operand(v.b.a), _int8_operand(v.b.b)
+    (xa, oa), (xb, ob) = int8_operand(v.b.a), int8_operand(v.b.b)
     if xa is None or xb is None:
         return None
     consts = {id(func.params[k]) for k in func.attrs.get("constants", ())}
-    if id(xa.buffer) in consts or (_step(flat_index(xa), oc.var) != 0 and id(xb.buffer) not in consts):
+    if id(xa.buffer) in consts or (step(flat_index(xa), oc.var) != 0 and id(xb.buffer) not in consts):
         (xa, oa), (xb, ob) = (xb, ob), (xa, oa)       # a: the activation, b: the weights
     one_out = const_value(oc.extent) == 1
-    sw = _step(flat_index(xb), oc.var) if not one_out else 0
-    if ob or not -255 <= oa <= 255 or _step(flat_index(xa), oc.var) != 0 or sw is None or sw < 0 \
+    sw = step(flat_index(xb), oc.var) if not one_out else 0
+    if ob or not -255 <= oa <= 255 or step(flat_index(xa), oc.var) != 0 or sw is None or sw < 0 \
             or (not sw and not one_out) \
-            or any(_step(flat_index(ld), ic.var) != 1 for ld in (xa, xb)):
+            or any(step(flat_index(ld), ic.var) != 1 for ld in (xa, xb)):
         return None
-    parts = _requant_parts(store.value, acc, oc.var)
-    if parts is None:
+    rq = match_requant(store.value, acc, oc.var)
+    if rq is None:
         return None
-    bias, mult, shift, zp, lo, hi = parts
+    bias, mult, shift, zp, lo, hi = rq.parts()
     if not -128 <= lo <= hi <= 127:
         return None
     out = Load(store.buffer, (store.index,))
-    if _step(flat_index(out), oc.var) != 1:
+    if step(flat_index(out), oc.var) != 1:
         return None
     around, run, npix, sa, so = _pixel_run(loops, xa, out)
     if npix < 2:          # one pixel (a fully connected layer of one row): dot_s8x4q reads it once anyway

@@ -24,13 +24,14 @@ from __future__ import annotations
 from ..expr import Bin, Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import For, Store
-from .base import TensorIntrin, register_intrin
+from .base import TensorIntrin, per_tensor, register_intrin
+from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 _DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p")
 _MVE_CPUS = ("cortex-m55", "cortex-m85")
 
 
-def _step(index, var):
+def step(index, var):
     """How far index moves when var grows by one (None unless a constant)."""
     return const_value(simplify(substitute(index, {id(var): var + 1}) - index))
 
@@ -50,7 +51,7 @@ def contiguous_in(load, loops):
     innermost moves it by one element, each outer loop by the constant extent of the run inside."""
     flat, run = flat_index(load), 1
     for lp in reversed(loops):
-        if _step(flat, lp.var) != run:
+        if step(flat, lp.var) != run:
             return False
         n = const_value(lp.extent)
         if lp is not loops[0] and n is None:
@@ -59,7 +60,7 @@ def contiguous_in(load, loops):
     return True
 
 
-def _int8_operand(e):
+def int8_operand(e):
     """(load, offset) of (int32)load, (int32)load - c or (int32)load + c, load int8."""
     off = 0
     if isinstance(e, Bin) and e.op in ("+", "-") and isinstance(e.b, Const):
@@ -112,14 +113,13 @@ def _mve_rows(m, sums):
     (n not a multiple of 16) predicated by p, its lanes past n loaded as zeros."""
     rows_ = ["pb"] + [f"pb{j}" for j in range(1, m)]
 
-    def step(load):
+    def lanes(load):
         x = [f"int8x16_t va = {load('pa')};"]
         x += [f"int8x16_t vb{j} = {load(q)};" for j, q in enumerate(rows_)]
         x += [f"acc{j} = vmladavaq_s8(acc{j}, va, vb{j});" for j in range(m)]
         return x + ([f"bsum{j} = vaddvaq_s8(bsum{j}, vb{j});" for j in range(m)] if sums else [])
     # every pointer opaque to gcc each step (an empty asm): each its own post-incremented pointer,
-    # not one plus offsets past a load's immediate range (an add a load: 14 instructions a step
-    # for four rows, 10 so)
+    # not one plus offsets past a load's immediate range (an add before each load)
     return ["for (; rows > 0; --rows, a += sa, b += sb) {",
             "  const int8_t* pa = a;",
             "  const int8_t* pb = b;",
@@ -127,10 +127,10 @@ def _mve_rows(m, sums):
             "  int32_t k;",
             f"  for (k = n >> 4; k > 0; --k, pa += 16{''.join(f', {q} += 16' for q in rows_)}) {{",
             '    __asm__("" : ' + ", ".join(f'"+r"({q})' for q in ["pa"] + rows_) + ");",
-            *["    " + x for x in step(lambda q: f"vld1q_s8({q})")],
+            *["    " + x for x in lanes(lambda q: f"vld1q_s8({q})")],
             "  }",
             "  if ((n & 15) != 0) {",
-            *["    " + x for x in step(lambda q: f"vldrbq_z_s8({q}, p)")],
+            *["    " + x for x in lanes(lambda q: f"vldrbq_z_s8({q}, p)")],
             "  }",
             "}"]
 
@@ -144,6 +144,7 @@ def _mve_rows_off(m):
 @register_intrin
 class DotS8(TensorIntrin):
     name = "dot_s8"
+    headers = {"mve": ("arm_mve.h",), "dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1)
     extent_arg = 2
 
@@ -160,7 +161,7 @@ class DotS8(TensorIntrin):
         if not (isinstance(v, Bin) and v.op == "+" and isinstance(v.a, Load) and v.a.buffer is acc
                 and isinstance(v.b, Bin) and v.b.op == "*"):
             return None, "the store is not acc = acc + x * y"
-        (xa, ox), (xb, ob) = _int8_operand(v.b.a), _int8_operand(v.b.b)
+        (xa, ox), (xb, ob) = int8_operand(v.b.a), int8_operand(v.b.b)
         if xa is None or xb is None:
             return None, "the product's operands are not int8 loads widened to int32"
         if ox and ob:
@@ -192,10 +193,7 @@ class DotS8(TensorIntrin):
     def signature(self):
         return "int32_t aot_dot_s8(const int8_t* a, const int8_t* b, int32_t n, int32_t off)"
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
-    def variants(self):
+    def bodies(self):
         mve = ["int32_t acc0 = 0, bsum0 = 0, rows = 1, sa = 0, sb = 0;", "mve_pred16_t p;",
                "if (n <= 0) {", "  return 0;", "}",
                "p = vctp8q((uint32_t)(n & 15));",
@@ -210,7 +208,7 @@ class DotS8(TensorIntrin):
                  "  acc += ((int32_t)a[k] + off) * (int32_t)b[k];",
                  "}",
                  "return acc;"]
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}
 
 
 @register_intrin
@@ -219,6 +217,7 @@ class DotS8Rows(TensorIntrin):
     conv's window rows: one call per output instead of one per row, the row loop's bookkeeping
     inside the kernel). dot_s8_rows(a, b, rows, n, sa, sb, off)."""
     name = "dot_s8_rows"
+    headers = DotS8.headers
     pointer_args = (0, 1)
     extent_arg = 3
 
@@ -237,7 +236,7 @@ class DotS8Rows(TensorIntrin):
             if any(v is loop.var for e in (x.min, x.extent) for v in walk(e)):
                 return None, f"the bounds of {x.var.name} depend on {loop.var.name}"
             x = x.body
-        steps = [_step(flat_index(ld), loop.var) for ld in args[:2]]
+        steps = [step(flat_index(ld), loop.var) for ld in args[:2]]
         if any(s is None or s < 0 for s in steps):
             return None, f"a row does not start a constant step after the previous along {loop.var.name}"
         at_min = {id(loop.var): loop.min}
@@ -252,10 +251,7 @@ class DotS8Rows(TensorIntrin):
         return ("int32_t aot_dot_s8_rows(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, "
                 "int32_t sa, int32_t sb, int32_t off)")
 
-    def includes(self):
-        return _DOT.includes()
-
-    def variants(self):
+    def bodies(self):
         # each body: the rows around the run of dot_s8's body of the same extension
         mve = ["int32_t acc0 = 0;", "int32_t bsum0 = 0;", "mve_pred16_t p;",
                "if (n <= 0) {", "  return 0;", "}",
@@ -278,7 +274,7 @@ class DotS8Rows(TensorIntrin):
                  "  }",
                  "}",
                  "return acc;"]
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}
 
 
 _DOT = DotS8()
@@ -292,6 +288,7 @@ class DotS8x2(TensorIntrin):
     schedule puts it in place of two outputs' dot_s8 or dot_s8_rows calls
     (aot/schedules/arm_pairs.py); it has no loop pattern of its own."""
     name = "dot_s8x2"
+    headers = DotS8.headers
     dtype = "uint64"
     pointer_args = (0, 1)
     extent_arg = 3
@@ -311,10 +308,7 @@ class DotS8x2(TensorIntrin):
         return ("uint64_t aot_dot_s8x2(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, "
                 "int32_t sa, int32_t sb, int32_t sw, int32_t off)")
 
-    def includes(self):
-        return _DOT.includes()
-
-    def variants(self):
+    def bodies(self):
         pack = "return ((uint64_t)(uint32_t)acc1 << 32) | (uint64_t)(uint32_t)acc0;"
         mve = ["int32_t acc0 = 0, acc1 = 0, bsum0 = 0, bsum1 = 0;", "mve_pred16_t p;",
                "if (n <= 0) {", "  return 0;", "}",
@@ -345,22 +339,14 @@ class DotS8x2(TensorIntrin):
                  "    acc1 += ((int32_t)a[r * sa + k] + off) * (int32_t)b[r * sb + sw + k];",
                  "  }",
                  "}", pack]
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}
 
 
-def _requant_c(x, j, mult, shift):
+def requant_c(x, j, mult, shift):
     """C lines: TFLite's requantisation of int32 `x` with channel j's bias and the multiplier and
-    shift named (mult[j] or one for all), then the output zero point and clamp (gemmlowp's
-    rounding, exactly)."""
-    return [f"x = {x} + bias[{j}];",
-            f"x = (int32_t)((uint32_t)x << ({shift} > 0 ? {shift} : 0));",
-            f"ab = (int64_t)x * (int64_t){mult};",
-            f"x = (x == {mult} && x == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);",
-            f"e = {shift} > 0 ? 0 : -{shift};",
-            "mask = (int32_t)(((uint32_t)1 << e) - 1u);",
-            "x = (x >> e) + ((x & mask) > ((mask >> 1) + (x < 0)));",
-            "x += zp;",
-            "x = x < lo ? lo : (x > hi ? hi : x);",
+    shift named (mult[j] or one for all), then the output zero point and clamp, packed as byte j
+    of u."""
+    return [f"x = {x} + bias[{j}];", *requantise_lines("x", mult, shift), f"x = {clamp('x')};",
             f"u |= (uint32_t)(uint8_t)x << {8 * j};"]
 
 
@@ -374,11 +360,13 @@ class DotS8x4Requant(TensorIntrin):
     (vqrdmulhq, then a rounding shift with gemmlowp's round-half-away fixup). The schedule puts it
     in place of four outputs' dot calls and epilogues (aot/schedules/arm_pairs.py)."""
     name = "dot_s8x4q"
+    headers = {"mve": ("arm_mve.h", "string.h"), "dsp": ("arm_acle.h", "string.h")}
     dtype = "uint32"
-    # Helium: with the first layer's gconv_s8 in the file, gcc stopped inlining it into IC's 3x3
-    # convs (a call per 4 channels, its run length no longer constant: 779k -> 915k instructions)
+    # Helium: with a first layer's gconv_s8 in the file, gcc's inlining budget runs out before IC's
+    # 3x3 convs (a call per four channels, its run length no longer a constant)
     forced_inline = ("__ARM_FEATURE_MVE",)
     pointer_args = (0, 1, 8, 9, 10)
+    scale_args = (9, 10)       # mult, shift: arrays per channel (per_tensor: values)
     extent_arg = 3
     per_channel = True
 
@@ -389,7 +377,7 @@ class DotS8x4Requant(TensorIntrin):
             [(k, three) for k in self.pointer_args[2:]]
 
     def match(self, loop, acc):
-        return None, "dot_s8x4q replaces four outputs' calls and requantisation, not a loop"
+        return None, f"{self.name} replaces four outputs' calls and requantisation, not a loop"
 
     def variant_for(self, mcpu):
         return _DOT.variant_for(mcpu)
@@ -399,10 +387,7 @@ class DotS8x4Requant(TensorIntrin):
         return (f"uint32_t aot_{self.name}(const int8_t* a, const int8_t* b, int32_t rows, int32_t n, int32_t sa, "
                 f"int32_t sb, int32_t sw, int32_t off, const int32_t* bias, {ms}, int32_t zp, int32_t lo, int32_t hi)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h", "string.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
-    def variants(self):
+    def bodies(self):
         mult = (lambda j: f"mult[{j}]") if self.per_channel else (lambda j: "mult")
         shift = (lambda j: f"shift[{j}]") if self.per_channel else (lambda j: "shift")
         vec = (lambda name: f"vld1q_s32({name})") if self.per_channel else (lambda name: f"vdupq_n_s32({name})")
@@ -420,13 +405,13 @@ class DotS8x4Requant(TensorIntrin):
                *[f"v = vsetq_lane_s32(acc{j} + off * bsum{j}, v, {j});" for j in range(1, 4)],
                "v = vaddq_s32(v, vld1q_s32(bias));",
                f"sh = {vec('shift')};",
-               "v = vshlq_s32(v, vmaxq_s32(sh, zero));",
-               f"v = vqrdmulhq_s32(v, {vec('mult')});",
+               f"v = {mve_left('v', 'vmaxq_s32(sh, zero)')};",
+               f"v = {mve_srdhm('v', vec('mult'))};",
                # a rounding shift right by -r rounds half up; minus one first on a negative value
                # makes it round half away from zero (r is 0 or negative: its sign bit picks them)
                "r = vminq_s32(sh, zero);",
-               "v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, r), 31)), r);",
-               "v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
+               f"v = {mve_rdbpot('v', 'r')};",
+               f"v = {mve_clamp('v')};",
                "vstrbq_s32(o, v);",
                "memcpy(&u, o, 4);",
                "return u;"]
@@ -448,7 +433,7 @@ class DotS8x4Requant(TensorIntrin):
                "  }",
                "}"]
         for j in range(4):
-            dsp += _requant_c(f"s{j}", j, mult(j), shift(j))
+            dsp += requant_c(f"s{j}", j, mult(j), shift(j))
         dsp.append("return u;")
         plain = ["int32_t s[4] = {0, 0, 0, 0};", "int32_t r, k, j, x, e, mask;", "int64_t ab;", "uint32_t u = 0;",
                  "for (r = 0; r < rows; ++r) {",
@@ -459,18 +444,10 @@ class DotS8x4Requant(TensorIntrin):
                  "  }",
                  "}"]
         for j in range(4):
-            plain += _requant_c(f"s[{j}]", j, mult(j), shift(j))
+            plain += requant_c(f"s[{j}]", j, mult(j), shift(j))
         plain.append("return u;")
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}
 
 
-@register_intrin
-class DotS8x4RequantT(DotS8x4Requant):
-    """dot_s8x4q with one multiplier and shift (int32 values) for the four channels: a
-    per-tensor-quantised fully connected layer or conv."""
-    name = "dot_s8x4qt"
-    pointer_args = (0, 1, 8)
-    per_channel = False
-
-    def match(self, loop, acc):
-        return None, "dot_s8x4qt replaces four outputs' calls and requantisation, not a loop"
+DotS8x4RequantT = per_tensor(DotS8x4Requant, """dot_s8x4q with one multiplier and shift (int32 values) for
+    the four channels: a per-tensor-quantised fully connected layer or conv.""")

@@ -28,6 +28,8 @@ from ..simplify import const_value, simplify
 from ..stmt import For, Store
 from .arm import _MVE_CPUS, contiguous_in
 from .base import TensorIntrin, register_intrin
+from .gemmlowp import clamp, mve_clamp, mve_rdbpot, mve_srdhm, rdbpot_lines, srdhm_lines
+from .requant import rescale_parts
 
 _I32 = (-(1 << 31), (1 << 31) - 1)
 
@@ -62,15 +64,14 @@ def _affine(e):
 
 def _scaled(e):
     """(inner, m, ex) when e is rdbpot(srdhm(inner, m), ex) or srdhm(inner, m) (ex 0), m and ex
-    constants; else None."""
-    ex = 0
-    if isinstance(e, Call) and e.fn == "rdbpot":
-        if not isinstance(e.args[1], Const) or not 0 <= int(e.args[1].value) <= 31:
-            return None
-        e, ex = e.args[0], int(e.args[1].value)
-    if not (isinstance(e, Call) and e.fn == "srdhm" and isinstance(e.args[1], Const)):
+    constants (ex 0..31); else None."""
+    got = rescale_parts(e)
+    if got is None:
         return None
-    return e.args[0], int(e.args[1].value), ex
+    inner, m, ex = got
+    if not (isinstance(ex, Const) and 0 <= int(ex.value) <= 31 and isinstance(m, Const)):
+        return None
+    return inner, int(m.value), int(ex.value)
 
 
 def parse_qadd(value):
@@ -114,24 +115,22 @@ def parse_qadd(value):
 
 def _rescale_c(v, m, e):
     """C lines: v = RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(v, m), e) (gemmlowp)."""
-    return [f"ab = (int64_t){v} * (int64_t){m};",
-            f"{v} = ({v} == {m} && {v} == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);",
-            f"mask = (int32_t)(((uint32_t)1 << {e}) - 1u);",
-            f"{v} = ({v} >> {e}) + (({v} & mask) > ((mask >> 1) + ({v} < 0)));"]
+    return srdhm_lines(v, m) + rdbpot_lines(v, e)
 
 
 def _mve_rescale(v, m, r, e):
     """Helium: v rescaled by scalar m, then divided by 2^e (r = -e as a vector) rounding half
     away from zero; the division left out where e is 0 (a constant once the call is inlined)."""
-    return [f"{v} = vqrdmulhq_n_s32({v}, {m});",
+    return [f"{v} = {mve_srdhm(v, m, scalar=True)};",
             f"if ({e} != 0) {{",
-            f"  {v} = vrshlq_s32(vqaddq_s32({v}, vshrq_n_s32(vandq_s32({v}, {r}), 31)), {r});",
+            f"  {v} = {mve_rdbpot(v, r)};",
             "}"]
 
 
 @register_intrin
 class AddS8Requant(TensorIntrin):
     name = "add_s8q"
+    headers = {"mve": ("arm_mve.h",)}
     written_args = (0,)
     pointer_args = (0, 1, 2)
     extent_arg = 3
@@ -175,10 +174,7 @@ class AddS8Requant(TensorIntrin):
                 "int32_t sa, int32_t ka, int32_t ma, int32_t ea, int32_t sb, int32_t kb, int32_t mb, int32_t eb, "
                 "int32_t so, int32_t mo, int32_t eo, int32_t zp, int32_t lo, int32_t hi)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
-
-    def variants(self):
+    def bodies(self):
         mve = ["const int32x4_t ra = vdupq_n_s32(-ea), rb = vdupq_n_s32(-eb), ro = vdupq_n_s32(-eo);",
                "const int32x4_t vsa = vdupq_n_s32(sa), vsb = vdupq_n_s32(sb);",
                "const int32x4_t vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi);",
@@ -194,7 +190,7 @@ class AddS8Requant(TensorIntrin):
                "    x = vmulq_n_s32(x, so);",
                "  }",
                *["  " + ln for ln in _mve_rescale("x", "mo", "ro", "eo")],
-               "  x = vminq_s32(vmaxq_s32(vaddq_n_s32(x, zp), vlo), vhi);",
+               f"  x = {mve_clamp('x', 'vlo', 'vhi')};",
                "  vstrbq_p_s32(out, x, p);",
                "}",
                "return 0;"]
@@ -206,10 +202,10 @@ class AddS8Requant(TensorIntrin):
                  "  x = (x + y) * so;",
                  *["  " + ln for ln in _rescale_c("x", "mo", "eo")],
                  "  x += zp;",
-                 "  out[k] = (int8_t)(x < lo ? lo : (x > hi ? hi : x));",
+                 f"  out[k] = (int8_t)({clamp('x')});",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
+        return {"mve": mve, "plain": plain}
 
 
 ADD = AddS8Requant()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..expr import Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import For, Store
-from .arm import _DSP_CPUS, _MVE_CPUS, _step, contiguous_in, flat_index
+from .arm import _DSP_CPUS, _MVE_CPUS, step, contiguous_in, flat_index
 from .base import TensorIntrin, register_intrin
 
 
@@ -25,6 +25,7 @@ def _i32(e):
 @register_intrin
 class CopyS8(TensorIntrin):
     name = "copy_s8"
+    headers = {"mve": ("arm_mve.h",), "dsp": ("string.h",)}
     written_args = (0,)
     pointer_args = (0, 1)
     extent_arg = 3
@@ -68,7 +69,7 @@ class CopyS8(TensorIntrin):
             return None, "the copy is not one run, nor rows of one run"
         rows, steps = Const(1, "int32"), [Const(0, "int32"), Const(0, "int32")]
         if run is not loops:
-            steps = [_step(flat_index(ld), loop.var) for ld in (out, src)]
+            steps = [step(flat_index(ld), loop.var) for ld in (out, src)]
             if any(x is None or x < 0 for x in steps):
                 return None, f"a row does not start a constant step after the previous along {loop.var.name}"
             rows, steps = _i32(loop.extent), [Const(x, "int32") for x in steps]
@@ -85,10 +86,7 @@ class CopyS8(TensorIntrin):
     def signature(self):
         return "int32_t aot_copy_s8(int8_t* out, const int8_t* a, int32_t rows, int32_t n, int32_t so, int32_t sa)"
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["string.h"])]
-
-    def variants(self):
+    def bodies(self):
         # the empty asm statements that take the destination keep the stores before a predicated
         # store (and reload what it wrote): arm-none-eabi-gcc 12 models vstrbq_p as a store of all
         # 16 lanes, so a gathered window's zero-point fill beside it was dropped as dead
@@ -127,4 +125,4 @@ class CopyS8(TensorIntrin):
                  "  }",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}

@@ -28,51 +28,20 @@ window at a padded border only moves the pointers and shortens kh, kw. Bodies:
 """
 from __future__ import annotations
 
-from ..expr import Bin, Call, Cast, Const, Load, Select, gt, substitute, walk
+from ..expr import Bin, Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import Allocate, For, Seq, Store
-from .arm import _DSP_CPUS, _MVE_CPUS, _int8_operand, _step, flat_index
+from .arm import _DSP_CPUS, _MVE_CPUS, int8_operand, step, flat_index
 from .base import TensorIntrin, register_intrin
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
+                       product, rdbpot_bit_lines, srdhm)
+from .requant import match_requant
+
+_WRAPPED = "\n            : "      # the helper's srdhm over two lines
 
 
 def _i32(v):
     return Const(int(v), "int32")
-
-
-def _requant_parts(value, acc):
-    """(bias, mult, shift loads, zp, lo, hi) when value is TFLite's per-channel requantisation of
-    acc, clamped and cast to int8 (as aot/ops/qnn.py's requant writes it); else None."""
-    try:
-        assert isinstance(value, Cast) and value.dtype == "int8"
-        mn = value.a
-        assert isinstance(mn, Bin) and mn.op == "min" and isinstance(mn.b, Const)
-        mx = mn.a
-        assert isinstance(mx, Bin) and mx.op == "max" and isinstance(mx.b, Const)
-        add = mx.a
-        assert isinstance(add, Bin) and add.op == "+" and isinstance(add.b, Const)
-        rd = add.a
-        assert isinstance(rd, Call) and rd.fn == "rdbpot"
-        sr = rd.args[0]
-        assert isinstance(sr, Call) and sr.fn == "srdhm" and isinstance(sr.args[1], Load)
-        scaled, mult = sr.args
-        assert isinstance(scaled, Bin) and scaled.op == "*"
-        biased = scaled.a
-        assert isinstance(biased, Bin) and biased.op == "+" and isinstance(biased.a, Load) and biased.a.buffer is acc
-        bias = biased.b
-        assert isinstance(bias, Load) and bias.dtype == "int32"
-        shifts = [x for x in walk(rd.args[1]) if isinstance(x, Load)]
-        assert shifts
-        shift = shifts[0]
-    except AssertionError:
-        return None
-    zero = _i32(0)
-    left = Select(gt(shift, zero), shift, zero)
-    right = Select(gt(shift, zero), zero, zero - shift)
-    want = Cast("int32", Bin("<<", Const(1, "uint32"), Cast("uint32", left)))
-    if scaled.b.key() != want.key() or rd.args[1].key() != right.key() or \
-            mult.dtype != "int32" or shift.dtype != "int32":
-        return None
-    return bias, mult, shift, int(add.b.value), int(mx.b.value), int(mn.b.value)
 
 
 def _taps(load_a, load_b):
@@ -115,6 +84,7 @@ _requant4 = [f"  out[{i}] = (int8_t)aot_dw_s8_requant(a{j}, mult[{i}], shift[{i}
 @register_intrin
 class DwS8(TensorIntrin):
     name = "dw_s8"
+    headers = {"mve": ("arm_mve.h",), "dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1, 2, 3, 4, 5)
     written_args = (0,)
 
@@ -166,7 +136,7 @@ class DwS8(TensorIntrin):
         if not (isinstance(v, Bin) and v.op == "+" and isinstance(v.a, Load) and v.a.buffer is acc
                 and isinstance(v.b, Bin) and v.b.op == "*"):
             return None, "the store is not acc = acc + x * y"
-        (xa, ox), (xb, ob) = _int8_operand(v.b.a), _int8_operand(v.b.b)
+        (xa, ox), (xb, ob) = int8_operand(v.b.a), int8_operand(v.b.b)
         if xa is None or xb is None:
             return None, "the product's operands are not int8 loads widened to int32"
         if ox and ob:
@@ -181,28 +151,28 @@ class DwS8(TensorIntrin):
         if len(window) > 2:
             return None, "the window has more than two loops"
         window = [None] * (2 - len(window)) + window
-        parts = _requant_parts(out.value, acc)
-        if parts is None:
-            return None, "the store is not TFLite's per-channel requantisation to int8"
-        bias, mult, shift, zp, lo, hi = parts
+        rq = match_requant(out.value, acc)
+        if rq is None or not rq.per_channel or not rq.zp_added:
+            return None, "the store is not TFLite's per-channel requantisation to int8 (its zero point added)"
+        bias, mult, shift, zp, lo, hi = rq.parts()
         if any(x.buffer is acc for x in (xa, xb)) or any(isinstance(x, Load) and x.buffer is acc for x in walk(out.index)):
             return None, "an operand is the accumulator"
         c = loop.extent
         many = const_value(c) != 1
         strides = []
-        a_k = _step(flat_index(xa), loop.var) if many else 1
+        a_k = step(flat_index(xa), loop.var) if many else 1
         for ld in (xa, xb):
             flat = flat_index(ld)
-            if many and _step(flat, loop.var) != 1 and not (ld is xa and a_k == 0):
+            if many and step(flat, loop.var) != 1 and not (ld is xa and a_k == 0):
                 return None, f"{ld.buffer.name} is not contiguous along the channels"
             for lp in window:
-                st = 0 if lp is None else _step(flat, lp.var)
+                st = 0 if lp is None else step(flat, lp.var)
                 if st is None or st < 0:
                     return None, f"{ld.buffer.name} does not move by a constant along {lp.var.name}"
                 strides.append(_i32(st))
         stores = Load(out.buffer, (out.index,))
         for ld in (stores, bias, mult, shift):
-            if many and _step(flat_index(ld), loop.var) != 1:
+            if many and step(flat_index(ld), loop.var) != 1:
                 return None, f"{ld.buffer.name} is not contiguous along the channels"
         at_min = {id(lp.var): lp.min for lp in loops}
         at_min[id(loop.var)] = loop.min
@@ -225,9 +195,6 @@ class DwS8(TensorIntrin):
                 "const int32_t* mult, const int32_t* shift, int32_t c, int32_t kh, int32_t kw, int32_t a_row, "
                 "int32_t a_col, int32_t b_row, int32_t b_col, int32_t a_k, int32_t off, int32_t zp, int32_t lo, int32_t hi)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"]), ("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
     def c_source(self):
         # the scalar requantisation the DSP and plain bodies share (gemmlowp's two steps, as the
         # renderer's aot_srdhm and aot_rdbpot compute them)
@@ -237,15 +204,13 @@ class DwS8(TensorIntrin):
             "static inline int32_t aot_dw_s8_requant(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
             "int32_t hi) {",
             "  int32_t x = sh > 0 ? (int32_t)((uint32_t)v << sh) : v;",
-            "  int32_t q = (x == m && x == (-2147483647 - 1)) ? 2147483647",
-            "            : (int32_t)(((int64_t)x * (int64_t)m + ((int64_t)1 << 30)) >> 31);",
+            f"  int32_t q = {srdhm('x', 'm', high_mul(product('x', 'm')), INT32_LITERALS, sep=_WRAPPED)};",
             "  if (sh < 0) {",
             # half away from zero is half up of q - 1 for negative q (q > INT32_MIN here: |x m| < 2^62)
-            "    int32_t y = q - (int32_t)((uint32_t)q >> 31);",
-            "    q = (y >> -sh) + ((y >> (-sh - 1)) & 1);",
+            *["    " + x for x in rdbpot_bit_lines("q", "y", "-sh")],
             "  }",
             "  q += zp;",
-            "  return q < lo ? lo : (q > hi ? hi : q);",
+            f"  return {clamp('q')};",
             "}",
             "#endif",
         ]
@@ -275,7 +240,7 @@ class DwS8(TensorIntrin):
         ]
         return "\n".join(helper + odd) + "\n" + super().c_source()
 
-    def variants(self):
+    def bodies(self):
         mve = ["int32_t k, r, s;",
                "const int32x4_t z = vdupq_n_s32(0);",
                "const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2);",     # word offsets 0, 2, 4, 6
@@ -308,11 +273,11 @@ class DwS8(TensorIntrin):
                "  }",
                "  for (r = 0; r < 2; ++r) {",                     # lanes past c: zeros, not stored
                "    int32x4_t right = vminq_s32(sh2.val[r], z);",
-               "    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc.val[r], vmaxq_s32(sh2.val[r], z)), m2.val[r]);",
+               f"    int32x4_t v = {mve_srdhm(mve_left('acc.val[r]', 'vmaxq_s32(sh2.val[r], z)'), 'm2.val[r]')};",
                # half away from zero: one less for a negative value, where a right shift follows
-               "    v = vqaddq_s32(v, vandq_s32(vshrq_n_s32(v, 31), vshrq_n_s32(right, 31)));",
-               "    v = vrshlq_s32(v, right);",
-               "    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
+               f"    v = {mve_rdbpot_fixup('v', 'right')};",
+               f"    v = {mve_rshl('v', 'right')};",
+               f"    v = {mve_clamp('v')};",
                "    v16 = r ? vmovntq_s32(v16, v) : vmovnbq_s32(v16, v);",      # back in channel order
                "  }",
                "  vstrbq_p_s16(out + k, v16, p);",
@@ -379,4 +344,4 @@ class DwS8(TensorIntrin):
                  "  out[k] = (int8_t)aot_dw_s8_requant(v, mult[k], shift[k], zp, lo, hi);",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), ("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"mve": mve, "dsp": dsp, "plain": plain}

@@ -10,21 +10,22 @@ pixels, each pixel's window copied into a local array.
   a static inline function of its own, always inlined (GCC's attribute; not with Helium), so the
   call site a first layer makes gets its constant run length and weight-row stride, and the
   pointwise convs' calls of the shared kernels are compiled as before (a second call site of
-  dot_s8x4q, or this body left to gcc's inlining limits, made it stop inlining dot_s8x4q into
-  KWS's pointwise convs on the M4: 9% more instructions there).
+  dot_s8x4q, or this body left to gcc's inlining limits, makes it stop inlining dot_s8x4q into
+  KWS's pointwise convs on the M4).
 """
 from __future__ import annotations
 
 from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
 from ..expr import Const
 from .base import TensorIntrin, register_intrin
+from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 SUFFIX = "_g"
 
 
 def _c_source(self):
     """Always inlined where GCC's attribute is understood, except with Helium (there gcc's own
-    choice is 7% fewer instructions on KWS's first layer): on the M4 gcc's unit-growth limit
+    choice runs fewer instructions on KWS's first layer): on the M4 gcc's unit-growth limit
     otherwise spends the budget on this function and stops inlining dot_s8x4q into the
     pointwise convs."""
     head, rest = super(type(self), self).c_source().split("\n", 1)
@@ -47,20 +48,13 @@ def _named(base):
 GATHERED = {b.name: register_intrin(_named(b)).name for b in (DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT)}
 
 
-_REQUANT = """static inline int8_t aot_gconv_q15_requant(int32_t x, int32_t mult, int32_t shift, int32_t zp, int32_t lo,
-                                            int32_t hi) {
-  int64_t ab;
-  int32_t e, mask;
-  x = (int32_t)((uint32_t)x << (shift > 0 ? shift : 0));
-  ab = (int64_t)x * (int64_t)mult;
-  x = (x == mult && x == INT32_MIN) ? INT32_MAX : (int32_t)((ab + ((int64_t)1 << 30)) >> 31);
-  e = shift > 0 ? 0 : -shift;
-  mask = (int32_t)(((uint32_t)1 << e) - 1u);
-  x = (x >> e) + ((x & mask) > ((mask >> 1) + (x < 0)));
-  x += zp;
-  return (int8_t)(x < lo ? lo : (x > hi ? hi : x));
-}
-"""
+def _requant_fn(name):
+    """The scalar requantisation as a C function `name`(x, mult, shift, zp, lo, hi) -> int8_t."""
+    head = f"static inline int8_t {name}(int32_t x, int32_t mult, int32_t shift, int32_t zp, int32_t lo,"
+    lines = [head, " " * 44 + "int32_t hi) {", "  int64_t ab;", "  int32_t e, mask;",
+             *["  " + x for x in requantise_lines("x", "mult", "shift")],
+             f"  return (int8_t)({clamp('x')});", "}"]
+    return "\n".join(lines) + "\n"
 
 
 @register_intrin
@@ -75,6 +69,7 @@ class GConvQ15(TensorIntrin):
     requantisation of the sums (bias, MultiplyByQuantizedMultiplier, zero point, clamp). The
     same pixel twice (a1 == a0, y1 == y0: an odd row's last) stores the same bytes twice."""
     name = "gconv_q15"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
     written_args = (11, 12)
 
@@ -95,13 +90,10 @@ class GConvQ15(TensorIntrin):
                 "int32_t channels, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t zp, "
                 "int32_t lo, int32_t hi, int8_t* y0, int8_t* y1)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
     def c_source(self):
-        return _REQUANT + super().c_source()
+        return _requant_fn("aot_gconv_q15_requant") + super().c_source()
 
-    def variants(self):
+    def bodies(self):
         q = "aot_gconv_q15_requant"
 
         def out(y, s, c):
@@ -155,7 +147,7 @@ class GConvQ15(TensorIntrin):
                  "  " + out("y0", "s0", "c"), "  " + out("y1", "s1", "c"),
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"dsp": dsp, "plain": plain}
 
 
 @register_intrin
@@ -164,6 +156,7 @@ class WidenQ15(TensorIntrin):
     off) to dst[k] for k < n. The DSP body widens four bytes a step: sxtab16 adds the offset to
     bytes 0 and 2, and (rotated) 1 and 3, and two halfword packs put them back in order."""
     name = "widen_q15"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1)
     written_args = (0,)
     extent_arg = 2
@@ -177,10 +170,7 @@ class WidenQ15(TensorIntrin):
     def signature(self):
         return "int32_t aot_widen_q15(int16_t* dst, const int8_t* src, int32_t n, int32_t off)"
 
-    def includes(self):
-        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
-    def variants(self):
+    def bodies(self):
         tail = ["for (; n > 0; --n, ++src, ++dst) {", "  *dst = (int16_t)((int32_t)*src + off);", "}", "return 0;"]
         dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "uint32_t x, lo, hi;",
@@ -194,7 +184,7 @@ class WidenQ15(TensorIntrin):
                "  memcpy(dst, &lo, 4);",
                "  memcpy(dst + 2, &hi, 4);",
                "}", *tail]
-        return [("__ARM_FEATURE_DSP", dsp), (None, tail)]
+        return {"dsp": dsp, "plain": tail}
 
 
 @register_intrin
@@ -209,6 +199,7 @@ class GConvS8(TensorIntrin):
     pixel are requantised as one vector (as dot_s8x4q does) and stored four bytes at once, a last
     block of fewer channels predicated (its missing weight rows read as the last real one)."""
     name = "gconv_s8"
+    headers = {"mve": ("arm_mve.h",)}
     pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
     written_args = (11, 12)
 
@@ -228,25 +219,22 @@ class GConvS8(TensorIntrin):
                 "int32_t channels, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t zp, "
                 "int32_t lo, int32_t hi, int8_t* y0, int8_t* y1)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
-
     def c_source(self):
         # the scalar requantisation only for the plain body (clang warns of an unused static function)
-        helper = _REQUANT.replace("aot_gconv_q15_requant", "aot_gconv_s8_requant")
+        helper = _requant_fn("aot_gconv_s8_requant")
         return "#if !defined(__ARM_FEATURE_MVE)\n" + helper + "#endif\n" + super().c_source()
 
-    def variants(self):
+    def bodies(self):
         def requant(p):
             return [f"v = vdupq_n_s32(s{p}0);",
                     *[f"v = vsetq_lane_s32(s{p}{j}, v, {j});" for j in range(1, 4)],
                     "v = vaddq_s32(v, vb);",
-                    "v = vshlq_s32(v, vmaxq_s32(sh, zero));",
-                    "v = vqrdmulhq_s32(v, vm);",
+                    f"v = {mve_left('v', 'vmaxq_s32(sh, zero)')};",
+                    f"v = {mve_srdhm('v', 'vm')};",
                     # a rounding shift right by -r rounds half up; minus one first on a negative
                     # value rounds half away from zero (r is 0 or negative: its sign bit picks them)
-                    "v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, r), 31)), r);",
-                    "v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vdupq_n_s32(lo)), vdupq_n_s32(hi));",
+                    f"v = {mve_rdbpot('v', 'r')};",
+                    f"v = {mve_clamp('v')};",
                     f"vstrbq_p_s32(y{p} + c, v, pc);"]
         mve = ["int32_t c, k;",
                "int32x4_t v, vb, vm, sh, r, zero = vdupq_n_s32(0);",
@@ -290,4 +278,4 @@ class GConvS8(TensorIntrin):
                  f"  y1[c] = {q}(s1 + bias[c], mult[c], shift[c], zp, lo, hi);",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
+        return {"mve": mve, "plain": plain}

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 from ..expr import Const
 from .arm import _DSP_CPUS
-from .base import TensorIntrin, register_intrin
+from .base import TensorIntrin, per_tensor, register_intrin
+from .gemmlowp import (high_mul, left_of, low_mask, product, rdbpot, rdbpot_sat_half, right_of, round_threshold,
+                       srdhm)
 
 
 SMALL_CIN = 16      # up to this many input channels, four output channels a block (else two)
@@ -46,9 +48,8 @@ def _requant(v, c, out):
     """C lines: TFLite's requantisation of channel c's int32 sum `v` (bias included) stored to
     out[c] (gemmlowp's two roundings, exactly), with the constants _channel_consts worked out."""
     return [f"r = (int32_t)((uint32_t){v} << left);",
-            "r = (r == INT32_MIN && m == INT32_MIN) ? INT32_MAX : "
-            "(int32_t)(((int64_t)r * m + ((int64_t)1 << 30)) >> 31);",
-            "r = (r >> e) + ((r & mask) > thr - (r >> 31));",    # r >> 31: -1 when negative
+            f"r = {srdhm('r', 'm', high_mul(product('r', 'm', widen_b=False)), both_min=True)};",
+            f"r = {rdbpot('r', 'e', round_threshold('r', 'thr', sign_shift=True))};",
             "r += zp;",
             "r = r < lo ? lo : r;",
             "r = r > hi ? hi : r;",
@@ -59,9 +60,9 @@ def _channel_consts(mult, shift):
     """C lines: a channel's requantisation constants: left (the shift if positive), e (minus the
     shift if not), mask (2^e - 1), thr (mask / 2)."""
     return [f"m = {mult};", f"sh = {shift};",
-            "left = sh > 0 ? sh : 0;",
-            "e = sh > 0 ? 0 : -sh;",
-            "mask = (int32_t)(((uint32_t)1 << e) - 1u);",
+            f"left = {left_of('sh')};",
+            f"e = {right_of('sh')};",
+            f"mask = {low_mask('e')};",
             "thr = mask >> 1;"]
 
 
@@ -73,9 +74,9 @@ def _requant_fast(v, c, out, right):
     both give at least 2^(31-e) - 1 >= 255, which the clamp makes hi alike (hence e <= 23); else
     a left shift and no rounding shift. The clamp: __ssat to int8, then lo and hi unless they
     are int8's whole range (full)."""
-    srdhm = "(int32_t)(((int64_t)r * m + ((int64_t)1 << 30)) >> 31)"
-    return ([f"r = {v};" if right else f"r = (int32_t)((uint32_t){v} << sh);", f"r = {srdhm};"]
-            + (["r = (__qadd(r, half) + (r >> 31)) >> e;"] if right else [])
+    return ([f"r = {v};" if right else f"r = (int32_t)((uint32_t){v} << sh);",
+             f"r = {high_mul(product('r', 'm', widen_b=False))};"]
+            + ([f"r = {rdbpot_sat_half('r', 'e')};"] if right else [])
             + ["r = __ssat(r + zp, 8);", "if (!full) {", "  r = r < lo ? lo : r;", "  r = r > hi ? hi : r;", "}",
                f"{out}[{c}] = (int8_t)r;"])
 
@@ -143,8 +144,10 @@ def _dsp_channels(rows, mult, shift):
 @register_intrin
 class PwS8(TensorIntrin):
     name = "pw_s8"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
     written_args = (0,)
     pointer_args = (0, 1, 2, 3, 4, 5, 6)
+    scale_args = (4, 5)        # mult, shift: arrays per channel (per_tensor: values)
     per_channel = True
 
     def last_offsets(self, args):
@@ -167,10 +170,7 @@ class PwS8(TensorIntrin):
                 "int32_t* buf, int32_t npix, int32_t cin, int32_t cout, int32_t sa, int32_t so, int32_t sw, "
                 "int32_t off, int32_t zp, int32_t lo, int32_t hi)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_DSP", ["arm_acle.h", "string.h"])]
-
-    def variants(self):
+    def bodies(self):
         pc = self.per_channel
         mult, shift = ("mult[{}]", "shift[{}]") if pc else ("mult", "shift")
         dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
@@ -229,13 +229,8 @@ class PwS8(TensorIntrin):
                  "  }",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_DSP", dsp), (None, plain)]
+        return {"dsp": dsp, "plain": plain}
 
 
-@register_intrin
-class PwS8T(PwS8):
-    """pw_s8 with one multiplier and shift (int32 values) for every channel: a per-tensor
-    quantised pointwise conv."""
-    name = "pw_s8t"
-    pointer_args = (0, 1, 2, 3, 6)
-    per_channel = False
+PwS8T = per_tensor(PwS8, """pw_s8 with one multiplier and shift (int32 values) for every channel: a
+    per-tensor quantised pointwise conv.""")

@@ -16,8 +16,9 @@ loops, for the host.
 from __future__ import annotations
 
 from ..expr import Const
-from .arm import _MVE_CPUS, _requant_c
-from .base import TensorIntrin, register_intrin
+from .arm import _MVE_CPUS, requant_c
+from .base import TensorIntrin, per_tensor, register_intrin
+from .gemmlowp import mve_clamp, mve_left, mve_rdbpot, mve_srdhm
 
 
 def _mve_taps(sums):
@@ -50,8 +51,10 @@ def _mve_taps(sums):
 @register_intrin
 class DotS8xRequant(TensorIntrin):
     name = "dot_s8xq"
+    headers = {"mve": ("arm_mve.h",)}
     written_args = (0,)
     pointer_args = (0, 1, 2, 10, 11, 12)
+    scale_args = (11, 12)      # mult, shift: arrays per channel (per_tensor: values)
     extent_arg = 3
     per_channel = True
 
@@ -73,10 +76,7 @@ class DotS8xRequant(TensorIntrin):
                 f"int32_t n, int32_t sa, int32_t sb, int32_t sw, int32_t off, const int32_t* bias, {ms}, "
                 "int32_t zp, int32_t lo, int32_t hi)")
 
-    def includes(self):
-        return [("__ARM_FEATURE_MVE", ["arm_mve.h"])]
-
-    def variants(self):
+    def bodies(self):
         pc = self.per_channel
         mve = ["const mve_pred16_t p = vctp8q((uint32_t)(n & 15));",
                "const int32x4_t zero = vdupq_n_s32(0), vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi);",
@@ -103,15 +103,15 @@ class DotS8xRequant(TensorIntrin):
                "  v = vaddq_s32(v, vld1q_s32(bias));",
                *(["  sh = vld1q_s32(shift);", "  left = vmaxq_s32(sh, zero);", "  right = vminq_s32(sh, zero);"]
                  if pc else []),
-               "  v = vshlq_s32(v, left);",
-               f"  v = vqrdmulhq_s32(v, {'vld1q_s32(mult)' if pc else 'vdupq_n_s32(mult)'});",
+               f"  v = {mve_left('v', 'left')};",
+               f"  v = {mve_srdhm('v', 'vld1q_s32(mult)' if pc else 'vdupq_n_s32(mult)')};",
                # half away from zero: minus one first on a negative value when right shifts (its sign bit)
-               "  v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, right), 31)), right);",
-               "  v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, zp), vlo), vhi);",
+               f"  v = {mve_rdbpot('v', 'right')};",
+               f"  v = {mve_clamp('v', 'vlo', 'vhi')};",
                "  vstrbq_s32(out, v);",
                "}",
                "return 0;"]
-        req = _requant_c("s", "j", "mult[j]" if pc else "mult", "shift[j]" if pc else "shift")[:-1]
+        req = requant_c("s", "j", "mult[j]" if pc else "mult", "shift[j]" if pc else "shift")[:-1]
         plain = ["int32_t j, r, k, s, x, e, mask;", "int64_t ab;",
                  "for (j = 0; j < m; ++j) {",
                  "  s = 0;",
@@ -124,12 +124,8 @@ class DotS8xRequant(TensorIntrin):
                  "  out[j] = (int8_t)x;",
                  "}",
                  "return 0;"]
-        return [("__ARM_FEATURE_MVE", mve), (None, plain)]
+        return {"mve": mve, "plain": plain}
 
 
-@register_intrin
-class DotS8xRequantT(DotS8xRequant):
-    """dot_s8xq with one multiplier and shift (int32 values) for every channel: per tensor."""
-    name = "dot_s8xqt"
-    pointer_args = (0, 1, 2, 10)
-    per_channel = False
+DotS8xRequantT = per_tensor(DotS8xRequant, """dot_s8xq with one multiplier and shift (int32 values) for every
+    channel: per tensor.""")

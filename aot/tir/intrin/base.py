@@ -5,11 +5,17 @@ from ..expr import TENSOR_INTRINSICS, Const
 
 _INTRINSICS: dict = {}
 
+# the extensions a body may be written for, in the order the C tries them, each with the ACLE
+# feature macro a compiler defines when its -mcpu has it; the portable body ('plain') comes last.
+# A new extension is an entry here, a new body of an intrinsic an entry of its bodies()
+EXTENSIONS = (("mve", "__ARM_FEATURE_MVE"), ("dsp", "__ARM_FEATURE_DSP"))
+
 
 class TensorIntrin:
-    """One micro-kernel. `name` is the loop IR's Call name; `variants` the C bodies, keyed by
-    the ACLE feature macro that enables them, in the order tried ('plain' last, no macro)."""
+    """One micro-kernel. `name` is the loop IR's Call name; `bodies` its C bodies by variant
+    ('mve', 'dsp': EXTENSIONS; 'plain'), `headers` the headers each variant includes."""
     name = ""
+    headers: dict = {}       # variant -> the headers its body needs
     dtype = "int32"          # the value the call returns
     written_args = ()        # positions of the pointer arguments it stores through (an Evaluate's call)
     pointer_args = ()        # positions of the arguments that are pointers (a Load: &buf[index])
@@ -32,13 +38,19 @@ class TensorIntrin:
     def signature(self) -> str:
         raise NotImplementedError
 
-    def variants(self) -> list:
-        """[(feature macro or None, C body lines)]: the bodies, the portable one last."""
+    def bodies(self) -> dict:
+        """{variant: C body lines}: 'plain' (portable C) and any of EXTENSIONS' variants."""
         raise NotImplementedError
+
+    def variants(self) -> list:
+        """[(feature macro or None, C body lines)]: the bodies in EXTENSIONS' order, the portable
+        one last."""
+        got = self.bodies()
+        return [(macro, got[v]) for v, macro in EXTENSIONS if v in got] + [(None, got["plain"])]
 
     def includes(self) -> list:
         """[(feature macro, [header, ...])]: the headers each variant needs."""
-        return []
+        return [(macro, list(self.headers[v])) for v, macro in EXTENSIONS if v in self.headers]
 
     def variant_for(self, mcpu) -> str:
         """The variant a compiler for -mcpu=mcpu keeps (for `aot info`): 'mve', 'dsp' or 'plain'."""
@@ -75,6 +87,15 @@ def register_intrin(cls):
     _INTRINSICS[cls.name] = cls()
     TENSOR_INTRINSICS.add(cls.name)
     return cls
+
+
+def per_tensor(cls, doc):
+    """The registered sibling of the per-channel requantising intrinsic cls (its multiplier and
+    shift arrays at the positions cls.scale_args) that takes one multiplier and shift, int32
+    values, for every channel: cls.name + 't', its bodies written with per_channel False."""
+    return register_intrin(type(cls.__name__ + "T", (cls,), {
+        "name": cls.name + "t", "per_channel": False, "__doc__": doc, "__module__": cls.__module__,
+        "pointer_args": tuple(k for k in cls.pointer_args if k not in cls.scale_args)}))
 
 
 def get_intrin(name: str) -> TensorIntrin | None:

@@ -1,0 +1,150 @@
+"""gemmlowp's fixed-point arithmetic as C text: the one place the micro-kernels (and the C
+renderer's aot_srdhm / aot_rdbpot helpers) get SaturatingRoundingDoublingHighMul,
+RoundingDivideByPOT and TFLite's requantisation step from.
+
+Each function returns an expression or a list of statement lines, parametrised by what the call
+sites write differently (variable names, C type names of a dialect, the spelling of INT32_MIN,
+where the rounding's sign correction comes from), so that each kernel keeps its own text.
+The arithmetic they write:
+
+- srdhm(a, b) = INT32_MAX when a == b == INT32_MIN, else floor((a * b + 2^30) / 2^31): gemmlowp's
+  nudge (2^30, or 1 - 2^30 below zero, then a truncating division) is that floor for every
+  product, one add and one arithmetic shift of the int64 product;
+- rdbpot(x, e) = x / 2^e rounded half away from zero: (x >> e) plus one when the remainder
+  (x & mask) is above half of 2^e, or is half with x non-negative. The other forms here
+  are the same value: half up of x - 1 when x < 0 (the remainder test on the bit below the
+  shift, or an add of 2^(e-1) before the shift);
+- Helium: vqrdmulh is srdhm exactly; vrshl by -e rounds half up, so x - 1 first for negative x
+  (and e > 0) rounds half away from zero.
+`>>` on a negative int32 is the arithmetic shift gcc and clang define (and the kernels assume).
+"""
+from __future__ import annotations
+
+INT32_NAMES = ("INT32_MIN", "INT32_MAX")              # <stdint.h>'s
+INT32_LITERALS = ("(-2147483647 - 1)", "2147483647")   # where the text names no macro
+
+
+# -- scalar: expressions ---------------------------------------------------------------------
+def product(a, b, i64="int64_t", widen_b=True) -> str:
+    """a * b as an int64 product (b widened too, or left to C's conversions)."""
+    return f"({i64}){a} * ({i64}){b}" if widen_b else f"({i64}){a} * {b}"
+
+
+def high_mul(prod, i32="int32_t", i64="int64_t") -> str:
+    """floor((prod + 2^30) / 2^31) of an int64 product: srdhm short of its one saturating case
+    (enough where the multiplier is known not to be INT32_MIN)."""
+    return f"({i32})(({prod} + (({i64})1 << 30)) >> 31)"
+
+
+def srdhm(a, b, high, limits=INT32_NAMES, both_min=False, sep=" : ") -> str:
+    """SaturatingRoundingDoublingHighMul(a, b), `high` being high_mul of their product: INT32_MAX
+    for INT32_MIN * INT32_MIN, tested as a == b == INT32_MIN (or with both_min as a == INT32_MIN
+    and b == INT32_MIN); sep goes between the saturated value and `high`."""
+    lo, hi = limits
+    guard = f"({a} == {lo} && {b} == {lo})" if both_min else f"({a} == {b} && {a} == {lo})"
+    return f"{guard} ? {hi}{sep}{high}"
+
+
+def low_mask(e, i32="int32_t", u32="uint32_t", one="1u") -> str:
+    """2^e - 1 (e in 0..31, through uint32: 1 << 31 overflows int32)."""
+    return f"({i32})((({u32})1 << {e}) - {one})"
+
+
+def round_threshold(x, half="(mask >> 1)", sign_shift=False) -> str:
+    """The remainder rdbpot rounds up beyond: half of 2^e, one more for negative x (x < 0, or with
+    sign_shift minus x's sign word x >> 31)."""
+    return f"{half} - ({x} >> 31)" if sign_shift else f"{half} + ({x} < 0)"
+
+
+def rdbpot(x, e, threshold) -> str:
+    """RoundingDivideByPOT(x, e) as (x >> e) plus the remainder (x & mask, mask = low_mask(e))
+    passing `threshold` (round_threshold)."""
+    return f"({x} >> {e}) + (({x} & mask) > {threshold})"
+
+
+def rdbpot_sat_half(x, e, half="half") -> str:
+    """RoundingDivideByPOT(x, e) for e >= 1 as (x + 2^(e-1) - (x < 0)) >> e, the add saturating
+    (ACLE's __qadd): where it saturates, the result is at least 2^(31-e) - 1, which only a clamp
+    to a narrower range may follow."""
+    return f"(__qadd({x}, {half}) + ({x} >> 31)) >> {e}"
+
+
+def left_of(shift) -> str:
+    """MBQM's left shift: the shift where positive, else 0."""
+    return f"{shift} > 0 ? {shift} : 0"
+
+
+def right_of(shift) -> str:
+    """MBQM's rounding right shift: minus the shift where not positive, else 0."""
+    return f"{shift} > 0 ? 0 : -{shift}"
+
+
+# -- scalar: statements -----------------------------------------------------------------------
+def srdhm_lines(x, m) -> list:
+    """C lines: x = srdhm(x, m) through the int64 `ab` the caller declares."""
+    return [f"ab = {product(x, m)};", f"{x} = {srdhm(x, m, high_mul('ab'))};"]
+
+
+def rdbpot_lines(x, e) -> list:
+    """C lines: x = rdbpot(x, e) through the int32 `mask` the caller declares."""
+    return [f"mask = {low_mask(e)};", f"{x} = {rdbpot(x, e, '(' + round_threshold(x) + ')')};"]
+
+
+def rdbpot_bit_lines(q, y, e) -> list:
+    """C lines: q = rdbpot(q, e) for e >= 1 as half up of y = q - 1 for negative q (its bit below
+    the shift added: no mask); y declared here. q must not be INT32_MIN."""
+    return [f"int32_t {y} = {q} - (int32_t)((uint32_t){q} >> 31);",
+            f"{q} = ({y} >> {e}) + (({y} >> ({e} - 1)) & 1);"]
+
+
+def mbqm_lines(x, mult, shift) -> list:
+    """C lines: x = MultiplyByQuantizedMultiplier(x, mult, shift) (TFLite): x shifted left by the
+    positive shift, srdhm by mult, rdbpot by the negative shift; int64 ab and int32 e, mask
+    declared by the caller."""
+    return [f"{x} = (int32_t)((uint32_t){x} << ({left_of(shift)}));",
+            *srdhm_lines(x, mult),
+            f"e = {right_of(shift)};",
+            *rdbpot_lines(x, "e")]
+
+
+def requantise_lines(x, mult, shift, zp="zp") -> list:
+    """C lines: TFLite's requantisation of x short of its clamp: mbqm, then the zero point."""
+    return mbqm_lines(x, mult, shift) + [f"{x} += {zp};"]
+
+
+def clamp(x, lo="lo", hi="hi") -> str:
+    """x clamped to [lo, hi]."""
+    return f"{x} < {lo} ? {lo} : ({x} > {hi} ? {hi} : {x})"
+
+
+# -- Helium (MVE) -----------------------------------------------------------------------------
+def mve_srdhm(v, m, scalar=False) -> str:
+    """srdhm lane by lane: vqrdmulh (m a vector, or with scalar one int32 for every lane)."""
+    return f"vqrdmulhq_n_s32({v}, {m})" if scalar else f"vqrdmulhq_s32({v}, {m})"
+
+
+def mve_left(v, left) -> str:
+    """v shifted left by `left` (a vector of non-negative shifts)."""
+    return f"vshlq_s32({v}, {left})"
+
+
+def mve_rshl(v, r) -> str:
+    """v shifted by r lanes (r = -e <= 0: a right shift rounding half up)."""
+    return f"vrshlq_s32({v}, {r})"
+
+
+def mve_rdbpot(v, r) -> str:
+    """rdbpot lane by lane, r = -e (0 or negative): vrshl after adding the sign bit of v & r (one
+    less for a negative v where a right shift follows: half away from zero), saturating."""
+    return mve_rshl(f"vqaddq_s32({v}, vshrq_n_s32(vandq_s32({v}, {r}), 31))", r)
+
+
+def mve_rdbpot_fixup(v, r) -> str:
+    """mve_rdbpot's correction on its own, through the two sign words: v minus one in the lanes
+    where v and r (= -e) are both negative; mve_rshl(.., r) completes the division."""
+    return f"vqaddq_s32({v}, vandq_s32(vshrq_n_s32({v}, 31), vshrq_n_s32({r}, 31)))"
+
+
+def mve_clamp(v, lo="vdupq_n_s32(lo)", hi="vdupq_n_s32(hi)", zp="zp") -> str:
+    """v plus the zero point, clamped to [lo, hi] (vectors)."""
+    return f"vminq_s32(vmaxq_s32(vaddq_n_s32({v}, {zp}), {lo}), {hi})"
