@@ -17,7 +17,8 @@ def _cmd_compile(a):
         if m.startswith("lower: "):
             print("\r\033[K" + m[:100], end="", file=sys.stderr, flush=True)
     progress = show_progress if not a.verbose and sys.stderr.isatty() else None
-    from .uma.backend import load_backend_file, split_targets
+    from .target import split_targets
+    from .uma.backend import load_backend_file
     for path in a.backend or ():
         load_backend_file(path)
     target, backends = split_targets(a.target or "c")

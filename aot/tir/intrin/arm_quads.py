@@ -16,7 +16,8 @@ loops, for the host.
 from __future__ import annotations
 
 from ..expr import Const
-from .arm import _MVE_CPUS, _requant_c
+from ...targets.cortex_m import core
+from .arm import _requant_c
 from .base import TensorIntrin, register_intrin
 
 
@@ -65,7 +66,7 @@ class DotS8xRequant(TensorIntrin):
         return None, f"{self.name} replaces a channel loop of dot_s8x4q calls, not a loop"
 
     def variant_for(self, mcpu):
-        return "mve" if mcpu in _MVE_CPUS else "plain"
+        return "mve" if core(mcpu).mve else "plain"
 
     def signature(self):
         ms = "const int32_t* mult, const int32_t* shift" if self.per_channel else "int32_t mult, int32_t shift"
