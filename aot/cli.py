@@ -11,13 +11,13 @@ from .errors import AotError
 def _cmd_compile(a):
     from .compiler import Options, board_target, compile_model
     from .frontend.onnx_import import parse_input_shapes
-    from .target import Target
     log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
     def show_progress(m):
         if m.startswith("lower: "):
             print("\r\033[K" + m[:100], end="", file=sys.stderr, flush=True)
     progress = show_progress if not a.verbose and sys.stderr.isatty() else None
-    from .uma.backend import load_backend_file, split_targets
+    from .target import split_targets
+    from .uma.backend import load_backend_file
     for path in a.backend or ():
         load_backend_file(path)
     target, backends = split_targets(a.target or "c")

@@ -22,7 +22,7 @@ from .passes.fuse import fuse_ops, group_name
 from .passes.order import order_for_memory
 from .passes.qdq import fold_qdq
 from .passes.simplify import eliminate_dead_code, fold_batchnorm, materialize_outputs, remove_identities
-from .target import Target
+from .target import Target, resolve
 
 SECTION_RE = re.compile(r"^[.A-Za-z0-9_]+$")
 
@@ -162,17 +162,11 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     from mlf.writer import empty_param_dict, make_metadata, metadata_json, source_date_epoch, write_tar
 
     from .uma import external_lowering, partition_for
-    from .uma.backend import split_targets
     from .passes.partition import external_functions, renumber_functions
 
     options = options or Options()
     log = log or (lambda msg: None)
-    target, backends = split_targets(options.target)
-    if target.libs:          # cuda -libs=cudnn,cublas: built-in backends, after the user's in priority
-        from codegen_c.libs import lib_backends
-        for b in lib_backends(target):
-            b.target = target
-            backends.append(b)
+    target, backends = resolve(options.target)
     log(f"target: {target}" + "".join(f"; backend {b.target}" for b in backends))
     mod = model_c_name(options.model_name)
     if not mod or mod == "_":
@@ -188,9 +182,9 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     pools = check_pools(options.workspace_pools)
     graph = import_model(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
-    # host SIMD: output-channel lanes consecutive. An instrumented build (aot debug) keeps the
-    # model's layout: its kernels' outputs are then onnxruntime's tensors, each with a reference
-    if not backends and not options.debug and "cpu" in target.keys and "arm_cpu" not in target.keys:
+    # an instrumented build (aot debug) keeps the model's layout: its kernels' outputs are then
+    # onnxruntime's tensors, each with a reference
+    if not backends and not options.debug and target.family.channels_last:
         graph, n = channels_last(graph)
         log(f"pass channels_last: {n} nodes made NHWC; {len(graph.nodes)} nodes remain")
     if backends:
@@ -247,9 +241,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     }
     if target.is_device:     # what a build adds for the device: nvcc for the kernels, the runtime to link
         extra["device"] = {"api": target.kind,
-                           "sources": sorted(s for s in sources if s.endswith(".cu")),
-                           "libs": ["-lOpenCL"] if target.kind == "opencl" else
-                           [f"-l{lib}" for lib in target.libs] + ["-lcudart"]}
+                           "sources": sorted(s for s in sources if s.endswith(target.family.device_sources)),
+                           "libs": target.family.link_libs(target)}
     if plan.devices and not target.is_device:     # a GPU host makes its libraries' contexts itself
         from codegen_c.emit import device_member
         extra["devices"] = [device_member(d) for d in plan.devices]

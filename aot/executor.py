@@ -24,9 +24,7 @@ from .tir.legalize import legalize
 from .tir.stmt import PrimFunc
 from .tir.structural import structural_key
 from .tir.inplace import writes_over, writes_over_in_order, writes_over_staged
-from .schedules.arm_dw import staging_block as arm_staging_block
-from .schedules.x86 import staging_block as host_staging_block
-from .schedules.inplace_conv import STAGE_PIXELS, stage_in_place, stage_rows
+from .schedules.inplace_conv import stage_in_place, stage_rows
 from .tir.verify import AccessReport, verify_accesses
 
 
@@ -230,8 +228,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
         elif ext is None:
             func, params = lower_group(g, fname)
             staged = (_staged_in_place(func, params, g, step, lives, len(kernels), set(in_index) | set(out_root),
-                                       arm_staging_block(target) if "arm_cpu" in target.keys else
-                                       host_staging_block(target) + (STAGE_PIXELS,))
+                                       target.family.staging_block(target))
                       if in_place and not target.is_device and step in worth_staging else None)
             if staged:
                 func = staged[0]
@@ -241,7 +238,7 @@ def build_plan(graph, groups, mod, in_names, out_names, align=16, log=None, work
                 func = legalize(flatten(plain))      # staged by rows: its schedule re-proven, else its proven nest
             if not staged and step in worth_shrinking:
                 # the host's rules can keep the pieces of a padded window in the nest's order
-                ordered = None if "arm_cpu" in target.keys else \
+                ordered = None if not target.family.in_order_shrink else \
                     (lambda f: legalize(schedule(f.with_body(f.body, attrs=dict(f.attrs, in_order=True)), target)))
                 func, shrunk = _shrunk_in_place(func, plain, params, g, step, lives, len(kernels),
                                                 set(in_index) | set(out_root), ordered)

@@ -12,6 +12,9 @@ import tempfile
 import numpy as np
 
 from .errors import AotError, BuildError
+from .targets import device_family
+from .targets.cuda import device_count
+from .targets.opencl import OPENCL
 
 def cache_dir():
     d = os.environ.get("AOT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "aot")
@@ -161,7 +164,7 @@ def device_build(mlf, tmp, flags):
     dev = mlf.aot.get("device")
     if not dev:
         return [], [], []
-    if dev["api"] == "opencl":
+    if not dev["sources"]:          # the runtime builds the kernels itself (OpenCL, at init)
         return [], [], list(dev["libs"])
     nvcc = shutil.which("nvcc") or os.path.join(CUDA_HOME, "bin", "nvcc")
     objs = []
@@ -195,21 +198,11 @@ def write_inputs(info, inputs, d):
 
 def cuda_device_count():
     """CUDA GPUs the driver sees (0 without a driver): nvcc builds anywhere, a kernel runs only here."""
-    import ctypes
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return 0
-    n = ctypes.c_int(0)
-    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(n)) != 0:
-        return 0
-    return n.value
+    return device_count()
 
 
 def opencl_platform_present():
-    import ctypes.util
-    vendors = "/etc/OpenCL/vendors"
-    return ctypes.util.find_library("OpenCL") is not None and os.path.isdir(vendors) and bool(os.listdir(vendors))
+    return OPENCL.present()
 
 
 def check_device(info, device=None):
@@ -218,12 +211,9 @@ def check_device(info, device=None):
     if device is not None and device != api:
         raise AotError(f"device '{device}': the MLF was compiled for "
                        + (f"the {api} target" if api else "a C target (it runs on the CPU; leave device unset)"))
-    if api == "cuda" and cuda_device_count() == 0:
-        raise AotError("no CUDA GPU on this machine: the CUDA MLF compiles and links here "
-                       "(aot.host.build_host), but its kernels run only where the CUDA driver sees a GPU")
-    if api == "opencl" and not opencl_platform_present():
-        raise AotError("no OpenCL platform on this machine (on a CPU: apt-get install pocl-opencl-icd "
-                       "ocl-icd-opencl-dev)")
+    family = device_family(api)
+    if family is not None and not family.present():
+        raise AotError(family.absent)
 
 
 def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None, extra_sources=None, env=None,

@@ -203,8 +203,7 @@ class Module:
                                      if k.startswith("codegen/host/src/") and k.endswith(".c"))
         dev = {k: v for k, v in files.items() if k.endswith((".cu", ".cl"))}
         self.imported_modules = [_DeviceModule("\n".join(v.decode() for _, v in sorted(dev.items())),
-                                               "cuda" if any(k.endswith(".cu") for k in dev) else "opencl")] \
-            if dev else []
+                                               info["device"]["api"])] if dev else []
 
     def get_source(self, fmt=""):
         return self.host_source

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import AotError
+from .targets import runtime_devices
 
 
 class Device:
     def __init__(self, kind, index=0):
-        if kind not in ("cpu", "cuda", "opencl"):
-            raise AotError(f"device '{kind}' is not one of cpu, cuda, opencl")
+        if kind not in runtime_devices():
+            raise AotError(f"device '{kind}' is not one of {', '.join(runtime_devices())}")
         self.kind, self.index = kind, int(index)
 
     def __repr__(self):

@@ -9,45 +9,43 @@
 The same call shapes as tvm.target.Target. The canonical string (str(t)) is what metadata.json
 and the generated files record: attributes in a fixed order, defaults left out, so equal targets
 print alike. Kinds: "c", "cuda" (-libs=cudnn,cublas), "opencl", and the kinds plug-in backends register.
+
+This is the one module that reads target strings: a target's facts (core features, layouts,
+schedule pipeline, renderer dialect, ...) are its family's (`Target.family`, aot/targets/), and
+`resolve` turns a target list into the target and the backends (plug-ins, -libs=) the driver
+compiles with.
 """
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass, field
 
+from . import targets
 from .errors import AotError
 
-# kind -> the attributes it takes (name -> "str" | "list"), and its default keys
-KINDS = {
-    "c": {"attrs": {"keys": "list", "mcpu": "str", "march": "str", "mattr": "list", "model": "str",
-                    "libs": "list"},
-          "keys": ("cpu",)},
-    # GPUs: generated kernels with block/thread binding, a host-side executor in C (issue 12)
-    "cuda": {"attrs": {"keys": "list", "arch": "str", "model": "str", "libs": "list"}, "keys": ("cuda", "gpu")},
-    "opencl": {"attrs": {"keys": "list", "device": "str", "model": "str"}, "keys": ("opencl", "gpu")},
-}
-DEVICE_KINDS = ("cuda", "opencl")    # kinds whose kernels run on a device the host C drives
 HINTS = {"llvm": " (aot emits C: use 'c' with -mcpu)"}
-LIBS = {"c": (), "cuda": ("cudnn", "cublas"), "opencl": ()}   # external libraries a kind can call
-EXTERNAL = set()            # kinds registered by plug-in backends (aot.uma): they take only what they claim
+PLUGINS: dict = {}          # kinds registered by plug-in backends (aot.uma): name -> (options, backend)
 
 
-def register_kind(name, attrs=()):
-    """A plug-in backend's target kind (UMABackend.register): its options are strings."""
-    KINDS[name] = {"attrs": {a: "str" for a in attrs}, "keys": (name,)}
-    LIBS[name] = ()
-    EXTERNAL.add(name)
+def register_kind(name, attrs=(), backend=None):
+    """A plug-in backend's target kind (UMABackend.register): its options are strings; a target
+    list naming the kind hands the backend what it claims."""
+    PLUGINS[name] = ({a: "str" for a in attrs}, backend)
+
+
+def _spec(kind):
+    """The options target kind `kind` takes, or None for an unknown kind."""
+    return PLUGINS[kind][0] if kind in PLUGINS else targets.kind_attrs(kind)
+
+
 _VALUE_RE = re.compile(r"^[A-Za-z0-9_.+\-]+$")
-
-
-def _cortex_m(mcpu):
-    return mcpu is not None and mcpu.startswith("cortex-m")
 
 
 @dataclass(frozen=True)
 class Target:
     kind: str
-    attrs: tuple = ()                   # ((name, value), ...) in KINDS order; lists as tuples
+    attrs: tuple = ()                   # ((name, value), ...) in the kind's option order; lists as tuples
     host: "Target | None" = field(default=None)
 
     def __init__(self, target="c", host=None):
@@ -75,7 +73,7 @@ class Target:
             cur = pieces[0]
             for p in pieces[1:]:
                 word = p.split()[0] if p.split() else ""
-                if p[:1].isspace() or word in KINDS:
+                if p[:1].isspace() or _spec(word) is not None:
                     items.append(cur)
                     cur = p
                 else:
@@ -87,21 +85,32 @@ class Target:
         return [cls(s) for s in items]
 
     @property
+    def family(self):
+        """The target family (aot/targets/) whose facts the stages ask for; a plug-in backend's
+        kind has the base family's (it generates no kernels of its own)."""
+        return targets.family_for(self.kind, self.mcpu) or _PLUGIN
+
+    @property
     def is_device(self):
         """Kernels run on a device (a GPU) that generated host C drives."""
-        return self.kind in DEVICE_KINDS
+        return self.family.is_device
 
     @property
     def is_external(self):
         """A plug-in backend's target (it compiles only what it claims)."""
-        return self.kind in EXTERNAL
+        return self.kind in PLUGINS
+
+    @property
+    def core(self):
+        """The features of the core a Cortex-M target names (aot/targets/cortex_m.py); None elsewhere."""
+        return self.family.core(self)
 
     def get(self, name, default=None):
         return dict(self.attrs).get(name, default)
 
     @property
     def keys(self):
-        return self.get("keys") or _default_keys(self.kind, self.get("mcpu"))
+        return self.get("keys") or self._default_keys()
 
     @property
     def mcpu(self):
@@ -111,10 +120,13 @@ class Target:
     def libs(self):
         return self.get("libs") or ()
 
+    def _default_keys(self):
+        return (self.kind,) if self.is_external else self.family.keys
+
     def __str__(self):
         out = [self.kind]
         for name, value in self.attrs:
-            if name == "keys" and tuple(value) == _default_keys(self.kind, self.get("mcpu")):
+            if name == "keys" and tuple(value) == self._default_keys():
                 continue
             out.append(f"-{name}={','.join(value) if isinstance(value, tuple) else value}")
         return " ".join(out)
@@ -131,8 +143,11 @@ class Target:
         return d
 
 
-def _default_keys(kind, mcpu):
-    return ("arm_cpu", "cpu") if kind == "c" and _cortex_m(mcpu) else KINDS[kind]["keys"]
+class _PluginFamily(targets.Family):
+    name = "plug-in"
+
+
+_PLUGIN = _PluginFamily()
 
 
 def _parse(text):
@@ -142,14 +157,14 @@ def _parse(text):
     if not parts:
         raise AotError("empty target: give a target such as 'c' or 'c -mcpu=cortex-m4'")
     kind, opts = parts[0], parts[1:]
-    if kind not in KINDS:
-        plugins = sorted(EXTERNAL)
+    spec = _spec(kind)
+    if spec is None:
+        plugins = sorted(PLUGINS)
         raise AotError(f"target kind '{kind}' is not supported{HINTS.get(kind, '')}; "
-                       f"supported: {', '.join(sorted(set(KINDS) - EXTERNAL))}"
+                       f"supported: {', '.join(sorted(targets.kinds()))}"
                        + (f"; registered backends: {', '.join(plugins)}" if plugins else "")
                        + ("" if kind in HINTS else
                           " (a plug-in backend must be registered first: aot compile --backend FILE.py)"))
-    spec = KINDS[kind]["attrs"]
     found = {}
     for o in opts:
         name, eq, value = o.lstrip("-").partition("=")
@@ -165,8 +180,61 @@ def _parse(text):
         if bad:
             raise AotError(f"target '{text}': option '-{name}' has an invalid value '{bad[0]}'")
         found[name] = tuple(items) if spec[name] == "list" else value
-    libs = [lib for lib in found.get("libs", ()) if lib not in LIBS[kind]]
+    known = _libraries(kind)
+    libs = [lib for lib in found.get("libs", ()) if lib not in known]
     if libs:
         raise AotError(f"target '{text}': library '{libs[0]}' is not supported for kind '{kind}'"
-                       + (f" (supported: {', '.join(LIBS[kind])})" if LIBS[kind] else " (none is, yet)"))
+                       + (f" (supported: {', '.join(known)})" if known else " (none is, yet)"))
     return kind, tuple((name, found[name]) for name in spec if name in found)
+
+
+def _libraries(kind):
+    """What -libs= may name for a kind: the libraries of its families."""
+    out = []
+    for f in targets.FAMILIES:
+        out += [lib for lib in f.libraries if f.kind == kind and lib not in out]
+    return tuple(out)
+
+
+def split_targets(spec):
+    """A target, a target string or list ('vanilla_accelerator, c'), or a list of targets ->
+    (the target for what no backend claims, [the plug-in backends it names, in priority order])."""
+    if isinstance(spec, Target):
+        items = [spec]
+    elif isinstance(spec, str):
+        items = Target.list(spec)
+    else:
+        items = [t if isinstance(t, Target) else Target(t) for t in spec]
+    main = [t for t in items if not t.is_external]
+    if len(main) != 1:
+        raise AotError(f"target list '{', '.join(str(t) for t in items)}' must name exactly one code-generation "
+                       f"target for what the backends do not take (such as 'c'), not {len(main)}")
+    backends = []
+    for t in items:
+        if t.is_external:
+            b = PLUGINS[t.kind][1]
+            if b in backends:
+                raise AotError(f"target list names backend '{t.kind}' twice")
+            b.target = t
+            backends.append(b)
+    return main[0], backends
+
+
+def resolve(spec):
+    """What the driver compiles for: (the target, [its backends in priority order]): the plug-in
+    backends the list names, then the libraries of the target's -libs= (cuda -libs=cudnn,cublas),
+    each a built-in plug-in backend found by name: the module aot.targets.libs.<name>, whose
+    BACKEND is its aot.uma.UMABackend class."""
+    target, backends = split_targets(spec)
+    for lib in target.libs:
+        name = f"{targets.__name__}.libs.{lib}"
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+            raise AotError(f"target '{target}': library '{lib}' has no backend") from None
+        b = module.BACKEND()
+        b.target = target
+        backends.append(b)
+    return target, backends

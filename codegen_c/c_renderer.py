@@ -471,6 +471,12 @@ class CRenderer(StmtVisitor):
         text = "\n".join(self.helpers[k] for k in sorted(self.helpers))
         return text.replace("static inline ", self.helper_prefix + " ")
 
+    def device_sources(self, mod, target, launches, bodies):
+        """A GPU dialect's device code, for codegen_c/emit_gpu.py: ({MLF path: text}, the values
+        its family's host template needs). launches: each kernel's first DeviceLaunch; bodies:
+        the kernels as this renderer printed them; target: the target's text for comments."""
+        raise AotError(f"{type(self).__name__} renders kernels for the host, not device code")
+
 
 def _stored_buffers(s):
     return [x.buffer for x in walk_stmts(s) if isinstance(x, Store)]

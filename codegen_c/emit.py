@@ -233,8 +233,7 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
                            f"({', '.join(sorted({i.symbol for i in c.init_body}))}), which need a target whose "
                            "host has an init entry point (cuda)")
     renderer = CRenderer()
-    # a microcontroller has no threads: its 'parallel' loops stay plain loops (no OpenMP, no heap)
-    renderer.openmp = "arm_cpu" not in Target(target).keys
+    renderer.openmp = Target(target).family.openmp
     # only a generated kernel's call site is known alias-free; anything else prints without restrict
     restrict = {id(c.func): getattr(c, "no_alias", False) for c in plan.calls if hasattr(c, "func")}
     functions = [{"comment": comment_safe(f.name), "text": renderer.function(f, restrict[id(f)])} for f in plan.funcs]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 
+from aot import targets
 from aot.dtypes import BYTES as DTYPE_BYTES
 
 MLF_VERSION = 7
@@ -97,17 +98,24 @@ def metadata_problems(meta, files) -> list:
     if not (isinstance(kernels, list) and all(isinstance(k, str) for k in kernels)):
         p.append("aot.kernels is not a list of names")
     device = aot.get("device")
-    lib1 = f"codegen/host/src/{mod}_lib1.{'cu' if isinstance(device, dict) and device.get('api') == 'cuda' else 'c'}"
+    # the kernels are in lib1.c, or in the lib1 file a device compiler builds (lib1.cu for nvcc)
+    lib1 = f"codegen/host/src/{mod}_lib1.c"
+    compiled = device.get("sources") if isinstance(device, dict) else None
+    if isinstance(compiled, list):
+        lib1 = next((s for s in compiled if isinstance(s, str) and s.startswith(lib1[:-1])), lib1)
     if device is not None:
-        if not (isinstance(device, dict) and device.get("api") in ("cuda", "opencl")
+        apis = [f.kind for f in targets.FAMILIES if f.is_device]
+        family = targets.device_family(device.get("api")) if isinstance(device, dict) else None
+        if not (family is not None
                 and isinstance(device.get("sources"), list) and isinstance(device.get("libs"), list)
                 and all(isinstance(x, str) and x.startswith("-l") and _c_ident(x[2:]) for x in device["libs"])):
-            p.append("aot.device is not {api: cuda|opencl, sources: [...], libs: [-lNAME, ...]}")
+            p.append(f"aot.device is not {{api: {'|'.join(apis)}, sources: [...], libs: [-lNAME, ...]}}")
         else:
             for src in device["sources"]:
-                if not (isinstance(src, str) and src.startswith("codegen/host/src/") and src.endswith(".cu")
-                        and ".." not in src and src in files):
-                    p.append(f"aot.device.sources names {_show(src)}, which is not a .cu member of codegen/host/src")
+                if not (isinstance(src, str) and src.startswith("codegen/host/src/")
+                        and src.endswith(family.device_sources) and ".." not in src and src in files):
+                    p.append(f"aot.device.sources names {_show(src)}, which is not a "
+                             f"{'/'.join(family.device_sources) or 'device source'} member of codegen/host/src")
     for f in (hdr_name, f"codegen/host/src/{mod}_lib0.c", lib1,
               f"parameters/{mod}.params", f"src/{mod}.relay", "runtime/include/tvm/runtime/c_runtime_api.h"):
         if f not in files:

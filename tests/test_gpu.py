@@ -439,7 +439,7 @@ def test_launch_shape_checks_the_binding():
 def test_opencl_source_table_keeps_every_literal_within_iso_c_limits():
     """A kernel line can be longer than the 4095 characters ISO C promises for a string literal
     (a long fused index expression): the table splits it, and OpenCL joins the pieces back."""
-    from codegen_c.emit_gpu import _c_string_lines
+    from codegen_c.opencl_renderer import c_string_lines as _c_string_lines
     text = 'a = "q";\n' + "x\\y" * 3000 + "\nend"
     pieces = _c_string_lines(text)
     assert all(len(p) <= 4095 for p in pieces)

@@ -9,9 +9,9 @@ PACKAGES = ("aot", "codegen_c", "mlf")
 # the layers, lowest first: a module imports only modules of its own layer or lower ones. A module
 # prefix names a package and everything in it; "aot" alone is the package's __init__.
 TIERS = (
-    ("core", ("aot.errors", "aot.dtypes", "aot.names", "aot.target", "aot.ir", "aot.tir", "aot.te", "aot.ops",
-              "aot.passes", "aot.frontend", "aot.schedules", "aot.liveness", "aot.executor", "aot.memory_plan",
-              "aot.uma")),
+    ("core", ("aot.errors", "aot.dtypes", "aot.names", "aot.target", "aot.targets", "aot.ir", "aot.tir", "aot.te",
+              "aot.ops", "aot.passes", "aot.frontend", "aot.schedules", "aot.liveness", "aot.executor",
+              "aot.memory_plan", "aot.uma")),
     ("printers", ("codegen_c", "mlf")),
     ("driver", ("aot.compiler", "aot.cli", "aot.host", "aot.firmware", "aot.project", "aot.debug", "aot.backend",
                 "aot.conformance", "aot.memory_report", "aot.__main__")),

@@ -245,7 +245,7 @@ def test_cache_read_local_stages_each_chunk(tmp_path):
     assert "A_local[4]" in src and "B_local[4]" in src
 
 
-def test_cache_read_shared_spans_the_block_and_refuses_what_it_cannot_stage(monkeypatch):
+def test_cache_read_shared_spans_the_block_and_refuses_what_it_cannot_stage():
     from aot.tir.stmt import Allocate, Barrier, walk_stmts
     a, b, c = _matmul()
     f = lower([a, b, c], "mm_shared")
@@ -262,9 +262,9 @@ def test_cache_read_shared_spans_the_block_and_refuses_what_it_cannot_stage(monk
     assert a_s.shape == (M, 4) and b_s.shape == (4, N)           # every row/column of the block's threads
     assert sum(isinstance(x, Barrier) for x in walk_stmts(s)) == 2  # one fill barrier, one end barrier, shared
     assert sum(isinstance(x, Allocate) and x.buffer.scope == "shared" for x in walk_stmts(s)) == 2
-    monkeypatch.setattr(tsch, "MAX_SHARED_BYTES", 16)     # A[:, k] of the block is 6 floats
     with pytest.raises(tsch.ScheduleError, match="needs 24 bytes, more than the 16 of shared memory"):
-        tsch.cache_read(tsch.bind(tsch.bind(f.body, i, "threadIdx.y"), j, "threadIdx.x"), f.params[0], k, "shared")
+        tsch.cache_read(tsch.bind(tsch.bind(f.body, i, "threadIdx.y"), j, "threadIdx.x"), f.params[0], k, "shared",
+                        shared_max=16)      # A[:, k] of the block is 6 floats
 
 
 def test_cache_write_computes_a_tile_locally_and_copies_it_out(tmp_path):

@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import AotError
 from ..runtime import Device, NDArray
+from ..targets import device_family
 
 
 class GraphRuntime:
@@ -59,7 +60,7 @@ class GraphModule:
         missing = [n for n in m.input_names if n not in m.inputs]
         if missing:
             raise AotError(f"set_input first: no value for {', '.join(missing)}")
-        device = None if m.dev.kind == "cpu" else m.dev.kind
+        device = m.dev.kind if device_family(m.dev.kind) else None     # a GPU API's, else the host's
         outs = run_module(m.factory.result, dict(m.inputs), device=device)
         m.outputs = [outs[n] for n in m.output_names]
 

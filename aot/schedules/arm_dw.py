@@ -11,7 +11,7 @@ input channel (output channel k reads input channel k / M), a per-tensor requant
 core with neither extension keeps the other rules.
 
 A depthwise conv staged to write over its input (aot/schedules/inplace_conv.py, issue 16) is
-staged STAGE_BLOCK channels at a time on these cores (staging_block, which the executor asks):
+staged 16 channels at a time on these cores (the Cortex-M family's staging_block, which the executor asks):
 the call then covers a pixel's block of channels, computed into the scratch, before the block
 is copied back. One channel at a time would leave the micro-kernel nothing to run along. One
 staged by rows (stage_rows: a ring of rows copied back a row behind) has every channel per call.
@@ -28,18 +28,6 @@ from .nests import accumulation, map_staged_parts, nests as _nests, staged_compu
 from .registry import register
 
 DW = "dw_s8"
-STAGE_BLOCK = 16      # channels a staged depthwise conv computes per pixel: two Helium steps, four DSP words
-
-
-def staging_block(target):
-    """(channels of a depthwise conv to stage at a time for target, the fewest worth a block;
-    (1, 1): one plane at a time). Helium's call pays from 2 channels (fewer instructions than by
-    planes on VWW's 8-channel depthwise conv on the M55), the DSP body from 4 (below, planes run
-    fewer on the M4)."""
-    if target is None or "arm_cpu" not in target.keys:
-        return 1, 1
-    variant = get_intrin(DW).variant_for(target.mcpu)
-    return (1, 1) if variant == "plain" else (STAGE_BLOCK, 2 if variant == "mve" else 4)
 
 
 def _compute_nests(body):

@@ -1,11 +1,11 @@
 """Float32 schedule rules for Cortex-M ("arm_cpu" key), run before arm.py's rules.
 
 The CPU rules keep a register tile of accumulators as a loop for the C compiler to vectorize.
-With Helium (cortex-m55/m85) gcc does; a core whose FPU is scalar only (cortex-m4/m7/m33)
+With Helium (core.mve: cortex-m55/m85) gcc does; a core whose FPU is scalar only (cortex-m4/m7/m33)
 keeps the loop, and its accumulators live on the stack: a load and a store per multiply-add.
 There the lanes are unrolled into scalars, 16 of them (half the FPU's 32 registers: each
 input value loaded is used 16 times; 8 leave ResNet-8 and AD 10-20% slower). Accumulations
-become fused multiply-adds on cores whose FPU has them (-std=c99 forbids the C compiler to
+become fused multiply-adds on cores whose FPU has them (core.fma; -std=c99 forbids the C compiler to
 contract a * b + c itself), except in the loops left to Helium, which vectorizes a * b + c
 better (AD: 4.6x fewer instructions than with fmaf). Output loops are partitioned at the
 padding, so that the windows inside have constant bounds."""
@@ -19,8 +19,6 @@ from . import cpu
 from .nests import accumulation, nests as _nests
 from .registry import register
 
-FLOAT_SIMD = ("cortex-m55", "cortex-m85")          # Helium: gcc vectorizes the lane loops
-FMA = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85")  # FPv4, FPv5, M-profile FPU
 SCALAR_TILE = 16
 
 
@@ -111,10 +109,10 @@ def _unclamped(nest):
 def float_tiles(func, target):
     """Register tiles for a float kernel on Cortex-M; func.attrs["schedule"] tells arm.py's
     rules that the tiles are done."""
-    mcpu = target.mcpu or ""
-    if not mcpu.startswith("cortex-m") or "schedule" in func.attrs or not _float_accumulation(func):
+    core = target.core
+    if core is None or "schedule" in func.attrs or not _float_accumulation(func):
         return func
-    simd = mcpu in FLOAT_SIMD
+    simd = core.mve          # Helium: gcc vectorizes the lane loops
     tile = cpu.MAX_TILE if simd else SCALAR_TILE
     func = _staged_tiles(cpu.register_tiles(func, tile), tile)
     nests, vector = _nests(func.body), False
@@ -131,7 +129,7 @@ def float_tiles(func, target):
 def fuse_multiply_adds(func, target):
     """Every float accumulation of the kernel as fma (registered after arm.py's rules: the
     short loops they unroll included)."""
-    if (target.mcpu or "") not in FMA:
+    if target.core is None or not target.core.fma:
         return func
     nests = _nests(func.body)
     done = [contract_fma(s, s.var) if isinstance(s, For) else s for s in nests]

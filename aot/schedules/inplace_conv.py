@@ -24,8 +24,6 @@ from ..tir.stmt import Allocate, Buffer, For, Seq, Store, map_exprs, own_exprs, 
 from .nests import accumulation, nests
 
 MAX_SCRATCH_SHARE = 4     # the scratch may take at most a quarter of the output: else nothing is saved
-STAGE_PIXELS = 16         # host: pixels of a row staged at a time (stage_in_place's pixels), so that the
-                          # staged compute has consecutive pixels for the host's SIMD lanes
 
 
 def _subst_stmt(s, mapping):

@@ -32,7 +32,8 @@ Lane loops of one vector (up to LANES channels-last) are 'simd' loops, kept roll
 iterations completely before its loop vectorizer runs, and the straight-line vectorizer packs a
 lane loop's unrolled copies badly (scalar multiply-adds, accumulators spilled). The activations
 reach these rules channels-last on the host (aot/passes/layout.py), so the lanes are consecutive
-in every tensor; staging_block sizes the executor's staged depthwise convs for that layout.
+in every tensor; the host family's staging_block (aot/targets/host.py) sizes the executor's
+staged depthwise convs for that layout.
 """
 from __future__ import annotations
 
@@ -64,18 +65,6 @@ MAX_BLOCK = 6       # lane loops in a block
 UNROLLED_ACC, UNROLLED_BLOCK = 64, 4   # the same for a block unrolled here (see host_blocks)
 BORDER_SPLIT = 32   # fewer output channels: border rows split into corners and a blocked middle
                     # (IC's 16-channel 3x3 convs 64 -> 51 us; every kernel: VWW's compile 0.9 -> 1.4 s)
-
-
-STAGE_BLOCK = 8     # channels of a channels-last depthwise conv staged at a time (halved down to 2)
-
-
-def staging_block(target):
-    """(channels of a depthwise conv staged at a time, the fewest worth a block) on the host,
-    for aot/schedules/inplace_conv.py. Channels-last, one channel at a time is a plane read 8
-    floats apart and scalar code (VWW's first depthwise conv, 8 channels: 124 us); a block's
-    channels are side by side, the lanes of each pixel (blocks of 2 there: 55 us, the same
-    workspace)."""
-    return STAGE_BLOCK, 2
 
 
 def _divisor(n, most, least=2):

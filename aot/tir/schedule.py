@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AotError
+from ..targets.base import GpuFamily
 from .expr import INDEX, Bin, Call, Const, Load, Unary, Var, all_of, ge, is_float, lt, substitute, substituter, transform, walk
 from .simplify import const_value, from_linear, linear_form, loop_ranges, simplify
 from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, Evaluate, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
@@ -437,7 +438,6 @@ def tensorize(s: Stmt, var: Var, intrin):
 
 
 # -- memory hierarchy -------------------------------------------------------------------------
-MAX_SHARED_BYTES = 48 * 1024     # what every CUDA device gives a block without opting in; OpenCL guarantees 32 KiB
 
 
 def _enclosing(s, target):
@@ -497,7 +497,7 @@ def _box(index, varying, ranges, what):
     return fixed, lo, hi
 
 
-def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared"):
+def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared", shared_max: int | None = None):
     """Stage what the body of loop `at` reads of `buffer` in a buffer of `scope`, filled at the
     start of every iteration of `at`; returns (stmt, cache buffer).
 
@@ -505,7 +505,9 @@ def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared"):
     "shared", over the block's threads (the threadIdx loops around `at`): those threads fill it
     together, a barrier follows the fill, and another ends the iteration so that no thread
     refills it while another still reads it. Elements of the box outside `buffer` are
-    zero-filled and never read. Every read must be affine in the loops the box spans."""
+    zero-filled and never read. Every read must be affine in the loops the box spans. A shared
+    cache may take shared_max bytes: the target family's shared_max, by default the GPU
+    families' (aot/targets/base.py)."""
     at = as_var(at)
     what = f"cache_read {buffer.name} at {at.name}"
     if scope not in ("shared", "local"):
@@ -548,8 +550,9 @@ def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared"):
         extent.append(hi - lo + 1)
     cache = Buffer(f"{buffer.name}_{scope}", buffer.dtype, extent, scope)
     nbytes = cache.size * np.dtype(buffer.dtype if buffer.dtype != "bfloat16" else "uint16").itemsize
-    if scope == "shared" and nbytes > MAX_SHARED_BYTES:
-        raise ScheduleError(f"{what}: the cache needs {nbytes} bytes, more than the {MAX_SHARED_BYTES} of shared "
+    limit = GpuFamily.shared_max if shared_max is None else shared_max
+    if scope == "shared" and nbytes > limit:
+        raise ScheduleError(f"{what}: the cache needs {nbytes} bytes, more than the {limit} of shared "
                             "memory a block may use")
 
     class Redirect(StmtMutator):

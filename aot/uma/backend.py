@@ -134,7 +134,7 @@ class UMABackend:
         name = self._name()
         if not _NAME_RE.match(name):
             raise BackendError(f"backend target_name '{name}' must be lower case letters, digits, '_' or '-'")
-        register_kind(name, list(self._target_attrs))
+        register_kind(name, list(self._target_attrs), backend=self)
         REGISTRY[name] = self
         return self
 
@@ -266,31 +266,6 @@ class _Scratch:
 
 def get_backend(name):
     return REGISTRY.get(name)
-
-
-def split_targets(spec):
-    """A target, a target string or list ('vanilla_accelerator, c'), or a list of targets ->
-    (the C target for what no backend claims, [registered backends in priority order])."""
-    from ..target import Target
-    if isinstance(spec, Target):
-        items = [spec]
-    elif isinstance(spec, str):
-        items = Target.list(spec)
-    else:
-        items = [t if isinstance(t, Target) else Target(t) for t in spec]
-    main = [t for t in items if not t.is_external]
-    if len(main) != 1:
-        raise AotError(f"target list '{', '.join(str(t) for t in items)}' must name exactly one code-generation "
-                       f"target for what the backends do not take (such as 'c'), not {len(main)}")
-    backends = []
-    for t in items:
-        if t.is_external:
-            b = REGISTRY[t.kind]
-            if b in backends:
-                raise AotError(f"target list names backend '{t.kind}' twice")
-            b.target = t
-            backends.append(b)
-    return main[0], backends
 
 
 def partition_for(backends, graph, mod="default", log=None):

@@ -24,11 +24,9 @@ from __future__ import annotations
 from ..expr import Bin, Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import For, Store
+from ...targets.cortex_m import core
 from .base import TensorIntrin, per_tensor, register_intrin
 from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
-
-_DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p")
-_MVE_CPUS = ("cortex-m55", "cortex-m85")
 
 
 def step(index, var):
@@ -186,9 +184,7 @@ class DotS8(TensorIntrin):
         return [base[0], base[1], Cast("int32", n) if n.dtype != "int32" else n, Const(ox, "int32")], None
 
     def variant_for(self, mcpu):
-        if mcpu in _MVE_CPUS:
-            return "mve"
-        return "dsp" if mcpu in _DSP_CPUS else "plain"
+        return core(mcpu).variant
 
     def signature(self):
         return "int32_t aot_dot_s8(const int8_t* a, const int8_t* b, int32_t n, int32_t off)"

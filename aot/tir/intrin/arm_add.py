@@ -26,7 +26,8 @@ from __future__ import annotations
 from ..expr import Bin, Call, Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import For, Store
-from .arm import _MVE_CPUS, contiguous_in
+from ...targets.cortex_m import core
+from .arm import contiguous_in
 from .base import TensorIntrin, register_intrin
 from .gemmlowp import clamp, mve_clamp, mve_rdbpot, mve_srdhm, rdbpot_lines, srdhm_lines
 from .requant import rescale_parts
@@ -167,7 +168,7 @@ class AddS8Requant(TensorIntrin):
         return base + [n] + [Const(c, "int32") for c in consts], None
 
     def variant_for(self, mcpu):
-        return "mve" if mcpu in _MVE_CPUS else "plain"
+        return "mve" if core(mcpu).mve else "plain"
 
     def signature(self):
         return ("int32_t aot_add_s8q(int8_t* out, const int8_t* a, const int8_t* b, int32_t n, "

@@ -14,7 +14,8 @@ from __future__ import annotations
 from ..expr import Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import For, Store
-from .arm import _DSP_CPUS, _MVE_CPUS, step, contiguous_in, flat_index
+from ...targets.cortex_m import core
+from .arm import contiguous_in, flat_index, step
 from .base import TensorIntrin, register_intrin
 
 
@@ -81,7 +82,7 @@ class CopyS8(TensorIntrin):
         return base + [rows, _i32(simplify(n))] + steps, None
 
     def variant_for(self, mcpu):
-        return "mve" if mcpu in _MVE_CPUS else "dsp" if mcpu in _DSP_CPUS else "plain"
+        return core(mcpu).variant
 
     def signature(self):
         return "int32_t aot_copy_s8(int8_t* out, const int8_t* a, int32_t rows, int32_t n, int32_t so, int32_t sa)"

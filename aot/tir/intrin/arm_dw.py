@@ -31,7 +31,8 @@ from __future__ import annotations
 from ..expr import Bin, Cast, Const, Load, substitute, walk
 from ..simplify import const_value, simplify
 from ..stmt import Allocate, For, Seq, Store
-from .arm import _DSP_CPUS, _MVE_CPUS, int8_operand, step, flat_index
+from ...targets.cortex_m import core
+from .arm import flat_index, int8_operand, step
 from .base import TensorIntrin, register_intrin
 from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
                        product, rdbpot_bit_lines, srdhm)
@@ -186,9 +187,7 @@ class DwS8(TensorIntrin):
                 _i32(a_k), _i32(ox), _i32(zp), _i32(lo), _i32(hi)], None
 
     def variant_for(self, mcpu):
-        if mcpu in _MVE_CPUS:
-            return "mve"
-        return "dsp" if mcpu in _DSP_CPUS else "plain"
+        return core(mcpu).variant
 
     def signature(self):
         return ("int32_t aot_dw_s8(int8_t* out, const int8_t* a, const int8_t* b, const int32_t* bias, "

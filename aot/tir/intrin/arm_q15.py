@@ -30,7 +30,7 @@ scratch, one pixel at a time.
 from __future__ import annotations
 
 from ..expr import Const
-from .arm import _DSP_CPUS
+from ...targets.cortex_m import core
 from .base import TensorIntrin, per_tensor, register_intrin
 from .gemmlowp import (high_mul, left_of, low_mask, product, rdbpot, rdbpot_sat_half, right_of, round_threshold,
                        srdhm)
@@ -162,7 +162,7 @@ class PwS8(TensorIntrin):
         return None, f"{self.name} replaces a pointwise conv's pixel loops (aot/schedules/arm_q15.py), not a loop"
 
     def variant_for(self, mcpu):
-        return "dsp" if mcpu in _DSP_CPUS else "plain"
+        return "dsp" if core(mcpu).variant == "dsp" else "plain"     # Helium cores take the dot-product calls
 
     def signature(self):
         ms = "const int32_t* mult, const int32_t* shift" if self.per_channel else "int32_t mult, int32_t shift"

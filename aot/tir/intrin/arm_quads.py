@@ -16,7 +16,8 @@ loops, for the host.
 from __future__ import annotations
 
 from ..expr import Const
-from .arm import _MVE_CPUS, requant_c
+from ...targets.cortex_m import core
+from .arm import requant_c
 from .base import TensorIntrin, per_tensor, register_intrin
 from .gemmlowp import mve_clamp, mve_left, mve_rdbpot, mve_srdhm
 
@@ -68,7 +69,7 @@ class DotS8xRequant(TensorIntrin):
         return None, f"{self.name} replaces a channel loop of dot_s8x4q calls, not a loop"
 
     def variant_for(self, mcpu):
-        return "mve" if mcpu in _MVE_CPUS else "plain"
+        return "mve" if core(mcpu).mve else "plain"
 
     def signature(self):
         ms = "const int32_t* mult, const int32_t* shift" if self.per_channel else "int32_t mult, int32_t shift"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aot.uma import UMABackend, call_extern
+from ...uma import UMABackend, call_extern
 
 
 def _mkn(node):
@@ -47,3 +47,6 @@ class CublasBackend(UMABackend):
         self._register_lowering("Gemm", lower)
         self._register_device_context(create="aot_cublas_create", destroy="aot_cublas_destroy")
         self._register_codegen(fmt="c", includes=["aot_cublas.h"], sources=["aot_cublas.c", "aot_cublas.h"])
+
+
+BACKEND = CublasBackend

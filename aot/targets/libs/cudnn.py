@@ -7,8 +7,8 @@ static plan gives each call. A batch norm or another activation after it stays a
 kernel (TVM's fusion boundary)."""
 from __future__ import annotations
 
-from aot.ir.pattern import is_constant, is_op, wildcard
-from aot.uma import UMABackend, call_extern
+from ...ir.pattern import is_constant, is_op, wildcard
+from ...uma import UMABackend, call_extern
 
 WORKSPACE_BYTES = 16 << 20
 
@@ -53,3 +53,6 @@ class CudnnBackend(UMABackend):
         self._register_lowering("Conv", lower)
         self._register_device_context(create="aot_cudnn_create", destroy="aot_cudnn_destroy")
         self._register_codegen(fmt="c", includes=["aot_cudnn.h"], sources=["aot_cudnn.c", "aot_cudnn.h"])
+
+
+BACKEND = CudnnBackend

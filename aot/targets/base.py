@@ -1,0 +1,69 @@
+"""Family: what aot knows of one target family, as data a stage asks for instead of testing
+target strings. Each family is one module of aot/targets/; aot/target.py maps a parsed target
+(its kind, and -mcpu for the families sharing kind "c") onto one.
+
+A family never imports the printers (codegen_c, mlf): it names its renderer dialect and GPU
+host template, and codegen_c keeps the table from those names to its classes and files. A
+family defined outside the package may give them directly (`renderer`, `host_template_text`).
+"""
+from __future__ import annotations
+
+
+# the options of kind "c", which the host and Cortex-M families share
+C_ATTRS = {"keys": "list", "mcpu": "str", "march": "str", "mattr": "list", "model": "str", "libs": "list"}
+
+
+class Family:
+    name = ""                 # for messages and `aot info`
+    kind = ""                 # the target kind it serves ("c", "cuda", ...)
+    attrs: dict = {}          # the options the kind takes: name -> "str" | "list"
+    keys: tuple = ()          # the default Target.keys (what schedule rules are looked up by)
+    pipeline = None           # the schedule pipeline's name
+    dialect = "c"             # the renderer dialect its kernels print in
+    renderer = None           # a renderer class, for a family defined outside the package
+    libraries: tuple = ()     # what its -libs= may name (aot/targets/libs/<name>.py each)
+    is_device = False         # kernels run on a device that generated host C drives
+    openmp = False            # 'parallel' loops as OpenMP loops (a host with threads)
+    channels_last = False     # float conv/pool chains made NHWC before fusion (aot/passes/layout.py)
+    in_order_shrink = False   # a padded window's pieces kept in the nest's order to write over an input
+
+    def claims(self, kind, mcpu):
+        """Whether a target of `kind` with -mcpu=mcpu (None when not given) is of this family."""
+        return kind == self.kind
+
+    def core(self, target):
+        """The core's features for an MCU family; None elsewhere."""
+        return None
+
+    def staging_block(self, target):
+        """What the executor stages a kernel written over its input by (aot/schedules/inplace_conv.py):
+        (channels at a time, the fewest worth a block[, pixels of a row at a time])."""
+        return 1, 1
+
+    def __repr__(self):
+        return f"<target family {self.name}>"
+
+
+class GpuFamily(Family):
+    """A GPU API: generated kernels launched from host C (codegen_c/emit_gpu.py)."""
+    keys = ("gpu",)
+    pipeline = "gpu"
+    is_device = True
+    # what every CUDA device gives a block without opting in (OpenCL guarantees 32 KiB; the
+    # OpenCL kernels were tuned under the same figure)
+    shared_max = 48 * 1024
+    host_template = None      # the host C's template, by name (codegen_c/templates/)
+    host_template_text = None  # or its text, for a family defined outside the package
+    external_calls = False    # the host can call library or plug-in functions between launches
+    runtime_libs: tuple = ()  # what the host links for the API's runtime
+    device_sources: tuple = ()  # the endings of the files a device compiler builds (nvcc's .cu)
+
+    def link_libs(self, target):
+        """The -l flags a host build of a module for target links (metadata.json's device.libs)."""
+        return [f"-l{lib}" for lib in target.libs] + list(self.runtime_libs)
+
+    def present(self):
+        """Whether this machine can run the API's kernels (a build needs no device)."""
+        return False
+
+    absent = "no device for this GPU API on this machine"     # the message when present() is False
