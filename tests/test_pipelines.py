@@ -22,6 +22,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..")
 MODELS = os.path.join(ROOT, "..", "shared", "models", "mlperf_tiny")
 KWS = os.path.join(MODELS, "keyword_spotting", "kws_ref_model.tflite")
 VWW_FLOAT = os.path.join(MODELS, "visual_wake_words", "vww_96_float.tflite")
+VWW_INT8 = os.path.join(MODELS, "visual_wake_words", "vww_96_int8.tflite")
 AD = os.path.join(MODELS, "anomaly_detection", "ad01_int8.tflite")
 RESNET = os.path.join(MODELS, "image_classification", "pretrainedResnet_quant.tflite")
 TARGETS = ("c", "c -mcpu=cortex-m4", "c -mcpu=cortex-m55", "cuda")
@@ -56,7 +57,7 @@ def test_pipeline_name_by_the_first_key(target, name):
 def test_every_step_has_a_reason():
     for p in pipelines.PIPELINES.values():
         for x in p:
-            for s in x.steps if isinstance(x, FirstOf) else (x,):
+            for s in pipelines.members(x):
                 assert s.why.strip() and callable(s.rule), s
             if isinstance(x, FirstOf):
                 assert x.why.strip()
@@ -190,6 +191,21 @@ def test_verbose_trace_and_info(tmp_path):
         again = {x.name: b.extractfile(x).read() for x in b if x.isfile()}
     assert files.keys() == again.keys()
     assert [k for k in files if files[k] != again[k]] == ["./metadata.json"]
+
+
+def test_a_repeated_layer_carries_its_trace(monkeypatch):
+    """The executor schedules a repeated layer once (its structural memo): each copy has the trace
+    of the first, and every kernel of the plan has one."""
+    from aot.tir.structural import structural_key
+    pairs = _plain_and_scheduled(monkeypatch, _need(VWW_INT8), "c -mcpu=cortex-m55")
+    groups = {}
+    for plain, done in pairs:
+        groups.setdefault(structural_key(plain), []).append(done.attrs["trace"])
+    repeated = [ts for ts in groups.values() if len(ts) > 1]
+    assert repeated and all(t == ts[0] and t["steps"] for ts in repeated for t in ts)
+    from aot.compiler import schedule_traces
+    res = aot.compile(_need(VWW_INT8), target="c -mcpu=cortex-m55")
+    assert set(schedule_traces(res.plan)) == {c.symbol for c in res.plan.calls if getattr(c, "func", None)}
 
 
 def test_default_mlf_has_no_trace():

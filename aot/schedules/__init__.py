@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..errors import AotError
 from ..tir.flatten import flatten
 from ..tir.trace import format_trace, recording
-from .pipelines import FirstOf, find_rule, pipeline_for, pipeline_name, rule_name
+from .pipelines import FirstOf, find_rule, members, pipeline_for, pipeline_name, rule_name
 
 __all__ = ["schedule", "replay", "format_trace", "TraceMismatch"]
 
@@ -33,7 +33,7 @@ def schedule(func, target):
     steps = []
     with recording() as rec:
         for x in pipeline_for(target):
-            for s in x.steps if isinstance(x, FirstOf) else (x,):
+            for s in members(x):
                 del rec.calls[:]
                 out = s.rule(func, target)
                 if out is None:

@@ -20,7 +20,8 @@ from . import arm, arm_add, arm_copy, arm_dw, arm_float, arm_gather, arm_q15, cp
 
 @dataclass(frozen=True)
 class Step:
-    """A rule that always runs (None from it: the kernel passes on unchanged)."""
+    """A rule and the reason for its place: in a pipeline it always runs (a pass); in a first_of
+    group it is one of the choices."""
     rule: object
     why: str
 
@@ -38,6 +39,11 @@ def step(rule, why: str) -> Step:
 
 def first_of(*steps: Step, why: str) -> FirstOf:
     return FirstOf(tuple(steps), why)
+
+
+def members(x) -> tuple:
+    """The steps a pipeline entry tries: a group's in order, or the one pass."""
+    return x.steps if isinstance(x, FirstOf) else (x,)
 
 
 CORTEX_M = [
@@ -113,7 +119,7 @@ def rule_name(rule) -> str:
 
 def rules_in(pipeline) -> list:
     """Every rule of a pipeline, in order (a first_of group's in its order)."""
-    return [s.rule for x in pipeline for s in (x.steps if isinstance(x, FirstOf) else (x,))]
+    return [s.rule for x in pipeline for s in members(x)]
 
 
 def find_rule(name: str):
