@@ -284,7 +284,6 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     return CompileResult(tar, plan, graph, notes)
 
 
-
 def schedule_traces(plan) -> dict:
     """symbol -> the schedule trace of each generated kernel that kept its schedule (a user's kernel,
     taken as written, and a staged kernel whose schedule was not proven in place have none)."""
