@@ -37,6 +37,7 @@ def _cmd_compile(a):
     opts.interface_api = a.interface_api
     opts.io_names = a.io_names
     opts.in_place = not a.no_in_place
+    opts.trace = a.trace
     opts.workspace_pools = parse_pools(a.workspace_pools, a.workspace_pools_size_hint_bytes)
     refuse_overwriting_input(a.model, a.output)
     res = compile_model(a.model, opts, log=log, progress=progress)
@@ -226,12 +227,15 @@ def info_summary(m) -> dict:
         "io_size_bytes": mem["io_size_bytes"],
         "kernels": [f["function_name"] for f in m.module["memory"]["functions"]["operator_functions"]],
         "kernel_schedules": m.aot.get("kernel_schedules", {}),
+        "schedule_traces": m.aot.get("schedule_traces", {}),
         "external_functions": m.aot.get("external_functions", []),
     }
 
 
 def _cmd_info(a):
     from mlf import read_mlf, validate
+
+    from .tir.trace import format_trace, from_json
     m = read_mlf(a.model)
     problems = validate(m)
     s = info_summary(m) if not problems else None
@@ -266,6 +270,9 @@ def _cmd_info(a):
             print(f"  {len(s['kernels'])} kernels: " + ", ".join(s["kernels"]))
             for k, how in s["kernel_schedules"].items():
                 print(f"    {k}: {how}")
+                if k in s["schedule_traces"]:
+                    for line in format_trace(from_json(s["schedule_traces"][k]), "      "):
+                        print(line)
             for f in s["external_functions"]:
                 nodes = ", ".join(f"{n['name']} ({n['op']}" + (f" in {n['composite']})" if "composite" in n else ")")
                                   for n in f["nodes"])
@@ -308,6 +315,9 @@ def main(argv=None):
                         "them (an ONNX model's single output is 'output', several are 'output0', 'output1', ...)")
     c.add_argument("--no-in-place", action="store_true",
                    help="never let a kernel write its output over a dying input")
+    c.add_argument("--trace", action="store_true",
+                   help="record each kernel's schedule trace (its rules and primitives) in metadata.json; "
+                        "aot info prints them")
     c.add_argument("-v", "--verbose", action="store_true", help="explain what each pass did")
     c.set_defaults(fn=_cmd_compile)
     r = sub.add_parser("run", help="build an MLF for a board, run it, write its outputs")

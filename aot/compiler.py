@@ -23,6 +23,7 @@ from .passes.order import order_for_memory
 from .passes.qdq import fold_qdq
 from .passes.simplify import eliminate_dead_code, fold_batchnorm, materialize_outputs, remove_identities
 from .target import Target, resolve
+from .tir.trace import format_trace, to_json
 
 SECTION_RE = re.compile(r"^[.A-Za-z0-9_]+$")
 
@@ -48,6 +49,8 @@ class Options:
                                        # output to tvmgen_<mod>_debug_record right after the kernel
     external: object = None            # (group, symbol) -> ExternalKernel | None: groups handed to an
                                        # external backend (executor.build_plan; partitioning plugs in here)
+    trace: bool = False                # metadata.json records each kernel's schedule trace (schedule_traces);
+                                       # off by default so that an MLF does not change with the rules' internals
 
 
 @dataclass
@@ -211,6 +214,11 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
                       workspace_io=options.use_workspace_io, in_place=options.in_place, pools=pools)
     check_plan_fits(plan)
     plan.io_quant = dict(graph.io_quant)
+    traces = schedule_traces(plan)
+    for symbol, trace in traces.items():
+        log(f"schedule: {symbol}: pipeline {trace['pipeline']}" + ("" if trace["steps"] else ", no rule applied"))
+        for line in format_trace(trace, "  "):
+            log(line)
     if target.is_device:
         from codegen_c.emit_gpu import emit_gpu
         if options.interface_api != "c":
@@ -251,6 +259,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         extra["external_functions"] = external_table(graph, plan)
     if options.debug:
         extra["debug_records"] = debug_table([g for g in groups if not g.alias], plan)
+    if options.trace:
+        extra["schedule_traces"] = {k: to_json(t) for k, t in traces.items()}
     epoch = source_date_epoch()
     files = dict(sources)
     files["metadata.json"] = metadata_json(make_metadata(plan, [str(b.target) for b in backends] + [str(target)],
@@ -265,6 +275,13 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     tar = write_tar(files, epoch)
     log(f"mlf: {len(files)} members, {len(tar)} bytes")
     return CompileResult(tar, plan, graph, notes)
+
+
+def schedule_traces(plan) -> dict:
+    """symbol -> the schedule trace of each generated kernel that kept its schedule (a user's kernel,
+    taken as written, and a staged kernel whose schedule was not proven in place have none)."""
+    return {c.symbol: c.func.attrs["trace"] for c in plan.calls
+            if getattr(c, "func", None) is not None and "trace" in c.func.attrs}
 
 
 def fuse_and_order(graph, options, log):

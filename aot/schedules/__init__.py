@@ -1,27 +1,68 @@
 """Per-target schedule rules: the step between lowering (a plain loop nest) and rendering.
 
-A rule is a function PrimFunc -> PrimFunc written with the primitives of aot/tir/schedule.py,
-the same ones a user calls. Rules are registered under a target key (Target.keys: "cpu",
-"arm_cpu", later "gpu"); `schedule(func, target)` applies the rules of the first of the
-target's keys that has any, in registration order. A new target's schedule is a new module
-here that registers its rules; lowering and the renderers do not change.
+A rule is a function rule(func, target) -> PrimFunc | None written with the primitives of
+aot/tir/schedule.py, the same ones a user calls; None means it does not apply. Each target
+family has one ordered list of rules, its pipeline (pipelines.py, every step with the reason
+for its place); `schedule(func, target)` runs the target's pipeline and records the trace: the
+rules that applied and the primitives each applied (aot/tir/trace.py), in func.attrs["trace"].
+`replay(plain, trace)` schedules the plain kernel again from the trace. A new target's schedule
+is a new pipeline there; lowering and the renderers do not change.
 """
 from __future__ import annotations
 
+from ..errors import AotError
 from ..tir.flatten import flatten
-from . import arm_gather  # noqa: F401,I001  registered first: a short-row conv before arm_dw and arm.py
-from . import arm_dw, arm_add  # noqa: F401,I001  then these: their rules run before arm.py's
-from . import arm_q15  # noqa: F401,I001  pointwise convs on DSP cores, before arm.py's dot products
-# arm_float's float tiles run before the Arm rules (which then leave those tiles alone), its
-# multiply-adds after them
-from . import arm_float, arm, arm_copy, cpu, gpu, x86  # noqa: F401,I001  Arm float, int8, copies; CPU, GPU, host
-from .registry import register, rules_for  # noqa: F401
+from ..tir.trace import format_trace, recording
+from .pipelines import FirstOf, find_rule, members, pipeline_for, pipeline_name, rule_name
 
-register("arm_cpu")(arm_float.fuse_multiply_adds)
+__all__ = ["schedule", "replay", "format_trace", "TraceMismatch"]
+
+
+class TraceMismatch(AotError):
+    pass
+
+
+def _finish(func, target, steps):
+    func = func if func.attrs.get("flat") else flatten(func)
+    trace = {"target": str(target), "pipeline": pipeline_name(target), "steps": tuple(steps)}
+    return func.with_body(func.body, attrs=dict(func.attrs, trace=trace))
 
 
 def schedule(func, target):
-    """func (plain, from lowering) scheduled for target, with flat indices."""
-    for rule in rules_for(target):
-        func = rule(func, target) if getattr(rule, "wants_target", False) else rule(func)
-    return func if func.attrs.get("flat") else flatten(func)
+    """func (plain, from lowering) scheduled for target, with flat indices and its trace."""
+    steps = []
+    with recording() as rec:
+        for x in pipeline_for(target):
+            for s in members(x):
+                del rec.calls[:]
+                out = s.rule(func, target)
+                if out is None:
+                    continue
+                if out is not func:
+                    steps.append((rule_name(s.rule), tuple(rec.calls)))
+                func = out
+                if isinstance(x, FirstOf):
+                    break        # claimed: the group's other rules are not tried
+    return _finish(func, target, steps)
+
+
+def replay(plain, trace, target=None):
+    """The kernel `trace` (func.attrs["trace"] of a scheduled kernel) describes, from the plain
+    kernel it was scheduled from: each recorded rule applied again in order, the primitives it
+    applies checked against the recorded ones (TraceMismatch where they differ: the trace was
+    made by another compiler or for another kernel)."""
+    from ..target import Target
+    target = Target(trace["target"]) if target is None else target
+    func, steps = plain, []
+    with recording() as rec:
+        for name, calls in trace["steps"]:
+            rule = find_rule(name)
+            if rule is None:
+                raise TraceMismatch(f"replay: no schedule rule named {name}")
+            del rec.calls[:]
+            out = rule(func, target)
+            if out is None or tuple(rec.calls) != tuple(calls):
+                raise TraceMismatch(f"replay: rule {name} applies other primitives to {plain.name} than the trace says")
+            steps.append((name, tuple(calls)))
+            func = out
+    return _finish(func, target, steps)

@@ -1,5 +1,5 @@
-"""Schedule rules for Cortex-M ("arm_cpu" key): int8 dot products as ACLE micro-kernels, then
-the CPU rules of cpu.py for everything else.
+"""Cortex-M rule (pipelines.py: "cortex_m"): int8 dot products as ACLE micro-kernels; a kernel
+it does not take gets the CPU rules of cpu.py.
 
 An integer convolution or fully connected layer lowers to an int32 accumulation whose
 operands are int8 loads; in NHWC with OHWI weights (TFLite's layouts) the input-channel loop
@@ -18,11 +18,10 @@ from ..tir.intrin import get_intrin
 from ..tir.schedule import ScheduleError, reorder, tensorize
 from ..tir.simplify import bounds, const_value, loop_ranges
 from ..tir.stmt import For, Seq
-from . import cpu
+from ..tir.trace import mark, rollback
 from .arm_fold import fold_offset
 from .arm_pairs import pair_channels
 from .nests import accumulation, map_staged_parts, nests as _nests
-from .registry import register, rules_of
 
 DOT = "dot_s8"
 ROWS = "dot_s8_rows"
@@ -88,6 +87,7 @@ def _tensorize_nest(nest, variant, ranges):
     if plan is None:
         return None
     order, head = plan
+    at = mark()             # the reorder stays out of the trace when no call follows
     try:
         s = reorder(nest, order) if [x.var for x in red] != order else nest
     except ScheduleError:
@@ -103,13 +103,14 @@ def _tensorize_nest(nest, variant, ranges):
     try:
         return tensorize(s, head.var, DOT)
     except ScheduleError:
+        rollback(at)
         return None
 
 
 def tensorize_dots(func, target):
     variant = get_intrin(DOT).variant_for(target.mcpu)
     if variant == "plain":
-        return func
+        return None
     nests, done, folds, params = _nests(func.body), 0, {}, list(func.params)
     for n, nest in enumerate(nests):
         got = _tensorize_nest(nest, variant, {})
@@ -121,24 +122,9 @@ def tensorize_dots(func, target):
             nests[n] = pair_channels(got, quads=True, helium=variant == "mve") or got
             done += 1
     if not done:
-        return func
+        return None
     attrs = dict(func.attrs, schedule=f"{DOT} ({variant})")
     if folds:
         attrs["layouts"] = {**func.attrs.get("layouts", {}), **folds}
     return func.with_body(Seq(nests), params, attrs=attrs)
 
-
-@register("arm_cpu")
-def arm_rules(func, target):
-    """The micro-kernels where they apply; the CPU rules for the rest (register tiles only in a
-    kernel with no micro-kernel: packing the weights for the tiles would break the contiguous
-    runs the calls read)."""
-    func = tensorize_dots(func, target)
-    for rule in rules_of("cpu"):
-        if rule is cpu.register_tiles and "schedule" in func.attrs:
-            continue
-        func = rule(func, target) if getattr(rule, "wants_target", False) else rule(func)
-    return func
-
-
-arm_rules.wants_target = True

@@ -1,4 +1,4 @@
-"""Cortex-M rule for an int8 ADD kernel of its own (runs before arm.py): on Helium, the loop nest
+"""Cortex-M rule for an int8 ADD kernel of its own (a micro-kernel choice of pipelines.py): on Helium, the loop nest
 out[i] = qadd(a[i], b[i]) as one add_s8q call (aot/tir/intrin/arm_add.py) over the longest run
 the three read consecutively (the whole tensor when neither operand is broadcast), four lanes a
 step instead of ~40 scalar instructions an element. A residual add fused into a conv's epilogue
@@ -10,7 +10,6 @@ from ..tir.intrin import get_intrin
 from ..tir.schedule import ScheduleError, tensorize
 from ..tir.stmt import For, Seq
 from .nests import nests as _nests
-from .registry import register
 
 ADD = "add_s8q"
 
@@ -29,17 +28,14 @@ def _tensorize_add(nest):
     return None
 
 
-@register("arm_cpu")
 def tensorize_adds(func, target):
     variant = get_intrin(ADD).variant_for(target.mcpu)
-    if variant != "mve" or "schedule" in func.attrs:
-        return func
+    if variant != "mve":
+        return None
     parts = _nests(func.body)
     got = [_tensorize_add(n) for n in parts]
     if all(g is None for g in got):
-        return func
+        return None
     body = Seq([g if g is not None else n for g, n in zip(got, parts)])
     return func.with_body(body, attrs=dict(func.attrs, schedule=f"{ADD} ({variant})"))
 
-
-tensorize_adds.wants_target = True

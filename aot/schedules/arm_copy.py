@@ -1,16 +1,15 @@
-"""Cortex-M rule (after arm.py): on Helium, a staged in-place kernel's copy back from its scratch
-(aot/schedules/inplace_conv.py) as copy_s8 calls (aot/tir/intrin/arm_copy.py), sixteen bytes a
-vector step, a row loop taken into the call. Only copies between two of the parameters after the
-kernel's inputs (its outputs and scratch, all live at once, so planned apart): the two runs
-never overlap. The in-place proof is made on the staged nest before scheduling
-(aot/executor.py: writes_over_staged); the call copies the same bytes."""
+"""Cortex-M rule (after the micro-kernel choice, pipelines.py): on Helium, a staged in-place
+kernel's copy back from its scratch (aot/schedules/inplace_conv.py) as copy_s8 calls
+(aot/tir/intrin/arm_copy.py), sixteen bytes a vector step, a row loop taken into the call. Only
+copies between two of the parameters after the kernel's inputs (its outputs and scratch, all live at
+once, so planned apart): the two runs never overlap. The in-place proof is made on the staged nest
+before scheduling (aot/executor.py: writes_over_staged); the call copies the same bytes."""
 from __future__ import annotations
 
 from ..tir.intrin import get_intrin
 from ..tir.schedule import ScheduleError, tensorize
 from ..tir.expr import Load
 from ..tir.stmt import For, Store, StmtMutator
-from .registry import register
 
 COPY = "copy_s8"
 
@@ -42,15 +41,11 @@ class _Copies(StmtMutator):
         return super().visit_For(s)
 
 
-@register("arm_cpu")
 def vector_copies(func, target):
     if get_intrin(COPY).variant_for(target.mcpu) != "mve":
-        return func
+        return None
     # the parameters after the inputs (outputs, scratch) are all live at once: planned apart
     scratch = {id(b) for b in func.params[func.num_inputs:]}
     m = _Copies(scratch)
     body = m.visit(func.body)
-    return func.with_body(body) if m.done else func
-
-
-vector_copies.wants_target = True
+    return func.with_body(body) if m.done else None

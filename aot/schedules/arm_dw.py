@@ -1,7 +1,8 @@
-"""Cortex-M rule ("arm_cpu" key) for int8 depthwise convolutions: each output pixel's channel
+"""Cortex-M rule (a micro-kernel choice of pipelines.py) for int8 depthwise convolutions: each output pixel's channel
 loop, window and requantisation included, becomes one dw_s8 call (aot/tir/intrin/arm_dw.py):
-Helium on cortex-m55/m85, the DSP extension's SIMD32 on cortex-m4/m7/m33. Runs before the rules
-of arm.py, which then leave the kernel alone (its schedule is recorded in func.attrs["schedule"]).
+Helium on cortex-m55/m85, the DSP extension's SIMD32 on cortex-m4/m7/m33. Tried before arm.py's
+dot products, which would take only its short windows; the choice is recorded in
+func.attrs["schedule"].
 
 The weights come from TFLite as [C, KH, KW, 1]; they are packed tap-major ([.., KH, KW, .., C],
 pack_layout over the whole channel dimension) so that a tap's channels are consecutive, as the
@@ -25,7 +26,6 @@ from ..tir.schedule import ScheduleError, pack_layout, tensorize
 from ..tir.simplify import const_value, linear_form
 from ..tir.stmt import Seq, Store
 from .nests import accumulation, map_staged_parts, nests as _nests, staged_compute
-from .registry import register
 
 DW = "dw_s8"
 
@@ -105,29 +105,26 @@ def _pack_weights(func, chan, red):
     return func
 
 
-@register("arm_cpu")
 def tensorize_depthwise(func, target):
     it = get_intrin(DW)
     variant = it.variant_for(target.mcpu)
-    if variant == "plain" or "schedule" in func.attrs:
-        return func
+    if variant == "plain":
+        return None
     computes, _ = _compute_nests(func.body)
     found = accumulation(computes[0]) if computes else None
     if not found or found[2].dtype != "int32" or not found[1] or len(_operands(found[1])) != 2:
-        return func
+        return None
     loops, red, _ = found
     chan = loops[-1]
     if not _broadcast_pays(_operands(red), chan, variant):
-        return func
+        return None
     packed = _pack_weights(func, chan, red)
     if packed is None:
-        return func
+        return None
     computes, rebuild = _compute_nests(packed.body)
     try:
         body = rebuild([tensorize(nest, accumulation(nest)[0][-1].var, DW) for nest in computes])
     except ScheduleError:
-        return func
+        return None
     return packed.with_body(body, attrs=dict(packed.attrs, schedule=f"{DW} ({variant})"))
 
-
-tensorize_depthwise.wants_target = True

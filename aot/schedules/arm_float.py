@@ -1,4 +1,4 @@
-"""Float32 schedule rules for Cortex-M ("arm_cpu" key), run before arm.py's rules.
+"""Float32 schedule rules for Cortex-M: float tiles (a micro-kernel choice) and fma (the last step).
 
 The CPU rules keep a register tile of accumulators as a loop for the C compiler to vectorize.
 With Helium (core.mve: cortex-m55/m85) gcc does; a core whose FPU is scalar only (cortex-m4/m7/m33)
@@ -17,7 +17,6 @@ from ..tir.simplify import const_value, simplify, simplify_stmt
 from ..tir.stmt import Allocate, For, Seq, StmtMutator, own_exprs, walk_stmts
 from . import cpu
 from .nests import accumulation, nests as _nests
-from .registry import register
 
 SCALAR_TILE = 16
 
@@ -56,7 +55,7 @@ def _staged_tiles(func, tile):
             if any(id(getattr(e, "buffer", None)) in consts for x in walk_stmts(func.body) if id(x) not in inside
                    for top in own_exprs(x) for e in walk(top)):
                 continue
-            tiled = cpu.register_tiles(func.with_body(sub), tile)
+            tiled = cpu.register_tiles(func.with_body(sub), max_tile=tile)
             if tiled.body is not sub:
                 func = tiled.with_body(_Graft(sub, tiled.body).visit(func.body))
     return func
@@ -105,16 +104,14 @@ def _unclamped(nest):
     return simplify_stmt(nest) if spans else nest
 
 
-@register("arm_cpu")
 def float_tiles(func, target):
-    """Register tiles for a float kernel on Cortex-M; func.attrs["schedule"] tells arm.py's
-    rules that the tiles are done."""
+    """Register tiles for a float kernel on Cortex-M."""
     core = target.core
-    if core is None or "schedule" in func.attrs or not _float_accumulation(func):
-        return func
+    if core is None or not _float_accumulation(func):
+        return None
     simd = core.mve          # Helium: gcc vectorizes the lane loops
     tile = cpu.MAX_TILE if simd else SCALAR_TILE
-    func = _staged_tiles(cpu.register_tiles(func, tile), tile)
+    func = _staged_tiles(cpu.register_tiles(func, max_tile=tile), tile)
     nests, vector = _nests(func.body), False
     for n, nest in enumerate(nests):
         lanes = {id(x.var): x.var for x in walk_stmts(nest) if isinstance(x, For) and x.kind == "vectorize"}
@@ -127,16 +124,13 @@ def float_tiles(func, target):
 
 
 def fuse_multiply_adds(func, target):
-    """Every float accumulation of the kernel as fma (registered after arm.py's rules: the
-    short loops they unroll included)."""
+    """Every float accumulation of the kernel as fma (the short loops unrolled before included)."""
     if target.core is None or not target.core.fma:
-        return func
+        return None
     nests = _nests(func.body)
     done = [contract_fma(s, s.var) if isinstance(s, For) else s for s in nests]
     if all(a is b for a, b in zip(done, nests)):
-        return func
+        return None
     attrs = dict(func.attrs, schedule=func.attrs.get("schedule", "loop nest") + ", fma")
     return func.with_body(Seq(done), attrs=attrs)
 
-
-float_tiles.wants_target = fuse_multiply_adds.wants_target = True

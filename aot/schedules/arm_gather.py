@@ -1,4 +1,4 @@
-"""Cortex-M rule ("arm_cpu" key, first) for an int8 convolution whose window rows are short: the
+"""Cortex-M rule (first micro-kernel choice) for an int8 convolution whose window rows are short: the
 first layer of a model, whose input has one or three channels (KWS's 10x4 window on one channel,
 VWW's and ResNet-8's 3x3 on three). A window row there is kw * cin bytes, shorter than the
 vectors and words the dot micro-kernels read, so dot_s8_rows would make one short run per row
@@ -40,7 +40,6 @@ from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, 
 from .arm_fold import OffsetFold, fold_offset
 from .arm_pairs import pair_outputs
 from .nests import accumulation, nests as _nests, staged_compute
-from .registry import register
 
 DOT = "dot_s8"
 WIDEN = "widen_q15"
@@ -334,20 +333,19 @@ def gather_nest(func, nest, variant):
     return s, params, folds
 
 
-@register("arm_cpu", first=True)
 def gather_windows(func, target):
     variant = get_intrin(DOT).variant_for(target.mcpu)
-    if variant == "plain" or "schedule" in func.attrs:
-        return func
+    if variant == "plain":
+        return None
     tops = _nests(func.body)
     if len(tops) != 1:
-        return func
+        return None
     nest, put_back = staged_compute(tops[0])
     if nest is None:
-        return func
+        return None
     got, params, folds = gather_nest(func, nest, variant)
     if got is None:
-        return func
+        return None
     calls = {e.fn for st in walk_stmts(got) for e in own_exprs(st) for e in walk(e) if isinstance(e, Call)}
     kernel = next((k for k in ("gconv_q15", "gconv_s8") if k in calls), DOT)
     attrs = dict(func.attrs, schedule=f"{kernel} gather ({variant})")
@@ -355,5 +353,3 @@ def gather_windows(func, target):
         attrs["layouts"] = {**func.attrs.get("layouts", {}), **folds}
     return func.with_body(Seq([put_back(got)]), list(params), attrs=attrs)
 
-
-gather_windows.wants_target = True

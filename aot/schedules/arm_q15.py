@@ -1,4 +1,4 @@
-"""Cortex-M rule ("arm_cpu" key, DSP cores: cortex-m4/m7/m33) for int8 pointwise (1x1) convs:
+"""Cortex-M rule (a micro-kernel choice of pipelines.py; DSP cores: cortex-m4/m7/m33) for int8 pointwise (1x1) convs:
 the pixel loops, the output channels, the input-channel reduction and TFLite's requantisation
 become pw_s8 calls (aot/tir/intrin/arm_q15.py): each pixel's input widened once to int16 pairs in
 a scratch, then two pixels by two channels per inner loop (CMSIS-NN's Cortex-M4 scheme), where
@@ -27,7 +27,6 @@ from ..tir.intrin.requant import match_requant
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Buffer, Evaluate, For, Seq, Store
 from .nests import accumulation, nests
-from .registry import register
 
 PW = "pw_s8"
 PW_T = "pw_s8t"      # one multiplier and shift for every channel
@@ -162,11 +161,7 @@ def pointwise_call(func):
     return func.with_body(Seq([new]), params, attrs=attrs)
 
 
-@register("arm_cpu")
 def tensorize_pointwise(func, target):
-    if get_intrin(PW).variant_for(target.mcpu) != "dsp" or "schedule" in func.attrs:
-        return func
-    return pointwise_call(func) or func
-
-
-tensorize_pointwise.wants_target = True
+    if get_intrin(PW).variant_for(target.mcpu) != "dsp":
+        return None
+    return pointwise_call(func)

@@ -9,7 +9,6 @@ from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout,
 from ..tir.simplify import const_value, simplify, simplify_stmt
 from ..tir.stmt import For, Seq, own_exprs, walk_stmts
 from .nests import accumulation as _accumulation, nests as _nests
-from .registry import register
 
 MAX_TILE = 8          # accumulators kept in registers per output tile
 
@@ -54,8 +53,7 @@ def packable(func, buf, lane_index):
     return d if d != len(buf.shape) - 1 else None
 
 
-@register("cpu")
-def register_tiles(func, max_tile=MAX_TILE):
+def register_tiles(func, target=None, max_tile=MAX_TILE):
     """Keep `tile` accumulators of a reduction along one output axis (split it, move the lanes
     inside the reduction), store the constants the lanes read so they are consecutive, and
     leave the lane loops for the C compiler to vectorize when they read consecutive weights
@@ -100,12 +98,12 @@ def register_tiles(func, max_tile=MAX_TILE):
     return func
 
 
-# layouts are settled: flat indices, simplified (extent-1 loops gone) for the loop rules below
-register("cpu")(flatten)
+def flatten_indices(func, target):
+    """Flat indices, simplified (extent-1 loops gone) for the loop rules after it."""
+    return flatten(func)
 
 
-@register("cpu")
-def unroll_short_loops(func):
+def unroll_short_loops(func, target):
     """Unroll constant innermost loops of at most 4 iterations (3x3 taps without padding,
     small channel counts)."""
     def short(lp):
@@ -117,7 +115,7 @@ def unroll_short_loops(func):
         if short(lp) and all(v is not lp.var for v in targets) and all(short(x) for x in loops if x.var is lp.var):
             targets.append(lp.var)
     if not targets:
-        return func
+        return None
     body = func.body
     for v in targets:
         body = unroll(body, v)

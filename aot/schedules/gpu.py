@@ -18,9 +18,9 @@ from ..tir.expr import Load, all_of, walk
 from ..tir.schedule import ScheduleError, bind, cache_read, fuse, parallel, reorder, split
 from ..tir.simplify import const_value, simplify_stmt
 from ..tir.stmt import Allocate, For, IfThenElse, Seq, Store, own_exprs, walk_stmts
+from ..tir.trace import mark, rollback, untraced
 from .gpu_reduce import reduce_rows
 from .nests import accumulation
-from .registry import register
 
 THREADS_PER_BLOCK = 256     # a multiple of every vendor's warp/wavefront size; well under every limit
 MAX_BLOCKS = 65535          # gridDim.x is larger on CUDA, but this also fits OpenCL's minimum guarantees
@@ -88,36 +88,37 @@ def _launched(func, body):
         return None
 
 
-@register("gpu")
-def reduce_across_threads(func):
-    if func.attrs.get("flat"):
-        return func
+def reduce_across_threads(func, target):
     body = _one(func.body)
+    at = mark()
     s = reduce_rows(body, _parallel_prefix(body))
-    return (s is not None and _launched(func, s)) or func
+    out = s is not None and _launched(func, s)
+    if not out:
+        rollback(at)
+    return out or None
 
 
-@register("gpu")
-def tile_accumulation(func):
+def tile_accumulation(func, target):
     """The tiled shared-memory schedule, for a kernel that is one accumulation nest whose outer
     reduce loop has constant bounds; other kernels are left to bind_threads."""
     body = _one(func.body)
     found = accumulation(body)
-    if found is None or func.attrs.get("flat"):
-        return func
+    if found is None:
+        return None
     loops, red, _ = found
     if not red or const_value(red[0].min) != 0 or const_value(red[0].extent) is None or \
             any(const_value(lp.min) != 0 or const_value(lp.extent) is None for lp in loops):
-        return func
+        return None
     y, x = _tiled_axes(loops, red)
     if x is None:
-        return func
+        return None
     tx = _pow2_at_least(const_value(loops[x].extent), TILE if y is not None else 128)
     ty = _pow2_at_least(const_value(loops[y].extent), TILE) if y is not None else 1
     others = [lp.var for k, lp in enumerate(loops) if k not in (x, y)]
     tiled = ([loops[y].var] if y is not None else []) + [loops[x].var]
     inputs = {id(b) for b in func.inputs}
     for chunk in CHUNKS:
+        at = mark()         # a chunk size that does not fit leaves no primitives in the trace
         try:
             s = reorder(body, others + tiled) if len(loops) > 1 else body
             bound = []
@@ -143,14 +144,16 @@ def tile_accumulation(func):
                     read += [ld.buffer for ld in walk(e) if isinstance(ld, Load) and id(ld.buffer) in inputs
                              and ld.buffer not in read]
             for b in read:
-                s, _ = cache_read(s, b, k_o, "shared")
+                s, _ = cache_read(s, b, k_o, "shared", shared_max=target.family.shared_max)
             s = simplify_stmt(_guard_stores(s))
         except ScheduleError:
+            rollback(at)
             continue
         out = _launched(func, s)
         if out is not None:
             return out
-    return func
+        rollback(at)
+    return None
 
 
 def _parallel_prefix(body):
@@ -159,7 +162,8 @@ def _parallel_prefix(body):
     while isinstance(x, For) and const_value(x.min) == 0 and const_value(x.extent) is not None \
             and x.kind == "serial":
         try:
-            parallel(x, x.var)
+            with untraced():        # a check: the loop stays serial until bound
+                parallel(x, x.var)
         except ScheduleError:
             break
         loops.append(x)
@@ -167,10 +171,7 @@ def _parallel_prefix(body):
     return loops
 
 
-@register("gpu")
-def bind_threads(func):
-    if "launch" in func.attrs:
-        return func
+def bind_threads(func, target):
     func = flatten(func)
     loops = _parallel_prefix(func.body)
     if not loops:

@@ -16,6 +16,7 @@ from ..tir.expr import INDEX, Bin, Const, Load, Select, Var, eq, lt, substitute,
 from ..tir.schedule import ScheduleError, bind, fuse, parallel, split
 from ..tir.simplify import const_value
 from ..tir.stmt import Allocate, Barrier, Buffer, For, IfThenElse, Seq, Store, map_exprs, walk_stmts
+from ..tir.trace import untraced
 
 THREADS = 256
 MIN_LENGTH = 64       # shorter reductions stay serial in one thread per output
@@ -79,7 +80,8 @@ class _Spread:
         if isinstance(s, Seq):
             return Seq([self.stmt(x) for x in s.stmts])
         if isinstance(s, For):          # an elementwise loop over the row: a strided slice per thread
-            parallel(s, s.var)          # refused unless its iterations write disjoint elements
+            with untraced():            # a check, refused unless its iterations write disjoint elements
+                parallel(s, s.var)
             return self.slice(s, s.var)
         if isinstance(s, Allocate):
             return Allocate(s.buffer, self.stmt(s.body))

@@ -10,16 +10,15 @@ does not depend on them, else more channels) is split into a short block around 
 one input element loaded (broadcast) feeds a whole block of channels and each weight vector
 loaded feeds several pixels. Accumulators live in a small local array of block x lanes that the
 compiler keeps in registers: up to MAX_ACC, twelve 256-bit vectors (eight leave the FMA units
-waiting on their 4-cycle latency: a 3x3 conv over 64 channels 109 -> 70 us). Around a lane
+waiting on their 4-cycle latency). Around a lane
 loop that gcc keeps rolled (below) or does not unroll first (over 16 lanes), the block loop
 stays a rolled C loop: gcc vectorizes the lane loop inside it, then unrolls it (one weight
 vector load per block, no spills), and the code stays small enough to block the border pieces
 too; around NCHW's 16 output-channel lanes the block is unrolled here (four of them). The reduce loop over input channels goes innermost (one block of multiply-adds per
 iteration, the window's bounds outside), and the lane blocks outermost (a block's weights stay
-in the L1 cache across the pixels: VWW's 128x128 pointwise convs 21 -> 16 us).
+in the L1 cache across the pixels).
 
-The rules are registered first among the "cpu" rules and leave Cortex-M targets (key arm_cpu,
-whose rules reuse the cpu list) alone. Depthwise NCHW, whose channel lanes would gather one
+The rule comes first in the host pipeline (pipelines.py). Depthwise NCHW, whose channel lanes would gather one
 plane per channel, is partitioned first and its interior takes lanes along the output columns;
 what they do not take falls to cpu.py's register tiles; its border pieces take rolled channel
 lanes. Float kernels only (the host's speed target; int8 keeps cpu.py's code byte for byte),
@@ -42,9 +41,9 @@ from ..tir.schedule import (ScheduleError, fission, hoist_allocate, pack_layout,
                             vectorize)
 from ..tir.simplify import bounds, const_value, simplify, simplify_stmt
 from ..tir.stmt import For, Seq, StmtMutator, own_exprs, stmt_children, walk_stmts
+from ..tir.trace import mark, rollback
 from .cpu import packable
 from .nests import accumulation
-from .registry import register
 
 LANES = 16          # lanes of one register block: two 256-bit float32 vectors (four 128-bit)
 LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
@@ -55,16 +54,16 @@ HEAVY_WORK = 1 << 23  # multiply-adds from which a kernel is heavy (light ResNet
                       # no MLPerf Tiny kernel reaches it: their code stays as it was)
 HEAVY_GROWTH = 40   # a heavy kernel's budget: its arithmetic pays for more code (ResNet-50's 3x3
                     # convs over a 7x7 or 14x14 output, all border pieces and a small interior,
-                    # blocked within 24x: 15 ms -> 2.5 ms each, their fallback to cpu.py's tiles)
+                    # blocked within 24x, run about 6x faster than with cpu.py's tiles, their fallback)
 GATHER_LANES = 8    # channel lanes of a depthwise border piece
 ROLLED_LANES = 8    # lane loops kept rolled: one 256-bit vector; up to LANES where they are the
-                    # output's innermost axis (channels-last: VWW 1.85 -> 1.15; NCHW's scattered
-                    # 16 lanes rolled: light Inception v2 1.78 -> 2.52)
+                    # output's innermost axis (channels-last: consecutive in every tensor; NCHW's
+                    # scattered 16 lanes run slower rolled than unrolled)
 VECTOR = 8          # float lanes of one 256-bit vector
 MAX_BLOCK = 6       # lane loops in a block
 UNROLLED_ACC, UNROLLED_BLOCK = 64, 4   # the same for a block unrolled here (see host_blocks)
 BORDER_SPLIT = 32   # fewer output channels: border rows split into corners and a blocked middle
-                    # (IC's 16-channel 3x3 convs 64 -> 51 us; every kernel: VWW's compile 0.9 -> 1.4 s)
+                    # (faster for 16-channel 3x3 convs; for every kernel it costs more compile time)
 
 
 def _divisor(n, most, least=2):
@@ -334,12 +333,9 @@ def _pack(func, lane_index, lanes, nest):
     return func
 
 
-@register("cpu", first=True)
 def host_blocks(func, target):
     """Each accumulation: the lane split of its output channels and the constants packed for
     it, then its clipped windows partitioned, then each piece blocked around the lanes."""
-    if "arm_cpu" in target.keys:
-        return func
     # the pieces and unrolled blocks multiply a kernel's code (and the compile time of every
     # later pass): past a budget (small outputs under wide windows: many pieces, few pixels
     # each, then cpu.py's tiles unrolled in each) the kernel keeps cpu.py's tiles alone
@@ -348,11 +344,13 @@ def host_blocks(func, target):
     # (and border rows split for few channels first, see BORDER_SPLIT)
     size, heavy = _size(func.body), _work(func.body) >= HEAVY_WORK
     for blocked, borders in ((True, True), (True, False), (False, False)):
+        at = mark()
         out = _host_blocks(func, (HEAVY_GROWTH if heavy else BLOCKED_GROWTH if blocked else GROWTH) * size,
                            blocked, borders)
         if out is not None:
             return out
-    return func
+        rollback(at)        # over budget: this try's primitives are not the kernel's
+    return None
 
 
 def _size(s):
@@ -461,13 +459,13 @@ def _host_blocks(func, most, blocked, borders=True):
             pieces = _nested(loops, plan[0], pieces) if ordered else pieces
             func = func.with_body(_Swap(nest, Seq(pieces)).visit(func.body))
             continue
+        at = mark()
         try:
             s, bi = _block(nest, loops, red, mi, plan, mo)
         except ScheduleError:
+            rollback(at)
             n += 1
             continue
         body = vectorize(_Swap(nest, s).visit(func.body), mi, rolled=rolled)
         func = func.with_body(unroll(body, bi, UNROLLED_ACC) if bi is not None and not kept else body)
 
-
-host_blocks.wants_target = True

@@ -22,6 +22,7 @@ from .expr import INDEX, Bin, Call, Const, Load, Unary, Var, all_of, ge, is_floa
 from .simplify import const_value, from_linear, linear_form, loop_ranges, simplify
 from .stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, Evaluate, For, IfThenElse, PrimFunc, Seq, Stmt, StmtMutator,
                    StmtVisitor, Store, map_exprs, own_exprs, walk_stmts)
+from .trace import traced
 
 
 class ScheduleError(AotError):
@@ -69,6 +70,7 @@ def _subst(s, var, value):
 
 
 # -- loop structure -------------------------------------------------------------------------
+@traced
 def split(s: Stmt, var: Var, factor: int):
     """Split loop `var` into (outer, inner) with inner extent `factor`; returns (stmt, outer, inner).
 
@@ -109,6 +111,7 @@ def _guard_innermost(body, cond):
     return IfThenElse(cond, body)
 
 
+@traced
 def fuse(s: Stmt, outer: Var, inner: Var):
     """Fuse a loop and the loop directly inside it into one; returns (stmt, fused)."""
     outer, inner = as_var(outer), as_var(inner)
@@ -130,6 +133,7 @@ def fuse(s: Stmt, outer: Var, inner: Var):
     return _replace(s, outer, fn), fused
 
 
+@traced
 def reorder(s: Stmt, order):
     """Reorder a perfect nest of loops, given outermost-first in the new order. The nest is the
     first chain of directly nested loops over exactly these variables."""
@@ -158,6 +162,7 @@ def reorder(s: Stmt, order):
     return _ReplaceLoops(lambda x: x is head, lambda x: body).visit(s)
 
 
+@traced
 def fission(s: Stmt, var: Var):
     """Distribute loop `var` over the statements of its body: for v {a; b} -> for v {a}; for v {b}.
 
@@ -184,6 +189,7 @@ def fission(s: Stmt, var: Var):
     return _replace(s, var, fn)
 
 
+@traced
 def decompose_reduction(s: Stmt, var: Var):
     """Accumulate the reduction over loop `var` in its output instead of a local accumulator:
     allocate acc {acc = init; for var ... {acc = acc + x}; out[i] = acc} becomes
@@ -276,6 +282,7 @@ def _accesses(s):
     return written, every
 
 
+@traced
 def hoist_allocate(s: Stmt, var: Var):
     """for v { allocate b[m] {body} } -> allocate b[n*m] { for v {body with b[i] -> b[(v-min)*m + i]} }:
     every iteration keeps its own slot, so the loop can then be split up (fission) or
@@ -319,6 +326,7 @@ class _Rebase(StmtMutator):
         return Store(s.buffer, idx, val)
 
 
+@traced
 def unroll(s: Stmt, var: Var, max_extent: int = 16):
     """Replicate the body of a constant-extent loop (the renderer then sees straight-line code)."""
     var = as_var(var)
@@ -334,6 +342,7 @@ def unroll(s: Stmt, var: Var, max_extent: int = 16):
     return _replace(s, var, fn)
 
 
+@traced
 def partition(s: Stmt, var: Var, lo: int, hi: int):
     """Loop `var` as up to three consecutive loops over [min, lo), [lo, hi), [hi, min + extent),
     each with the same body: a window clamped at the borders gets constant bounds in the
@@ -357,6 +366,7 @@ def _set_kind(s, var, kind, tag=None):
     return _replace(s, var, lambda x: For(x.var, x.min, x.extent, x.body, kind, tag))
 
 
+@traced
 def vectorize(s: Stmt, var: Var, rolled: bool = False):
     """Mark loop `var` for the C compiler to vectorize (kept as a loop with independent iterations).
     rolled: kind 'simd', printed with a hint that the loop is not to be unrolled: gcc -O3 unrolls
@@ -368,6 +378,7 @@ def vectorize(s: Stmt, var: Var, rolled: bool = False):
     return _set_kind(s, var, "simd" if rolled else "vectorize")
 
 
+@traced
 def parallel(s: Stmt, var: Var):
     """Mark loop `var` as parallel: its iterations write disjoint elements and may run on
     different cores. Checked: every store inside is indexed by the loop variable, and no
@@ -386,6 +397,7 @@ def parallel(s: Stmt, var: Var):
     return _set_kind(s, var, "parallel")
 
 
+@traced
 def bind(s: Stmt, var: Var, thread_tag: str):
     """Bind loop `var` to a GPU thread index (blockIdx.x ... threadIdx.z): one iteration per thread."""
     var = as_var(var)
@@ -401,6 +413,7 @@ def bind(s: Stmt, var: Var, thread_tag: str):
     return _set_kind(s, var, "thread_binding", thread_tag)
 
 
+@traced
 def tensorize(s: Stmt, var: Var, intrin):
     """Replace every loop over var, an accumulation acc = acc + f(k) (or a perfect nest of them
     under var), by one call of the tensor intrinsic (aot/tir/intrin/; a name or the object) that
@@ -497,6 +510,7 @@ def _box(index, varying, ranges, what):
     return fixed, lo, hi
 
 
+@traced
 def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared", shared_max: int | None = None):
     """Stage what the body of loop `at` reads of `buffer` in a buffer of `scope`, filled at the
     start of every iteration of `at`; returns (stmt, cache buffer).
@@ -642,6 +656,7 @@ class _Writes(StmtVisitor):
             self.conds.pop()
 
 
+@traced
 def cache_write(s: Stmt, buffer: Buffer, at: Var, scope: str = "local"):
     """Compute what the body of loop `at` stores to `buffer` into a `scope` buffer of the tile it
     covers, then copy the tile out at the end of every iteration of `at` (TVM's cache_write placed
@@ -806,6 +821,7 @@ class _Relayout(StmtMutator):
             self.ranges = outer
 
 
+@traced
 def pack_layout(func: PrimFunc, param: int, dim: int, factor: int) -> PrimFunc:
     """Store input parameter `param` (a constant) in PackLayout(dim, factor). The caller must
     pass the array in that layout: the layout is recorded in func.attrs["layouts"][param], and
@@ -836,6 +852,7 @@ __all__ = ["ScheduleError", "as_var", "find_loops", "split", "fuse", "reorder", 
            "hoist_allocate", "unroll", "partition", "vectorize", "parallel", "bind", "cache_read", "cache_write", "pack_layout", "PackLayout"]
 
 
+@traced
 def contract_fma(s: Stmt, var: Var):
     """Inside loop `var`: every float accumulation into a local buffer, `a[i] = a[i] + x * y`,
     becomes one fused multiply-add, fma(x, y, a[i]) (one rounding instead of two: C compilers contract only when
