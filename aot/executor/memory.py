@@ -146,7 +146,8 @@ def place(aliases, intervals, tensor, host, offset):
     """Put tensor's bytes `offset` bytes into host's storage, host's interval stretched over
     tensor's, unless that raises the peak of live bytes (host's other bytes are then held from
     tensor's first step on). Returns whether it did. The peaks compared count pinned tensors
-    one by one (pins=False), as the slices were always chosen."""
+    one by one (pins=False): the slices the plan takes are the ones chosen so, and counting the
+    pins might choose others."""
     before, span = bound(intervals, aliases, pins=False), (intervals[host].first, intervals[host].last)
     aliases.add(tensor, host, offset, SLICE)
     intervals[host].first = min(span[0], intervals[tensor].first)
