@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .errors import AotError
-from .executor import build_plan, debug_table
+from .executor import PlanOptions, build_plan, debug_table
 from .frontend import import_model
 from .frontend.onnx_import import check_supported
 from .ir.graph import print_graph
@@ -48,7 +48,7 @@ class Options:
     debug: bool = False                # instrumented build for `aot debug`: main hands each kernel's
                                        # output to tvmgen_<mod>_debug_record right after the kernel
     external: object = None            # (group, symbol) -> ExternalKernel | None: groups handed to an
-                                       # external backend (executor.build_plan; partitioning plugs in here)
+                                       # external backend (PlanOptions.external; partitioning plugs in here)
     trace: bool = False                # metadata.json records each kernel's schedule trace (schedule_traces);
                                        # off by default so that an MLF does not change with the rules' internals
 
@@ -209,9 +209,9 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     for n in notes:
         log("note: " + n)
     external = _chain(options.external, external_lowering(backends) if backends else None)
-    plan = build_plan(graph, groups, mod, in_c, out_c, options.align, target=target, external=external,
-                      log=log if progress is None else progress,
-                      workspace_io=options.use_workspace_io, in_place=options.in_place, pools=pools)
+    plan = build_plan(graph, groups, mod, in_c, out_c,
+                      PlanOptions(options.align, options.use_workspace_io, options.in_place, pools, target, external,
+                                  log if progress is None else progress))
     check_plan_fits(plan)
     plan.io_quant = dict(graph.io_quant)
     traces = schedule_traces(plan)

@@ -1,5 +1,5 @@
 """When each tensor occupies workspace memory: the one liveness model that the execution
-order search (aot/passes/order.py) optimises and the memory plan (aot/executor.py) plans.
+order search (aot/passes/order.py) optimises and the memory plan (aot/executor/memory.py) plans.
 
 A tensor's bytes belong to its alias root (a reshape's output is its input's storage).
 Constants are linked arrays and take no workspace; graph inputs and outputs are the

@@ -72,7 +72,7 @@ def _recording_work():
     """{kernel symbol: multiply-adds}, filled as the compile lowers each kernel (the plain
     nest's accumulations, counted by aot/schedules/x86.py's _work; every kernel is lowered, while
     a repeated layer is scheduled once)."""
-    import aot.executor as ex
+    import aot.executor.lowering as ex
     from aot.schedules.x86 import _work
     work, lower_group = {}, ex.lower_group
 

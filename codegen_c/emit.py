@@ -88,7 +88,7 @@ def _arg_text(plan, a, is_input):
     if a.kind == "const":
         return f"(const {ctype}*)constants[{a.index}]"
     pool = f"workspace_{a.pool}" if a.pool else "workspace"
-    return f"({const}{ctype}*)({pool} + {a.index})"
+    return f"({const}{ctype}*)({pool} + {a.offset})"
 
 
 def quant_macros(plan, kind, k):

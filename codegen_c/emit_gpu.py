@@ -43,7 +43,7 @@ def emit_gpu(plan, target):
             return "DEV.io[%d]" % (n_in + a.index), 0
         if a.kind == "const":
             return "DEV.constants", offsets[a.index]
-        return "DEV.workspace", a.index
+        return "DEV.workspace", a.offset
 
     renderer = renderer_for(family)
     launches = [c for c in plan.calls if type(c).__name__ == "DeviceLaunch"]

@@ -129,5 +129,5 @@ def test_no_module_imports_a_higher_layer():
 def test_the_pattern_language_and_lowering_sit_in_the_core():
     graph = import_graph()
     assert "aot.ir.pattern" in graph["aot.passes.partition"]
-    assert "aot.te.lower" in graph["aot.executor"]
+    assert "aot.te.lower" in graph["aot.executor.lowering"]
     assert tier_of("aot.relay.dataflow_pattern") == 3 and tier_of("aot.ir.pattern") == 0

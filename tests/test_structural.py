@@ -6,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import aot
-import aot.executor as executor
+import aot.executor.lowering as executor
 from aot import te
 from aot.te.lower import lower
 from aot.tir.structural import structural_key

@@ -88,7 +88,7 @@ def test_heavy_conv_at_its_own_size_matches_onnxruntime():
 def test_work_counts_multiply_adds(monkeypatch):
     """_work of each kernel as lowered: an unpadded conv's exactly; a padded one's as if its
     windows were never clipped."""
-    import aot.executor as ex
+    import aot.executor.lowering as ex
     seen, schedule = [], ex.schedule
 
     def recording(func, target):

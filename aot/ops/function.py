@@ -7,7 +7,7 @@ body.outputs[k] for outputs[k]. The other attributes are TVM's:
   Compiler       the external backend the function is handed to ("vanilla_accelerator")
   global_symbol  the C symbol of that function (tvmgen_<mod>_<compiler>_main_<N>)
 
-A Function with a Compiler runs as one external call (executor.py). Without one it is an
+A Function with a Compiler runs as one external call (aot/executor/). Without one it is an
 ordinary op: its reference and compute are its body's, node by node.
 """
 from __future__ import annotations

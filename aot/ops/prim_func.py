@@ -2,7 +2,7 @@
 function), called as one node of the graph IR so that it goes through the same executor,
 memory plan, renderers and MLF as every other kernel. attrs["prim_func"] is the PrimFunc; the
 node's inputs and outputs are its parameters in order. Lowering does not recompute it and no
-target rule reschedules it (aot/executor.py takes it as written)."""
+target rule reschedules it (aot/executor/lowering.py takes it as written)."""
 from __future__ import annotations
 
 from ..errors import OpError

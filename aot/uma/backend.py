@@ -23,7 +23,7 @@ import os
 import re
 
 from ..errors import AotError
-from ..executor import ExternalKernel, ExternCall
+from ..executor.kernels import ExternalKernel, ExternCall
 from ..memory_plan import Buf, plan
 from .lowering import DEVICE, Call, Tensor, DeviceToken
 

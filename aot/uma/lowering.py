@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import AotError
 from ..names import C_KEYWORDS
-from ..executor import ExternCall
+from ..executor.kernels import ExternCall
 
 
 class Tensor:
