@@ -161,6 +161,7 @@ def io_entry(plan, kind, k):
 
 
 def compile_model(model, options: Options | None = None, log=None, progress=None) -> CompileResult:
+    from codegen_c.dialects import build_fragment
     from codegen_c.emit import emit_c, render_template
     from mlf.writer import empty_param_dict, make_metadata, metadata_json, source_date_epoch, write_tar
 
@@ -268,10 +269,10 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     files[f"parameters/{mod}.params"] = empty_param_dict()
     files[f"src/{mod}.relay"] = print_graph(graph)
     files.update(_runtime_files())
-    files["mlf.mk"] = render_template("mlf.mk.j2", mod=mod, MOD=mod.upper(), sources=src_list,
-                                      device=extra.get("device"))
-    files["mlf.cmake"] = render_template("mlf.cmake.j2", mod=mod, MOD=mod.upper(), sources=src_list,
-                                         device=extra.get("device"))
+    for tool in ("mk", "cmake"):
+        fragment = build_fragment(target.family, tool) if target.is_device else None
+        files[f"mlf.{tool}"] = render_template(f"mlf.{tool}.j2", mod=mod, MOD=mod.upper(), sources=src_list,
+                                               device=extra.get("device"), fragment=fragment)
     tar = write_tar(files, epoch)
     log(f"mlf: {len(files)} members, {len(tar)} bytes")
     return CompileResult(tar, plan, graph, notes)

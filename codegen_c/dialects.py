@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .c_renderer import CRenderer
 from .cuda_renderer import CUDARenderer
-from .emit import _ENV
+from .emit import ENV
 from .opencl_renderer import OpenCLRenderer
 
 DIALECTS = {"c": CRenderer, "cuda": CUDARenderer, "opencl": OpenCLRenderer}
@@ -19,5 +19,15 @@ def renderer_for(family):
 def host_template(family):
     """The template of a GPU family's host C; one given as text may extend _gpu_lib0.c.j2."""
     if family.host_template_text is not None:
-        return _ENV.from_string(family.host_template_text)
-    return _ENV.get_template(family.host_template)
+        return ENV.from_string(family.host_template_text)
+    return ENV.get_template(family.host_template)
+
+
+def build_fragment(family, tool):
+    """What `tool`'s build file ("mk": mlf.mk, "cmake": mlf.cmake) adds for the family's device
+    code, as a template to include, or None where the family adds nothing."""
+    text = getattr(family, "build_fragments_text", {}).get(tool)
+    if text is not None:
+        return ENV.from_string(text)
+    name = getattr(family, "build_fragments", {}).get(tool)
+    return ENV.get_template(name) if name else None

@@ -14,12 +14,12 @@ from aot.target import Target
 
 from .c_renderer import C_TYPES, CRenderer
 
-_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
+ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                           keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
 
 
 def render_template(name, **kw):
-    return _ENV.get_template(name).render(**kw)
+    return ENV.get_template(name).render(**kw)
 
 
 def format_values(a: np.ndarray, per_line=8):

@@ -241,6 +241,10 @@ class HIP(GpuFamily):
     host_template_text = HOST
     runtime_libs = ("-lamdhip64",)
     device_sources = (".hip",)
+    build_fragments_text = {
+        "mk": "TVMGEN_{{ MOD }}_HIP_SRCS := {{ device.sources | join(' ') }}  # build with hipcc\\n"
+              "TVMGEN_{{ MOD }}_LIBS += {{ device.libs | join(' ') }}",
+        "cmake": "find_package(hip REQUIRED)\\ntarget_link_libraries(tvmgen_{{ mod }} PUBLIC hip::host)"}
 
 
 FAMILY = add_family(HIP())
@@ -336,6 +340,9 @@ def test_a_new_gpu_api_is_one_file(tmp_path):
         assert "threadIdx.x" not in kernels
         host = files["codegen/host/src/default_lib0.c"].decode()
         assert "#include <hip/hip_runtime_api.h>" in host and "hipMalloc" in host and "cuda" not in host
+        mk, cmake = files["mlf.mk"].decode(), files["mlf.cmake"].decode()
+        assert "TVMGEN_DEFAULT_HIP_SRCS := codegen/host/src/default_lib1.hip  # build with hipcc" in mk
+        assert "-lamdhip64" in mk and "nvcc" not in mk and "hip::host" in cmake and "CUDA" not in cmake
         meta = json.loads(files["metadata.json"])["modules"]["default"]["aot"]
         assert meta["device"] == {"api": "hip", "sources": ["codegen/host/src/default_lib1.hip"],
                                   "libs": ["-lamdhip64"]}

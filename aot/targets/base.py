@@ -57,6 +57,10 @@ class GpuFamily(Family):
     external_calls = False    # the host can call library or plug-in functions between launches
     runtime_libs: tuple = ()  # what the host links for the API's runtime
     device_sources: tuple = ()  # the endings of the files a device compiler builds (nvcc's .cu)
+    # what mlf.mk and mlf.cmake add to build and link the device code, by template name
+    # (codegen_c/templates/), or as text for a family defined outside the package
+    build_fragments: dict = {}      # {"mk": name, "cmake": name}
+    build_fragments_text: dict = {}  # {"mk": text, "cmake": text}
 
     def link_libs(self, target):
         """The -l flags a host build of a module for target links (metadata.json's device.libs)."""

@@ -12,6 +12,7 @@ class Cuda(GpuFamily):
     keys = ("cuda", "gpu")
     dialect = "cuda"
     host_template = "cuda_lib0.c.j2"
+    build_fragments = {"mk": "mlf_cuda.mk.j2", "cmake": "mlf_cuda.cmake.j2"}
     libraries = ("cudnn", "cublas")
     external_calls = True
     runtime_libs = ("-lcudart",)

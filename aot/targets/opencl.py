@@ -14,6 +14,7 @@ class OpenCL(GpuFamily):
     keys = ("opencl", "gpu")
     dialect = "opencl"
     host_template = "opencl_lib0.c.j2"
+    build_fragments = {"mk": "mlf_opencl.mk.j2", "cmake": "mlf_opencl.cmake.j2"}
     runtime_libs = ("-lOpenCL",)
     absent = "no OpenCL platform on this machine (on a CPU: apt-get install pocl-opencl-icd ocl-icd-opencl-dev)"
 
