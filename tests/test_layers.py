@@ -131,3 +131,21 @@ def test_the_pattern_language_and_lowering_sit_in_the_core():
     assert "aot.ir.pattern" in graph["aot.passes.partition"]
     assert "aot.te.lower" in graph["aot.executor.lowering"]
     assert tier_of("aot.relay.dataflow_pattern") == 3 and tier_of("aot.ir.pattern") == 0
+
+
+def private_imports():
+    """(module, name) for each underscored name one of our modules imports from another."""
+    mods = _modules()
+    out = []
+    for me, path in sorted(mods.items()):
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        for n in ast.walk(tree):
+            if isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").split(".")[0] in PACKAGES):
+                out += [(me, a.name) for a in n.names if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_no_private_name_crosses_a_module():
+    """What one module takes from another is public: a leading underscore means 'this module only'."""
+    assert not private_imports()

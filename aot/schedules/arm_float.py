@@ -89,8 +89,8 @@ def _unclamped(nest):
     straight-line code), not max/min clamps evaluated per tap. Up to 9 copies of a 2-d
     window's body, so only kernels without register tiles (a staged depthwise conv's plane)."""
     if any(isinstance(x, Allocate) and x.buffer.size > 1 for x in walk_stmts(nest)):
-        # register tiles: a copy of the unrolled tile per border piece cost ResNet-8 and VWW
-        # 41-52 KB of flash and 4-8x their compile time for 3-14% fewer instructions
+        # register tiles: a copy of the unrolled tile per border piece costs far more flash and
+        # compile time than the instructions it saves
         return nest
     spans, seen = [], set()
     for loop in (x for x in walk_stmts(nest) if isinstance(x, For)):

@@ -50,11 +50,10 @@ LONG_LANES = 32     # the lanes of a reduction of constant extent (see _lanes)
 MAX_ACC = 96        # accumulators of a block: twelve 8-float vectors of the 16 registers
 GROWTH = 9        # most statements of a kernel's scheduled code per statement of its nest
 BLOCKED_GROWTH = 13  # the same with its border pieces blocked too
-HEAVY_WORK = 1 << 23  # multiply-adds from which a kernel is heavy (light ResNet-50's 3x3 convs: 29M-116M;
-                      # no MLPerf Tiny kernel reaches it: their code stays as it was)
-HEAVY_GROWTH = 40   # a heavy kernel's budget: its arithmetic pays for more code (ResNet-50's 3x3
-                    # convs over a 7x7 or 14x14 output, all border pieces and a small interior,
-                    # blocked within 24x, run about 6x faster than with cpu.py's tiles, their fallback)
+HEAVY_WORK = 1 << 23  # multiply-adds from which a kernel is heavy: ImageNet-sized convs, not the
+                      # microcontroller-sized ones, whose code the larger budget would only grow
+HEAVY_GROWTH = 40   # a heavy kernel's budget: its arithmetic pays for more code (a 3x3 conv over
+                    # a small output is mostly border pieces, and blocked they beat cpu.py's tiles)
 GATHER_LANES = 8    # channel lanes of a depthwise border piece
 ROLLED_LANES = 8    # lane loops kept rolled: one 256-bit vector; up to LANES where they are the
                     # output's innermost axis (channels-last: consecutive in every tensor; NCHW's
