@@ -43,7 +43,7 @@ def _scheduled_with_requants(monkeypatch, model, target):
     import sys
 
     import aot
-    from aot.schedules import registry
+    from aot.schedules import pipelines
     from aot.tir.intrin import requant
     kernels, found = [], []
     match = requant.match_requant
@@ -64,8 +64,9 @@ def _scheduled_with_requants(monkeypatch, model, target):
     def last(func, target):
         kernels.append((func, list(found)))
         return func
-    first.wants_target = last.wants_target = True
-    monkeypatch.setitem(registry._RULES, "arm_cpu", [first] + registry.rules_of("arm_cpu") + [last])
+    probe = [pipelines.step(first, "probe: before the Cortex-M rules")]
+    monkeypatch.setitem(pipelines.PIPELINES, "cortex_m", probe + pipelines.PIPELINES["cortex_m"]
+                        + [pipelines.step(last, "probe: after them")])
     aot.compile(os.path.join(MLPERF, model), target=target)
     return kernels
 

@@ -275,7 +275,7 @@ def test_nchw_lrn_is_staged_by_runs_of_pixels(width, run):
     staged a run of pixels along the row at a time (the largest divisor of the width up to
     STAGE_PIXELS: 10 of 20, a whole row of 7, one pixel of a prime 17), every channel of each,
     and still matches onnxruntime writing over its input (ASan build)."""
-    from aot.schedules.inplace_conv import STAGE_PIXELS
+    from aot.targets.host import STAGE_PIXELS
     assert STAGE_PIXELS == 16
     m, feeds = _lrn_model(width)
     res, _ = check_model(m, feeds)
