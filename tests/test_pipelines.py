@@ -108,15 +108,15 @@ def test_none_is_skipped_and_the_first_of_a_group_claims(monkeypatch):
 def _plain_and_scheduled(monkeypatch, model, target):
     """Every kernel the executor scheduled: (plain, scheduled), a repeated layer included (the
     structural memo hands it the first one's kernel and trace)."""
-    import aot.executor as ex
-    pairs, orig = [], ex._scheduled
+    import aot.executor.lowering as ex
+    pairs, orig = [], ex.scheduled
 
     def spy(func, target, memo):
         out = orig(func, target, memo)
         pairs.append((func, out))
         return out
 
-    monkeypatch.setattr(ex, "_scheduled", spy)
+    monkeypatch.setattr(ex, "scheduled", spy)
     aot.compile(model, target=target)
     return pairs
 
