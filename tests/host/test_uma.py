@@ -16,7 +16,7 @@ from onnx import helper
 
 from conftest import init, make_model, ort_run, vi
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples", "accelerators")
 MODELS = os.path.join(ROOT, "..", "shared", "models", "mlperf_tiny")
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]

@@ -334,7 +334,7 @@ def test_infer_never_writes_node_attrs():
         return isinstance(t, ast.Attribute) and t.attr == "attrs"
 
     mutators = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
-    ops_dir = pathlib.Path(__file__).resolve().parent.parent / "aot" / "ops"
+    ops_dir = pathlib.Path(__file__).resolve().parents[2] / "aot" / "ops"
     files = sorted(ops_dir.glob("*.py"))
     assert files
     bad = []

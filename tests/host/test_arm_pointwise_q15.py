@@ -24,8 +24,8 @@ from tflite_build import ModelBuilder
 from tflm_oracle import tflm_available
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from test_dw_microkernels import ARM_SYSROOT, CLANG_ARM  # noqa: E402
-from test_microkernels import STRICT, _check, _feeds, _schedules, _staged_kernels  # noqa: E402
+from test_arm_dw_microkernel import ARM_SYSROOT, CLANG_ARM  # noqa: E402
+from test_arm_dot_microkernels import STRICT, _check, _feeds, _schedules, _staged_kernels  # noqa: E402
 
 tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel is not installed")
 

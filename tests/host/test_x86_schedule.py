@@ -148,7 +148,7 @@ def test_cortex_m_keeps_the_cpu_rules():
 
 def test_int8_kernels_keep_the_cpu_rules():
     """The host rules take float kernels only: an int8 model's C is the CPU rules' byte for byte."""
-    p = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "models", "mlperf_tiny", "keyword_spotting",
+    p = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "models", "mlperf_tiny", "keyword_spotting",
                      "kws_ref_model.tflite")
     if not os.path.exists(p):
         pytest.skip(f"{p} not present")

@@ -10,7 +10,7 @@ from fuzz.oracle import load_case
 from fuzz.run import run_case, run_seed
 from fuzz.shrink import shrink
 
-REGRESSIONS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "fuzz", "regressions", "*.onnx")))
+REGRESSIONS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "fuzz", "regressions", "*.onnx")))
 CI_SEEDS = range(0, 300)     # -n 2: 200 seeds took 150 s on 2 busy cores (80 s CPU), 300 fit 4 min
 OK = ("pass", "pass-by-reference")
 

@@ -4,7 +4,7 @@ import counts, function-level ones included: a lazy import is still a dependency
 import ast
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGES = ("aot", "codegen_c", "mlf")
 # the layers, lowest first: a module imports only modules of its own layer or lower ones. A module
 # prefix names a package and everything in it; "aot" alone is the package's __init__.

@@ -20,7 +20,7 @@ from conftest import ort_run
 from aot.errors import AotError
 from aot.host import cuda_device_count, opencl_platform_present
 
-MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "models",
+MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "..", "shared", "models",
                       "mlperf_tiny")
 MLPERF = ["anomaly_detection/ad01_fp32.onnx", "keyword_spotting/kws_ref_model_float32.onnx",
           "visual_wake_words/vww_96_float.onnx", "image_classification/pretrainedResnet.onnx"]

@@ -7,13 +7,13 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # tests/: the fuzz package
 
 from fuzz import local  # noqa: E402
 from fuzz.oracle import load_case  # noqa: E402
 from fuzz.run import run_case  # noqa: E402
 
-REGRESSIONS = os.path.join(os.path.dirname(__file__), "fuzz", "regressions")
+REGRESSIONS = os.path.join(os.path.dirname(__file__), "..", "fuzz", "regressions")
 QDQ_TIE = os.path.join(REGRESSIONS, "oracle_QuantizeLinear_Resize_s8019.onnx")
 RESIZE_EXACT = os.path.join(REGRESSIONS, "oracle_Resize_s2678.onnx")
 

@@ -19,7 +19,7 @@ import tarfile
 import numpy as np
 import pytest
 
-from test_dw_microkernels import dw_chain
+from test_arm_dw_microkernel import dw_chain
 from tflite_build import ModelBuilder
 from tflm_oracle import run_tflm, tflm_available
 

@@ -14,7 +14,7 @@ variants (an offset landing on what a later channel or row still reads) are refu
 import numpy as np
 import pytest
 
-from test_dw_microkernels import BOARDS, _check, _feeds
+from test_arm_dw_microkernel import BOARDS, _check, _feeds
 from test_memory import _run_with_workspace_bytes
 from tflite_build import ModelBuilder
 from tflm_oracle import tflm_available
