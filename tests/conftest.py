@@ -22,6 +22,7 @@ for _tier in TIERS[:-1]:     # (tests/static holds analyze.py too)
 
 # what a unit test may not start: a C compiler, a linker driver, a build tool, an emulator, an analyzer
 C_TOOLS = ("gcc", "cc", "clang", "g++", "c++", "nvcc", "cppcheck", "clang-tidy", "make", "cmake", "ld")
+NO_CC = "no-c-compiler-in-tests-unit"     # $CC under tests/unit: aot's host build, in or out of process
 
 
 def tier_of(path):
@@ -39,7 +40,7 @@ def pytest_collection_modifyitems(config, items):
 
 def _is_c_tool(argv0):
     exe = os.path.basename(str(argv0))
-    return exe in C_TOOLS or exe.endswith(("-gcc", "-g++", "-clang")) or exe.startswith(("qemu-", "gcc-", "clang-"))
+    return exe in C_TOOLS or exe == NO_CC or exe.endswith(("-gcc", "-g++", "-clang")) or exe.startswith(("qemu-", "gcc-", "clang-"))
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +63,7 @@ def _unit_tier_needs_no_c_compiler(request, monkeypatch):
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
     # a child process (`python -m aot.cli run ...`) finds no compiler either
-    monkeypatch.setenv("CC", os.path.join(os.sep, "nonexistent", "no-c-compiler-in-tests-unit"))
+    monkeypatch.setenv("CC", os.path.join(os.sep, "nonexistent", NO_CC))
     yield
 
 

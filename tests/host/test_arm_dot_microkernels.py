@@ -344,20 +344,6 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
         assert r.returncode == 0, r.stderr
 
 
-@tflm
-@pytest.mark.board
-@pytest.mark.parametrize("board", sorted(BOARDS))
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_microkernel_on_cortex_m_is_bit_exact(name, board):
-    """The DSP body on qemu-cortex-m4, the Helium body on qemu-cortex-m55."""
-    import aot
-    build, _ = CASES[name]
-    model, shape = build()
-    res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
-    _assert_schedule(res, name, BOARDS[board])
-    _check(res, _feeds(shape, 2), model, board=board)
-
-
 def _staged_kernels(res):
     return [c for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
 

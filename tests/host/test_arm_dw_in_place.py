@@ -14,7 +14,7 @@ variants (an offset landing on what a later channel or row still reads) are refu
 import numpy as np
 import pytest
 
-from test_arm_dw_microkernel import BOARDS, _check, _feeds
+from test_arm_dw_microkernel import _check, _feeds
 from test_memory import _run_with_workspace_bytes
 from tflite_build import ModelBuilder
 from tflm_oracle import tflm_available
@@ -181,28 +181,6 @@ def test_row_staging_is_exact_on_the_host(mcpu):
     assert any(getattr(c, "shrunk_over", None) is not None for c in res.plan.calls)
     _check(res, _feeds(shape), model, sanitize=True)
     _exact_workspace(res, model, shape)
-
-
-@tflm
-@pytest.mark.board
-@pytest.mark.parametrize("board", sorted(BOARDS))
-def test_dw_in_place_on_cortex_m_is_bit_exact(board):
-    """Staged by rows and written over the input's start, each with its dw_s8 call: against TFLM
-    and against the plain loop nests (target "c", nothing written in place) on the same board."""
-    import aot
-    model, shape = dw_net(20, 6, 8, strides=(1, 1, 2))
-    res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
-    kept = [c.func.attrs.get("schedule") for c in res.plan.calls
-            if getattr(c, "staged_over", None) is not None and c.func.params[-1].name.endswith("_rows")
-            or getattr(c, "shrunk_over", None) is not None]
-    assert kept == [f"dw_s8 ({BOARDS[board]})"] * 2
-    feeds = _feeds(shape, 2)
-    _check(res, feeds, model, board=board)
-    plain = aot.compile(model, target="c", in_place=False)
-    x, out = res.graph.inputs[0].name, res.graph.output_names[0]
-    for k, feed in enumerate(feeds):
-        np.testing.assert_array_equal(aot.run(res, {x: feed}, board=board)[out],
-                                      aot.run(plain, {x: feed}, board=board)[out], err_msg=f"input {k}")
 
 
 def float_dw_net(H, W, C, seed=7):

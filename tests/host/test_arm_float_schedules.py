@@ -113,18 +113,6 @@ def test_cortex_m4_float_code_on_the_host_matches_onnxruntime(name):
     _compare(model, feeds, aot.run(res, feeds, sanitize=True))
 
 
-@needs_boards
-@pytest.mark.board
-@pytest.mark.parametrize("board", ["qemu-cortex-m4", "qemu-cortex-m55", "qemu-cortex-m3"])
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_float_schedule_on_cortex_m_matches_onnxruntime(name, board):
-    import aot
-    model, shape = CASES[name]()
-    res = aot.compile(model.SerializeToString(), target=f"c -mcpu={board.split('-', 1)[1]}")
-    feeds = _feeds(shape)
-    _compare(model, feeds, aot.run(res, feeds, board=board))
-
-
 @pytest.mark.parametrize("cc,flags", [("gcc", []), ("clang", []),
                                       ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
                                                              "-mfpu=fpv4-sp-d16"]),
@@ -193,15 +181,3 @@ def test_staged_pointwise_conv_keeps_register_tiles(mcpu):
     assert "aot_max_i32" not in body and "aot_min_i32" not in body
     feeds = _feeds(shape)
     _compare(model, feeds, aot.run(res, feeds, sanitize=True))
-
-
-@needs_boards
-@pytest.mark.board
-@pytest.mark.parametrize("board", ["qemu-cortex-m4", "qemu-cortex-m55"])
-def test_staged_float_block_on_cortex_m_matches_onnxruntime(board):
-    import aot
-    model, shape = ds_block_model()
-    res = aot.compile(model.SerializeToString(), target=f"c -mcpu={board.split('-', 1)[1]}")
-    assert any(getattr(c, "staged_over", None) is not None for c in res.plan.calls)
-    feeds = _feeds(shape)
-    _compare(model, feeds, aot.run(res, feeds, board=board))

@@ -120,18 +120,6 @@ def test_add_on_the_host_is_bit_exact(name):
     _check(_compile(model, "c"), _feeds(shapes, 1), model)
 
 
-@tflm
-@pytest.mark.board
-@pytest.mark.parametrize("board", ["qemu-cortex-m55", "qemu-cortex-m4"])
-@pytest.mark.parametrize("name", sorted(ADDS) + sorted(FUSED))
-def test_add_on_cortex_m_is_bit_exact(name, board):
-    """The Helium body on qemu-cortex-m55; the M4 keeps its scalar epilogue (no add_s8q)."""
-    model, shapes = {**ADDS, **FUSED}[name]()
-    res = _compile(model, f"c -mcpu={board.split('-', 1)[1]}")
-    assert ("aot_add_s8q(&" in _source(res)) == (board == "qemu-cortex-m55")
-    _check(res, _feeds(shapes, 1), model, board=board)
-
-
 def test_a_standalone_add_is_one_call_and_a_fused_one_keeps_its_quads():
     """Without a broadcast the whole tensor is one run; the fused add follows the quad calls."""
     model, _ = ADDS["add_c5_w17"]()

@@ -91,19 +91,6 @@ def test_runs_on_the_host_are_bit_exact(name):
     _check(_compile(model, "c"), _feeds(shape, 1), model)
 
 
-@tflm
-@pytest.mark.board
-@pytest.mark.parametrize("board", ["qemu-cortex-m55", "qemu-cortex-m4"])
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_runs_on_cortex_m_are_bit_exact(name, board):
-    build, calls = CASES[name]
-    model, shape = build()
-    res = _compile(model, f"c -mcpu={board.split('-', 1)[1]}")
-    src = _source(res)
-    assert all((c in src) == (board == "qemu-cortex-m55") for c in calls), name
-    _check(res, _feeds(shape, 1), model, board=board)
-
-
 def test_the_workspace_does_not_grow():
     """The calls add no buffer: the M55 plan is no larger than the M4's, which stages the same
     blocks without them (and adds pw_s8's int16 pixel scratch)."""

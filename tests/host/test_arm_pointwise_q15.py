@@ -130,29 +130,6 @@ def test_pw_s8_plain_body_on_the_host_is_bit_exact(name):
     _check(aot.compile(model), _feeds(shape, 1), model)
 
 
-@tflm
-@pytest.mark.board
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_pw_s8_on_cortex_m4_is_bit_exact(name):
-    """The DSP body on qemu-cortex-m4 (the extremes of every sum among the inputs)."""
-    import aot
-    model, shape = CASES[name]()
-    res = aot.compile(model, target="c -mcpu=cortex-m4")
-    assert _pw_kernels(res)
-    _check(res, _feeds(shape, 2), model, board="qemu-cortex-m4")
-
-
-@tflm
-@pytest.mark.board
-@pytest.mark.parametrize("name", ["chain_c33", "c33_o7_px15"])
-def test_helium_keeps_its_kernels_on_cortex_m55(name):
-    import aot
-    model, shape = CASES[name]()
-    res = aot.compile(model, target="c -mcpu=cortex-m55")
-    assert set(_schedules(res).values()) == {"dot_s8 (mve)"}
-    _check(res, _feeds(shape, 2), model, board="qemu-cortex-m55")
-
-
 def test_the_verifier_checks_the_scratch_pw_s8_writes():
     """The scratch is one of the call's checked pointers: one word short is refused."""
     import aot

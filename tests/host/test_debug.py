@@ -194,18 +194,6 @@ def test_kernel_without_onnx_tensor_has_no_reference():
     assert rep.ok and "all 2 compared kernel outputs match onnxruntime (1 without a reference)" == rep.summary()
 
 
-@pytest.mark.parametrize("board", ["qemu-cortex-m4"])
-@pytest.mark.board
-@pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not installed (CI installs them)")
-def test_on_board(model, board):
-    m, feeds, tar = model
-    rep = debug_mlf(tar, m, feeds, board=board)
-    assert rep.board == board and rep.ok, rep.table()
-    rep = debug_mlf(corrupt_kernel(tar, 2), m, feeds, board=board)
-    assert _statuses(rep) == ["ok", "ok", "DIVERGES", "DIVERGES", "DIVERGES", "DIVERGES"], rep.table()
-    assert rep.first_divergent["kernel"] == 2 and rep.failure is None
-
-
 def test_cli_exit_codes_and_table(model, tmp_path, capsys):
     from aot.cli import main
     m, feeds, tar = model

@@ -144,22 +144,6 @@ def _id(path):
     return os.path.relpath(path, FUZZ)[:-5]
 
 
-@pytest.mark.skipif(not MODELS, reason="shared/fuzz_failures is not available")
-@pytest.mark.parametrize("path", [pytest.param(p, id=_id(p), marks=[pytest.mark.slow] if "minimal" not in p else [])
-                                  for p in MODELS])
-def test_fuzz_model(path):
-    import onnx
-
-    import aot
-    model = onnx.load(path)
-    z = np.load(path[:-5] + ".npz")
-    feeds = {k: z[k] for k in z.files}
-    oracle = ORACLE.get(os.path.basename(path)[:-5], (None, None))[0]
-    ref = expected(model, feeds, oracle)
-    out = aot.run(aot.compile(model.SerializeToString()), feeds, sanitize=True)
-    compare(out, ref)
-
-
 # ------------------------------------------------------------ one reproducer per cause
 def _run(model, feeds):
     import aot

@@ -287,25 +287,6 @@ def test_int16x8_network_is_bit_exact_with_tflm():
     _assert_bit_exact(_int16_net(), [[1, 12, 12, 3]], trials=5)
 
 
-@tflm
-@pytest.mark.board
-@pytest.mark.skipif(any(shutil.which(t) is None for t in ("arm-none-eabi-gcc", "qemu-system-arm")),
-                    reason="arm-none-eabi-gcc or qemu-system-arm not installed")
-def test_int16x8_network_is_bit_exact_on_cortex_m4():
-    """The same network as firmware (the generated C built with -std=c99 -Wall -Wextra -Werror
-    -pedantic by arm-none-eabi-gcc) under QEMU: int64 accumulators and requantisation on a 32-bit
-    core give TFLM's outputs."""
-    import aot
-    model = _int16_net()
-    res = aot.compile(model, target="c -mcpu=cortex-m4")
-    x = res.graph.inputs[0]
-    for trial in range(3):
-        feed = _feed(np.random.default_rng(200 + trial), x.type.shape)
-        (ref,) = run_tflm(model, [feed])
-        got = aot.run(res, {x.name: feed}, board="qemu-cortex-m4")[res.graph.output_names[0]]
-        np.testing.assert_array_equal(got, ref, err_msg=f"trial {trial}")
-
-
 # -- what is refused, by name -------------------------------------------------------------------
 @pytest.mark.parametrize("op,opts", [("HARD_SWISH", {}), ("PRELU", {})])
 def test_int16_kernels_without_support_are_refused_by_name(op, opts):
