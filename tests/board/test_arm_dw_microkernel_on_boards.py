@@ -3,7 +3,7 @@ bit for bit with TFLite Micro."""
 import numpy as np
 import pytest
 
-from test_arm_dw_microkernel import BOARDS, CASES, _check, _feeds, _schedules, dw_chain, tflm  # noqa: F401
+from test_arm_dw_microkernel import BOARDS, CASES, _check, _feeds, _no_gather, _schedules, dw_chain, tflm  # noqa: F401
 
 
 @tflm
@@ -44,7 +44,7 @@ def test_staged_depthwise_on_cortex_m_is_bit_exact(board, C):
     model, shape = dw_chain(6, 5, C, layers="ddpd")
     res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}")
     staged = [c.func.attrs.get("schedule") for c in res.plan.calls if getattr(c, "staged_over", None) is not None]
-    pointwise = "dot_s8" if BOARDS[board] == "mve" else "pw_s8"      # (the DSP cores': tests/test_pw_q15.py)
+    pointwise = "dot_s8" if BOARDS[board] == "mve" else "pw_s8"      # (the DSP cores': tests/host/test_arm_pointwise_q15.py)
     assert staged[0] == f"dw_s8 ({BOARDS[board]})" and staged[1].startswith(pointwise)
     assert staged[1].endswith(f"({BOARDS[board]})") and len(staged) == 2
     _check(res, _feeds(shape, 2), model, board=board)

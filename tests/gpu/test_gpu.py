@@ -1,7 +1,7 @@
 """GPU targets: the same loop IR bound to blocks and threads, rendered as OpenCL C and CUDA C,
 driven by generated host C. The OpenCL MLFs run on PoCL (OpenCL on the CPU) and must match
 onnxruntime, which checks the GPU schedules (binding, guards) on every commit; the CUDA MLFs
-compile with nvcc -Werror all-warnings and link (no GPU here: tests/test_gpu.py says so by
+compile with nvcc -Werror all-warnings and link (no GPU here: tests/gpu/test_gpu.py says so by
 not running them).
 
 CI installs PoCL and sets AOT_REQUIRE_OPENCL=1 and AOT_REQUIRE_NVCC=1, so there a missing

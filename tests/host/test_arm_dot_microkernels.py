@@ -135,7 +135,7 @@ def conv_add_model(H=6, W=5, C=11, seed=0):
 
 
 # on the DSP cores: pointwise convs (and fully connected layers of several rows) are pw_s8,
-# through a q15 scratch (aot/schedules/arm_q15.py; its own cases: tests/test_pw_q15.py)
+# through a q15 scratch (aot/schedules/arm_q15.py; its own cases: tests/host/test_arm_pointwise_q15.py)
 DSP_KERNEL = {"conv1x1_c33": "pw_s8", "conv1x1_c7_s2": "pw_s8", "conv1x1_c9_o11_mixed_shifts": "pw_s8",
               "dense_k5": "pw_s8t", "dense_k20_left_shift": "pw_s8t", "dense_k64": "pw_s8t"}
 
@@ -249,7 +249,7 @@ def test_each_target_gets_its_schedule_and_info_names_it(mcpu, variant, tmp_path
     from aot.cli import main
     model, _ = CASES["conv1x1_c33"][0]()
     res = aot.compile(model, target=f"c -mcpu={mcpu}" if mcpu else "c")
-    kernel = DSP_KERNEL["conv1x1_c33"] if variant == "dsp" else "dot_s8"     # (tests/test_pw_q15.py)
+    kernel = DSP_KERNEL["conv1x1_c33"] if variant == "dsp" else "dot_s8"     # (tests/host/test_arm_pointwise_q15.py)
     assert set(_schedules(res).values()) == {f"{kernel} ({variant})" if variant else None}
     tar = tmp_path / "m.tar"
     with open(tar, "wb") as f:
@@ -320,7 +320,7 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
              "gather_c1_k5_o11_valid_s2": ("aot_dot_s8x4q_g(&", "aot_dot_s8x2_g(&", "aot_dot_s8_g(&"),
              "gather_c1_o6_same_s1": ("aot_dot_s8x4q_g(&", "aot_dot_s8x2_g(&", "_win["),
              "gather_c3_o11_same_s2": ("aot_gconv_s8(&", "aot_copy_s8(&")}
-    if mcpu == "cortex-m4":       # pointwise: pw_s8 (tests/test_pw_q15.py); a window's rows four channels a call
+    if mcpu == "cortex-m4":       # pointwise: pw_s8 (tests/host/test_arm_pointwise_q15.py); a window's rows four channels a call
         calls["conv1x1_c9_o11_mixed_shifts"] = ("aot_pw_s8(&",)
         calls["conv3x3_c33_valid_s2"] = ("aot_dot_s8x4q(&",)
     # the gathered windows for the DSP: gconv_q15 (its DSP body for arm-none-eabi-gcc's M4, its

@@ -86,7 +86,7 @@ def test_quantize_allowance():
     assert local.quantize_allowance(node, ins, ort, np.array([141, 141, 125, 130], np.uint8)) == (0, 1)
     assert local.quantize_allowance(node, ins, ort, np.array([142, 140, 125, 130], np.uint8)) == (0, 1)
     # an exact tie is within the allowance: rounding half to even is held exactly by the ONNX
-    # node tests and tests/test_ops.py::test_quantize_linear_rounds_ties_to_even, not by the fuzzer
+    # node tests and tests/host/test_ops.py::test_quantize_linear_rounds_ties_to_even, not by the fuzzer
     assert local.quantize_allowance(node, ins, ort, np.array([141, 140, 125, 131], np.uint8)) == (1, 0)
 
 
