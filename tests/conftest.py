@@ -40,14 +40,16 @@ def pytest_collection_modifyitems(config, items):
 
 def _is_c_tool(argv0):
     exe = os.path.basename(str(argv0))
-    return exe in C_TOOLS or exe == NO_CC or exe.endswith(("-gcc", "-g++", "-clang")) or exe.startswith(("qemu-", "gcc-", "clang-"))
+    return exe in C_TOOLS or exe == NO_CC or exe.endswith(("-gcc", "-g++", "-clang")) or exe.startswith(("gcc-", "clang-"))
 
 
 @pytest.fixture(autouse=True)
-def _unit_tier_needs_no_c_compiler(request, monkeypatch):
+def _tools_of_the_tier(request, monkeypatch):
     """tests/unit runs where no C compiler is installed: a unit test that starts one fails here,
-    with the command, instead of passing on a developer's machine and failing on a bare one."""
-    if tier_of(request.node.path) != "unit":
+    with the command, instead of passing on a developer's machine and failing on a bare one. And a
+    test that starts QEMU outside tests/board fails too: the default tier runs no firmware."""
+    tier = tier_of(request.node.path)
+    if tier == "board" or tier is None:
         yield
         return
     import subprocess
@@ -56,14 +58,18 @@ def _unit_tier_needs_no_c_compiler(request, monkeypatch):
     def guarded(self, args, *a, **k):
         argv = [args] if isinstance(args, (str, bytes)) else list(args)
         first = argv[0].split()[0] if isinstance(argv[0], str) and k.get("shell") else argv[0]
-        if _is_c_tool(first):
+        if tier == "unit" and _is_c_tool(first):
             raise AssertionError(f"a unit test started {first!r} ({' '.join(map(str, argv))[:200]}): "
                                  "tests that build C belong in tests/host (docs/testing.md)")
+        if os.path.basename(str(first)).startswith("qemu-"):
+            raise AssertionError(f"a test in tests/{tier} started {first!r}: tests that run firmware belong "
+                                 "in tests/board (docs/testing.md)")
         return real_init(self, args, *a, **k)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
-    # a child process (`python -m aot.cli run ...`) finds no compiler either
-    monkeypatch.setenv("CC", os.path.join(os.sep, "nonexistent", NO_CC))
+    if tier == "unit":
+        # a child process (`python -m aot.cli run ...`) finds no compiler either
+        monkeypatch.setenv("CC", os.path.join(os.sep, "nonexistent", NO_CC))
     yield
 
 

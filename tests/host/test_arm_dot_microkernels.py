@@ -349,7 +349,7 @@ def _staged_kernels(res):
 
 
 @tflm
-@pytest.mark.parametrize("board", [None] + sorted(BOARDS))
+@pytest.mark.parametrize("board", [None])     # the boards: tests/board/test_arm_dot_microkernels_on_boards.py
 def test_staged_pointwise_conv_keeps_its_micro_kernel(board):
     """The inner pointwise convs of a chain are staged to write over their input; the reduction
     over one pixel's channels inside the staging is still one dot_s8 call (33 channels: the
@@ -402,7 +402,7 @@ def test_the_verifier_checks_every_row_a_quad_call_reads():
 
 
 @tflm
-@pytest.mark.parametrize("board", [None] + sorted(BOARDS))
+@pytest.mark.parametrize("board", [None])     # the boards: tests/board/test_arm_dot_microkernels_on_boards.py
 def test_conv_with_a_fused_add_keeps_its_quad_calls(board):
     """A conv whose epilogue goes on into a residual add: the conv's requantisation is still four
     channels to a dot_s8x4q call, the add then runs on each byte (11 channels: two quads, a pair, a
