@@ -15,12 +15,13 @@ TIERS = ("unit", "host", "models", "static", "board", "gpu", "conformance", "fuz
 # Test modules import helpers from one another by module name (`from test_x86_schedule import ...`,
 # tests/model_corpus.py's op_cases): every tier's directory is importable, whichever tier runs.
 # (tests/fuzz is the package `fuzz`, importable from tests/ itself.)
-for _tier in TIERS[:-1]:     # (tests/static holds analyze.py too)
+for _tier in TIERS[:-1]:
     _d = os.path.join(TESTS, _tier)
     if _d not in sys.path:
         sys.path.append(_d)
 
-# what a unit test may not start: a C compiler, a linker driver, a build tool, an emulator, an analyzer
+# what a unit test may not start: a C compiler, a linker driver, a build tool, a C analyzer (and no test
+# outside tests/board starts an emulator)
 C_TOOLS = ("gcc", "cc", "clang", "g++", "c++", "nvcc", "cppcheck", "clang-tidy", "make", "cmake", "ld")
 NO_CC = "no-c-compiler-in-tests-unit"     # $CC under tests/unit: aot's host build, in or out of process
 
