@@ -1,5 +1,5 @@
 """Differential fuzzing of aot against onnxruntime on a range of seeds (on demand; CI runs a fixed
-seed set through tests/test_fuzz.py).
+seed set through tests/fuzz/test_fuzz_seeds.py).
 
   python bench/fuzz.py --seeds 0:10000 --jobs 2 [--kind float|qdq|mix] [--failures DIR] [--shrink]
                        [--sanitize-every N]

@@ -1,5 +1,5 @@
 """The models the test suite compiles, as one corpus for whole-suite checks (static analysis of
-the generated C). Op models are not listed twice: they are collected from tests/test_ops.py and
+the generated C). Op models are not listed twice: they are collected from tests/host/test_ops.py and
 the other check_model tests (fusion, passes, names) by calling their test functions, over their
 parametrize marks, with check_model swapped for a recorder; a case added there is in the corpus
 with no edit here."""

@@ -64,16 +64,6 @@ class GeneratedKernel(_FromLoopIR):
     scratch_bytes: int = 0     # a staged kernel's scratch: its last argument, planned in the workspace
     in_place: InPlace = None   # what its loop IR was proven to write over, when it was staged or shrunk for that
 
-    @property
-    def staged_over(self):
-        """The input a staged kernel was proven to write over, or None."""
-        return self.in_place.input if self.in_place is not None and self.in_place.kind == STAGED else None
-
-    @property
-    def shrunk_over(self):
-        """The larger input it was proven to write its smaller output over, or None."""
-        return self.in_place.input if self.in_place is not None and self.in_place.kind == SHRUNK else None
-
 
 @dataclass(frozen=True)
 class ExternCall:

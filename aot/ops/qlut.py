@@ -7,7 +7,7 @@ LEAKY_RELU and HARD_SWISH, emulated on every input value with their exact intege
 (gemmlowp's fixed-point logistic and tanh, MultiplyByQuantizedMultiplier, the 16-bit
 hard-swish pipeline) and the multipliers their Prepare computes, float divisions included.
 A table entry is the kernel's output for that input, so the op is bit-exact with TFLite Micro
-by construction; tests/test_tflite.py checks every entry against the tflite-micro wheel.
+by construction; tests/host/test_tflite_frontend.py checks every entry against the tflite-micro wheel.
 """
 from __future__ import annotations
 

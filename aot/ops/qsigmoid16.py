@@ -3,7 +3,7 @@ for a table a microcontroller keeps, so the kernel is TFLite Micro's algorithm i
 is rescaled to Q3.12 times 3 (x * multiplier + round, shifted right), its magnitude indexes a
 256-entry table of sigmoid(i / 24) in Q0.16 with linear interpolation between neighbours (tanh
 reads the same table at twice the rate: tanh(x) = 2 * sigmoid(2x) - 1), and the sign picks the
-branch. The table and the multipliers are computed here at compile time; tests/test_tflite_int16.py
+branch. The table and the multipliers are computed here at compile time; tests/host/test_tflite_int16.py
 checks all 65536 inputs of several scales against the tflite-micro wheel.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ renderer dialect and GPU host template, the shared-memory limit, the libraries -
 
 `family_for(kind, mcpu)` is the first family that claims a target; families added with
 `add_family` are asked before the built-in ones (a family of its own for some -mcpu of kind "c",
-or a new kind: a new GPU API is one such module, tests/test_target_facts.py shows one).
+or a new kind: a new GPU API is one such module, tests/unit/test_target_families.py shows one).
 """
 from __future__ import annotations
 

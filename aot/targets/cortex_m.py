@@ -2,7 +2,7 @@
 their features; the int8 micro-kernels (aot/tir/intrin/arm*.py) and the Cortex-M schedule
 rules ask a core for its features, never for its name.
 
-A new core is one `Core(...)` given to `add_core` (tests/test_target_facts.py defines one in
+A new core is one `Core(...)` given to `add_core` (tests/unit/test_target_families.py defines one in
 a file of its own). A "cortex-m*" core not in the table is still a Cortex-M with none of the
 extensions: plain C, no FPU assumed.
 """

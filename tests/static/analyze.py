@@ -1,5 +1,5 @@
 """cppcheck and clang-tidy over C sources, at the levels set in this folder (cppcheck.args,
-cppcheck-suppressions.txt, clang-tidy.yaml). Used by tests/test_static_analysis.py; also runs
+cppcheck-suppressions.txt, clang-tidy.yaml). Used by tests/static/test_static_analysis.py; also runs
 alone on extracted MLFs:  python tests/static/analyze.py DIR...  (prints findings, exits 1 if any)."""
 from __future__ import annotations
 

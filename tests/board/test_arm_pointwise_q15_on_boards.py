@@ -1,0 +1,30 @@
+"""pw_s8 through a q15 scratch (tests/host/test_arm_pointwise_q15.py) on QEMU Cortex-M boards, bit for bit
+with TFLite Micro."""
+import pytest
+
+from test_arm_dot_microkernels import _check, _feeds, _schedules
+
+from test_arm_pointwise_q15 import CASES, _pw_kernels, tflm  # noqa: F401
+
+
+@tflm
+@pytest.mark.board
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pw_s8_on_cortex_m4_is_bit_exact(name):
+    """The DSP body on qemu-cortex-m4 (the extremes of every sum among the inputs)."""
+    import aot
+    model, shape = CASES[name]()
+    res = aot.compile(model, target="c -mcpu=cortex-m4")
+    assert _pw_kernels(res)
+    _check(res, _feeds(shape, 2), model, board="qemu-cortex-m4")
+
+
+@tflm
+@pytest.mark.board
+@pytest.mark.parametrize("name", ["chain_c33", "c33_o7_px15"])
+def test_helium_keeps_its_kernels_on_cortex_m55(name):
+    import aot
+    model, shape = CASES[name]()
+    res = aot.compile(model, target="c -mcpu=cortex-m55")
+    assert set(_schedules(res).values()) == {"dot_s8 (mve)"}
+    _check(res, _feeds(shape, 2), model, board="qemu-cortex-m55")

@@ -1,0 +1,22 @@
+"""The MLPerf Tiny int8 .tflite models on QEMU Cortex-M boards, bit for bit with TFLite Micro (the host
+side: tests/models/test_tflite_models.py)."""
+import numpy as np
+import pytest
+
+from test_tflite_frontend import INT8_MODELS, _int8_cases, _read, tflm  # noqa: F401
+
+
+@tflm
+@pytest.mark.slow
+@pytest.mark.board
+@pytest.mark.parametrize("board", ["qemu-cortex-m4", "qemu-cortex-m55"])
+@pytest.mark.parametrize("rel", INT8_MODELS)
+def test_mlperf_tiny_int8_tflite_is_bit_exact_on_cortex_m(rel, board):
+    """The same 100 random inputs and real ones on the emulated boards (one firmware, one QEMU run
+    per input, about 0.1 s each): 0 LSB."""
+    import aot
+    res = aot.compile(_read(rel), target=f"c -mcpu={board.split('-')[-1]}")
+    x = res.graph.inputs[0]
+    for k, (feed, ref) in enumerate(_int8_cases(rel, x)):
+        got = aot.run(res, {x.name: feed}, board=board)[res.graph.output_names[0]]
+        np.testing.assert_array_equal(got, ref, err_msg=f"input {k}")

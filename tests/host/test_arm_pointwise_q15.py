@@ -1,0 +1,224 @@
+"""pw_s8 (aot/tir/intrin/arm_q15.py, aot/schedules/arm_q15.py): int8 pointwise convs on DSP
+Cortex-M cores through a q15 scratch, two pixels by two channels at a time.
+
+The shapes reach every tail: input channels below 4 (no whole 4-byte group), an odd number of
+groups (the single-group step after the two-group loop) and 1-3 leftover channels; odd output
+channel counts (the one-channel block after the pairs); odd pixel counts (the last pixel
+paired with itself); stride 2 (one call per output row); per-channel and per-tensor
+quantisation; right and left requantisation shifts; clamps to int8's whole range (no activation)
+and narrower (RELU with a nonzero output zero point, RELU6); convs staged to write over their
+input. Each runs on qemu-cortex-m4 (the DSP body) and on the host under ASan/UBSan (the plain
+body of the same C), compared bit for bit with the tflite-micro wheel; target "c" (the plain
+loop nest) is the third path. Helium cores keep their own kernels.
+"""
+import io
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import numpy as np
+import pytest
+
+from tflite_build import ModelBuilder
+from tflm_oracle import tflm_available
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from test_arm_dw_microkernel import ARM_SYSROOT, CLANG_ARM  # noqa: E402
+from test_arm_dot_microkernels import STRICT, _check, _feeds, _schedules, _staged_kernels  # noqa: E402
+
+tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel is not installed")
+
+
+def pw_model(H, W, C, O, per_channel=True, act="RELU", x_zp=-3, y_zp=2, y_scale=None, stride=1, seed=0):
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=x_zp)
+    wdata = rng.integers(-127, 128, (O, 1, 1, C)).astype(np.int8)
+    if per_channel:
+        ws = (rng.random(O) * 0.02 + 0.005).astype(np.float32)
+        w = mb.tensor("w", [O, 1, 1, C], "int8", data=wdata, scale=ws, zero_point=[0] * O, quantized_dimension=0)
+        b = mb.tensor("b", [O], "int32", data=rng.integers(-500, 500, O).astype(np.int32), scale=0.05 * ws,
+                      zero_point=[0] * O)
+    else:
+        w = mb.tensor("w", [O, 1, 1, C], "int8", data=wdata, scale=0.01, zero_point=0)
+        b = mb.tensor("b", [O], "int32", data=rng.integers(-500, 500, O).astype(np.int32), scale=0.0005,
+                      zero_point=0)
+    Ho, Wo = -(-H // stride), -(-W // stride)
+    y = mb.tensor("y", [1, Ho, Wo, O], "int8", scale=y_scale or 0.1 * np.sqrt(C / 9), zero_point=y_zp)
+    mb.op("CONV_2D", [x, w, b], [y], padding="VALID", stride_h=stride, stride_w=stride,
+          fused_activation_function=act)
+    return mb.finish(inputs=[x], outputs=[y]), (1, H, W, C)
+
+
+def chain_model(H, W, C, n=3, widen=False, seed=0):
+    """n pointwise convs, C -> C (or C -> 2C first, widen): the inner ones are staged to write over
+    their input (aot/schedules/inplace_conv.py)."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = x0 = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=-3)
+    cin = C
+    for k in range(n):
+        cout = 2 * C if widen and k == 0 else cin
+        ws = (rng.random(cout) * 0.02 + 0.005).astype(np.float32)
+        w = mb.tensor(f"w{k}", [cout, 1, 1, cin], "int8",
+                      data=rng.integers(-127, 128, (cout, 1, 1, cin)).astype(np.int8), scale=ws,
+                      zero_point=[0] * cout, quantized_dimension=0)
+        b = mb.tensor(f"b{k}", [cout], "int32", data=rng.integers(-500, 500, cout).astype(np.int32),
+                      scale=0.05 * ws, zero_point=[0] * cout)
+        y = mb.tensor(f"y{k}", [1, H, W, cout], "int8", scale=0.05, zero_point=[4, -7, -128][k % 3])
+        mb.op("CONV_2D", [x, w, b], [y], padding="VALID", stride_h=1, stride_w=1,
+              fused_activation_function=["RELU", "RELU6", "NONE"][k % 3])
+        x, cin = y, cout
+    return mb.finish(inputs=[x0], outputs=[x]), (1, H, W, C)
+
+
+# name -> model: (input channels: whole 4-byte groups, odd groups, leftovers), output channels, pixels
+CASES = {
+    "c33_o7_px15": lambda: pw_model(5, 3, 33, 7),                            # 8 groups + 1, odd O and pixels
+    "c3_o11_px9": lambda: pw_model(3, 3, 3, 11, x_zp=-128),                  # no whole group
+    "c12_o3_px5": lambda: pw_model(1, 5, 12, 3, act="RELU6", y_zp=-128),      # 3 groups: the single step
+    "c17_o3_px7": lambda: pw_model(7, 1, 17, 3, x_zp=127),                   # a pair and one channel
+    "c6_o2_px2": lambda: pw_model(1, 2, 6, 2, act="NONE", x_zp=0),           # one group + 2, int8's range
+    "c11_o17_px6_per_tensor": lambda: pw_model(2, 3, 11, 17, per_channel=False, act="NONE", x_zp=100),
+    "c9_o11_left_shifts": lambda: pw_model(5, 4, 9, 11, y_scale=1e-3),       # requantisation shifts left
+    "c8_o5_per_tensor_left": lambda: pw_model(3, 3, 8, 5, per_channel=False, y_scale=2e-4, act="NONE"),
+    "c7_o9_s2": lambda: pw_model(6, 5, 7, 9, stride=2),                      # a call per output row
+    "c64_o64_px5": lambda: pw_model(1, 5, 64, 64, y_zp=-128),
+    "chain_c33": lambda: chain_model(5, 3, 33),
+    "chain_c11_px9": lambda: chain_model(3, 3, 11),
+    "chain_c8_widen": lambda: chain_model(4, 3, 8, widen=True),
+}
+CHAINS = {"chain_c33", "chain_c11_px9"}        # their inner convs are staged in place (checked)
+
+
+def _pw_kernels(res):
+    return {k: v for k, v in _schedules(res).items() if v and v.startswith("pw_s8")}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_dsp_cores_take_pw_s8_and_helium_does_not(name):
+    """Every conv of the cases is pw_s8 on cortex-m4/m7/m33 (per tensor: pw_s8t), its scratch a
+    workspace argument of buf_words(C) words; the M55 compile has no pw_s8 (Helium keeps its
+    kernels) and neither has target "c"."""
+    import aot
+    from aot.tir.intrin.arm_q15 import buf_words
+    model, _ = CASES[name]()
+    for mcpu in ("cortex-m4", "cortex-m7", "cortex-m33"):
+        res = aot.compile(model, target=f"c -mcpu={mcpu}")
+        kinds = set(_schedules(res).values())
+        assert kinds == {"pw_s8t (dsp)" if "per_tensor" in name else "pw_s8 (dsp)"}, kinds
+        for c in res.plan.calls:
+            cin = c.func.params[0].shape[-1]
+            assert c.scratch_bytes == 4 * buf_words(cin) and c.args[-1].kind == "workspace"
+    for target in ("c -mcpu=cortex-m55", "c"):
+        assert not _pw_kernels(aot.compile(model, target=target))
+
+
+@tflm
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pw_s8_plain_body_on_the_host_is_bit_exact(name):
+    """The Cortex-M4 compile built by the host's gcc: pw_s8's plain body under ASan/UBSan; and
+    target "c"'s loop nest."""
+    import aot
+    model, shape = CASES[name]()
+    res = aot.compile(model, target="c -mcpu=cortex-m4")
+    assert _pw_kernels(res)
+    if name in CHAINS:
+        assert _staged_kernels(res) and all(c.func.attrs["schedule"] == "pw_s8 (dsp)" for c in _staged_kernels(res))
+    _check(res, _feeds(shape), model, sanitize=True)
+    _check(aot.compile(model), _feeds(shape, 1), model)
+
+
+def test_the_verifier_checks_the_scratch_pw_s8_writes():
+    """The scratch is one of the call's checked pointers: one word short is refused."""
+    import aot
+    from aot.tir.intrin import get_intrin
+    from aot.tir.intrin.arm_q15 import buf_words
+    from aot.tir.verify import AccessError, verify_accesses
+    model, _ = CASES["c33_o7_px15"]()
+    res = aot.compile(model, target="c -mcpu=cortex-m4")
+    (call,) = res.plan.calls
+    assert verify_accesses(call.func).checked > 0
+    it = get_intrin("pw_s8")
+    offsets = dict(it.last_offsets(next(iter(_calls(call.func))).args))
+    assert offsets[6].value == buf_words(33) - 1
+    short = call.func.with_body(call.func.body, params=call.func.params[:-1] + [_shorter(call.func.params[-1])])
+    with pytest.raises(AccessError, match="outside its"):
+        verify_accesses(_rebind(short, call.func.params[-1], short.params[-1]))
+
+
+def _calls(func):
+    from aot.tir.stmt import Evaluate, walk_stmts
+    return [s.call for s in walk_stmts(func.body) if isinstance(s, Evaluate)]
+
+
+def _shorter(buf):
+    from aot.tir.stmt import Buffer
+    return Buffer(buf.name, buf.dtype, (buf.size - 1,))
+
+
+def _rebind(func, old, new):
+    """func with every use of buffer old read from new instead."""
+    from aot.tir.expr import Load, transform
+    from aot.tir.stmt import map_exprs
+    body = map_exprs(func.body, lambda e: transform(e, lambda x: Load(new, x.indices)
+                                                    if isinstance(x, Load) and x.buffer is old else None))
+    return func.with_body(body)
+
+
+@pytest.mark.parametrize("cc,flags", [("gcc", []), ("clang", []),
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard"]),
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard"]),
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard"]),
+                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-O0"]),
+                                      ("clang", [*CLANG_ARM, "-mcpu=cortex-m4"])])
+def test_pw_s8_compiles_warning_free(cc, flags, tmp_path):
+    """Both bodies and both quantisations, strict C99 with -Werror (-O0 too: the asm's operands)."""
+    import os
+    import aot
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    if "--target=arm-none-eabi" in flags and not os.path.isdir(ARM_SYSROOT):
+        pytest.skip("no arm-none-eabi sysroot for clang")
+    mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m4")
+    for name, call in (("c33_o7_px15", "aot_pw_s8(&"), ("c11_o17_px6_per_tensor", "aot_pw_s8t(&")):
+        model, _ = CASES[name]()
+        res = aot.compile(model, target=f"c -mcpu={mcpu}")
+        with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
+            t.extractall(tmp_path / name)
+        src = tmp_path / name / "codegen/host/src/default_lib1.c"
+        assert call in src.read_text()
+        r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / name / "codegen/host/include"),
+                            "-I", str(tmp_path / name / "runtime/include"), "-c", str(src), "-o",
+                            str(tmp_path / f"{name}.o")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+
+
+def pw_add_model(H=3, W=5, C=11, seed=0):
+    """A 1x1 conv whose output feeds a residual ADD with its input: the add is fused into the
+    conv's epilogue, after its requantisation, which pw_s8 does not take."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=-128)
+    ws = (rng.random(C) * 0.02 + 0.005).astype(np.float32)
+    w = mb.tensor("w", [C, 1, 1, C], "int8", data=rng.integers(-127, 128, (C, 1, 1, C)).astype(np.int8),
+                  scale=ws, zero_point=[0] * C, quantized_dimension=0)
+    b = mb.tensor("b", [C], "int32", data=rng.integers(-500, 500, C).astype(np.int32), scale=0.05 * ws,
+                  zero_point=[0] * C)
+    y = mb.tensor("y", [1, H, W, C], "int8", scale=0.3, zero_point=-4)
+    z = mb.tensor("z", [1, H, W, C], "int8", scale=0.2, zero_point=-128)
+    mb.op("CONV_2D", [x, w, b], [y], padding="VALID", stride_h=1, stride_w=1, fused_activation_function="NONE")
+    mb.op("ADD", [x, y], [z], fused_activation_function="RELU")
+    return mb.finish(inputs=[x], outputs=[z]), (1, H, W, C)
+
+
+@tflm
+def test_a_fused_residual_add_keeps_the_quad_calls():
+    """pw_s8 stores its requantised bytes itself: a conv whose epilogue goes on into an add keeps
+    dot_s8x4q (the add on each byte), bit-exact on the host."""
+    import aot
+    model, shape = pw_add_model()
+    res = aot.compile(model, target="c -mcpu=cortex-m4")
+    assert not _pw_kernels(res) and set(_schedules(res).values()) == {"dot_s8 (dsp)"}
+    _check(res, _feeds(shape), model, sanitize=True)

@@ -1,0 +1,228 @@
+"""aot.relay, the graph builder with TVM's names: TVM's tutorial programs run with the import
+changed, and every relay op is checked against a numpy reference written here (not against the
+op's own graph-IR reference)."""
+import numpy as np
+import pytest
+
+import aot
+from aot import relay
+from aot.contrib import graph_executor
+from aot.errors import AotError
+from aot.relay import testing
+
+
+# -- numpy references --------------------------------------------------------------------------------
+def conv2d_nchw(x, w, pad, stride=1, groups=1):
+    n, c, h, wd = x.shape
+    o, ci, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])))
+    oh, ow = (xp.shape[2] - kh) // stride + 1, (xp.shape[3] - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow), np.float64)
+    og = o // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * ci:(g + 1) * ci, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[g * og:(g + 1) * og, :, i, j])
+    return out
+
+
+def batch_norm(x, gamma, beta, mean, var, eps, axis=1):
+    sh = [1] * x.ndim
+    sh[axis] = -1
+    return (x - mean.reshape(sh)) / np.sqrt(var.reshape(sh) + eps) * gamma.reshape(sh) + beta.reshape(sh)
+
+
+def _run(mod, params, feeds, target="c"):
+    lib = relay.build(mod, target, params=params)
+    m = graph_executor.GraphModule(lib["default"](aot.cpu(0)))
+    for k, v in feeds.items():
+        m.set_input(k, v)
+    m.run()
+    return [m.get_output(i).numpy() for i in range(m.get_num_outputs())], lib
+
+
+def _tutorial_net(out_channels=16, shape=(1, 3, 224, 224)):
+    """TVM's "Quick start: conv -> batch_norm -> relu" network, as its tutorial writes it."""
+    data = relay.var("data", relay.TensorType(shape, "float32"))
+    weight = relay.var("weight")
+    bn_gamma = relay.var("bn_gamma")
+    bn_beta = relay.var("bn_beta")
+    bn_mmean = relay.var("bn_mean")
+    bn_mvar = relay.var("bn_var")
+    simple_net = relay.nn.conv2d(data=data, weight=weight, kernel_size=(3, 3), channels=out_channels,
+                                 padding=(1, 1))
+    simple_net = relay.nn.batch_norm(simple_net, bn_gamma, bn_beta, bn_mmean, bn_mvar)[0]
+    simple_net = relay.nn.relu(simple_net)
+    return relay.Function(relay.analysis.free_vars(simple_net), simple_net)
+
+
+def _bn_params(rng, c):
+    return {"bn_gamma": rng.uniform(0.5, 1.5, c).astype(np.float32), "bn_beta": rng.normal(0, 0.3, c).astype(np.float32),
+            "bn_mean": rng.normal(0, 0.3, c).astype(np.float32), "bn_var": rng.uniform(0.5, 2, c).astype(np.float32)}
+
+
+def _tutorial_reference(x, p):
+    y = batch_norm(conv2d_nchw(x.astype(np.float64), p["weight"].astype(np.float64), [1, 1, 1, 1]),
+                   p["bn_gamma"], p["bn_beta"], p["bn_mean"], p["bn_var"], 1e-5)
+    return np.maximum(y, 0)
+
+
+def test_tutorial_conv_bn_relu_for_c_matches_numpy():
+    """The tutorial, unchanged but for the imports: create_workload's parameters, set_input/run/
+    get_output(0, nd.empty(shape)) on a (1, 3, 224, 224) input."""
+    net, params = testing.create_workload(_tutorial_net())
+    assert {k: v.shape for k, v in params.items()} == {"weight": (16, 3, 3, 3), "bn_gamma": (16,), "bn_beta": (16,),
+                                                       "bn_mean": (16,), "bn_var": (16,)}
+    params.update(_bn_params(np.random.default_rng(1), 16))     # the default batch norm is an identity
+    lib = relay.build(net, "c", params=params)
+    x = np.random.default_rng(2).uniform(-1, 1, (1, 3, 224, 224)).astype("float32")
+    module = graph_executor.GraphModule(lib["default"](aot.cpu(0)))
+    module.set_input("data", x)
+    module.run()
+    out = module.get_output(0, aot.nd.empty((1, 16, 224, 224))).numpy()
+    np.testing.assert_allclose(out, _tutorial_reference(x, params), rtol=1e-4, atol=1e-5)
+    assert "tvmgen_default_run" in lib.get_source()
+    # batch norm folded into the conv at build: one fused kernel
+    assert [n.op for n in lib.result.graph.nodes] == ["Conv", "Relu"]
+
+
+def test_create_workload_is_seeded_and_typed_vars_stay_inputs():
+    net = _tutorial_net(4, (1, 3, 8, 8))
+    _, p1 = testing.create_workload(net)
+    _, p2 = testing.create_workload(net)
+    _, p3 = testing.create_workload(net, seed=1)
+    assert np.array_equal(p1["weight"], p2["weight"]) and not np.array_equal(p1["weight"], p3["weight"])
+    assert "data" not in p1 and np.all(p1["bn_var"] == 1) and np.all(p1["bn_beta"] == 0)
+    bound = np.abs(p1["weight"]).max()
+    assert 0 < bound <= np.sqrt(6 / (27 + 36))          # Xavier-uniform: fan in 3*3*3, fan out 4*3*3
+
+
+def test_small_cnn_of_many_ops_matches_numpy():
+    """conv (NHWC, HWIO weights, stride 2) -> bias_add -> batch_norm on axis 3 -> max_pool -> conv
+    (grouped) -> avg_pool -> global_avg_pool -> batch_flatten -> dense -> bias_add -> softmax, with a
+    second output through concatenate/reshape/reductions."""
+    rng = np.random.default_rng(7)
+    x = relay.var("x", shape=(1, 12, 12, 4))
+    w1 = relay.var("w1")
+    y = relay.nn.conv2d(x, w1, strides=(2, 2), padding=1, channels=8, kernel_size=3, data_layout="NHWC",
+                        kernel_layout="HWIO")
+    y = relay.nn.bias_add(y, relay.var("b1"), axis=3)
+    y = relay.nn.batch_norm(y, relay.var("g"), relay.var("be"), relay.var("m"), relay.var("v"), axis=3,
+                            epsilon=1e-3)[0]
+    y = relay.nn.max_pool2d(y, pool_size=(2, 2), strides=(1, 1), padding=(0, 0, 1, 1), layout="NHWC")
+    y = relay.transpose(y, (0, 3, 1, 2))
+    y = relay.nn.conv2d(y, relay.var("w2"), padding=(1, 1), channels=8, kernel_size=(3, 3), groups=2)
+    y = relay.nn.leaky_relu(y, 0.1)
+    y = relay.nn.avg_pool2d(y, pool_size=(3, 3), strides=(2, 2), padding=(1, 1), count_include_pad=False)
+    g = relay.nn.global_avg_pool2d(y)
+    f = relay.nn.batch_flatten(g)
+    d = relay.nn.bias_add(relay.nn.dense(f, relay.var("wd"), units=5), relay.var("bd"))
+    s = relay.nn.softmax(d)
+    side = relay.concatenate([relay.reshape(relay.mean(y, axis=(2, 3)), (1, 8)), relay.sum(d, axis=1, keepdims=True),
+                              relay.reshape(relay.clip(relay.max(y, axis=[1, 2, 3]), 0.0, 0.5), (1, 1))], axis=1)
+    func = relay.Function(relay.analysis.free_vars(relay.Tuple([s, side])), relay.Tuple([s, side]))
+    p = {"w1": rng.normal(0, 0.3, (3, 3, 4, 8)), "b1": rng.normal(0, 0.1, 8), "g": rng.uniform(0.5, 1.5, 8),
+         "be": rng.normal(0, 0.1, 8), "m": rng.normal(0, 0.1, 8), "v": rng.uniform(0.5, 2, 8),
+         "w2": rng.normal(0, 0.3, (8, 4, 3, 3)), "wd": rng.normal(0, 0.3, (5, 8)), "bd": rng.normal(0, 0.1, 5)}
+    p = {k: v.astype(np.float32) for k, v in p.items()}
+    xv = rng.normal(0, 1, (1, 12, 12, 4)).astype(np.float32)
+    (out_s, out_side), _ = _run(func, p, {"x": xv})
+
+    # numpy, in NCHW
+    a = conv2d_nchw(xv.transpose(0, 3, 1, 2).astype(np.float64), p["w1"].transpose(3, 2, 0, 1), [1, 1, 1, 1], 2)
+    a = a + p["b1"].reshape(1, -1, 1, 1)
+    a = batch_norm(a, p["g"], p["be"], p["m"], p["v"], 1e-3)
+    a = np.pad(a, ((0, 0), (0, 0), (0, 1), (0, 1)), constant_values=-np.inf)
+    a = np.max([a[:, :, i:i + 6, j:j + 6] for i in range(2) for j in range(2)], axis=0)
+    a = conv2d_nchw(a, p["w2"].astype(np.float64), [1, 1, 1, 1], groups=2)
+    a = np.where(a >= 0, a, 0.1 * a)
+    ap = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=np.nan)
+    a = np.nanmean([ap[:, :, i:i + 6:2, j:j + 6:2] for i in range(3) for j in range(3)], axis=0)
+    d_ref = a.mean(axis=(2, 3)) @ p["wd"].T.astype(np.float64) + p["bd"]
+    e = np.exp(d_ref - d_ref.max())
+    np.testing.assert_allclose(out_s, e / e.sum(), rtol=1e-4, atol=1e-6)
+    side_ref = np.concatenate([a.mean(axis=(2, 3)), d_ref.sum(axis=1, keepdims=True),
+                               np.clip(a.max(axis=(1, 2, 3)), 0, 0.5).reshape(1, 1)], axis=1)
+    np.testing.assert_allclose(out_side, side_ref, rtol=1e-4, atol=1e-5)
+
+
+def test_elementwise_and_shape_ops_match_numpy():
+    rng = np.random.default_rng(3)
+    a = relay.var("a", shape=(2, 3, 4))
+    b = relay.var("b", shape=(3, 1))
+    y = relay.add(relay.multiply(relay.exp(relay.negative(a)), b), relay.const(0.5))
+    y = relay.maximum(relay.sigmoid(y) - relay.tanh(a) / relay.const(2.0), relay.sqrt(relay.abs(a)))
+    y = relay.squeeze(relay.expand_dims(relay.transpose(y, (2, 0, 1)), 0), axis=[0])
+    y = relay.nn.pad(y, ((0, 0), (1, 0), (0, 2)), pad_value=-1.0)
+    av, bv = rng.normal(0, 1, (2, 3, 4)).astype(np.float32), rng.normal(0, 1, (3, 1)).astype(np.float32)
+    (out,), _ = _run(relay.Function([a, b], y), None, {"a": av, "b": bv})
+    ref = 1 / (1 + np.exp(-(np.exp(-av) * bv + 0.5))) - np.tanh(av) / 2
+    ref = np.maximum(ref, np.sqrt(np.abs(av))).transpose(2, 0, 1)
+    np.testing.assert_allclose(out, np.pad(ref, ((0, 0), (1, 0), (0, 2)), constant_values=-1), rtol=1e-5, atol=1e-6)
+
+
+def test_build_gives_the_same_mlf_as_the_equivalent_onnx_model():
+    """One graph IR: the relay network and the ONNX model of the same ops compile to the same C."""
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.random.default_rng(0).normal(0, 1, (4, 3, 3, 3)).astype(np.float32)
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    func = relay.Function([x], relay.nn.relu(relay.nn.conv2d(x, relay.const(w), padding=1)))
+    lib = relay.build(func, "c")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                           helper.make_node("Relu", ["c"], ["output"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 4, 8, 8])],
+                          [numpy_helper.from_array(w, "w")])
+    onnx_res = aot.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]).SerializeToString())
+
+    def kernels(tar):
+        from aot.relay.build_module import source_text
+        return [line for line in source_text(tar).splitlines() if "for (" in line or "+=" in line]
+    assert kernels(lib.tar) == kernels(onnx_res.tar)
+
+
+def test_errors_name_the_element_at_fault():
+    x = relay.var("x", shape=(1, 3, 8, 8))
+    w = relay.var("w")
+    with pytest.raises(AotError, match="nn.conv2d: an untyped weight needs channels and kernel_size"):
+        relay.build(relay.Function([x, w], relay.nn.conv2d(x, w)), "c")
+    lonely = relay.var("lonely")
+    with pytest.raises(AotError, match="variable 'lonely' has no type"):
+        relay.build(relay.Function([x, lonely], relay.nn.relu(x)), "c")
+    with pytest.raises(AotError, match="params names no function parameter: nope"):
+        relay.build(relay.Function([x], relay.nn.relu(x)), "c", params={"nope": np.zeros(1)})
+    with pytest.raises(AotError, match="special values"):
+        relay.build(relay.Function([x], relay.reshape(x, (-2,))), "c")
+    with pytest.raises(AotError, match="kernel_layout 'HWIO' does not go with data_layout 'NCHW'"):
+        relay.nn.conv2d(x, w, kernel_layout="HWIO")
+    lib = relay.build(relay.Function([x], relay.nn.relu(x)), "c")
+    m = graph_executor.GraphModule(lib["default"](aot.cpu(0)))
+    with pytest.raises(AotError, match="no input named 'y'"):
+        m.set_input("y", np.zeros((1, 3, 8, 8), np.float32))
+    with pytest.raises(AotError, match=r"input 'x' has shape \[1, 3, 8, 8\], the value \[2\]"):
+        m.set_input("x", np.zeros(2, np.float32))
+    with pytest.raises(AotError, match="set_input first"):
+        m.run()
+
+
+def test_free_vars_order_and_tuple_outputs():
+    a, b, c = relay.var("a", shape=(2,)), relay.var("b", shape=(2,)), relay.var("c", shape=(2,))
+    body = relay.Tuple([relay.add(b, a), relay.multiply(a, c)])
+    assert [v.name_hint for v in relay.analysis.free_vars(body)] == ["b", "a", "c"]
+    outs, _ = _run(relay.Function(relay.analysis.free_vars(body), body), None,
+                   {"a": np.array([1, 2], np.float32), "b": np.array([3, 4], np.float32),
+                    "c": np.array([5, 6], np.float32)})
+    np.testing.assert_array_equal(outs[0], [4, 6])
+    np.testing.assert_array_equal(outs[1], [5, 12])
+
+
+
+def test_quickstart_example_runs():
+    import subprocess
+    import sys
+    from conftest import ROOT
+    r = subprocess.run([sys.executable, f"{ROOT}/examples/python_api/relay_quickstart.py"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "max |error| vs numpy" in r.stdout
