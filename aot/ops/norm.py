@@ -147,7 +147,7 @@ class LRN(Op):
 
 def _power(d, beta, dtype):
     """d ** beta; the usual LRN exponents by square roots (a pow call per element is most of an
-    LRN kernel's time: light Inception v1 11 ms of 45), the others by pow."""
+    LRN kernel's time), the others by pow."""
     if beta == 0.75:
         r = call("sqrt", d)
         return r * call("sqrt", r)

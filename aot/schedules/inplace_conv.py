@@ -80,8 +80,8 @@ def stage_in_place(func, in_param: int, out_param: int, outer_dims=None, block=1
     staged by pixels: its channel window is clipped, so its channels cannot be SIMD lanes),
     stage a run of up to `pixels` of its values at a time (the largest divisor of its extent):
     the compute into the scratch then has consecutive pixels for lanes. A pointwise conv keeps
-    one pixel a time: its output channels are the lanes (light Inception v1's: 0.4 ms, 3-4 ms
-    by runs of 11 pixels)."""
+    one pixel a time: its output channels are the lanes, and by runs of pixels it measured
+    several times slower."""
     found = _staged_nest(func, in_param, out_param)
     if found is None:
         return None
