@@ -3,5 +3,5 @@
     from aot.uma import UMABackend, call_extern
     from aot.relay.dataflow_pattern import is_op, wildcard, is_constant
 """
-from .backend import REGISTRY, BackendError, UMABackend, external_lowering, get_backend, partition_for  # noqa: F401
+from .backend import BackendError, UMABackend, external_lowering, get_backend, partition_for, registered  # noqa: F401
 from .lowering import Call, Tensor, call_extern  # noqa: F401

@@ -25,9 +25,9 @@ import re
 from ..errors import AotError
 from ..executor.kernels import ExternalKernel, ExternCall
 from ..memory_plan import Buf, plan
+from ..target import PLUGINS, register_kind
 from .lowering import DEVICE, Call, Tensor, DeviceToken
 
-REGISTRY: dict = {}
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
 _INCLUDE_RE = re.compile(r'#include\s*[<"]([^">]+)[">]')
 _FILE_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./\-]*$")
@@ -130,12 +130,10 @@ class UMABackend:
 
     def register(self):
         """Make the backend a target kind: 'target_name, c' then hands it what it claims."""
-        from ..target import register_kind
         name = self._name()
         if not _NAME_RE.match(name):
             raise BackendError(f"backend target_name '{name}' must be lower case letters, digits, '_' or '-'")
         register_kind(name, list(self._target_attrs), backend=self)
-        REGISTRY[name] = self
         return self
 
     def _name(self):
@@ -264,8 +262,13 @@ class _Scratch:
         self.name, self.type, self.const = name, TensorType((nbytes,), "uint8"), None
 
 
+def registered():
+    """{target name: backend} of the registered plug-in backends (aot.target keeps the one table)."""
+    return {name: b for name, (_, b) in PLUGINS.items()}
+
+
 def get_backend(name):
-    return REGISTRY.get(name)
+    return registered().get(name)
 
 
 def partition_for(backends, graph, mod="default", log=None):
@@ -309,7 +312,7 @@ def external_lowering(backends):
     return lower
 
 
-__all__ = ["UMABackend", "REGISTRY", "get_backend", "partition_for", "external_lowering", "DEVICE"]
+__all__ = ["UMABackend", "registered", "get_backend", "partition_for", "external_lowering", "DEVICE"]
 
 
 def load_backend_file(path):
@@ -324,7 +327,7 @@ def load_backend_file(path):
     if spec is None:
         raise BackendError(f"--backend '{path}': not a Python module")
     module = importlib.util.module_from_spec(spec)
-    before = dict(REGISTRY)
+    before = registered()
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
@@ -336,7 +339,7 @@ def load_backend_file(path):
         where = next((f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(tb)
                       if os.path.abspath(f.filename) == os.path.abspath(path)), os.path.basename(path))
         raise BackendError(f"--backend '{path}' failed to load at {where}: {type(e).__name__}: {e}") from None
-    names = [n for n, b in REGISTRY.items() if before.get(n) is not b]
+    names = [n for n, b in registered().items() if before.get(n) is not b]
     for obj in vars(module).values():
         if (isinstance(obj, type) and issubclass(obj, UMABackend) and obj is not UMABackend
                 and obj.__module__ == name and obj.target_name and obj.target_name not in names):
