@@ -577,6 +577,8 @@ def parse(source: str, env=None, where="script") -> PrimFunc:
     """A PrimFunc from the text of one @T.prim_func function."""
     tree = ast.parse(textwrap.dedent(source))
     fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if not fns:     # a module's text (@I.ir_module class Module:) with one function
+        fns = [n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body if isinstance(n, ast.FunctionDef)]
     if len(fns) != 1:
         raise ScriptError(f"{where}: expected one function definition")
     return _Parser(source, env or {}, f"{where} ({fns[0].name})").function(fns[0])

@@ -209,7 +209,7 @@ class Printer:
         if id(buf) in self.views:
             idx = indices[0] if len(indices) == 1 else flat_index(indices, buf.shape)
             return f"{self.view(buf)}[{self.expr(simplify(idx, self.ranges))}]"
-        if self.blocks and len(indices) == 1 and len(buf.shape) > 1:
+        if not self.legacy and len(indices) == 1 and len(buf.shape) > 1:
             multi = unflatten(simplify(indices[0], self.ranges), buf.shape)
             if multi is not None:
                 indices = multi
@@ -392,8 +392,8 @@ class Printer:
         self._loops = {id(lp.var): (lp.min, lp.extent) for lp in walk_stmts(f.body) if isinstance(lp, For)}
         if self.legacy:
             self.views = {id(b): (None, False) for b in f.params if len(b.shape) > 1}
-            allocs = {id(a.buffer): None for a in walk_stmts(f.body) if isinstance(a, Allocate)}
-            self.lca = _view_frames(f.body, {**self.views, **allocs})
+        allocs = {id(a.buffer): None for a in walk_stmts(f.body) if isinstance(a, Allocate)}
+        self.lca = _view_frames(f.body, {**self.views, **allocs})
         root = self.open("root")
         size_vars = []
         for b in f.params:
