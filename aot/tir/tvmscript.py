@@ -79,11 +79,13 @@ def unflatten(index, shape):
         rem -= q * st
     out = []
     for terms, c in zip(parts, consts):
-        e = Const(c, INDEX)
+        e = None
         for atom, k in terms:
             t = atom if k == 1 else atom * k
-            e = t if (isinstance(e, Const) and e.value == 0) else e + t
-        if terms and c:
+            e = t if e is None else e + t
+        if e is None:
+            e = Const(c, INDEX)
+        elif c:
             e = e + c if c > 0 else e - (-c)
         out.append(simplify(e))
     return out
