@@ -3,6 +3,8 @@ a tuple; keepdims keeps the reduced dimensions as size 1. The stage is named aft
 (<input>_red), its reduce axes k<dimension>, and tagged comm_reduce."""
 from __future__ import annotations
 
+import builtins
+
 from .. import te
 from ..tir.expr import Const, and_, eq, ne, or_, select
 from . import tag
@@ -59,7 +61,7 @@ def _arg_reduce(name, reducer):
         first index that holds it (a NaN counts as the extreme, as in numpy)."""
         axes = normalize_axis(axis, data.ndim, f"topi.{name}")
         dshape = get_const_tuple(data.shape)
-        if not all(isinstance(dshape[d], int) for d in axes):
+        if not builtins.all(isinstance(dshape[d], int) for d in axes):
             raise TopiError(f"topi.{name}: the reduced dimensions must be constant, not {[dshape[d] for d in axes]}")
         shape = _target_shape(dshape, axes, keepdims)
         inner = _target_shape(dshape, axes, False)

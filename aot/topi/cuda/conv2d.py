@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..nn.conv2d import conv2d_nchw as _nn_conv2d_nchw
 from ..schedule_util import first_plan, outputs_of, thread_axis
 from ..utils import TopiError, get_const_tuple, input_tensors, is_output, op_tag, traverse_inline
-from .injective import _fallback_from_existing
+from .injective import one_thread_per_element
 
 
 def conv2d_nchw(data, kernel, strides, padding, dilation, out_dtype="float32"):
@@ -69,7 +69,7 @@ def _per_element(outs):
         if op_tag(pad_data.op).startswith("injective"):
             s[pad_data].compute_inline()
         for out in outs:
-            _fallback_from_existing(s, out)
+            one_thread_per_element(s, out)
     return element_per_thread
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..nn.dense import dense as _nn_dense
 from ..schedule_util import first_plan, outputs_of
 from ..utils import auto_inline_injective
-from .injective import _fallback_from_existing
+from .injective import one_thread_per_element
 
 
 def dense(data, weight, bias=None, out_dtype=None):
@@ -15,7 +15,7 @@ def per_output_element(outs):
     def element_per_thread(s):
         auto_inline_injective(s, outs)
         for out in outs:
-            _fallback_from_existing(s, out)
+            one_thread_per_element(s, out)
     return element_per_thread
 
 

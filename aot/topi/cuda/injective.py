@@ -30,7 +30,7 @@ def schedule_injective_from_existing(sch, out):
     return sch
 
 
-def _fallback_from_existing(sch, out):
+def one_thread_per_element(sch, out):
     """The same without the grid-stride loop: as many blocks as the output needs. Where te
     keeps a reduction between the output's loops (they do not fuse), the outermost axis alone
     is spread over the threads, the rest serial in each."""
@@ -62,7 +62,7 @@ def schedule_injective(outs):
     def one_pass(s):
         auto_inline_injective(s, outs)
         for out in outs:
-            _fallback_from_existing(s, out)
+            one_thread_per_element(s, out)
     return first_plan("topi.cuda.schedule_injective", outs, [grid_stride, one_pass])
 
 

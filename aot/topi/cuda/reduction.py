@@ -9,7 +9,7 @@ from .. import tag
 from ..schedule_util import (current_target, first_plan, is_injective_op, is_zero, max_num_threads, outputs_of,
                              producers, thread_axis)
 from ..utils import TopiError, get_const_tuple, is_output, op_tag, prod
-from .injective import _fallback_from_existing, schedule_injective_from_existing
+from .injective import one_thread_per_element, schedule_injective_from_existing
 
 
 def _reduce_across_threads(op, sch):
@@ -48,7 +48,7 @@ def _serial_per_thread(op, sch):
     """Each output element's reduction serial in its own thread (a rank-0 output: one thread); a
     reduction that is not an output is computed where its reader's thread reads it."""
     if is_output(sch, op):
-        _fallback_from_existing(sch, op.output(0))
+        one_thread_per_element(sch, op.output(0))
 
 
 def _schedule(outs, reduce_stage, injective_stage):
@@ -102,5 +102,5 @@ def schedule_reduce(outs):
     outs = outputs_of(outs)
     return first_plan("topi.cuda.schedule_reduce", outs,
                       [_schedule(outs, _reduce_across_threads, schedule_injective_from_existing),
-                       _schedule(outs, _serial_per_thread, _fallback_from_existing)])
+                       _schedule(outs, _serial_per_thread, one_thread_per_element)])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..schedule_util import first_plan, is_zero, outputs_of, thread_axis
 from ..utils import TopiError, get_const_int, input_tensors, op_tag, traverse_inline
-from .injective import _fallback_from_existing
+from .injective import one_thread_per_element
 
 NUM_THREAD = 64
 
@@ -99,7 +99,7 @@ def _element_per_thread(outs):
     def element_per_thread(s):
         """Each output element in its own thread (any rank)."""
         for out in outs:
-            _fallback_from_existing(s, out)
+            one_thread_per_element(s, out)
     return element_per_thread
 
 
