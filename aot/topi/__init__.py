@@ -3,7 +3,7 @@ tensor-expression stages (aot.te) with TVM's names and tags, and schedules for t
 (topi.generic for host targets, topi.cuda for GPU targets) written with te's schedule
 primitives. Importing it gives te.Tensor numpy-style `+ - * /` where te does not already
 (TVM's topi installs the same operators)."""
-from . import cuda, generic, nn, tag, utils  # noqa: F401
+from . import cuda, generic, nn, tag, testing, utils  # noqa: F401
 from .broadcast import (add, broadcast_add, broadcast_div, broadcast_maximum, broadcast_minimum,  # noqa: F401
                         broadcast_mul, broadcast_sub, broadcast_to, divide, equal, floor_divide, greater,
                         greater_equal, less, less_equal, logical_and, logical_or, maximum, minimum, mod,

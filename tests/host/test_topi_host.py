@@ -141,3 +141,17 @@ def test_injective_operators():
     for t, ins, ref in cases:
         got = _run(t, ins, [x, y][:len(ins)])
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_topi_testing_references_agree_with_the_direct_convolution():
+    x, w = _uniform(1, 4, 9, 9), _uniform(6, 2, 3, 3)
+    ref = topi.testing.conv2d_nchw_python(x, w, 2, 1, groups=2)
+    for g in range(2):
+        np.testing.assert_allclose(ref[:, 3 * g:3 * g + 3], _conv2d_nchw_ref(x[:, 2 * g:2 * g + 2], w[3 * g:3 * g + 3],
+                                                                             (2, 2), (1, 1, 1, 1), (1, 1)), rtol=1e-5,
+                                   atol=1e-6)
+    data = te.placeholder((1, 4, 9, 9), name="data")
+    kernel = te.placeholder((6, 2, 3, 3), name="kernel")
+    got = _run(topi.nn.group_conv2d_nchw(data, kernel, 2, 1, 1, 2), [data, kernel], [x, w],
+               schedule=topi.generic.schedule_group_conv2d_nchw)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
