@@ -132,6 +132,8 @@ def test_injective_operators():
     x, y = _uniform(2, 3, 4), _uniform(3, 1)
     cases = [
         (topi.transpose(X, (2, 0, 1)), [X], np.transpose(x, (2, 0, 1))),
+        (topi.nn.flatten(X), [X], x.reshape(2, 12)),
+        (topi.nn.relu(topi.nn.flatten(X)), [X], np.maximum(x.reshape(2, 12), 0)),
         (topi.reshape(X, (4, -1)), [X], x.reshape(4, -1)),
         (topi.nn.pad(X, (0, 1, 2), (1, 0, 1), 0.5), [X], np.pad(x, ((0, 1), (1, 0), (2, 1)), constant_values=0.5)),
         (topi.exp(X) - Y, [X, Y], np.exp(x) - y),
