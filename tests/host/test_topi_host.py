@@ -157,3 +157,15 @@ def test_topi_testing_references_agree_with_the_direct_convolution():
     got = _run(topi.nn.group_conv2d_nchw(data, kernel, 2, 1, 1, 2), [data, kernel], [x, w],
                schedule=topi.generic.schedule_group_conv2d_nchw)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_symbolic_sizes_stay_symbolic():
+    """intro_topi's first example: topi.sum over te.var sizes; one module, sized by its first call."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    C = topi.sum(A, axis=1)
+    f = aot.build(te.create_schedule(C.op), [A, C], "llvm")
+    a = _uniform(5, 7)
+    c = np.zeros(5, "float32")
+    f(a, c)
+    np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-5, atol=1e-6)
