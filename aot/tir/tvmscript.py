@@ -128,6 +128,8 @@ class Printer:
 
     # -- expressions ---------------------------------------------------------------------------------
     def expr(self, e) -> str:
+        if e.dtype.startswith(("int", "uint")) and not isinstance(e, (Var, Const)):
+            e = simplify(e, self.ranges)        # an index or extent, as TVM's arith leaves it
         return self._expr(e)[0]
 
     def _expr(self, e):
