@@ -187,8 +187,11 @@ class Printer:
             return f"T.truncmod({self.expr(e.a)}, {self.expr(e.b)})", 20
         sym = "/" if op == "/" else op if op in _CMP else _SUGAR[op]
         prec = _PREC["cmp"] if op in _CMP else _PREC[sym]
-        a, pa = self._expr(e.a)
-        b, pb = self._expr(e.b)
+        ea, eb = e.a, e.b
+        if op in _CMP and ea.dtype.startswith(("int", "uint")):    # the compared indices, simplified
+            ea, eb = simplify(ea, self.ranges), simplify(eb, self.ranges)
+        a, pa = self._expr(ea)
+        b, pb = self._expr(eb)
         if op in _CMP:
             a = a if pa > prec else f"({a})"
             b = b if pb > prec else f"({b})"
