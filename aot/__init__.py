@@ -29,10 +29,11 @@ def lower(inputs, args=None, name="main", binds=None, simple_mode=False):
     from .tir.stmt import PrimFunc
     if binds:
         raise AotError("lower: binds= (buffers bound to tensors) is not supported; the arguments get their own buffers")
-    if isinstance(inputs, PrimModule):
-        return inputs
+    from .tir.blocks import lowered
+    if isinstance(inputs, PrimModule):      # TensorIR lowers to its loops (blocks erased), as TVM's does
+        return PrimModule({k: lowered(f) for k, f in inputs.functions.items()})
     if isinstance(inputs, PrimFunc):
-        return PrimModule({name: inputs})
+        return PrimModule({name: lowered(inputs)})
     if not isinstance(inputs, Schedule):
         raise AotError(f"lower takes a te schedule or a TensorIR module/function, not {type(inputs).__name__}")
     return PrimModule({name: lower_schedule(inputs, args, name)})

@@ -173,7 +173,14 @@ class Schedule:
         for nxt in vs[1:]:
             body, fused = self._apply(lambda b, f=fused, n=nxt: tsch.fuse(b, f, n), "fuse")
             self._set(body)
+        fused.name = "_".join(v.name for v in vs) + "_fused"       # TVM's name: i_j_fused
         return LoopRV(fused)
+
+    def work_on(self, func_name):
+        self.func_name = func_name
+
+    def show(self, **kwargs):
+        print(self.mod.script())
 
     def reorder(self, *loops):
         vs = [self._var(lp, "reorder") for lp in loops]

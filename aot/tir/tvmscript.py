@@ -100,7 +100,7 @@ class Printer:
     def __init__(self, func: PrimFunc):
         self.func = func
         self.blocks = has_blocks(func.body)
-        self.legacy = not self.blocks and "func_attr" not in func.attrs
+        self.legacy = not self.blocks and ("func_attr" not in func.attrs or bool(func.attrs.get("lowered")))
         self.names, self.taken = {}, set()
         self.frames = []
         self.views = {}           # id(buffer) -> (view name, declared?) in the lowered style
@@ -425,7 +425,7 @@ class Printer:
             else:
                 args.append(f"{self.name(b, b.name)}: T.Buffer({self.shape(b)}, \"{b.dtype}\")")
         attrs = dict(f.attrs.get("func_attr", {}))
-        if self.legacy:
+        if self.legacy and "func_attr" not in f.attrs:
             attrs = {"from_legacy_te_schedule": True, "tir.noalias": True}
         elif "func_attr" not in f.attrs:
             attrs = {"tir.noalias": True}

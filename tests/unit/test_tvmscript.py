@@ -382,3 +382,22 @@ def test_iter_var_and_block_basics():
     with pytest.raises(aot.AotError):
         IterVar(v, 8, "X")
     assert T.Buffer((8,), "float32")[0] == "Buffer"
+
+
+def test_lower_of_a_tensorir_module_gives_its_loops_in_the_lowered_style():
+    A = te.placeholder((8, 8), name="A")
+    B = te.compute((8, 8), lambda x, y: A[x, y] + 1.0, name="B")
+    sch = tir.Schedule(IRModule({"main": te.create_prim_func([A, B])}))
+    i, j = sch.get_loops(sch.get_block("B"))
+    fused = sch.fuse(i, j)
+    assert fused.var.name == f"{i.var.name}_{j.var.name}_fused"
+    text = aot.lower(sch.mod).script()
+    f = fused.var.name
+    assert _body(text) == _text(f"""
+        T.func_attr({{"tir.noalias": T.bool(True)}})
+        for {f} in range(64):
+            A_1 = T.Buffer((64,), data=A.data)
+            B_1 = T.Buffer((64,), data=B.data)
+            B_1[{f}] = A_1[{f}] + T.float32(1.0)""")
+    assert 'T.block("B")' in sch.mod.script()         # lowering made a new module
+    _fixed_point(aot.lower(sch.mod)["main"])
