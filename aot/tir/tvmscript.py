@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..errors import AotError
 from .expr import (INDEX, Bin, Call, Cast, Const, Load, Select, Unary, Var, free_vars, is_float, walk)
 from .flatten import flat_index
-from .simplify import const_value, linear_form, simplify
+from .simplify import const_value, linear_form, simplify, simplify_display
 from .stmt import (Allocate, Block, BufferData, For, IfThenElse, PrimFunc, Seq, Store, own_exprs,
                    stmt_children, walk_stmts)
 
@@ -132,7 +132,7 @@ class Printer:
 
     def index(self, e) -> str:
         """An index, extent or bound: simplified, as TVM's arith leaves them."""
-        return self._expr(simplify(e, self.ranges))[0]
+        return self._expr(simplify_display(e, self.ranges))[0]
 
     def _expr(self, e):
         """(text, precedence)."""
@@ -189,7 +189,7 @@ class Printer:
         prec = _PREC["cmp"] if op in _CMP else _PREC[sym]
         ea, eb = e.a, e.b
         if op in _CMP and ea.dtype.startswith(("int", "uint")):    # the compared indices, simplified
-            ea, eb = simplify(ea, self.ranges), simplify(eb, self.ranges)
+            ea, eb = simplify_display(ea, self.ranges), simplify_display(eb, self.ranges)
         a, pa = self._expr(ea)
         b, pb = self._expr(eb)
         if op in _CMP:
@@ -223,12 +223,12 @@ class Printer:
         indices = list(indices)
         if id(buf) in self.views:
             idx = indices[0] if len(indices) == 1 else flat_index(indices, buf.shape)
-            return f"{self.view(buf)}[{self.expr(simplify(idx, self.ranges))}]"
+            return f"{self.view(buf)}[{self.index(idx)}]"
         if not self.legacy and len(indices) == 1 and len(buf.shape) > 1:
-            multi = unflatten(simplify(indices[0], self.ranges), buf.shape)
+            multi = unflatten(simplify_display(indices[0], self.ranges), buf.shape)
             if multi is not None:
                 indices = multi
-        return f"{self.name(buf, buf.name)}[{', '.join(self.expr(simplify(i, self.ranges)) for i in indices)}]"
+        return f"{self.name(buf, buf.name)}[{', '.join(self.index(i) for i in indices)}]"
 
     # -- statements ---------------------------------------------------------------------------------
     def emit(self, text):
@@ -362,7 +362,7 @@ class Printer:
             dom = self.expr(iv.extent) if const_value(iv.dom_min) == 0 else \
                 f"({self.expr(iv.dom_min)}, {self.expr(simplify(iv.dom_min + iv.extent))})"
             kind = "spatial" if iv.kind == "S" else "reduce"
-            self.emit(f"{self.name(iv.var, iv.var.name)} = T.axis.{kind}({dom}, {self.expr(simplify(v, self.ranges))})")
+            self.emit(f"{self.name(iv.var, iv.var.name)} = T.axis.{kind}({dom}, {self.index(v)})")
         loops = self.loop_bounds
         for iv, v in zip(s.iter_vars, s.values):
             lp = loops.get(id(v)) if isinstance(v, Var) else None
