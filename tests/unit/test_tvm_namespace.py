@@ -36,7 +36,9 @@ def test_lower_returns_a_printable_module():
     s = te.create_schedule(B.op)
     mod = tvm.lower(s, [A, B], simple_mode=True)
     text = str(mod)
-    assert "def main" in text and "A[" in text and "B[" in text
+    # a symbolic size: TVM's handles and match_buffer, the body through the matched buffers
+    assert "def main(A: T.handle, B: T.handle):" in text and "n = T.int32()" in text
+    assert "A_1 = T.match_buffer(A, (n,))" in text and "B_1[" in text and "A_1[" in text
     assert mod["main"].name == "main"
 
 
