@@ -395,7 +395,7 @@ class _Parser:
         item = st.items[0]
         call = self.t_call(item.context_expr)
         if call == "block":
-            name = self.literal(item.context_expr.args[0]) if item.context_expr.args else f"block{self.n_blocks}"
+            name = self.literal(item.context_expr.args[0]) if item.context_expr.args else ""
             return self.block(st, name)
         if call == "allocate":
             if not isinstance(item.optional_vars, ast.Name):

@@ -329,6 +329,9 @@ class Printer:
         self.emit(f"{self.access(s.buffer, [s.index])} = {value}")
 
     def s_IfThenElse(self, s, last):
+        if self.blocks and s.else_ is None and isinstance(s.then, Block) and s.then.predicate is None:
+            self.s_Block(s.then.replace(predicate=s.cond), last)     # a split's tail guard: TVM's T.where
+            return
         cond = self.expr(simplify(s.cond, self.ranges))
         self.nested(f"if {cond}:", s.then, (id(s), "then"))
         if s.else_ is not None:

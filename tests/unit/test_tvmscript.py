@@ -401,3 +401,32 @@ def test_lower_of_a_tensorir_module_gives_its_loops_in_the_lowered_style():
             B_1[{f}] = A_1[{f}] + T.float32(1.0)""")
     assert 'T.block("B")' in sch.mod.script()         # lowering made a new module
     _fixed_point(aot.lower(sch.mod)["main"])
+
+
+def test_a_split_tail_prints_as_t_where_and_reads_back():
+    A = te.placeholder((10,), name="A")
+    B = te.compute((10,), lambda i: A[i] * 2.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    o, n = sch.split(i, factors=[None, 4])
+    text = sch.mod.script()
+    assert f"for {o.var.name}, {n.var.name} in T.grid(3, 4):" in text
+    assert f"T.where({o.var.name} * 4 + {n.var.name} < 10)" in text
+    once = _fixed_point(sch.mod["main"])
+    assert "T.where(" in once
+
+
+def test_an_unnamed_block_and_augmented_assignment_read_as_tvm_writes_them():
+    f = parse('''
+@T.prim_func
+def dw(A: T.Buffer((7, 8), "float32"), B: T.Buffer((7, 2), "float32"), C: T.Buffer((7, 7), "float32")) -> None:
+    for j, i, k in T.grid(7, 7, 2):
+        with T.block():
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vj, vi] = T.float32(0)
+            C[vj, vi] += B[vj, vk] * A[vj, vi + vk]
+''')
+    text = _fixed_point(f)
+    assert 'with T.block(""):' in text and "T.reads(B[vj, vk], A[vj, vi + vk])" in text
+    assert "C[vj, vi] = C[vj, vi] + B[vj, vk] * A[vj, vi + vk]" in text
