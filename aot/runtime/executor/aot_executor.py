@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import AotError
-from ..runtime import NDArray
+from ...errors import AotError
+from .. import NDArray
 
 
 class AotModule:
     """AotModule(session.create_aot_executor()) or AotModule(lib["default"](dev))."""
 
     def __init__(self, module):
-        from .session import AotExecutor
+        from ...micro.session import AotExecutor
         if isinstance(module, AotExecutor):
             self._ex = module
         elif hasattr(module, "factory") and hasattr(module, "input_names"):     # a local relay.build module
@@ -77,7 +77,7 @@ class _LocalExecutor:
     """A relay.build module's runner (aot.contrib.graph_executor) seen as an AOT executor."""
 
     def __init__(self, rt):
-        from ..contrib.graph_executor import GraphModule
+        from ...contrib.graph_executor import GraphModule
         self._gm = GraphModule(rt)
         self.input_info = [{"name": n, "shape": list(rt.input_types[n].shape), "dtype": rt.input_types[n].dtype}
                            for n in rt.input_names]
