@@ -292,3 +292,18 @@ def create_schedule(ops):
             raise AotError("create_schedule takes the ops of computed tensors (C.op)")
         outs.append(t)
     return Schedule(outs)
+
+
+def lower_schedule(sch, args=None, name="main"):
+    """A te schedule and its argument tensors (placeholders, then computed tensors; by default the
+    schedule's inputs then outputs) -> the loop-IR PrimFunc that aot.build compiles and aot.lower
+    prints."""
+    args = list(args if args is not None else sch.inputs + sch.outputs)
+    missing = [t.name for t in sch.inputs + sch.outputs if not any(t is a for a in args)]
+    if missing:
+        raise AotError(f"lower: args leave out {', '.join(missing)}, which the schedule reads or computes")
+    n_in = sum(1 for t in args if t.is_placeholder)
+    func = sch.func.with_body(sch.func.body, params=[sch.buffer_of(t) for t in args])
+    func.num_inputs = n_in
+    func.name = name
+    return func
