@@ -1,7 +1,13 @@
 """graph_executor.GraphModule: set_input / run / get_output over a relay.build result, as TVM's
 graph executor is driven. Each run builds (once, cached by content) and runs the AOT module: the
-host compiler for C, nvcc or the OpenCL platform for a GPU module on the device `dev` names."""
+host compiler for C, nvcc or the OpenCL platform for a GPU module on the device `dev` names.
+
+The parameters relay.build bound are constants of the generated code: set_input accepts them
+(TVM 0.6's `set_input(**params)` with build's params) when their values are the ones built in,
+and refuses a different value by name, since it cannot take effect without a rebuild."""
 from __future__ import annotations
+
+import json
 
 import numpy as np
 
@@ -10,16 +16,35 @@ from ..runtime import Device, NDArray
 from ..targets import device_family
 
 
+def _array(v):
+    return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+
+
 class GraphRuntime:
+    """lib["default"](dev): the compiled module on a device, its inputs and outputs."""
+
     def __init__(self, factory, dev):
         self.factory = factory
-        self.dev = dev if dev is not None else Device("cpu", 0)
+        self.dev = _device(dev)
         g = factory.result.graph
         self.input_names = [v.name for v in g.inputs]
         self.input_types = {v.name: v.type for v in g.inputs}
         self.output_types = [v.type for v in g.outputs]
         self.output_names = list(g.output_names)
+        self.params = dict(factory.params)
         self.inputs, self.outputs = {}, None
+
+
+def _device(dev):
+    if dev is None:
+        return Device("cpu", 0)
+    if isinstance(dev, (list, tuple)):
+        if len(dev) != 1:
+            raise AotError(f"the module runs on one device, {len(dev)} given")
+        dev = dev[0]
+    if not hasattr(dev, "kind"):
+        raise AotError(f"a device is aot.cpu(0), aot.cuda(0), ... (aot.device(...)), not {dev!r}")
+    return dev
 
 
 class GraphModule:
@@ -41,16 +66,36 @@ class GraphModule:
                            "relay.build are constants of the module)")
         return key
 
-    def set_input(self, key=None, value=None, **params):
+    def _set(self, name, value):
         m = self.module
-        items = ([(key, value)] if key is not None else []) + list(params.items())
-        for k, v in items:
-            name = self._name(k)
-            a = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
-            t = m.input_types[name]
-            if tuple(a.shape) != tuple(t.shape):
-                raise AotError(f"input '{name}' has shape {list(t.shape)}, the value {list(a.shape)}")
-            m.inputs[name] = a.astype(t.dtype, copy=False)
+        a = _array(value)
+        t = m.input_types[name]
+        if tuple(a.shape) != tuple(t.shape):
+            raise AotError(f"input '{name}' has shape {list(t.shape)}, the value {list(a.shape)}")
+        m.inputs[name] = a.astype(t.dtype, copy=False)
+
+    def _set_param(self, name, value):
+        """A bound parameter: accepted when it is the value built in."""
+        have, a = self.module.params[name], _array(value)
+        if a.shape != have.shape or not np.array_equal(a.astype(have.dtype, copy=False), have):
+            raise AotError(f"set_input: '{name}' is a parameter bound at relay.build, a constant of the generated "
+                           "code; a different value needs a new build (relay.build(..., params={...}))")
+
+    def set_input(self, key=None, value=None, **params):
+        """set_input(name or index, value), and set_input(**params): names of inputs set them;
+        names of the parameters bound at build are checked against the built-in values; other
+        names are passed over, as TVM's executor passes over weights it does not hold."""
+        m = self.module
+        if key is not None:
+            if isinstance(key, str) and key in m.params and key not in m.input_types:
+                self._set_param(key, value)
+            else:
+                self._set(self._name(key), value)
+        for k, v in params.items():
+            if k in m.input_types:
+                self._set(k, v)
+            elif k in m.params:
+                self._set_param(k, v)
 
     def run(self, **inputs):
         from .. import run as run_module
@@ -70,16 +115,62 @@ class GraphModule:
     def get_num_inputs(self):
         return len(self.module.input_names)
 
-    def get_input(self, key):
-        return NDArray(self.module.inputs[self._name(key)])
+    def get_input_index(self, name):
+        names = self.module.input_names
+        return names.index(name) if name in names else -1
+
+    def get_input_info(self):
+        """({name: shape}, {name: dtype}) of the inputs."""
+        m = self.module
+        return ({n: tuple(m.input_types[n].shape) for n in m.input_names},
+                {n: m.input_types[n].dtype for n in m.input_names})
+
+    def get_input(self, key, out=None):
+        name = self._name(key)
+        if name not in self.module.inputs:
+            raise AotError(f"input '{name}' has no value yet (set_input first)")
+        a = self.module.inputs[name]
+        return out.copyfrom(a) if out is not None else NDArray(a)
 
     def get_output(self, index, out=None):
         m = self.module
         if m.outputs is None:
             raise AotError("run() first: there is no output yet")
-        if not 0 <= index < len(m.outputs):
+        if not isinstance(index, int) or not 0 <= index < len(m.outputs):
             raise AotError(f"output index {index} out of range: the module has {len(m.outputs)} outputs")
         if out is not None:
             out.copyfrom(m.outputs[index])
             return out
         return NDArray(m.outputs[index])
+
+    def benchmark(self, device=None, func_name="run", repeat=5, number=5, min_repeat_ms=None, end_to_end=False,
+                  **kwargs):
+        raise AotError("GraphModule.benchmark is not supported: time a run with aot.run(...) on the host, or "
+                       "`aot size`/profile=True on a board")
+
+    def __getitem__(self, name):
+        fns = {"set_input": self.set_input, "run": self.run, "get_output": self.get_output,
+               "get_num_outputs": self.get_num_outputs, "get_num_inputs": self.get_num_inputs,
+               "get_input": self.get_input, "get_input_index": self.get_input_index}
+        if name not in fns:
+            raise AotError(f"the graph executor has no function '{name}' (it has: {', '.join(fns)})")
+        return fns[name]
+
+
+def create(graph_json_str, libmod, device):
+    """GraphModule from (graph JSON, lib, device) as TVM's graph_executor.create takes them: lib is
+    what relay.build returned (its graph JSON is the one given)."""
+    from ..relay.build_module import ExecutorFactoryModule
+    if not isinstance(libmod, ExecutorFactoryModule):
+        raise AotError("graph_executor.create takes the lib relay.build returned (graph, lib, params = "
+                       "relay.build(...)), not " + type(libmod).__name__)
+    if not isinstance(graph_json_str, str):
+        raise AotError("graph_executor.create: the graph is the JSON string relay.build returned")
+    try:
+        given = json.loads(graph_json_str)
+    except ValueError:
+        raise AotError("graph_executor.create: the graph is not JSON") from None
+    if given != json.loads(libmod.get_graph_json()):
+        raise AotError("graph_executor.create: the graph JSON is not the one this lib was built with; the "
+                       "compiled module runs only its own graph (rebuild with relay.build to change it)")
+    return GraphModule(GraphRuntime(libmod, device))

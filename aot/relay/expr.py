@@ -99,28 +99,92 @@ class Function(Expr):
     def __init__(self, params, body, ret_type=None):
         self.params = list(params)
         self.body = body.astuple() if isinstance(body, TupleWrapper) else body
+        self.ret_type = ret_type
         for p in self.params:
             if not isinstance(p, Var):
                 raise AotError(f"Function parameters must be relay Vars, not {type(p).__name__}")
+
+    def __str__(self):
+        from .printer import function_text
+        return function_text(self)
+
+
+class GraphFunction(Expr):
+    """The "main" of a module a frontend imported (relay.frontend.from_onnx / from_tflite): the
+    graph IR of the model, and the model itself, which relay.build compiles as `aot compile`
+    does. Its params are the model's inputs, typed."""
+
+    def __init__(self, graph, source, input_shapes, fmt):
+        self.graph, self.source, self.input_shapes, self.format = graph, source, input_shapes, fmt
+        self.params = [Var(v.name, TensorType(v.type.shape, v.type.dtype)) for v in graph.inputs]
+        for p in self.params:
+            p.checked_type = p.type_annotation
+        outs = [TensorType(v.type.shape, v.type.dtype) for v in graph.outputs]
+        self.ret_type = outs[0] if len(outs) == 1 else TupleType(outs)
+
+    def __str__(self):
+        from ..ir.graph import print_graph
+        return print_graph(self.graph)
+
+
+class TupleType:
+    def __init__(self, fields):
+        self.fields = list(fields)
+
+    def __repr__(self):
+        return f"TupleType([{', '.join(repr(f) for f in self.fields)}])"
 
 
 class IRModule:
     """A module of one function, "main" (IRModule.from_expr)."""
 
-    def __init__(self, functions=None):
+    def __init__(self, functions=None, type_definitions=None):
         self.functions = dict(functions or {})
 
     @staticmethod
-    def from_expr(expr):
-        if not isinstance(expr, Function):
+    def from_expr(expr, functions=None, type_defs=None):
+        if isinstance(expr, TupleWrapper):
+            expr = expr.astuple()
+        if not isinstance(expr, (Function, GraphFunction)):
             expr = Function(free_vars(expr), expr)
         return IRModule({"main": expr})
 
     def __getitem__(self, name):
+        name = getattr(name, "name_hint", name)
+        if name not in self.functions:
+            raise AotError(f"the module has no function '{name}' (its functions: {', '.join(self.functions)})")
         return self.functions[name]
 
     def __setitem__(self, name, func):
-        self.functions[name] = func
+        self.functions[getattr(name, "name_hint", name)] = func
+
+    def __contains__(self, name):
+        return getattr(name, "name_hint", name) in self.functions
+
+    def get_global_vars(self):
+        return [GlobalVar(n) for n in self.functions]
+
+    def get_global_var(self, name):
+        if name not in self.functions:
+            raise AotError(f"the module has no function '{name}'")
+        return GlobalVar(name)
+
+    def astext(self, show_meta_data=True):
+        return str(self)
+
+    def __str__(self):
+        from .printer import module_text
+        return module_text(self)
+
+    __repr__ = __str__
+
+
+class GlobalVar:
+    def __init__(self, name_hint):
+        self.name_hint = name_hint
+
+    def __repr__(self):
+        return f"GlobalVar({self.name_hint})"
 
 
 def free_vars(expr):

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import AotError
 from ..frontend.builder import GraphBuilder, check_tensor_size
 from ..ir.graph import TensorType, Value
-from .expr import Call, Constant, Function, IRModule, Tuple, TupleGetItem, TupleWrapper, Var, free_vars
+from .expr import Call, Constant, Function, GraphFunction, IRModule, Tuple, TupleGetItem, TupleWrapper, Var, free_vars
 from .op import OPS
 
 
@@ -18,7 +18,7 @@ def main_function(mod):
         mod = mod["main"]
     if isinstance(mod, TupleWrapper):
         mod = mod.astuple()
-    if not isinstance(mod, Function):
+    if not isinstance(mod, (Function, GraphFunction)):
         mod = Function(free_vars(mod), mod)
     return mod
 
@@ -27,9 +27,14 @@ def _array(v):
     return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
 
 
-def to_graph(mod, params=None, name="default"):
-    """(graph, {var name: TensorType of every free variable, bound or not})."""
+def to_graph(mod, params=None, name="default", expr_types=None):
+    """(graph, {var name: TensorType of every free variable, bound or not}). expr_types, a dict,
+    receives {id(expression): its TensorType, or a list of them for a tuple} (relay.transform.InferType)."""
     func = main_function(mod)
+    if isinstance(func, GraphFunction):
+        if params:
+            raise AotError("a module a frontend imported takes its params at relay.build")
+        return func.graph, {v.name: v.type for v in func.graph.inputs}
     params = {k: _array(v) for k, v in (params or {}).items()}
     by_name = {}
     for p in func.params:
@@ -107,6 +112,9 @@ def to_graph(mod, params=None, name="default"):
             raise AotError(f"relay {c.op}: {err}") from None
 
     out = visit(func.body)
+    if expr_types is not None:
+        expr_types.update({k: [x.type for x in v] if isinstance(v, list) else v.type
+                           for k, v in values.items() if v is not None})
     outs = out if isinstance(out, list) else [out]
     for p in func.params:          # parameters no operator reads still are inputs (or bound)
         if id(p) not in values and var_value(p) is None:

@@ -1,0 +1,82 @@
+"""Relay text, as TVM prints a module: `def @main(%data: Tensor[(1, 3, 224, 224), float32], ...) {`,
+one `%n = op(args, attr=value);` per call used more than once or not last, the body's value last.
+Types show where they are known (annotations, or InferType's checked_type)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def type_text(t):
+    from .expr import TupleType
+    if t is None:
+        return None
+    if isinstance(t, TupleType):
+        return "(" + ", ".join(type_text(f) for f in t.fields) + ")"
+    dims = ", ".join(str(d) for d in t.shape)
+    return f"Tensor[({dims}{',' if len(t.shape) == 1 else ''}), {t.dtype}]"
+
+
+def _attr_text(v):
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_attr_text(x) for x in v) + "]"
+    if isinstance(v, float):
+        return f"{v:g}f"
+    return str(v)
+
+
+def function_text(func, name="main"):
+    from .expr import Call, Constant, Function, GraphFunction, Tuple, TupleGetItem, TupleWrapper, Var
+    if isinstance(func, GraphFunction):
+        return str(func)
+    lines, names, counter = [], {}, [0]
+
+    def var_decl(v):
+        t = type_text(getattr(v, "checked_type", None) or v.type_annotation)
+        return f"%{v.name_hint}" + (f": {t}" if t else "")
+
+    def text(e):
+        if isinstance(e, TupleWrapper):
+            e = e.astuple()
+        if id(e) in names:
+            return names[id(e)]
+        if isinstance(e, Var):
+            return f"%{e.name_hint}"
+        if isinstance(e, Constant):
+            a = e.data
+            return (f"{a.item():g}f" if a.dtype == np.float32 else str(a.item())) if a.ndim == 0 else \
+                f"meta[relay.Constant][{counter[0]}]"
+        if isinstance(e, Tuple):
+            s = "(" + ", ".join(text(f) for f in e.fields) + ("," if len(e.fields) == 1 else "") + ")"
+        elif isinstance(e, TupleGetItem):
+            s = f"{text(e.tuple_value)}.{e.index}"
+        elif isinstance(e, Call):
+            args = [text(a) for a in e.args]
+            attrs = [f"{k}={_attr_text(v)}" for k, v in e.attrs.items() if v is not None]
+            s = f"{e.op}({', '.join(args + attrs)})"
+        elif isinstance(e, Function):
+            return "fn (" + ", ".join(var_decl(p) for p in e.params) + ") {...}"
+        else:
+            return f"<{type(e).__name__}>"
+        ref = f"%{counter[0]}"
+        counter[0] += 1
+        lines.append(f"  {ref} = {s};")
+        names[id(e)] = ref
+        return ref
+
+    body = func.body.astuple() if isinstance(func.body, TupleWrapper) else func.body
+    last = text(body)
+    if lines and lines[-1].startswith(f"  {last} = "):      # the body's own value is written bare
+        lines[-1] = "  " + lines[-1].split(" = ", 1)[1].rstrip(";")
+    else:
+        lines.append(f"  {last}")
+    ret = type_text(getattr(func, "ret_type", None))
+    head = f"def @{name}(" + ", ".join(var_decl(p) for p in func.params) + ")" + (f" -> {ret}" if ret else "")
+    return head + " {\n" + "\n".join(lines) + "\n}"
+
+
+def module_text(mod):
+    return "\n".join(function_text(f, n) for n, f in mod.functions.items())
