@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .errors import AotError, OpError, UnsupportedError  # noqa: F401
 from .ops.custom import register_op  # noqa: F401
-from . import contrib, runtime, target, te, testing, tir  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
+from . import contrib, runtime, target, te, testing, tir, transform  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
 from .runtime import Device, NDArray, cl, cpu, cuda, device, gpu, nd, opencl  # noqa: F401
 
 
