@@ -152,12 +152,12 @@ _MODEL_TEST = """\
 {% include "_static_buffers.c.j2" %}
 {%- for t in inputs %}
 static const {{ t.ctype }} input_data_{{ loop.index0 }}[{{ t.n }}] = {
-{{ t.values }}
+{{ t.data }}
 };
 {%- endfor %}
 {%- for t in outputs %}
 static const {{ t.ctype }} expected_output_data_{{ loop.index0 }}[{{ t.n }}] = {
-{{ t.values }}
+{{ t.data }}
 };
 {%- endfor %}
 
@@ -254,7 +254,7 @@ def _model_test_c(m, model):
             raise AotError(f"model '{model.name}': input '{t['name']}' is {list(a.shape)}, the module takes "
                            f"{t['shape']}")
         a = a.astype(t["dtype"])
-        p.update(ctype=NP_TYPE_TO_C[t["dtype"]], n=max(a.size, 1), values=format_values(a) if a.size else "  0")
+        p.update(ctype=NP_TYPE_TO_C[t["dtype"]], n=max(a.size, 1), data=format_values(a) if a.size else "  0")
     expected = dict(model.outputs)
     out_names = [t["name"] for t in info["outputs"]]
     if set(out_names) <= set(expected):
@@ -272,7 +272,7 @@ def _model_test_c(m, model):
         a = a.astype(t["dtype"])
         is_float = np.dtype(t["dtype"]).kind == "f"
         tol = model.output_tolerance if model.output_tolerance is not None else (0.001 if is_float else 0)
-        p.update(ctype=NP_TYPE_TO_C[t["dtype"]], n=max(a.size, 1), values=format_values(a) if a.size else "  0",
+        p.update(ctype=NP_TYPE_TO_C[t["dtype"]], n=max(a.size, 1), data=format_values(a) if a.size else "  0",
                  is_float=is_float, tolerance=repr(float(tol)) if is_float else str(int(tol)),
                  fmt="%g" if is_float else "%lld", cast="(double)" if is_float else "(long long)",
                  name_c=_sanitize(t["name"]))

@@ -1,0 +1,162 @@
+"""UMA's TIR route, as TVM lowers a UMA region: the region's ops become tensor expressions (topi's
+computes where TVM's strategy would pick one, else the op's own compute), te.create_prim_func
+makes them a PrimFunc with blocks (TVM's "pad_temp", "conv2d_nchw", ...), the backend's
+registered TIR passes rewrite it phase by phase (typically replacing a block's loops by a
+tir.call_extern to the accelerator), and the result, its blocks erased and its buffers
+flattened, is the region's C function tvmgen_<mod>_<backend>_main_<N> in the MLF."""
+from __future__ import annotations
+
+from ..errors import AotError
+
+
+class TirRouteError(AotError):
+    pass
+
+
+def _topi_compute(n, ins):
+    """The te tensors TVM's strategy would compute node n with (topi), or None where this
+    compiler's own compute of the op stands in (same values; block names may differ)."""
+    if n.op == "Conv" and len(ins) == 2 and n.attrs.get("layout", "NCHW") == "NCHW" and \
+            int(n.attrs.get("group", 1)) == 1 and len(ins[0].shape) == 4:
+        try:
+            from ..topi.nn import conv2d_nchw
+        except ImportError:
+            return None
+        pads = [int(p) for p in n.attrs.get("pads", [0, 0, 0, 0])]
+        return [conv2d_nchw(ins[0], ins[1], [int(s) for s in n.attrs.get("strides", [1, 1])], pads,
+                            [int(d) for d in n.attrs.get("dilations", [1, 1])], n.outputs[0].type.dtype)]
+    return None
+
+
+def region_tensors(fn):
+    """(placeholders, outputs) of the region Function node `fn`: te tensors over its inputs."""
+    from .. import te
+    from ..ops.registry import get_op
+    body = fn.attrs["body"]
+    vt = {}
+    placeholders = []
+    for k, v in enumerate(body.inputs):
+        t = te.placeholder(tuple(v.type.shape), v.type.dtype, name=_input_name(fn, k))
+        vt[id(v)] = t
+        placeholders.append(t)
+
+    def run(nodes):
+        for n in nodes:
+            if n.op == "Function" and n.attrs.get("Composite"):
+                inner = n.attrs["body"]
+                for iv, ov in zip(inner.inputs, n.inputs):
+                    vt[id(iv)] = vt[id(ov)]
+                run(inner.nodes)
+                for iv, ov in zip(inner.outputs, n.outputs):
+                    vt[id(ov)] = vt[id(iv)]
+                continue
+            ins = [vt[id(v)] if v is not None else None for v in n.inputs]
+            outs = _topi_compute(n, ins)
+            if outs is None:
+                op = get_op(n.op)
+                if op.compute is None:
+                    raise TirRouteError(f"{fn.attrs['global_symbol']}: node '{n.name}' ({n.op}) has no tensor "
+                                        "expression to lower through; register a lowering for it")
+                outs = op.compute(n, *ins)
+            for o, t in zip(n.outputs, outs):
+                vt[id(o)] = t
+    run(body.nodes)
+    return placeholders, [vt[id(v)] for v in body.outputs]
+
+
+def _input_name(fn, k):
+    """TVM names a region's parameters after the relay variables they bind; here the graph
+    values the region reads (sanitised), else p<k>."""
+    import re
+    v = fn.inputs[k] if k < len(fn.inputs) else None
+    name = re.sub(r"\W", "_", getattr(v, "name", "") or "")
+    return name if name and name[0].isalpha() else f"p{k}"
+
+
+def apply_pass(p, func, mod_cls=None):
+    """One registered prim_func_pass on func -> the PrimFunc it returns."""
+    from ..tir.stmt import PrimFunc
+    name = func.name
+    try:
+        if hasattr(p, "transform_function") and not _is_pass_object(p):
+            out = p.transform_function(func, _Module({name: func}), None)
+        else:
+            out = p(_Module({name: func}))
+    except AotError:
+        raise
+    except Exception as e:           # the backend's own pass
+        import traceback
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        raise TirRouteError(f"{name}: TIR pass {_pass_name(p)} failed at {where.filename.rsplit('/', 1)[-1]}:"
+                            f"{where.lineno}: {type(e).__name__}: {e}") from None
+    if hasattr(out, "functions"):
+        fns = dict(out.functions)
+        out = fns.get(name, next(iter(fns.values()), None) if len(fns) == 1 else None)
+    if not isinstance(out, PrimFunc):
+        raise TirRouteError(f"{name}: TIR pass {_pass_name(p)} returned {type(out).__name__}, not a PrimFunc")
+    return out
+
+
+def _is_pass_object(p):
+    return type(p).__name__ in ("PrimFuncPass", "Pass", "ModulePass")
+
+
+def _pass_name(p):
+    return getattr(p, "name", None) or getattr(type(p), "__name__", "?")
+
+
+class _Module:
+    """The IRModule a prim_func_pass is applied to (one function)."""
+
+    def __init__(self, functions):
+        self.functions = dict(functions)
+
+    def __getitem__(self, name):
+        return self.functions[getattr(name, "name_hint", name)]
+
+    def __setitem__(self, name, f):
+        self.functions[getattr(name, "name_hint", name)] = f
+
+    def __contains__(self, name):
+        return getattr(name, "name_hint", name) in self.functions
+
+    def items(self):
+        return self.functions.items()
+
+
+def lower_region(backend, fn):
+    """The PrimFunc of region `fn` after the backend's TIR passes, ready to render: named
+    fn's global symbol, its parameters the region's inputs then outputs."""
+    from .api.utils import TIR_PHASES
+    from ..tir.flatten import flatten
+    from ..tir.legalize import legalize
+    from ..tir.stmt import PrimFunc
+    symbol = fn.attrs["global_symbol"]
+    placeholders, outs = region_tensors(fn)
+    func = _create_prim_func(placeholders + outs, symbol)
+    params = list(func.params)
+    for phase in TIR_PHASES:
+        for ph, p in backend._tir_passes:
+            if ph is phase:
+                func = apply_pass(p, func)
+    if [id(b) for b in func.params] != [id(b) for b in params]:
+        raise TirRouteError(f"{symbol}: a TIR pass changed the function's parameters; the region's inputs and "
+                            "outputs are fixed by the graph")
+    func = PrimFunc(symbol, func.params, func.body, len(placeholders), dict(func.attrs))
+    try:
+        from ..tir.blocks import erase_blocks
+        func = erase_blocks(func)
+    except ImportError:
+        pass
+    return legalize(flatten(func))
+
+
+def _create_prim_func(tensors, name):
+    from ..tir.stmt import PrimFunc
+    try:
+        from ..tir.from_te import create_prim_func
+    except ImportError:              # no TensorIR blocks yet: the plain loop nest
+        from ..te.lower import lower
+        return lower(tensors, name)
+    f = create_prim_func(tensors)
+    return PrimFunc(name, f.params, f.body, f.num_inputs, dict(f.attrs))
