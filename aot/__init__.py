@@ -101,3 +101,11 @@ def debug(model, inputs, board="host", model_name="default", input_shapes=None, 
     opts = Options(model_name=model_name, input_shapes=dict(input_shapes or {}), **compile_options)
     return _debug_impl.debug(model, inputs, board, options=opts, mlf=mlf, sanitize=sanitize, opt=opt,
                              log=stderr_log if verbose else None)
+
+
+def __getattr__(name):
+    # TVM's tvm.IRModule, loaded on first use: the relay layer sits above this package's import
+    if name == "IRModule":
+        from .relay.expr import IRModule
+        return IRModule
+    raise AttributeError(f"module 'aot' has no attribute '{name}'")

@@ -279,6 +279,12 @@ def _model_test_c(m, model):
     return ENV.from_string(_MODEL_TEST).render(**params)
 
 
+def _check_runner(runner):
+    if runner.makefile not in MAKEFILES:
+        raise AotError(f"AOTTestRunner makefile '{runner.makefile}': the test programs run on this machine "
+                       f"({', '.join(MAKEFILES)}); its reference platforms (Corstone-300 FVP, AEM) are not here")
+
+
 def run_and_check(models, runner, interface_api, debug_calculated_workspaces=False, workspace_byte_alignment=8,
                   constant_byte_alignment=8, data_linkage=None, test_dir=None, verbose=False,
                   use_workspace_io=False, debug_last_error=False, checker=None, print_output_on_mismatch=False):
@@ -286,9 +292,7 @@ def run_and_check(models, runner, interface_api, debug_calculated_workspaces=Fal
     default) and run it; AssertionError when an output differs from its expected value."""
     del debug_calculated_workspaces, workspace_byte_alignment, constant_byte_alignment, debug_last_error
     del interface_api, print_output_on_mismatch
-    if runner.makefile not in MAKEFILES:
-        raise AotError(f"AOTTestRunner makefile '{runner.makefile}': the test programs run on this machine "
-                       f"({', '.join(MAKEFILES)}); its reference platforms (Corstone-300 FVP, AEM) are not here")
+    _check_runner(runner)
     if data_linkage is not None:
         raise AotError("run_and_check: data_linkage (a section for the test data) is not supported: the test "
                        "data are static const arrays")
@@ -372,6 +376,7 @@ def compile_and_run(models, runner, interface_api, use_unpacked_api, debug_calcu
                     runtime=None):
     """compile_models, then run_and_check: True when every output matches."""
     from ..target import Target
+    _check_runner(runner)
     if target_opts:
         if not isinstance(target, str):
             raise AotError("compile_and_run: target_opts go with a target string")
