@@ -34,6 +34,8 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
                            f"(mod['name']): {', '.join(inputs.functions)}")
         inputs = next(iter(inputs.functions.values()))
     if isinstance(inputs, PrimFunc):
+        from .tir.blocks import without_blocks      # TensorIR blocks are transparent from here on
+        inputs = without_blocks(inputs)
         return _build_sized(inputs, target, name if name != "default_function" else inputs.name, sizes)
     if not isinstance(inputs, Schedule):
         raise AotError(f"aot.build takes a te schedule, a TensorIR module or schedule, not {type(inputs).__name__}")
