@@ -68,7 +68,7 @@ def get_microtvm_template_projects(platform):
     raise AotError(f"get_microtvm_template_projects: {why}; the templates are: {', '.join(template_names())}")
 
 
-def _load_template(template_dir):
+def load_template(template_dir):
     path = os.path.join(str(template_dir), "board.json")
     if not os.path.isfile(path):
         if os.path.isfile(os.path.join(str(template_dir), PROJECT_FILE)):
@@ -125,7 +125,7 @@ class TemplateProject:
 
     def __init__(self, template_dir):
         self.template_dir = str(template_dir)
-        self.board = _load_template(self.template_dir)
+        self.board = load_template(self.template_dir)
 
     def info(self):
         return {"is_template": True, "platform_name": _template_name(self.board),
@@ -313,9 +313,10 @@ class GeneratedProject:
         return os.path.join(self.project_dir, "build", "model" if self.is_host else "firmware.elf")
 
     def build(self):
-        if not self.is_host:
-            from ..firmware import _need_tool
-            _need_tool(self.board["cc"], "the Arm embedded toolchain builds board firmware")
+        if shutil.which(self.board["cc"]) is None:
+            raise AotError(f"{self.board['cc']} not found: it builds {self.board['name']} projects"
+                           + ("" if self.is_host else " (Debian: apt-get install --no-install-recommends "
+                              "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)"))
         if shutil.which("make") is None:
             raise AotError("make not found: a generated project builds with make")
         cmd = ["make", "-C", self.project_dir]

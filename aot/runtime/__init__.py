@@ -130,6 +130,3 @@ def load_module(path):
     """A module saved with export_library (aot.build's result), ready to call."""
     from ..module import load_module as _load
     return _load(path)
-
-
-from . import executor  # noqa: E402,F401  tvm.runtime.executor.aot_executor.AotModule, reached as attributes

@@ -91,6 +91,10 @@ class UMABackend:
                                f"not {type(tir_pass).__name__}")
         self._tir_passes.append((phase, tir_pass))
 
+    def tir_passes(self, phase):
+        """The TIR passes registered at `phase`, in registration order."""
+        return [p for ph, p in self._tir_passes if ph is phase]
+
     def _register_relay_pass(self, phase, relay_pass):
         """A relay module pass run by partition() on the relay module before it partitions
         (PRE_PARTITIONING). The regions are cut from the graph IR, not from a relay module, so

@@ -136,27 +136,18 @@ def lower_region(backend, fn):
     func = _create_prim_func(placeholders + outs, symbol)
     params = list(func.params)
     for phase in TIR_PHASES:
-        for ph, p in backend._tir_passes:
-            if ph is phase:
-                func = apply_pass(p, func)
+        for p in backend.tir_passes(phase):
+            func = apply_pass(p, func)
     if [id(b) for b in func.params] != [id(b) for b in params]:
         raise TirRouteError(f"{symbol}: a TIR pass changed the function's parameters; the region's inputs and "
                             "outputs are fixed by the graph")
     func = PrimFunc(symbol, func.params, func.body, len(placeholders), dict(func.attrs))
-    try:
-        from ..tir.blocks import erase_blocks
-        func = erase_blocks(func)
-    except ImportError:
-        pass
-    return legalize(flatten(func))
+    from ..tir.blocks import without_blocks
+    return legalize(flatten(without_blocks(func)))
 
 
 def _create_prim_func(tensors, name):
     from ..tir.stmt import PrimFunc
-    try:
-        from ..tir.from_te import create_prim_func
-    except ImportError:              # no TensorIR blocks yet: the plain loop nest
-        from ..te.lower import lower
-        return lower(tensors, name)
+    from ..tir.from_te import create_prim_func
     f = create_prim_func(tensors)
     return PrimFunc(name, f.params, f.body, f.num_inputs, dict(f.attrs))

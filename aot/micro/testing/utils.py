@@ -21,8 +21,8 @@ def get_supported_platforms():
 def get_supported_boards(platform):
     """{board: {"model": its core, "description": ...}} of a template: "crt" has the host, an
     emulated board's template has that board."""
-    from ..project import HOST_BOARD, _load_template, get_microtvm_template_projects
-    b = _load_template(get_microtvm_template_projects(platform))
+    from ..project import HOST_BOARD, load_template, get_microtvm_template_projects
+    b = load_template(get_microtvm_template_projects(platform))
     if b["name"] == HOST_BOARD:
         return {"host": {"model": "host", "description": b.get("description", "")}}
     return {b["name"]: {"model": b["core"], "description": b.get("description", "")}}

@@ -13,10 +13,10 @@ class AotModule:
     """AotModule(session.create_aot_executor()) or AotModule(lib["default"](dev))."""
 
     def __init__(self, module):
-        from ...micro.session import AotExecutor
-        if isinstance(module, AotExecutor):
+        # duck-typed: the micro session and the graph executor sit on top of this runtime package
+        if hasattr(module, "session") and hasattr(module, "input_info"):       # session.create_aot_executor()
             self._ex = module
-        elif hasattr(module, "factory") and hasattr(module, "input_names"):     # a local relay.build module
+        elif hasattr(module, "factory") and hasattr(module, "input_names"):     # lib["default"](dev)
             self._ex = _LocalExecutor(module)
         else:
             raise AotError("AotModule takes session.create_aot_executor() or relay.build(...)['default'](dev), "
@@ -74,11 +74,11 @@ class AotModule:
 
 
 class _LocalExecutor:
-    """A relay.build module's runner (aot.contrib.graph_executor) seen as an AOT executor."""
+    """A relay.build module (lib["default"](dev)) run as an AOT executor: each run() builds (once,
+    cached) and runs its MLF with the host runner, or on the GPU its device names."""
 
     def __init__(self, rt):
-        from ...contrib.graph_executor import GraphModule
-        self._gm = GraphModule(rt)
+        self._rt = rt
         self.input_info = [{"name": n, "shape": list(rt.input_types[n].shape), "dtype": rt.input_types[n].dtype}
                            for n in rt.input_names]
         self.inputs = [NDArray(np.zeros(t["shape"], t["dtype"])) for t in self.input_info]
@@ -96,9 +96,12 @@ class _LocalExecutor:
         return names.index(key)
 
     def run(self):
-        for t, a in zip(self.input_info, self.inputs):
-            self._gm.set_input(t["name"], a.numpy())
-        self._gm.run()
-        for k, a in enumerate(self.outputs):
-            a.copyfrom(self._gm.get_output(k))
+        from ...host import run_host
+        from ...targets import device_family
+        rt = self._rt
+        kind = getattr(rt.dev, "kind", "cpu")
+        outs = run_host(rt.factory.result.tar, {t["name"]: a.numpy() for t, a in zip(self.input_info, self.inputs)},
+                        device=kind if device_family(kind) else None)
+        for name, a in zip(rt.output_names, self.outputs):
+            a.copyfrom(outs[name])
         self.has_run = True
