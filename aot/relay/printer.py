@@ -37,7 +37,7 @@ def _attr_text(v):
 def function_text(func, name="main"):
     if _kind(func) == "GraphFunction":
         return str(func)
-    lines, names, counter = [], {}, [0]
+    lines, names, counter, metas = [], {}, [0], {}
 
     def var_decl(v):
         t = type_text(getattr(v, "checked_type", None) or v.type_annotation)
@@ -53,8 +53,11 @@ def function_text(func, name="main"):
             return f"%{e.name_hint}"
         if kind == "Constant":
             a = e.data
-            return (f"{a.item():g}f" if a.dtype == np.float32 else str(a.item())) if a.ndim == 0 else \
-                f"meta[relay.Constant][{counter[0]}]"
+            if a.ndim == 0:
+                return f"{a.item():g}f" if a.dtype == np.float32 else str(a.item())
+            if id(e) not in metas:
+                metas[id(e)] = len(metas)
+            return f"meta[relay.Constant][{metas[id(e)]}]"
         if kind == "Tuple":
             s = "(" + ", ".join(text(f) for f in e.fields) + ("," if len(e.fields) == 1 else "") + ")"
         elif kind == "TupleGetItem":
