@@ -201,20 +201,28 @@ def _reduce_attrs(node):
 
 
 def _reshape_attrs(node):
-    c = _const(node.inputs[1])
+    if "shape" in node.attrs:
+        return {"newshape": [int(x) for x in node.attrs["shape"]]}
+    c = _const(node.inputs[1]) if len(node.inputs) > 1 else None
     return {"newshape": None if c is None else [int(x) for x in np.asarray(c).reshape(-1)]}
 
 
 def _clip_attrs(node):
-    def bound(k, default):
+    def bound(k, name, default):       # canon keeps constant bounds as attributes, else they are inputs
+        if name in node.attrs:
+            return float(node.attrs[name])
         c = _const(node.inputs[k]) if len(node.inputs) > k and node.inputs[k] is not None else None
         return float(c) if c is not None else default
-    return {"a_min": bound(1, float("-inf")), "a_max": bound(2, float("inf"))}
+    return {"a_min": bound(1, "min", float("-inf")), "a_max": bound(2, "max", float("inf"))}
 
 
 def _pad_attrs(node):
-    c = _const(node.inputs[1])
-    v = _const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] is not None else None
+    c = node.attrs.get("pads")
+    if c is None:
+        c = _const(node.inputs[1]) if len(node.inputs) > 1 else None
+    v = node.attrs.get("value")
+    if v is None:
+        v = _const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] is not None else None
     r = _rank(node.inputs[0])
     width = None if c is None else [[int(c[d]), int(c[d + r])] for d in range(r)]
     return {"pad_width": width, "pad_value": 0.0 if v is None else float(v), "pad_mode": node.attrs.get("mode", "constant")}
