@@ -160,8 +160,7 @@ class GraphModule:
 def create(graph_json_str, libmod, device):
     """GraphModule from (graph JSON, lib, device) as TVM's graph_executor.create takes them: lib is
     what relay.build returned (its graph JSON is the one given)."""
-    from ..relay.build_module import ExecutorFactoryModule
-    if not isinstance(libmod, ExecutorFactoryModule):
+    if not (hasattr(libmod, "get_graph_json") and hasattr(libmod, "result")):     # relay.build's factory
         raise AotError("graph_executor.create takes the lib relay.build returned (graph, lib, params = "
                        "relay.build(...)), not " + type(libmod).__name__)
     if not isinstance(graph_json_str, str):

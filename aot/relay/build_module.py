@@ -187,6 +187,24 @@ def _graph_model(func, params, opts):
     return func.source, params
 
 
+def bind_params_by_name(func, params):
+    """func with the parameters named in params replaced by constants (they leave its parameter
+    list), as TVM's; a name that is no parameter is refused."""
+    from .expr import Constant, Function
+    from .transform import clone
+    func = main_function(func)
+    if isinstance(func, GraphFunction):
+        raise AotError("bind_params_by_name: a module a frontend imported takes its params at relay.build")
+    by_name = {p.name_hint: p for p in func.params}
+    unknown = sorted(set(params) - set(by_name))
+    if unknown:
+        raise AotError(f"bind_params_by_name: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a "
+                       f"parameter of the function (its parameters: {', '.join(by_name)})")
+    memo = {id(by_name[k]): Constant(np.asarray(v.numpy() if hasattr(v, "numpy") else v)) for k, v in params.items()}
+    body = clone(func.body, memo)
+    return Function([clone(p, memo) for p in func.params if p.name_hint not in params], body, func.ret_type)
+
+
 def create_executor(kind="debug", mod=None, device=None, target="llvm", params=None, executor=None):
     """relay.create_executor(kind, mod, device, target, params).evaluate() -> f(*inputs) -> output:
     every kind builds the module once (this compiler has one executor) and runs it per call."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import AotError
+from .expr import Tuple
 from .op import same_shape, ints, make, pads_2d, register, shape_const
 
 _KERNEL_TO_OHWI = {"HWIO": (3, 0, 1, 2), "OHWI": None, "HWOI": (2, 0, 1, 3)}
@@ -254,3 +255,37 @@ def _prelu(b, c, ins):
 
 
 register("nn.prelu", _prelu, _per_channel)
+
+
+def sparse_dense(data, weight, sparse_lhs=False):
+    """data x W^T with W a CSR matrix (w_data, w_indices, w_indptr), as TVM's. The graph IR has
+    no sparse tensors: a constant W becomes a dense weight at build (numerically the same product)."""
+    if sparse_lhs:
+        raise AotError("nn.sparse_dense: sparse_lhs=True is not supported (the sparse matrix is the weight)")
+    parts = weight.fields if isinstance(weight, Tuple) else list(weight)
+    if len(parts) != 3:
+        raise AotError(f"nn.sparse_dense: the weight is (data, indices, indptr), not {len(parts)} arrays")
+    return make("nn.sparse_dense", [data] + parts)
+
+
+def _sparse_dense(b, c, ins):
+    x, w_data, w_indices, w_indptr = ins
+    if any(v.const is None for v in (w_data, w_indices, w_indptr)):
+        raise AotError("nn.sparse_dense: the sparse weight must be constants (relay.Constant or params bound "
+                       "at build): the graph IR has no sparse tensors, so a sparse weight is made dense at build")
+    vals, idx, ptr = (np.asarray(v.const) for v in (w_data, w_indices, w_indptr))
+    if vals.ndim != 1:
+        raise AotError(f"nn.sparse_dense: block-sparse (BSR) weights are not supported; the data has shape "
+                       f"{list(vals.shape)}, CSR's is 1-D")
+    rows, cols = len(ptr) - 1, x.type.shape[-1]
+    if len(idx) != len(vals) or rows < 0 or (len(idx) and (idx.min() < 0 or idx.max() >= cols)) \
+            or np.any(np.diff(ptr) < 0) or (len(ptr) and (ptr[0] != 0 or ptr[-1] != len(vals))):
+        raise AotError(f"nn.sparse_dense: (data, indices, indptr) is not a CSR matrix of {cols} columns")
+    dense = np.zeros((rows, cols), vals.dtype)
+    for i in range(rows):
+        for k in range(int(ptr[i]), int(ptr[i + 1])):
+            dense[i, int(idx[k])] += vals[k]
+    return b.op("MatMul", [x, b.const("sparse_weight", np.ascontiguousarray(dense.T))])
+
+
+register("nn.sparse_dense", _sparse_dense)

@@ -1,16 +1,22 @@
 """Relay text, as TVM prints a module: `def @main(%data: Tensor[(1, 3, 224, 224), float32], ...) {`,
 one `%n = op(args, attr=value);` per call used more than once or not last, the body's value last.
-Types show where they are known (annotations, or InferType's checked_type)."""
+Types show where they are known (annotations, or InferType's checked_type).
+
+The expression classes (expr.py) print themselves through this module, so it tells them apart
+by class name rather than importing them back."""
 from __future__ import annotations
 
 import numpy as np
 
 
+def _kind(x):
+    return type(x).__name__
+
+
 def type_text(t):
-    from .expr import TupleType
     if t is None:
         return None
-    if isinstance(t, TupleType):
+    if _kind(t) == "TupleType":
         return "(" + ", ".join(type_text(f) for f in t.fields) + ")"
     dims = ", ".join(str(d) for d in t.shape)
     return f"Tensor[({dims}{',' if len(t.shape) == 1 else ''}), {t.dtype}]"
@@ -29,35 +35,38 @@ def _attr_text(v):
 
 
 def function_text(func, name="main"):
-    from .expr import Call, Constant, Function, GraphFunction, Tuple, TupleGetItem, TupleWrapper, Var
-    if isinstance(func, GraphFunction):
+    if _kind(func) == "GraphFunction":
         return str(func)
-    lines, names, counter = [], {}, [0]
+    lines, names, counter, metas = [], {}, [0], {}
 
     def var_decl(v):
         t = type_text(getattr(v, "checked_type", None) or v.type_annotation)
         return f"%{v.name_hint}" + (f": {t}" if t else "")
 
     def text(e):
-        if isinstance(e, TupleWrapper):
+        if _kind(e) == "TupleWrapper":
             e = e.astuple()
         if id(e) in names:
             return names[id(e)]
-        if isinstance(e, Var):
+        kind = _kind(e)
+        if kind == "Var":
             return f"%{e.name_hint}"
-        if isinstance(e, Constant):
+        if kind == "Constant":
             a = e.data
-            return (f"{a.item():g}f" if a.dtype == np.float32 else str(a.item())) if a.ndim == 0 else \
-                f"meta[relay.Constant][{counter[0]}]"
-        if isinstance(e, Tuple):
+            if a.ndim == 0:
+                return f"{a.item():g}f" if a.dtype == np.float32 else str(a.item())
+            if id(e) not in metas:
+                metas[id(e)] = len(metas)
+            return f"meta[relay.Constant][{metas[id(e)]}]"
+        if kind == "Tuple":
             s = "(" + ", ".join(text(f) for f in e.fields) + ("," if len(e.fields) == 1 else "") + ")"
-        elif isinstance(e, TupleGetItem):
+        elif kind == "TupleGetItem":
             s = f"{text(e.tuple_value)}.{e.index}"
-        elif isinstance(e, Call):
+        elif kind == "Call":
             args = [text(a) for a in e.args]
             attrs = [f"{k}={_attr_text(v)}" for k, v in e.attrs.items() if v is not None]
             s = f"{e.op}({', '.join(args + attrs)})"
-        elif isinstance(e, Function):
+        elif kind == "Function":
             return "fn (" + ", ".join(var_decl(p) for p in e.params) + ") {...}"
         else:
             return f"<{type(e).__name__}>"
@@ -67,7 +76,7 @@ def function_text(func, name="main"):
         names[id(e)] = ref
         return ref
 
-    body = func.body.astuple() if isinstance(func.body, TupleWrapper) else func.body
+    body = func.body.astuple() if _kind(func.body) == "TupleWrapper" else func.body
     last = text(body)
     if lines and lines[-1].startswith(f"  {last} = "):      # the body's own value is written bare
         lines[-1] = "  " + lines[-1].split(" = ", 1)[1].rstrip(";")

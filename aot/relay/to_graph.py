@@ -9,13 +9,18 @@ import numpy as np
 from ..errors import AotError
 from ..frontend.builder import GraphBuilder, check_tensor_size
 from ..ir.graph import TensorType, Value
-from .expr import Call, Constant, Function, GraphFunction, IRModule, Tuple, TupleGetItem, TupleWrapper, Var, free_vars
+from .expr import Call, Constant, Expr, Function, GraphFunction, IRModule, Tuple, TupleGetItem, TupleWrapper, Var, free_vars
 from .op import OPS
 
 
 def main_function(mod):
-    if isinstance(mod, IRModule):
-        mod = mod["main"]
+    """The function to build: a module's "main" (relay's IRModule, or any module holding a relay
+    function under "main", as TVM's one IRModule class does), or a function or expression."""
+    if isinstance(mod, IRModule) or (not isinstance(mod, (Expr, TupleWrapper)) and hasattr(mod, "__getitem__")):
+        try:
+            mod = mod["main"]
+        except (KeyError, AotError):
+            raise AotError("the module has no function 'main' to build") from None
     if isinstance(mod, TupleWrapper):
         mod = mod.astuple()
     if not isinstance(mod, (Function, GraphFunction)):

@@ -11,7 +11,7 @@ PACKAGES = ("aot", "codegen_c", "mlf")
 TIERS = (
     ("core", ("aot.errors", "aot.dtypes", "aot.names", "aot.target", "aot.targets", "aot.ir", "aot.tir", "aot.te",
               "aot.ops", "aot.passes", "aot.frontend", "aot.schedules", "aot.topi", "aot.liveness", "aot.executor",
-              "aot.memory_plan", "aot.uma", "aot.topi")),
+              "aot.memory_plan", "aot.uma", "aot.deprecation")),
     ("printers", ("codegen_c", "mlf")),
     ("driver", ("aot.compiler", "aot.cli", "aot.host", "aot.firmware", "aot.project", "aot.debug", "aot.backend",
                 "aot.conformance", "aot.memory_report", "aot.__main__")),
