@@ -26,8 +26,7 @@ from .stmt import (Allocate, Barrier, Block, Buffer, Evaluate, For, IfThenElse, 
                    StmtMutator, walk_stmts)
 
 
-class ScriptError(AotError):
-    pass
+from .tvmscript import ScriptError  # noqa: E402  (raised by the printer and the parser alike)
 
 
 _KIND_FN = {"serial": "serial", "parallel": "parallel", "vectorize": "vectorized", "unroll": "unroll",

@@ -210,15 +210,8 @@ class PrimFunc:
         """TVM's func.buffer_map: each parameter's data handle -> its buffer, in parameter order."""
         return {b.data: b for b in self.params}
 
-    def script(self, **kwargs):
-        from .script import script
-        return script(self, **kwargs)
-
-    def show(self, **kwargs):
-        print(self.script(**kwargs))
-
-    def __str__(self):
-        return self.script()
+    # script(), show() and str(): TVMScript, attached by aot/tir/tvmscript.py (the printer sits above
+    # this module)
 
 
 # -- the one walker -----------------------------------------------------------------------

@@ -15,13 +15,18 @@ Indices are simplified before printing. aot/tir/script.py parses both styles bac
 """
 from __future__ import annotations
 
+from ..errors import AotError
 from .expr import (INDEX, Bin, Call, Cast, Const, Load, Select, Unary, Var, free_vars, is_float, walk)
 from .flatten import flat_index
 from .simplify import const_value, linear_form, simplify
-from .stmt import (Allocate, Barrier, Block, BufferData, Evaluate, For, IfThenElse, PrimFunc, Seq, Store,
+from .stmt import (Allocate, Block, BufferData, For, IfThenElse, PrimFunc, Seq, Store, own_exprs,
                    stmt_children, walk_stmts)
 
 IND = "    "
+
+
+class ScriptError(AotError):
+    """A script that cannot be read, or a node that has no script form."""
 
 # Python's precedence, lowest first
 _PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9,
@@ -126,7 +131,9 @@ class Printer:
     def _expr(self, e):
         """(text, precedence)."""
         if isinstance(e, BufferData):
-            return f"{self.buffer_ref(e.buffer)}.data", 20
+            if id(e.buffer) in self.allocated:
+                return self.allocated[id(e.buffer)], 20
+            return f"{self.name(e.buffer, e.buffer.name)}.data", 20
         if isinstance(e, Var):
             return self.name(e, e.name), 20
         if isinstance(e, Const):
@@ -162,7 +169,6 @@ class Printer:
         text = getattr(e, "script", None)
         if text is not None:                  # expression kinds of the TIR API (extern calls)
             return text(self.expr), 20
-        from .script import ScriptError
         raise ScriptError(f"the script has no form for {type(e).__name__}")
 
     def _bin(self, e):
@@ -521,7 +527,6 @@ def grid_loops(s: For):
 
 
 def _own(s):
-    from .stmt import own_exprs
     return own_exprs(s)
 
 
@@ -595,3 +600,18 @@ def module_script(funcs: dict, name="Module") -> str:
 
 def prim_func_script(func: PrimFunc) -> str:
     return "\n".join(["# from tvm.script import tir as T", ""] + func_script(func))
+
+
+def _script_method(self, **kwargs):
+    """func.script(): the function as TVMScript."""
+    return prim_func_script(self)
+
+
+def _show_method(self, **kwargs):
+    print(prim_func_script(self))
+
+
+# TVM's PrimFunc prints as TVMScript (func.script(), print(func)); stmt.py sits below the printer
+PrimFunc.script = _script_method
+PrimFunc.show = _show_method
+PrimFunc.__str__ = _script_method

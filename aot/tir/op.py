@@ -1,0 +1,90 @@
+"""TVM's tir call intrinsics for code a TIR pass builds: tir.call_extern (a C function called with
+buffer pointers and scalars, as UMA's passes emit), tir.call_packed (refused when built: this
+compiler has no packed-function runtime), and tir.decl_buffer."""
+from __future__ import annotations
+
+import re
+
+from ..errors import AotError
+from .expr import Expr, Var, wrap
+from .stmt import Buffer, BufferData
+
+
+class ExternCall(Expr):
+    """A call of an external function (TVM's Call of tir.call_extern / tir.call_packed): name, the
+    result's dtype, arguments that are expressions (ints, floats) or buffer data pointers
+    (Buffer.data). It is a statement's value (tir.Evaluate); what a backend renders it as is the
+    backend's (aot/uma: a call_extern kernel)."""
+    __slots__ = ("name", "args", "packed")
+
+    def __init__(self, dtype, name, args, packed=False):
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise AotError(f"call_extern: {name!r} is not a C identifier")
+        self.dtype, self.name, self.packed, self._key = dtype, name, packed, None
+        self.args = tuple(_arg(a, name) for a in args)
+
+    def _make_key(self):
+        return ("extern", self.name, self.dtype, self.packed, tuple(a.key() for a in self.args))
+
+    def _children(self):
+        return self.args
+
+    def _rebuild(self, kids):
+        return ExternCall(self.dtype, self.name, kids, self.packed)
+
+    @property
+    def op(self):
+        return "tir.call_packed" if self.packed else "tir.call_extern"
+
+    def script(self, fmt):
+        args = ", ".join(fmt(a) for a in self.args)
+        if self.packed:
+            return f'T.call_packed("{self.name}"{", " if args else ""}{args})'
+        return f'T.call_extern("{self.dtype}", "{self.name}"{", " if args else ""}{args})'
+
+    def __repr__(self):
+        return f"{'call_packed' if self.packed else 'call_extern'}({self.name}, {list(self.args)})"
+
+
+def _arg(a, fn):
+    if isinstance(a, Buffer):
+        return a.data
+    if isinstance(a, Expr):
+        return a
+    if isinstance(a, bool):
+        return wrap(a)
+    if isinstance(a, int):
+        return wrap(a, "int32")
+    if isinstance(a, float):
+        return wrap(a, "float32")
+    raise AotError(f"call_extern('{fn}'): argument {a!r} is not an expression, a number or a buffer")
+
+
+def call_extern(dtype, func_name, *args, span=None):
+    """tvm.tir.call_extern("int32", "my_kernel", A.data, B.data, 16)."""
+    return ExternCall(str(dtype), func_name, args)
+
+
+def call_packed(func_name, *args, span=None):
+    """tvm.tir.call_packed: kept in the IR so that a pass can be written and printed; refused when
+    built (there is no packed-function runtime here: use call_extern)."""
+    return ExternCall("int32", func_name, args, packed=True)
+
+
+def decl_buffer(shape, dtype="float32", name="buffer", data=None, strides=None, elem_offset=None, scope="",
+                data_alignment=-1, offset_factor=0, buffer_type="", axis_separators=None, span=None):
+    """tvm.tir.decl_buffer: a new buffer, or (data=) a view of the memory another buffer or an
+    allocation holds, which is that buffer itself here (one buffer per memory)."""
+    if strides or elem_offset is not None:
+        raise AotError(f"decl_buffer {name}: strides and elem_offset are not supported (buffers are compact)")
+    shape = tuple(shape) if isinstance(shape, (list, tuple)) else (shape,)
+    if data is not None:
+        target = data.buffer if isinstance(data, BufferData) else getattr(data, "buffer", None)
+        if target is None:
+            raise AotError(f"decl_buffer {name}: data= must be a buffer's .data or an allocation")
+        return target
+    return Buffer(name, str(dtype), shape, scope or "global")
+
+
+def handle_var(name):
+    return Var(name, "handle")
