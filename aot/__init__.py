@@ -11,10 +11,7 @@ from .errors import AotError, OpError, UnsupportedError  # noqa: F401
 from .ops.custom import register_op  # noqa: F401
 from . import contrib, runtime, target, te, testing, tir, transform  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
 from .runtime import Device, NDArray, cl, cpu, cuda, device, gpu, nd, opencl  # noqa: F401
-<<<<<<< HEAD
 from .runtime import executor as _runtime_executor  # noqa: F401,E402  tvm.runtime.executor.aot_executor as attributes
-=======
-from . import transform  # noqa: F401,E402  (tvm.transform.PassContext)
 from .deprecation import alias as _alias  # noqa: E402
 
 # TVM 0.6's spellings: each works and warns once, naming today's (aot/deprecation.py)
@@ -26,13 +23,16 @@ compute = _alias("tvm.compute", te.compute, "tvm.compute is TVM 0.6's spelling: 
 
 
 def __getattr__(name):
-    """tvm.ndarray: TVM 0.6's name of tvm.nd (warns once when reached)."""
+    """tvm.ndarray: TVM 0.6's name of tvm.nd (warns once when reached); tvm.IRModule, loaded on
+    first use (the relay layer sits above this package's import)."""
     if name == "ndarray":
         from .deprecation import warn_once
         warn_once("tvm.ndarray", "tvm.ndarray is TVM 0.6's spelling: use tvm.nd", stacklevel=2)
         return nd
+    if name == "IRModule":
+        from .relay.expr import IRModule
+        return IRModule
     raise AttributeError(f"module 'aot' has no attribute '{name}'")
->>>>>>> h-relay
 
 
 def build(inputs, args=None, target="c", target_host=None, name="default_function", sizes=None):
@@ -124,10 +124,3 @@ def debug(model, inputs, board="host", model_name="default", input_shapes=None, 
     return _debug_impl.debug(model, inputs, board, options=opts, mlf=mlf, sanitize=sanitize, opt=opt,
                              log=stderr_log if verbose else None)
 
-
-def __getattr__(name):
-    # TVM's tvm.IRModule, loaded on first use: the relay layer sits above this package's import
-    if name == "IRModule":
-        from .relay.expr import IRModule
-        return IRModule
-    raise AttributeError(f"module 'aot' has no attribute '{name}'")
