@@ -13,7 +13,7 @@ from .model_library_format import (UnsupportedInModelLibraryFormatError,  # noqa
 from .project import (GeneratedProject, NotATemplateProjectError, ProjectOptionError,  # noqa: F401
                       TemplateProject, TemplateProjectError, generate_project, generate_project_from_mlf,
                       get_microtvm_template_projects)
-from .session import Session, SessionTerminatedError  # noqa: F401
+from .session import Session, SessionTerminatedError, create_local_graph_executor  # noqa: F401
 
 
 def get_standalone_crt_dir():

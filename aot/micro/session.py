@@ -48,8 +48,72 @@ class Session:
         return AotExecutor(self)
 
     def get_system_lib(self):
-        raise AotError("Session.get_system_lib: aot's projects run the AOT executor only; use "
-                       "session.create_aot_executor() (the graph executor's system library is not built)")
+        """The project's model as a library for create_local_graph_executor."""
+        self._check_open("get_system_lib")
+        return SystemLib(self)
+
+
+class SystemLib:
+    """session.get_system_lib(): the model the project's runner was built with."""
+
+    def __init__(self, session):
+        self.session = session
+
+
+def create_local_graph_executor(graph_json_str, mod, device, *args, **kwargs):
+    """TVM's graph executor over a session's system library: the model runs as the project built
+    it (its AOT main, one call per run()); graph_json_str must be the module's get_graph_json()."""
+    import json
+    if not isinstance(mod, SystemLib):
+        raise AotError("create_local_graph_executor takes session.get_system_lib() as its module, not "
+                       f"{type(mod).__name__}")
+    try:
+        graph = json.loads(graph_json_str)
+        nulls = [n["name"] for n in graph["nodes"] if n.get("op") == "null"]
+    except (TypeError, ValueError, KeyError):
+        raise AotError("create_local_graph_executor: graph_json_str is not a graph executor's JSON "
+                       "(give module.get_graph_json())") from None
+    ex = AotExecutor(mod.session)
+    names = [t["name"] for t in ex.input_info]
+    missing = [n for n in names if n not in nulls]
+    if missing:
+        raise AotError(f"create_local_graph_executor: the graph JSON has no input {', '.join(missing)}: it is not the "
+                       "JSON of the model this project was made from")
+    return MicroGraphModule(ex)
+
+
+class MicroGraphModule:
+    """The graph executor's calls (set_input / run / get_output) over a session's executor. The
+    parameters relay.build bound are constants of the compiled model: set_input of a parameter
+    (set_input(**module.get_params())) is taken and changes nothing."""
+
+    def __init__(self, ex):
+        from ..runtime.executor.aot_executor import AotModule
+        self._ex, self._aot = ex, AotModule(ex)
+
+    def set_input(self, key=None, value=None, **params):
+        names = [t["name"] for t in self._ex.input_info]
+        items = ([(key, value)] if key is not None else []) + list(params.items())
+        for k, v in items:
+            if isinstance(k, str) and k not in names:
+                continue          # a bound parameter: already in the model
+            self._aot.set_input(k, v)
+
+    def run(self, **inputs):
+        self.set_input(**inputs)
+        self._aot.run()
+
+    def get_input(self, key, out=None):
+        return self._aot.get_input(key, out)
+
+    def get_output(self, index, out=None):
+        return self._aot.get_output(index, out)
+
+    def get_num_inputs(self):
+        return self._aot.get_num_inputs()
+
+    def get_num_outputs(self):
+        return self._aot.get_num_outputs()
 
 
 class AotExecutor:

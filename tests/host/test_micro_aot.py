@@ -131,3 +131,28 @@ def test_compile_and_run_fails_on_a_wrong_expected_output(tmp_path):
     assert compile_and_run(Model(module=mod, inputs=inputs, outputs=wrong, output_tolerance=0.02),
                            AOT_DEFAULT_RUNNER, interface_api="c", use_unpacked_api=True,
                            test_dir=str(tmp_path / "again"))
+
+
+def test_graph_executor_over_a_session_as_micro_tflite_drives_it(tmp_path):
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((16, 1)).astype("float32")
+    x = relay.var("dense_input", shape=(1, 1), dtype="float32")
+    wv = relay.var("w", shape=(16, 1), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.Function([x, wv], relay.nn.relu(relay.nn.dense(x, wv))))
+    with tvm.transform.PassContext(opt_level=3, config={"tir.disable_vectorize": True}):
+        module = relay.build(mod, target=tvm.micro.testing.get_target("crt"), runtime=Runtime("crt", {"system-lib": True}),
+                             params={"w": w})
+    project = tvm.micro.generate_project(tvm.micro.get_microtvm_template_projects("crt"), module,
+                                         tmp_path / "generated-project", {})
+    project.build()
+    project.flash()
+    with tvm.micro.Session(transport_context_manager=project.transport()) as session:
+        graph_mod = tvm.micro.create_local_graph_executor(module.get_graph_json(), session.get_system_lib(),
+                                                          session.device)
+        graph_mod.set_input(**module.get_params())
+        graph_mod.set_input("dense_input", tvm.nd.array(np.array([[0.5]], dtype="float32")))
+        graph_mod.run()
+        out = graph_mod.get_output(0).numpy()
+    np.testing.assert_allclose(out, np.maximum(np.array([[0.5]], "float32") @ w.T, 0), rtol=1e-6)
+    with pytest.raises(aot.errors.AotError, match="get_system_lib"):
+        tvm.micro.create_local_graph_executor(module.get_graph_json(), object(), None)
