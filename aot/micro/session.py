@@ -139,6 +139,23 @@ class AotExecutor:
             raise AotError(f"the model has no input named '{key}' (its inputs: {', '.join(names)})")
         return names.index(key)
 
+    def time_evaluator(self, func_name="run", dev=None, number=1, repeat=1, min_repeat_ms=0):
+        """f() -> result with .mean / .results (seconds per run): the wall time of `number` runs
+        through the transport, `repeat` times (on an emulated board, the emulator's time)."""
+        import time
+        if func_name != "run":
+            raise AotError(f"time_evaluator: the AOT executor times 'run', not '{func_name}'")
+
+        def evaluate():
+            results = []
+            for _ in range(max(int(repeat), 1)):
+                t0 = time.perf_counter()
+                for _ in range(max(int(number), 1)):
+                    self.run()
+                results.append((time.perf_counter() - t0) / max(int(number), 1))
+            return _Timing(results)
+        return evaluate
+
     def run(self):
         self.session._check_open("run")
         project = self.session.transport.project
@@ -147,3 +164,9 @@ class AotExecutor:
         for t, a in zip(self.output_info, self.outputs):
             a.copyfrom(outs[t["name"]])
         self.has_run = True
+
+
+class _Timing:
+    def __init__(self, results):
+        self.results = list(results)
+        self.mean = sum(self.results) / len(self.results)

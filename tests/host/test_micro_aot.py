@@ -156,3 +156,18 @@ def test_graph_executor_over_a_session_as_micro_tflite_drives_it(tmp_path):
     np.testing.assert_allclose(out, np.maximum(np.array([[0.5]], "float32") @ w.T, 0), rtol=1e-6)
     with pytest.raises(aot.errors.AotError, match="get_system_lib"):
         tvm.micro.create_local_graph_executor(module.get_graph_json(), object(), None)
+
+
+def test_create_aot_session_and_predict_labels(kws_testdata, tmp_path):
+    from aot.micro.testing import create_aot_session, predict_labels_aot
+    import tflite
+    path = download_testdata("u", "kws_ref_model.tflite", module="model")
+    with open(path, "rb") as f:
+        mod, params = relay.frontend.from_tflite(tflite.Model.GetRootAsModel(f.read(), 0))
+    sample = np.load(download_testdata("u", "sample.npy", module="data"))
+    with create_aot_session("crt", None, tvm.micro.testing.get_target("crt"), mod, params,
+                            build_dir=tmp_path) as session:
+        ex = tvm.runtime.executor.aot_executor.AotModule(session.create_aot_executor())
+        labels = list(predict_labels_aot(session, ex, [sample, sample], runs_per_sample=2))
+    want = int(np.argmax(_tflm_scores(path, sample)))
+    assert [lab for lab, _ in labels] == [want, want] and all(t > 0 for _, t in labels)
