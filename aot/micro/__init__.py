@@ -21,3 +21,20 @@ def get_standalone_crt_dir():
     import runtime_c
     import os
     return os.path.dirname(os.path.abspath(runtime_c.__file__))
+
+
+def _refused(name, why):
+    def refuse(*args, **kwargs):
+        from ..errors import AotError
+        raise AotError(f"micro.{name}: {why}")
+    refuse.__name__ = name
+    return refuse
+
+
+# TVM's other micro names: refused by name, each with what to use instead
+autotvm_build_func = _refused("autotvm_build_func", "autotuning is not offered; the schedules are the target's rules")
+AutoTvmModuleLoader = _refused("AutoTvmModuleLoader", "autotuning is not offered; the schedules are the target's rules")
+create_local_debug_executor = _refused("create_local_debug_executor", "per-kernel outputs come from `aot debug` "
+                                       "(aot.debug), which compares each kernel with onnxruntime")
+copy_crt_config_header = _refused("copy_crt_config_header", "the MLF's runtime/include holds what its C needs; there "
+                                  "is no crt_config.h to configure")
