@@ -2,11 +2,11 @@
 an op's input tensors, constant shapes, numpy-style broadcasting and TVM's traverse_inline."""
 from __future__ import annotations
 
-import inspect
 import math
 from functools import reduce as _fold
 
 from .. import te
+from ..te.tensor import compute as te_compute
 from ..errors import AotError
 from ..tir.expr import Const, Expr, wrap
 from ..tir.simplify import const_value
@@ -17,24 +17,13 @@ class TopiError(AotError):
     """A topi operator or schedule that cannot apply; the message names it and why."""
 
 
-_COMPUTE_PARAMS = set(inspect.signature(te.compute).parameters)
-
-
 def compute(shape, fcompute, name="compute", tag="", attrs=None, axis_names=None):
     """te.compute with TVM's tag and attrs: they say what kind of stage this is (tag.py), which
     is how the generic schedules pick what to inline and what to schedule. axis_names: the
-    output axes' names (TVM's varargs_names)."""
-    extra = {k: v for k, v in (("tag", tag), ("attrs", attrs)) if k in _COMPUTE_PARAMS}
-    if axis_names is not None:
-        extra["axis_names" if "axis_names" in _COMPUTE_PARAMS else "varargs_names"] = list(axis_names)
-    t = te.compute(tuple(shape), fcompute, name=name, **extra)
-    op = t.op
-    if getattr(op, "tag", None) != tag:
-        op.tag = tag
-    if attrs is not None and "attrs" not in extra:
-        op.attrs = dict(attrs)
-    elif getattr(op, "attrs", None) is None:
-        op.attrs = {}
+    output axes' names (TVM's varargs_names; i0, i1, ... otherwise)."""
+    t = te_compute(tuple(shape), fcompute, name=name, axis_names=list(axis_names) if axis_names else None)
+    t.op.tag = tag
+    t.op.attrs = dict(attrs or {})
     return t
 
 

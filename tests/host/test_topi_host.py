@@ -132,6 +132,8 @@ def test_injective_operators():
     x, y = _uniform(2, 3, 4), _uniform(3, 1)
     cases = [
         (topi.transpose(X, (2, 0, 1)), [X], np.transpose(x, (2, 0, 1))),
+        (topi.nn.flatten(X), [X], x.reshape(2, 12)),
+        (topi.nn.relu(topi.nn.flatten(X)), [X], np.maximum(x.reshape(2, 12), 0)),
         (topi.reshape(X, (4, -1)), [X], x.reshape(4, -1)),
         (topi.nn.pad(X, (0, 1, 2), (1, 0, 1), 0.5), [X], np.pad(x, ((0, 1), (1, 0), (2, 1)), constant_values=0.5)),
         (topi.exp(X) - Y, [X, Y], np.exp(x) - y),
@@ -155,3 +157,15 @@ def test_topi_testing_references_agree_with_the_direct_convolution():
     got = _run(topi.nn.group_conv2d_nchw(data, kernel, 2, 1, 1, 2), [data, kernel], [x, w],
                schedule=topi.generic.schedule_group_conv2d_nchw)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_symbolic_sizes_stay_symbolic():
+    """intro_topi's first example: topi.sum over te.var sizes; one module, sized by its first call."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    C = topi.sum(A, axis=1)
+    f = aot.build(te.create_schedule(C.op), [A, C], "llvm")
+    a = _uniform(5, 7)
+    c = np.zeros(5, "float32")
+    f(a, c)
+    np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-5, atol=1e-6)
