@@ -9,7 +9,8 @@ import numpy as np
 from ..errors import AotError
 from ..frontend.builder import GraphBuilder, check_tensor_size
 from ..ir.graph import TensorType, Value
-from .expr import Call, Constant, Expr, Function, GraphFunction, IRModule, Tuple, TupleGetItem, TupleWrapper, Var, free_vars
+from .expr import (Call, Constant, Expr, Function, GraphFunction, IRModule, Tuple, TupleGetItem, TupleWrapper, Var,
+                   free_vars)
 from .op import OPS
 
 

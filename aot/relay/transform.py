@@ -4,7 +4,7 @@ copy: a pass never changes its input. The build's own passes run inside relay.bu
 from __future__ import annotations
 
 from ..errors import AotError
-from .expr import Call, Constant, Function, GraphFunction, IRModule, Tuple, TupleGetItem, TupleType, \
+from .expr import Call, Constant, Function, IRModule, Tuple, TupleGetItem, TupleType, \
     TupleWrapper, Var
 from .to_graph import to_graph
 
@@ -50,7 +50,8 @@ class Pass:
     name = "Pass"
 
     def __call__(self, mod):
-        if not isinstance(mod, IRModule):
+        # any module holding its functions by name (TVM has one IRModule class for relay and TIR)
+        if not isinstance(getattr(mod, "functions", None), dict):
             raise AotError(f"{self.name} takes an IRModule, not {type(mod).__name__} (IRModule.from_expr(f))")
         return self.transform_module(mod)
 
@@ -64,7 +65,7 @@ class _InferType(Pass):
     def transform_module(self, mod):
         out = IRModule()
         for name, func in mod.functions.items():
-            if isinstance(func, GraphFunction):
+            if not isinstance(func, Function):       # an imported model's main, a TIR function: as they are
                 out[name] = func
                 continue
             memo = {}
