@@ -162,6 +162,12 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
     opts = Options(model_name=mod_name, target=tgt, **_options_from(executor, PassContext.current(), options))
     func = main_function(ir_mod)
     params = {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v) for k, v in (params or {}).items()}
+    names = {p.name_hint for p in func.params}
+    unknown = sorted(set(params) - names)
+    if unknown:      # TVM binds them to nothing, silently; a misspelt name would leave an input unbound
+        warnings.warn(f"relay.build: params {', '.join(unknown)} name no parameter of main; they bind nothing "
+                      f"(its parameters: {', '.join(sorted(names)) or 'none'})", UserWarning, stacklevel=3)
+        params = {k: v for k, v in params.items() if k in names}
     if isinstance(func, GraphFunction):
         model, bound = _graph_model(func, params, opts)
     else:
@@ -174,11 +180,6 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
 
 def _graph_model(func, params, opts):
     """The model a frontend imported, compiled as `aot compile` would; params bind ONNX inputs."""
-    inputs = {v.name for v in func.graph.inputs}
-    unknown = sorted(set(params) - inputs)
-    if unknown:
-        raise AotError(f"relay.build: params names {', '.join(unknown)}, which the model does not take as inputs "
-                       f"(its weights are constants already; inputs: {', '.join(sorted(inputs)) or 'none'})")
     if params and func.format != "onnx":
         raise AotError(f"relay.build: params bind inputs of an ONNX model only; a {func.format} model's inputs "
                        "are its runtime inputs")
@@ -189,17 +190,14 @@ def _graph_model(func, params, opts):
 
 def bind_params_by_name(func, params):
     """func with the parameters named in params replaced by constants (they leave its parameter
-    list), as TVM's; a name that is no parameter is refused."""
+    list), as TVM's; a name that is no parameter binds nothing."""
     from .expr import Constant, Function
     from .transform import clone
     func = main_function(func)
     if isinstance(func, GraphFunction):
         raise AotError("bind_params_by_name: a module a frontend imported takes its params at relay.build")
     by_name = {p.name_hint: p for p in func.params}
-    unknown = sorted(set(params) - set(by_name))
-    if unknown:
-        raise AotError(f"bind_params_by_name: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a "
-                       f"parameter of the function (its parameters: {', '.join(by_name)})")
+    params = {k: v for k, v in params.items() if k in by_name}      # other names bind nothing, as in TVM
     memo = {id(by_name[k]): Constant(np.asarray(v.numpy() if hasattr(v, "numpy") else v)) for k, v in params.items()}
     body = clone(func.body, memo)
     return Function([clone(p, memo) for p in func.params if p.name_hint not in params], body, func.ret_type)

@@ -47,9 +47,7 @@ def to_graph(mod, params=None, name="default", expr_types=None):
         if p.name_hint in by_name and by_name[p.name_hint] is not p:
             raise AotError(f"two function parameters are named '{p.name_hint}'")
         by_name[p.name_hint] = p
-    unknown = sorted(set(params) - set(by_name))
-    if unknown:
-        raise AotError(f"params names no function parameter: {', '.join(unknown)}")
+    params = {k: v for k, v in params.items() if k in by_name}     # others bind nothing, as in TVM
     b = GraphBuilder(name)
     b.reserve(by_name)                # inputs keep their names: no node may take one
     values, var_types = {}, {}
