@@ -297,3 +297,16 @@ def test_sparse_dense_of_a_csr_constant_matches_numpy():
     (got,), _ = _run(mod, None, {"feats": fv}, target="llvm")
     ref = ((wv.T.astype(np.float64) @ fv.T) @ adj.T).T + bv
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_benchmark_and_time_evaluator_time_the_generated_code():
+    x = relay.var("x", shape=(16, 16))
+    w = np.random.default_rng(8).normal(0, 1, (16, 16)).astype(np.float32)
+    lib = relay.build(relay.Function([x], relay.nn.dense(x, relay.const(w))), "llvm")
+    m = graph_executor.GraphModule(lib["default"](aot.device("llvm", 0)))
+    xv = np.random.default_rng(9).normal(0, 1, (16, 16)).astype(np.float32)
+    m.set_input("x", xv)
+    r = m.benchmark(aot.cpu(0), repeat=2, number=3)
+    assert len(r.results) == 2 and 0 < r.min <= r.mean <= r.max and "Execution time summary" in str(r)
+    np.testing.assert_allclose(m.get_output(0).numpy(), xv @ w.T, rtol=1e-5, atol=1e-5)
+    assert len(m.module.time_evaluator("run", aot.cpu(0), number=2, repeat=3)().results) == 3
