@@ -159,7 +159,10 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
         warnings.warn("relay.build: executor attribute link-params=False has no effect: the parameters are "
                       "always constants of the generated code", UserWarning, stacklevel=2)
     tgt = _target(target, target_host)
-    opts = Options(model_name=mod_name, target=tgt, **_options_from(executor, PassContext.current(), options))
+    # a plug-in backend's target with a host (Target("my_ai_hw", host=Target("c"))) is TVM's way of
+    # saying "these kernels to the backend, the rest to the host": the driver's target list
+    spec = [Target(str(tgt)), tgt.host] if tgt.is_external and tgt.host is not None else tgt
+    opts = Options(model_name=mod_name, target=spec, **_options_from(executor, PassContext.current(), options))
     func = main_function(ir_mod)
     params = {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v) for k, v in (params or {}).items()}
     names = {p.name_hint for p in func.params}
@@ -179,10 +182,13 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
 
 
 def _graph_model(func, params, opts):
-    """The model a frontend imported, compiled as `aot compile` would; params bind ONNX inputs."""
+    """The model a frontend imported, compiled as `aot compile` would; params bind ONNX inputs. A
+    graph with no model behind it (source None) is compiled as it is."""
     if params and func.format != "onnx":
         raise AotError(f"relay.build: params bind inputs of an ONNX model only; a {func.format} model's inputs "
                        "are its runtime inputs")
+    if func.source is None:         # a graph made here (no model file): compiled as it stands
+        return func.graph, params
     opts.input_shapes = dict(func.input_shapes or {})
     opts.bind_inputs = dict(params)
     return func.source, params

@@ -112,9 +112,10 @@ class Function(Expr):
 class GraphFunction(Expr):
     """The "main" of a module a frontend imported (relay.frontend.from_onnx / from_tflite): the
     graph IR of the model, and the model itself, which relay.build compiles as `aot compile`
-    does. Its params are the model's inputs, typed."""
+    does (source None: a graph made by a pass, compiled as it is). Its params are the model's
+    inputs, typed."""
 
-    def __init__(self, graph, source, input_shapes, fmt):
+    def __init__(self, graph, source=None, input_shapes=None, fmt="graph"):
         self.graph, self.source, self.input_shapes, self.format = graph, source, input_shapes, fmt
         self.params = [Var(v.name, TensorType(v.type.shape, v.type.dtype)) for v in graph.inputs]
         for p in self.params:
