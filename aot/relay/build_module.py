@@ -174,7 +174,8 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
     if isinstance(func, GraphFunction):
         model, bound = _graph_model(func, params, opts)
     else:
-        model, _ = to_graph(func, params, name=mod_name)
+        model, _ = to_graph(ir_mod if isinstance(getattr(ir_mod, "functions", None), dict) else func, params,
+                            name=mod_name)
         bound = params
     res = compile_model(model, opts)
     return ExecutorFactoryModule(res, tgt, mod_name, executor, runtime, bound,

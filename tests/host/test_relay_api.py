@@ -310,3 +310,16 @@ def test_benchmark_and_time_evaluator_time_the_generated_code():
     assert len(r.results) == 2 and 0 < r.min <= r.mean <= r.max and "Execution time summary" in str(r)
     np.testing.assert_allclose(m.get_output(0).numpy(), xv @ w.T, rtol=1e-5, atol=1e-5)
     assert len(m.module.time_evaluator("run", aot.cpu(0), number=2, repeat=3)().results) == 3
+
+
+def test_a_module_calling_its_own_functions_runs():
+    kw = {"shape": (3,)}
+    data, bias = relay.var("data", **kw), relay.var("bias", **kw)
+    scale = relay.GlobalVar("scale_add")
+    i0, i1, i2 = (relay.var(f"input{k}", **kw) for k in range(3))
+    inner = relay.Function([data, bias], relay.add(relay.multiply(data, relay.const(2.0)), bias))
+    body = relay.Call(scale, [i2, relay.Call(scale, [i0, i1])])
+    mod = relay.IRModule({"main": relay.Function([i0, i1, i2], body), scale: inner})
+    a, b, c = (np.arange(3, dtype=np.float32) + k for k in range(3))
+    (out,), _ = _run(mod, None, {"input0": a, "input1": b, "input2": c})
+    np.testing.assert_allclose(out, 2 * c + (2 * a + b))
