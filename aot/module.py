@@ -6,6 +6,7 @@ OpenCL platform (aot.run), and saves as that MLF."""
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 
 import numpy as np
@@ -147,8 +148,11 @@ class SymbolicModule:
     def imported_modules(self):
         return self._require("imported_modules").imported_modules
 
-    def export_library(self, path):
-        return self._require("export_library").export_library(path)
+    def export_library(self, path, fcompile=None, **kwargs):
+        return self._require("export_library").export_library(path, fcompile, **kwargs)
+
+    def save(self, path, fmt=""):
+        return self._require("save").save(path, fmt)
 
     entry_name = "run"
 
@@ -208,9 +212,28 @@ class Module:
     def get_source(self, fmt=""):
         return self.host_source
 
-    def export_library(self, path):
-        """Saves the module (its Model Library Format tarball, which load_module reads back)."""
+    def export_library(self, path, fcompile=None, **kwargs):
+        """Saves the module for runtime.load_module: a shared library (.so, .dylib, .dll) of its
+        host C, linked here; any other path gets its Model Library Format tarball."""
         from .compiler import write_atomic
+        if str(path).endswith((".so", ".dylib", ".dll")):
+            import tempfile
+            from .contrib.cc import create_shared
+            with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
+                obj = os.path.join(tmp, "lib.o")
+                self.save(obj)
+                (fcompile or create_shared)(str(path), [obj])
+            return
+        write_atomic(path, self.tar)
+
+    def save(self, path, fmt=""):
+        """TVM's module.save: an object file (.o; contrib.cc.create_shared links it into a shared
+        library), or the Model Library Format tarball for any other name."""
+        from .compiler import write_atomic
+        if fmt == "o" or str(path).endswith(".o"):
+            from .host import build_object
+            build_object(self.tar, str(path))
+            return
         write_atomic(path, self.tar)
 
     entry_name = "run"
@@ -258,7 +281,64 @@ class ProfileResult:
         self.mean, self.results = mean, results
 
 
+class SharedModule(Module):
+    """A module loaded from a shared library (export_library, or save + contrib.cc.create_shared):
+    calls go to the library's tvmgen_<mod>_run through ctypes; the MLF the library carries
+    (aot_module_mlf) gives its interface."""
+
+    def __init__(self, path):
+        import ctypes
+        try:
+            self._lib = ctypes.CDLL(os.path.abspath(path))
+            get, size = self._lib.aot_module_mlf, self._lib.aot_module_mlf_size
+        except (OSError, AttributeError) as e:
+            raise AotError(f"load_module: '{path}' is not a shared library made from an aot module ({e})") from None
+        get.restype, size.restype = ctypes.POINTER(ctypes.c_ubyte), ctypes.c_ulong
+        super().__init__(ctypes.string_at(get(), size()))
+        from mlf import read_mlf
+        self._run = getattr(self._lib, f"tvmgen_{read_mlf(self.tar).module_name}_run")
+        self._run.restype = ctypes.c_int32
+
+    def _call(self, arrays):
+        import ctypes
+        feeds = self._feeds(arrays)
+        ins = [np.ascontiguousarray(feeds[name]) for name, _, _ in self.inputs]
+        outs = [np.zeros(shape, dtype) for _, shape, dtype in self.outputs]
+        ptr = ctypes.c_void_p
+        in_struct = (ptr * max(len(ins), 1))(*[a.ctypes.data for a in ins])
+        out_struct = (ptr * max(len(outs), 1))(*[a.ctypes.data for a in outs])
+        if self._run(in_struct, out_struct) != 0:
+            raise AotError("the module's run returned an error")
+        return {name: o for (name, _, _), o in zip(self.outputs, outs)}
+
+    def __call__(self, *arrays):
+        self._store(self._call(arrays), arrays)
+
+    def time_evaluator(self, func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0):
+        import time
+
+        def evaluate(*arrays):
+            self._call(arrays)                     # warm-up
+            means = []
+            for _ in range(max(int(repeat), 1)):
+                t0 = time.perf_counter()
+                for _ in range(max(int(number), 1)):
+                    outs = self._call(arrays)
+                means.append((time.perf_counter() - t0) / max(int(number), 1))
+            self._store(outs, arrays)
+            return ProfileResult(float(np.mean(means)), means)
+        return evaluate
+
+
 def load_module(path):
-    """aot.runtime.load_module: a module saved by export_library."""
+    """aot.runtime.load_module: a module saved by export_library / save: a shared library, or
+    the Model Library Format tarball."""
     from .host import tar_bytes
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise AotError(f"cannot read '{path}': {e.strerror}") from None
+    if magic == b"\x7fELF":
+        return SharedModule(path)
     return Module(tar_bytes(path))

@@ -298,12 +298,18 @@ def lower_schedule(sch, args=None, name="main"):
     """A te schedule and its argument tensors (placeholders, then computed tensors; by default the
     schedule's inputs then outputs) -> the loop-IR PrimFunc that aot.build compiles and aot.lower
     prints."""
+    from ..tir.stmt import Allocate
     args = list(args if args is not None else sch.inputs + sch.outputs)
-    missing = [t.name for t in sch.inputs + sch.outputs if not any(t is a for a in args)]
+    missing = [t.name for t in sch.inputs if not any(t is a for a in args)]
     if missing:
-        raise AotError(f"lower: args leave out {', '.join(missing)}, which the schedule reads or computes")
+        raise AotError(f"lower: args leave out {', '.join(missing)}, which the schedule reads")
+    body = sch.func.body
+    # as TVM's lower: a computed tensor left out of the arguments is the function's own buffer
+    for t in reversed(sch.outputs):
+        if not any(t is a for a in args):
+            body = Allocate(sch.buffer_of(t), body)
     n_in = sum(1 for t in args if t.is_placeholder)
-    func = sch.func.with_body(sch.func.body, params=[sch.buffer_of(t) for t in args])
+    func = sch.func.with_body(body, params=[sch.buffer_of(t) for t in args])
     func.num_inputs = n_in
     func.name = name
     return func

@@ -10,8 +10,8 @@ PACKAGES = ("aot", "codegen_c", "mlf")
 # prefix names a package and everything in it; "aot" alone is the package's __init__.
 TIERS = (
     ("core", ("aot.errors", "aot.dtypes", "aot.names", "aot.target", "aot.targets", "aot.ir", "aot.tir", "aot.te",
-              "aot.ops", "aot.passes", "aot.frontend", "aot.schedules", "aot.liveness", "aot.executor",
-              "aot.memory_plan", "aot.uma", "aot.topi", "aot.deprecation")),
+              "aot.ops", "aot.passes", "aot.frontend", "aot.schedules", "aot.topi", "aot.liveness", "aot.executor",
+              "aot.memory_plan", "aot.uma", "aot.deprecation")),
     ("printers", ("codegen_c", "mlf")),
     ("driver", ("aot.compiler", "aot.cli", "aot.host", "aot.firmware", "aot.project", "aot.debug", "aot.backend",
                 "aot.conformance", "aot.memory_report", "aot.__main__")),
