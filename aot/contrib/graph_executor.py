@@ -34,6 +34,24 @@ class GraphRuntime:
         self.params = dict(factory.params)
         self.inputs, self.outputs = {}, None
 
+    def run_timed(self, number):
+        """Outputs of `number` back-to-back runs in one process, and the seconds one run took (mean)."""
+        from ..host import run_host
+        missing = [n for n in self.input_names if n not in self.inputs]
+        if missing:
+            raise AotError(f"set_input first: no value for {', '.join(missing)}")
+        device = self.dev.kind if device_family(self.dev.kind) else None
+        outs, latency_us = run_host(self.factory.result.tar, dict(self.inputs), repeat=max(int(number), 2),
+                                    device=device)
+        self.outputs = [outs[n] for n in self.output_names]
+        return latency_us * 1e-6
+
+    def time_evaluator(self, func_name="run", dev=None, number=10, repeat=1, min_repeat_ms=0, **_):
+        """TVM's module.time_evaluator("run", dev, number, repeat)() -> .mean / .results in seconds."""
+        if func_name != "run":
+            raise AotError(f"time_evaluator times 'run', the module's one function, not '{func_name}'")
+        return lambda *args: BenchmarkResult([self.run_timed(number) for _ in range(max(int(repeat), 1))])
+
 
 def _device(dev):
     if dev is None:
@@ -145,8 +163,12 @@ class GraphModule:
 
     def benchmark(self, device=None, func_name="run", repeat=5, number=5, min_repeat_ms=None, end_to_end=False,
                   **kwargs):
-        raise AotError("GraphModule.benchmark is not supported: time a run with aot.run(...) on the host, or "
-                       "`aot size`/profile=True on a board")
+        """TVM's GraphModule.benchmark: `repeat` measurements, each the mean of `number` back-to-back
+        runs in one process of the generated code (inputs as set); a BenchmarkResult in seconds."""
+        if end_to_end:
+            raise AotError("benchmark(end_to_end=True) is not supported: the runs time the generated code with "
+                           "its inputs already in place")
+        return self.module.time_evaluator(func_name, device, number, repeat)()
 
     def __getitem__(self, name):
         fns = {"set_input": self.set_input, "run": self.run, "get_output": self.get_output,
@@ -155,6 +177,25 @@ class GraphModule:
         if name not in fns:
             raise AotError(f"the graph executor has no function '{name}' (it has: {', '.join(fns)})")
         return fns[name]
+
+
+class BenchmarkResult:
+    """Seconds per run of each measurement (.results) and their mean, median, max, min and std."""
+
+    def __init__(self, results):
+        self.results = [float(r) for r in results]
+        a = np.asarray(self.results)
+        self.mean, self.median, self.max, self.min, self.std = (float(f(a)) for f in
+                                                                 (np.mean, np.median, np.max, np.min, np.std))
+
+    def __str__(self):
+        head = "".join(f"{h:>13}" for h in ("mean (ms)", "median (ms)", "max (ms)", "min (ms)", "std (ms)"))
+        row = "".join(f"{v * 1e3:>13.4f}" for v in (self.mean, self.median, self.max, self.min, self.std))
+        return f"Execution time summary:\n{head}\n{row}\n"
+
+    def __repr__(self):
+        return (f"BenchmarkResult(min={self.min}, mean={self.mean}, median={self.median}, max={self.max}, "
+                f"std={self.std}, {len(self.results)} results)")
 
 
 def create(graph_json_str, libmod, device):

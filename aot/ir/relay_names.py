@@ -225,14 +225,15 @@ def _pad_attrs(node):
         v = _const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] is not None else None
     r = _rank(node.inputs[0])
     width = None if c is None else [[int(c[d]), int(c[d + r])] for d in range(r)]
-    return {"pad_width": width, "pad_value": 0.0 if v is None else float(v), "pad_mode": node.attrs.get("mode", "constant")}
+    return {"pad_width": width, "pad_value": 0.0 if v is None else float(v),
+            "pad_mode": node.attrs.get("mode", "constant")}
 
 
 def _pool_attrs(node):
     a = node.attrs
-    out = {"pool_size": list(a["kernel_shape"]), "strides": list(a.get("strides") or [1] * len(a["kernel_shape"])),
-           "dilation": list(a.get("dilations") or [1] * len(a["kernel_shape"])), "padding": list(a.get("pads") or
-                                                                                          [0] * 2 * len(a["kernel_shape"])),
+    nsp = len(a["kernel_shape"])
+    out = {"pool_size": list(a["kernel_shape"]), "strides": list(a.get("strides") or [1] * nsp),
+           "dilation": list(a.get("dilations") or [1] * nsp), "padding": list(a.get("pads") or [0] * 2 * nsp),
            "layout": "NHWC" if a.get("layout") == "NHWC" else "NCHW", "out_layout": "",
            "ceil_mode": bool(a.get("ceil_mode", 0))}
     if node.op == "AveragePool":
@@ -284,8 +285,8 @@ RELAY_OPS = {
                                               "alpha": float(n.attrs.get("alpha", 1e-4)),
                                               "beta": float(n.attrs.get("beta", 0.75)),
                                               "bias": float(n.attrs.get("bias", 1.0))}),
-    "nn.depth_to_space": _simple("DepthToSpace", attrs=lambda n: {"block_size": int(n.attrs["blocksize"]),
-                                                                  "layout": "NCHW", "mode": n.attrs.get("mode", "DCR")}),
+    "nn.depth_to_space": _simple("DepthToSpace", attrs=lambda n: {
+        "block_size": int(n.attrs["blocksize"]), "layout": "NCHW", "mode": n.attrs.get("mode", "DCR")}),
     "nn.space_to_depth": _simple("SpaceToDepth", attrs=lambda n: {"block_size": int(n.attrs["blocksize"]),
                                                                   "layout": "NCHW"}),
     "add": _simple("Add"), "subtract": _simple("Sub"), "multiply": _simple("Mul"), "divide": _simple("Div"),

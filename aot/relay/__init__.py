@@ -8,9 +8,12 @@ from .backend import Executor, Runtime  # noqa: F401
 from .build_module import create_executor  # noqa: F401
 from .expr import (Call, Constant, Function, GlobalVar, IRModule, TensorType, Tuple, TupleGetItem,  # noqa: F401
                    TupleType, TupleWrapper, Var, const, var)
-from .op import (abs, add, ceil, clip, concatenate, cos, divide, equal, erf, exp, expand_dims,  # noqa: F401
-                 floor, greater, less, log, max, maximum, mean, min, minimum, multiply, negative, power,
-                 prod, reshape, round, sigmoid, sin, sqrt, squeeze, subtract, sum, tanh, transpose)
+from .op import (abs, add, argmax, argmin, cast, ceil, clip, concatenate, cos, divide, equal, erf,  # noqa: F401
+                 exp, expand_dims, floor, full, full_like, greater, greater_equal, less, less_equal, log,
+                 logical_and, logical_not, logical_or, logical_xor, max, maximum, mean, min, minimum,
+                 multiply, negative, not_equal, ones, ones_like, power, prod, reshape, round, rsqrt, sigmoid,
+                 sin, split, sqrt, squeeze, stack, strided_slice, subtract, sum, take, tanh, tile, transpose,
+                 where, zeros, zeros_like)
 
 
 def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, workspace_memory_pools=None,

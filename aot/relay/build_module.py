@@ -159,13 +159,23 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
         warnings.warn("relay.build: executor attribute link-params=False has no effect: the parameters are "
                       "always constants of the generated code", UserWarning, stacklevel=2)
     tgt = _target(target, target_host)
-    opts = Options(model_name=mod_name, target=tgt, **_options_from(executor, PassContext.current(), options))
+    # a plug-in backend's target with a host (Target("my_ai_hw", host=Target("c"))) is TVM's way of
+    # saying "these kernels to the backend, the rest to the host": the driver's target list
+    spec = [Target(str(tgt)), tgt.host] if tgt.is_external and tgt.host is not None else tgt
+    opts = Options(model_name=mod_name, target=spec, **_options_from(executor, PassContext.current(), options))
     func = main_function(ir_mod)
     params = {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v) for k, v in (params or {}).items()}
+    names = {p.name_hint for p in func.params}
+    unknown = sorted(set(params) - names)
+    if unknown:      # TVM binds them to nothing, silently; a misspelt name would leave an input unbound
+        warnings.warn(f"relay.build: params {', '.join(unknown)} name no parameter of main; they bind nothing "
+                      f"(its parameters: {', '.join(sorted(names)) or 'none'})", UserWarning, stacklevel=3)
+        params = {k: v for k, v in params.items() if k in names}
     if isinstance(func, GraphFunction):
         model, bound = _graph_model(func, params, opts)
     else:
-        model, _ = to_graph(func, params, name=mod_name)
+        model, _ = to_graph(ir_mod if isinstance(getattr(ir_mod, "functions", None), dict) else func, params,
+                            name=mod_name)
         bound = params
     res = compile_model(model, opts)
     return ExecutorFactoryModule(res, tgt, mod_name, executor, runtime, bound,
@@ -173,15 +183,13 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
 
 
 def _graph_model(func, params, opts):
-    """The model a frontend imported, compiled as `aot compile` would; params bind ONNX inputs."""
-    inputs = {v.name for v in func.graph.inputs}
-    unknown = sorted(set(params) - inputs)
-    if unknown:
-        raise AotError(f"relay.build: params names {', '.join(unknown)}, which the model does not take as inputs "
-                       f"(its weights are constants already; inputs: {', '.join(sorted(inputs)) or 'none'})")
+    """The model a frontend imported, compiled as `aot compile` would; params bind ONNX inputs. A
+    graph with no model behind it (source None) is compiled as it is."""
     if params and func.format != "onnx":
         raise AotError(f"relay.build: params bind inputs of an ONNX model only; a {func.format} model's inputs "
                        "are its runtime inputs")
+    if func.source is None:         # a graph made here (no model file): compiled as it stands
+        return func.graph, params
     opts.input_shapes = dict(func.input_shapes or {})
     opts.bind_inputs = dict(params)
     return func.source, params
@@ -189,17 +197,14 @@ def _graph_model(func, params, opts):
 
 def bind_params_by_name(func, params):
     """func with the parameters named in params replaced by constants (they leave its parameter
-    list), as TVM's; a name that is no parameter is refused."""
+    list), as TVM's; a name that is no parameter binds nothing."""
     from .expr import Constant, Function
     from .transform import clone
     func = main_function(func)
     if isinstance(func, GraphFunction):
         raise AotError("bind_params_by_name: a module a frontend imported takes its params at relay.build")
     by_name = {p.name_hint: p for p in func.params}
-    unknown = sorted(set(params) - set(by_name))
-    if unknown:
-        raise AotError(f"bind_params_by_name: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a "
-                       f"parameter of the function (its parameters: {', '.join(by_name)})")
+    params = {k: v for k, v in params.items() if k in by_name}      # other names bind nothing, as in TVM
     memo = {id(by_name[k]): Constant(np.asarray(v.numpy() if hasattr(v, "numpy") else v)) for k, v in params.items()}
     body = clone(func.body, memo)
     return Function([clone(p, memo) for p in func.params if p.name_hint not in params], body, func.ret_type)

@@ -41,7 +41,8 @@ class Var(Expr):
         self.type_annotation = type_annotation
 
     def __repr__(self):
-        return f"Var({self.name_hint!r}, {self.type_annotation})"
+        t = self.type_annotation
+        return f"Var({self.name_hint}" + (f", ty={t!r})" if t is not None else ")")
 
 
 class Constant(Expr):
@@ -50,10 +51,16 @@ class Constant(Expr):
 
 
 class Call(Expr):
-    """An operator applied to argument expressions, with TVM's attribute names."""
+    """An operator (its name), a Function or a GlobalVar (another function of the module) applied
+    to argument expressions, with TVM's attribute names."""
 
-    def __init__(self, op, args, attrs=None):
-        self.op, self.args, self.attrs = op, list(args), dict(attrs or {})
+    def __init__(self, op, args, attrs=None, type_args=None, span=None):
+        if hasattr(op, "name") and not isinstance(op, (str, Expr)):     # relay.op.get(name)
+            op = op.name
+        if not isinstance(op, (str, Function, GlobalVar)):
+            raise AotError(f"relay.Call: the callee is an operator name, a Function or a GlobalVar, "
+                           f"not {type(op).__name__}")
+        self.op, self.args, self.attrs = op, [as_expr(a) for a in args], dict(attrs or {})
 
     def __repr__(self):
         return f"Call({self.op}, {len(self.args)} args)"
@@ -96,13 +103,21 @@ class TupleWrapper:
 class Function(Expr):
     """relay.Function(params, body): params are the Vars the body reads (analysis.free_vars)."""
 
-    def __init__(self, params, body, ret_type=None):
+    def __init__(self, params, body, ret_type=None, type_params=None, attrs=None, span=None):
         self.params = list(params)
         self.body = body.astuple() if isinstance(body, TupleWrapper) else body
         self.ret_type = ret_type
+        self.attrs = dict(attrs or {})
         for p in self.params:
             if not isinstance(p, Var):
                 raise AotError(f"Function parameters must be relay Vars, not {type(p).__name__}")
+
+    def with_attr(self, key, value):
+        """A copy with one more attribute (Composite, Compiler, ...), as TVM's."""
+        return Function(self.params, self.body, self.ret_type, attrs=dict(self.attrs, **{key: value}))
+
+    def __call__(self, *args):
+        return Call(self, list(args))
 
     def __str__(self):
         from .printer import function_text
@@ -112,9 +127,10 @@ class Function(Expr):
 class GraphFunction(Expr):
     """The "main" of a module a frontend imported (relay.frontend.from_onnx / from_tflite): the
     graph IR of the model, and the model itself, which relay.build compiles as `aot compile`
-    does. Its params are the model's inputs, typed."""
+    does (source None: a graph made by a pass, compiled as it is). Its params are the model's
+    inputs, typed."""
 
-    def __init__(self, graph, source, input_shapes, fmt):
+    def __init__(self, graph, source=None, input_shapes=None, fmt="graph"):
         self.graph, self.source, self.input_shapes, self.format = graph, source, input_shapes, fmt
         self.params = [Var(v.name, TensorType(v.type.shape, v.type.dtype)) for v in graph.inputs]
         for p in self.params:
@@ -136,10 +152,14 @@ class TupleType:
 
 
 class IRModule:
-    """A module of one function, "main" (IRModule.from_expr)."""
+    """Functions by name, "main" the one relay.build builds (IRModule.from_expr); keys may be
+    names or GlobalVars, as TVM's."""
 
     def __init__(self, functions=None, type_definitions=None):
-        self.functions = dict(functions or {})
+        self.functions = {}
+        self._gvars = {}
+        for k, f in dict(functions or {}).items():
+            self[k] = f
 
     @staticmethod
     def from_expr(expr, functions=None, type_defs=None):
@@ -156,18 +176,25 @@ class IRModule:
         return self.functions[name]
 
     def __setitem__(self, name, func):
-        self.functions[getattr(name, "name_hint", name)] = func
+        key = getattr(name, "name_hint", name)
+        if isinstance(name, GlobalVar):
+            self._gvars[key] = name
+        if isinstance(func, TupleWrapper):
+            func = func.astuple()
+        if isinstance(func, Expr) and not isinstance(func, (Function, GraphFunction)):
+            func = Function(free_vars(func), func)
+        self.functions[key] = func
 
     def __contains__(self, name):
         return getattr(name, "name_hint", name) in self.functions
 
     def get_global_vars(self):
-        return [GlobalVar(n) for n in self.functions]
+        return [self.get_global_var(n) for n in self.functions]
 
     def get_global_var(self, name):
         if name not in self.functions:
             raise AotError(f"the module has no function '{name}'")
-        return GlobalVar(name)
+        return self._gvars.setdefault(name, GlobalVar(name))
 
     def astext(self, show_meta_data=True):
         return str(self)
@@ -179,9 +206,14 @@ class IRModule:
     __repr__ = __str__
 
 
-class GlobalVar:
-    def __init__(self, name_hint):
+class GlobalVar(Expr):
+    """A function of the module, by name: relay.Call(gv, args) (or gv(*args)) calls it."""
+
+    def __init__(self, name_hint, type_annot=None):
         self.name_hint = name_hint
+
+    def __call__(self, *args):
+        return Call(self, list(args))
 
     def __repr__(self):
         return f"GlobalVar({self.name_hint})"
@@ -202,6 +234,8 @@ def free_vars(expr):
             if id(e) not in bound:
                 order.append(e)
         elif isinstance(e, Call):
+            if isinstance(e.op, Function):
+                visit(e.op)
             for a in e.args:
                 visit(a)
         elif isinstance(e, Tuple):
@@ -214,6 +248,34 @@ def free_vars(expr):
             visit(e.body)
     visit(expr)
     return order
+
+
+def clone(expr, memo=None):
+    """A structural copy of an expression (shared subexpressions stay shared)."""
+    memo = {} if memo is None else memo
+
+    def c(e):
+        if isinstance(e, TupleWrapper):
+            e = e.astuple()
+        if id(e) in memo:
+            return memo[id(e)]
+        if isinstance(e, Var):
+            out = Var(e.name_hint, e.type_annotation)
+        elif isinstance(e, Constant):
+            out = Constant(e.data)
+        elif isinstance(e, Call):
+            out = Call(c(e.op) if isinstance(e.op, Function) else e.op, [c(a) for a in e.args], dict(e.attrs))
+        elif isinstance(e, Tuple):
+            out = Tuple([c(f) for f in e.fields])
+        elif isinstance(e, TupleGetItem):
+            out = TupleGetItem(c(e.tuple_value), e.index)
+        elif isinstance(e, Function):
+            out = Function([c(p) for p in e.params], c(e.body), e.ret_type, attrs=e.attrs)
+        else:
+            return e
+        memo[id(e)] = out
+        return out
+    return c(expr)
 
 
 def as_expr(x):

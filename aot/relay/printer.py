@@ -65,7 +65,9 @@ def function_text(func, name="main"):
         elif kind == "Call":
             args = [text(a) for a in e.args]
             attrs = [f"{k}={_attr_text(v)}" for k, v in e.attrs.items() if v is not None]
-            s = f"{e.op}({', '.join(args + attrs)})"
+            callee = e.op if isinstance(e.op, str) else f"@{e.op.name_hint}" if _kind(e.op) == "GlobalVar" \
+                else text(e.op)
+            s = f"{callee}({', '.join(args + attrs)})"
         elif kind == "Function":
             return "fn (" + ", ".join(var_decl(p) for p in e.params) + ") {...}"
         else:

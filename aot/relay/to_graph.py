@@ -9,7 +9,8 @@ import numpy as np
 from ..errors import AotError
 from ..frontend.builder import GraphBuilder, check_tensor_size
 from ..ir.graph import TensorType, Value
-from .expr import Call, Constant, Expr, Function, GraphFunction, IRModule, Tuple, TupleGetItem, TupleWrapper, Var, free_vars
+from .expr import (Call, Constant, Expr, Function, GlobalVar, GraphFunction, IRModule, Tuple, TupleGetItem,
+                   TupleWrapper, Var, clone, free_vars)
 from .op import OPS
 
 
@@ -35,6 +36,8 @@ def _array(v):
 def to_graph(mod, params=None, name="default", expr_types=None):
     """(graph, {var name: TensorType of every free variable, bound or not}). expr_types, a dict,
     receives {id(expression): its TensorType, or a list of them for a tuple} (relay.transform.InferType)."""
+    module = mod if isinstance(getattr(mod, "functions", None), dict) else None
+    inlining, kept = [], []
     func = main_function(mod)
     if isinstance(func, GraphFunction):
         if params:
@@ -46,9 +49,7 @@ def to_graph(mod, params=None, name="default", expr_types=None):
         if p.name_hint in by_name and by_name[p.name_hint] is not p:
             raise AotError(f"two function parameters are named '{p.name_hint}'")
         by_name[p.name_hint] = p
-    unknown = sorted(set(params) - set(by_name))
-    if unknown:
-        raise AotError(f"params names no function parameter: {', '.join(unknown)}")
+    params = {k: v for k, v in params.items() if k in by_name}     # others bind nothing, as in TVM
     b = GraphBuilder(name)
     b.reserve(by_name)                # inputs keep their names: no node may take one
     values, var_types = {}, {}
@@ -96,7 +97,30 @@ def to_graph(mod, params=None, name="default", expr_types=None):
         values[id(e)] = val
         return val
 
+    def inline(c):
+        """A call of a function (a Function, or a GlobalVar of the module): its body, with its
+        parameters the call's arguments."""
+        callee = c.op
+        if isinstance(callee, GlobalVar):
+            if module is None or callee.name_hint not in module:
+                raise AotError(f"call of @{callee.name_hint}: no such function in the module")
+            callee = module[callee.name_hint]
+            if not isinstance(callee, Function):
+                raise AotError(f"call of @{c.op.name_hint}: it is not a relay function")
+        if len(c.args) != len(callee.params):
+            raise AotError(f"call of a function of {len(callee.params)} parameters with {len(c.args)} arguments")
+        if len(inlining) > 64:
+            raise AotError("function calls nest more than 64 deep (recursion is not supported)")
+        inlining.append(callee)
+        body = clone(callee.body, {id(p): a for p, a in zip(callee.params, c.args)})
+        kept.append(body)          # values are keyed by id(): the copy must outlive the walk
+        out = visit(body)
+        inlining.pop()
+        return out
+
     def lower_call(c):
+        if isinstance(c.op, (Function, GlobalVar)):
+            return inline(c)
         op = OPS.get(c.op)
         if op is None:
             raise AotError(f"relay operator {c.op} is not supported")

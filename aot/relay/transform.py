@@ -4,37 +4,8 @@ copy: a pass never changes its input. The build's own passes run inside relay.bu
 from __future__ import annotations
 
 from ..errors import AotError
-from .expr import Call, Constant, Function, GraphFunction, IRModule, Tuple, TupleGetItem, TupleType, \
-    TupleWrapper, Var
+from .expr import Function, IRModule, TupleType, clone  # noqa: F401  (clone: relay.transform's too)
 from .to_graph import to_graph
-
-
-def clone(expr, memo=None):
-    """A structural copy of an expression (shared subexpressions stay shared)."""
-    memo = {} if memo is None else memo
-
-    def c(e):
-        if isinstance(e, TupleWrapper):
-            e = e.astuple()
-        if id(e) in memo:
-            return memo[id(e)]
-        if isinstance(e, Var):
-            out = Var(e.name_hint, e.type_annotation)
-        elif isinstance(e, Constant):
-            out = Constant(e.data)
-        elif isinstance(e, Call):
-            out = Call(e.op, [c(a) for a in e.args], dict(e.attrs))
-        elif isinstance(e, Tuple):
-            out = Tuple([c(f) for f in e.fields])
-        elif isinstance(e, TupleGetItem):
-            out = TupleGetItem(c(e.tuple_value), e.index)
-        elif isinstance(e, Function):
-            out = Function([c(p) for p in e.params], c(e.body), e.ret_type)
-        else:
-            return e
-        memo[id(e)] = out
-        return out
-    return c(expr)
 
 
 def _as_type(t):
@@ -50,7 +21,8 @@ class Pass:
     name = "Pass"
 
     def __call__(self, mod):
-        if not isinstance(mod, IRModule):
+        # any module holding its functions by name (TVM has one IRModule class for relay and TIR)
+        if not isinstance(getattr(mod, "functions", None), dict):
             raise AotError(f"{self.name} takes an IRModule, not {type(mod).__name__} (IRModule.from_expr(f))")
         return self.transform_module(mod)
 
@@ -64,13 +36,15 @@ class _InferType(Pass):
     def transform_module(self, mod):
         out = IRModule()
         for name, func in mod.functions.items():
-            if isinstance(func, GraphFunction):
+            if not isinstance(func, Function):       # an imported model's main, a TIR function: as they are
                 out[name] = func
                 continue
             memo = {}
             new = clone(func, memo)
             types = {}
-            to_graph(func, expr_types=types)
+            whole = IRModule(dict(mod.functions))
+            whole["main"] = func                 # each function typed as if it were main (calls resolve in mod)
+            to_graph(whole, expr_types=types)
             for old_id, e in memo.items():
                 if old_id in types:
                     e.checked_type = _as_type(types[old_id])

@@ -95,3 +95,25 @@ def from_onnx(model, shape=None, dtype="float32", opset=None, freeze_params=True
     graph = import_onnx(model, shapes, name="main")
     _check_inputs(graph, "from_onnx", None, dtype if isinstance(dtype, dict) else None)
     return IRModule({"main": GraphFunction(graph, model, shapes, "onnx")}), {}
+
+
+def _not_here(name, hint):
+    def refuse(*args, **kwargs):
+        raise AotError(f"relay.frontend.{name} is not available: this compiler imports ONNX and TFLite models only; "
+                       f"{hint}, then relay.frontend.from_onnx / from_tflite")
+    refuse.__name__ = name
+    refuse.__doc__ = f"Refused: {hint}, then from_onnx / from_tflite."
+    return refuse
+
+
+# TVM's other frontends, refused by name with the way round them (each framework exports ONNX or TFLite)
+from_pytorch = _not_here("from_pytorch", "export the model with torch.onnx.export")
+from_keras = _not_here("from_keras", "convert the model with tf.lite.TFLiteConverter or tf2onnx")
+from_tensorflow = _not_here("from_tensorflow", "convert the model with tf.lite.TFLiteConverter or tf2onnx")
+from_mxnet = _not_here("from_mxnet", "export the model with mxnet.onnx.export_model")
+from_paddle = _not_here("from_paddle", "export the model with paddle2onnx")
+from_caffe = _not_here("from_caffe", "convert the model to ONNX (caffe2onnx)")
+from_caffe2 = _not_here("from_caffe2", "convert the model to ONNX (caffe2.python.onnx)")
+from_coreml = _not_here("from_coreml", "convert the model to ONNX (onnxmltools)")
+from_darknet = _not_here("from_darknet", "convert the model to ONNX")
+from_oneflow = _not_here("from_oneflow", "export the model to ONNX (oneflow_onnx)")
