@@ -163,6 +163,11 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
     # saying "these kernels to the backend, the rest to the host": the driver's target list
     spec = [Target(str(tgt)), tgt.host] if tgt.is_external and tgt.host is not None else tgt
     opts = Options(model_name=mod_name, target=spec, **_options_from(executor, PassContext.current(), options))
+    named = {str(t.kind) for t in (spec if isinstance(spec, list) else [spec])}
+    unnamed = [b for b in getattr(ir_mod, "partitioned_for", ()) if b not in named]
+    if unnamed:      # UMABackend.partition(mod) marks the module; the target decides what is cut out
+        raise AotError(f"relay.build: the module was partitioned for backend '{unnamed[0]}', which target '{tgt}' "
+                       f"does not name: build it for Target('{unnamed[0]}', host=Target('c'))")
     func = main_function(ir_mod)
     params = {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v) for k, v in (params or {}).items()}
     names = {p.name_hint for p in func.params}

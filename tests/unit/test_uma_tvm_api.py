@@ -129,3 +129,12 @@ def test_call_packed_is_refused_by_name():
     with pytest.raises(AotError, match="call_packed\\('npu_run'\\).*use tir.call_extern"):
         relay.build(b.partition(mod), target=tvm.target.Target("test_npu", host="c"), executor=Executor("aot"),
                     runtime=Runtime("crt"))
+
+
+def test_a_partitioned_module_needs_a_target_naming_its_backend():
+    x = relay.var("x", shape=(2, 8), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.nn.dense(x, relay.const(np.ones((4, 8), "float32"))))
+    b = Npu()
+    b.register()
+    with pytest.raises(AotError, match="partitioned for backend 'test_npu'.*Target\\('test_npu', host"):
+        relay.build(b.partition(mod), target="c", executor=Executor("aot"), runtime=Runtime("crt"))
