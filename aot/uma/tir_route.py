@@ -73,15 +73,22 @@ def _input_name(fn, k):
     return name if name and name[0].isalpha() else f"p{k}"
 
 
-def apply_pass(p, func, mod_cls=None):
-    """One registered prim_func_pass on func -> the PrimFunc it returns."""
+def apply_pass(p, func):
+    """One registered pass on func -> the PrimFunc it returns. A tir.transform.prim_func_pass
+    (function or class style) runs as TVM runs it, on a module of the one function under the
+    current PassContext (which may skip it by opt_level or disabled_pass); an object that only
+    has transform_function(func, mod, ctx) is called directly."""
+    from ..ir.module import IRModule
+    from ..ir.transform import Pass, PassContext
     from ..tir.stmt import PrimFunc
     name = func.name
     try:
-        if hasattr(p, "transform_function") and not _is_pass_object(p):
-            out = p.transform_function(func, _Module({name: func}), None)
+        if isinstance(p, Pass):
+            out = p(IRModule({name: func}))
+        elif hasattr(p, "transform_function"):
+            out = p.transform_function(func, IRModule({name: func}), PassContext.current())
         else:
-            out = p(_Module({name: func}))
+            out = p(IRModule({name: func}))
     except AotError:
         raise
     except Exception as e:           # the backend's own pass
@@ -97,31 +104,9 @@ def apply_pass(p, func, mod_cls=None):
     return out
 
 
-def _is_pass_object(p):
-    return type(p).__name__ in ("PrimFuncPass", "Pass", "ModulePass")
-
-
 def _pass_name(p):
-    return getattr(p, "name", None) or getattr(type(p), "__name__", "?")
-
-
-class _Module:
-    """The IRModule a prim_func_pass is applied to (one function)."""
-
-    def __init__(self, functions):
-        self.functions = dict(functions)
-
-    def __getitem__(self, name):
-        return self.functions[getattr(name, "name_hint", name)]
-
-    def __setitem__(self, name, f):
-        self.functions[getattr(name, "name_hint", name)] = f
-
-    def __contains__(self, name):
-        return getattr(name, "name_hint", name) in self.functions
-
-    def items(self):
-        return self.functions.items()
+    info = getattr(p, "info", None)
+    return getattr(info, "name", None) or getattr(type(p), "__name__", "?")
 
 
 def lower_region(backend, fn):

@@ -138,3 +138,32 @@ def test_a_partitioned_module_needs_a_target_naming_its_backend():
     b.register()
     with pytest.raises(AotError, match="partitioned for backend 'test_npu'.*Target\\('test_npu', host"):
         relay.build(b.partition(mod), target="c", executor=Executor("aot"), runtime=Runtime("crt"))
+
+
+def test_a_function_style_prim_func_pass_runs_in_its_phase():
+    order = []
+
+    @tvm.tir.transform.prim_func_pass(opt_level=0)
+    def first(func, mod, ctx):
+        order.append(("first", func.name))
+        return func
+
+    @tvm.tir.transform.prim_func_pass(opt_level=0)
+    class Second:
+        def transform_function(self, func, mod, ctx):
+            order.append(("second", func.name))
+            return func
+
+    class Two(Npu):
+        def __init__(self):
+            super().__init__()
+            self._register_tir_pass(PassPhase.TIR_PHASE_3, Second())
+            self._register_tir_pass(PassPhase.TIR_PHASE_1, first)
+
+    x = relay.var("x", shape=(2, 8), dtype="float32")
+    mod = tvm.IRModule.from_expr(relay.nn.dense(x, relay.const(np.ones((4, 8), "float32"))))
+    b = Two()
+    b.register()
+    relay.build(b.partition(mod), target=tvm.target.Target("test_npu", host="c"), executor=Executor("aot"),
+                runtime=Runtime("crt"))
+    assert order == [("first", "tvmgen_default_test_npu_main_0"), ("second", "tvmgen_default_test_npu_main_0")]
