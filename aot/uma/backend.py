@@ -165,6 +165,12 @@ class UMABackend:
         if not isinstance(text, str):
             raise BackendError(f"backend '{self._name()}': the includes hook returned {type(text).__name__}, "
                                "not the text of #include lines")
+        other = [ln.strip() for ln in text.splitlines()
+                 if ln.strip() and not _INCLUDE_RE.match(ln.strip()) and not ln.strip().startswith("//")]
+        if other:
+            raise BackendError(f"backend '{self._name()}': the includes hook returned '{other[0]}', which is not an "
+                               "#include line: ship code as a source (_register_codegen(sources=...)) or in an "
+                               "included file")
         names, files = [], {}
         for h in _INCLUDE_RE.findall(text):
             if os.path.isabs(h) or os.sep in h and os.path.isfile(h):

@@ -46,6 +46,8 @@ def test_registration_refusals_name_the_method():
         b._register_operator_strategy("nn.conv2d", None)
     with pytest.raises(BackendError, match="includes hook failed"):
         b._register_codegen(fmt="c", includes=lambda: 1 / 0)
+    with pytest.raises(BackendError, match="returned 'static int k = 1;', which is not an #include line"):
+        b._register_codegen(fmt="c", includes=lambda: '#include <npu.h>\nstatic int k = 1;\n')
     with pytest.raises(BackendError, match="format 'verilog'"):
         b._register_codegen(fmt="verilog")
 
