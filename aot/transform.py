@@ -84,3 +84,98 @@ class PassContext:
 
     def __repr__(self):
         return f"PassContext(opt_level={self.opt_level}, config={self.config})"
+
+
+class PassInfo:
+    def __init__(self, opt_level, name, required=None, traceable=False):
+        self.opt_level, self.name = int(opt_level), str(name)
+        self.required, self.traceable = list(required or []), bool(traceable)
+
+    def __repr__(self):
+        return f"The meta data of the pass - pass name: {self.name}, opt_level: {self.opt_level}, " \
+               f"required passes: {self.required}"
+
+
+class Pass:
+    """A module -> module transformation: pass(mod). Subclasses give transform_module(mod, ctx)."""
+
+    def __init__(self, info=None):
+        self._info = info or PassInfo(0, type(self).__name__)
+
+    @property
+    def info(self):
+        return self._info
+
+    def __call__(self, mod):
+        return self.transform_module(mod, PassContext.current())
+
+    def transform_module(self, mod, ctx):
+        raise NotImplementedError(f"{self.info.name}.transform_module")
+
+
+class ModulePass(Pass):
+    def __init__(self, fn, info):
+        super().__init__(info)
+        self._fn = fn
+
+    def transform_module(self, mod, ctx):
+        out = self._fn(mod, ctx)
+        if out is None:
+            raise AotError(f"module pass {self.info.name} returned nothing: a pass returns the module it makes")
+        return out
+
+
+class Sequential(Pass):
+    """The passes in order; as TVM's, a pass runs when its opt_level is within the context's or
+    it is required, and not when the context disables it by name."""
+
+    def __init__(self, passes=None, opt_level=0, name="sequential", required=None, traceable=False):
+        super().__init__(PassInfo(opt_level, name, required, traceable))
+        self.passes = list(passes or [])
+        for p in self.passes:
+            if not callable(p):
+                raise AotError(f"Sequential: {p!r} is not a pass")
+
+    def transform_module(self, mod, ctx):
+        for p in self.passes:
+            info = getattr(p, "info", None)
+            if info is not None:
+                if info.name in ctx.disabled_pass:
+                    continue
+                if info.opt_level > ctx.opt_level and info.name not in ctx.required_pass:
+                    continue
+            mod = p(mod)
+        return mod
+
+
+def module_pass(pass_func=None, opt_level=None, name=None, required=None, traceable=False):
+    """@module_pass(opt_level=2) over fn(mod, ctx) -> mod, or over a class whose
+    transform_module(mod, ctx) does it: a Pass (for a class, a Pass class)."""
+    if opt_level is None:
+        raise AotError("module_pass: opt_level is needed")
+
+    def create(arg):
+        info = PassInfo(opt_level, name or arg.__name__, required, traceable)
+        if isinstance(arg, type):
+            class _Wrapped(ModulePass):
+                def __init__(self, *args, **kwargs):
+                    inst = arg(*args, **kwargs)
+                    super().__init__(inst.transform_module, info)
+                    self._inst = inst
+
+                def __getattr__(self, attr):
+                    return getattr(self.__dict__["_inst"], attr)
+            _Wrapped.__name__ = arg.__name__
+            return _Wrapped
+        if callable(arg):
+            return ModulePass(arg, info)
+        raise AotError(f"module_pass decorates a function or a class, not {type(arg).__name__}")
+    return create(pass_func) if pass_func is not None else create
+
+
+def PrintIR(header="", show_meta_data=False):      # noqa: N802  (TVM's name)
+    """A pass that prints the module and passes it on."""
+    def show(mod, ctx):
+        print(f"PrintIR({header}):\n{mod}")
+        return mod
+    return ModulePass(show, PassInfo(0, "PrintIR"))

@@ -21,17 +21,22 @@ def _array(v):
 
 
 class GraphRuntime:
-    """lib["default"](dev): the compiled module on a device, its inputs and outputs."""
+    """lib["default"](dev): the compiled module on a device, its inputs and outputs. `module` is
+    anything holding the MLF (.tar): relay.build's factory, or a module loaded back; the names and
+    types come from the MLF's metadata, the bound parameters from the factory when it has them."""
 
-    def __init__(self, factory, dev):
-        self.factory = factory
+    def __init__(self, module, dev):
+        from mlf import read_mlf
+        from ..ir.graph import TensorType
+        self.factory = module
+        self.tar = module.tar
         self.dev = _device(dev)
-        g = factory.result.graph
-        self.input_names = [v.name for v in g.inputs]
-        self.input_types = {v.name: v.type for v in g.inputs}
-        self.output_types = [v.type for v in g.outputs]
-        self.output_names = list(g.output_names)
-        self.params = dict(factory.params)
+        info = read_mlf(self.tar).aot
+        self.input_names = [t["name"] for t in info["inputs"]]
+        self.input_types = {t["name"]: TensorType(t["shape"], t["dtype"]) for t in info["inputs"]}
+        self.output_types = [TensorType(t["shape"], t["dtype"]) for t in info["outputs"]]
+        self.output_names = [t["name"] for t in info["outputs"]]
+        self.params = dict(getattr(module, "params", None) or {})
         self.inputs, self.outputs = {}, None
 
     def run_timed(self, number):
@@ -41,7 +46,7 @@ class GraphRuntime:
         if missing:
             raise AotError(f"set_input first: no value for {', '.join(missing)}")
         device = self.dev.kind if device_family(self.dev.kind) else None
-        outs, latency_us = run_host(self.factory.result.tar, dict(self.inputs), repeat=max(int(number), 2),
+        outs, latency_us = run_host(self.tar, dict(self.inputs), repeat=max(int(number), 2),
                                     device=device)
         self.outputs = [outs[n] for n in self.output_names]
         return latency_us * 1e-6
@@ -124,7 +129,7 @@ class GraphModule:
         if missing:
             raise AotError(f"set_input first: no value for {', '.join(missing)}")
         device = m.dev.kind if device_family(m.dev.kind) else None     # a GPU API's, else the host's
-        outs = run_module(m.factory.result, dict(m.inputs), device=device)
+        outs = run_module(m.tar, dict(m.inputs), device=device)
         m.outputs = [outs[n] for n in m.output_names]
 
     def get_num_outputs(self):
@@ -201,7 +206,7 @@ class BenchmarkResult:
 def create(graph_json_str, libmod, device):
     """GraphModule from (graph JSON, lib, device) as TVM's graph_executor.create takes them: lib is
     what relay.build returned (its graph JSON is the one given)."""
-    if not (hasattr(libmod, "get_graph_json") and hasattr(libmod, "result")):     # relay.build's factory
+    if not (hasattr(libmod, "get_graph_json") and hasattr(libmod, "tar")):     # relay.build's factory
         raise AotError("graph_executor.create takes the lib relay.build returned (graph, lib, params = "
                        "relay.build(...)), not " + type(libmod).__name__)
     if not isinstance(graph_json_str, str):

@@ -78,11 +78,16 @@ class ExecutorFactoryModule:
         return []
 
     def export_library(self, path, fcompile=None, addons=None, **kwargs):
-        """The Model Library Format tarball (what firmware builds against)."""
-        if fcompile is not None:
-            raise AotError("export_library: fcompile is not supported; the library is the Model Library Format "
-                           "tarball (build it with its mlf.mk / mlf.cmake)")
-        self.result.save(str(path))
+        """A shared library of the host C for .so / .dylib / .dll (aot.module's, which
+        runtime.load_module reads back), else the Model Library Format tarball (what firmware
+        builds against)."""
+        from ..module import Module
+        Module(self.result.tar).export_library(str(path), fcompile, **kwargs)
+
+    def save(self, path, fmt=""):
+        """An object file of the host C (.o), else the Model Library Format tarball."""
+        from ..module import Module
+        Module(self.result.tar).save(str(path), fmt)
 
     # TVM 0.6's relay.build returned (graph_json, lib, params): TVM's factory still unpacks into them
     def __iter__(self):

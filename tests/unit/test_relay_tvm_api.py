@@ -337,3 +337,35 @@ def test_calls_between_functions_print_and_type():
     relay.analysis.post_order_visit(typed["main"], lambda e: order.append(e if isinstance(e, str) else
                                                                           type(e).__name__))
     assert order == ["Var", "Var", "Var", "GlobalVar", "Call", "Call", "Function"]
+
+
+def test_pass_infrastructure_sequential_fold_constant_and_cse():
+    x = relay.var("x", shape=(2, 2))
+    c = relay.add(relay.const(np.ones((2, 2), np.float32)), relay.const(np.full((2, 2), 2.0, np.float32)))
+    mod = relay.IRModule.from_expr(relay.Function([x], relay.add(relay.multiply(x, c), relay.multiply(x, c))))
+    seq = aot.transform.Sequential([relay.transform.FoldConstant(), relay.transform.EliminateCommonSubexpr()])
+    with aot.transform.PassContext(opt_level=3):
+        out = seq(mod)
+    body = out["main"].body
+    assert body.op == "add" and body.args[0] is body.args[1]                    # one multiply left
+    np.testing.assert_array_equal(body.args[0].args[1].data, np.full((2, 2), 3.0))    # 1 + 2, folded
+    assert str(mod).count("multiply") == 2                                      # the input is unchanged
+    with aot.transform.PassContext(opt_level=2):                                # CSE is level 3: skipped
+        assert str(seq(mod)).count("multiply") == 2
+    with aot.transform.PassContext(opt_level=3, disabled_pass=["FoldConstant"]):
+        assert "add(meta" in str(seq(mod))
+
+    @relay.transform.function_pass(opt_level=1)
+    def negate(func, mod, ctx):
+        return relay.Function(func.params, relay.negative(func.body))
+    assert negate.info.name == "negate" and str(negate(mod)).rstrip().endswith("negative(%3)\n}".rstrip())
+
+    @aot.transform.module_pass(opt_level=1, name="Keep")
+    class Keep:
+        def __init__(self, tag):
+            self.tag = tag
+
+        def transform_module(self, mod, ctx):
+            return mod
+    k = Keep("t")
+    assert k(mod) is mod and k.tag == "t" and k.info.name == "Keep"
