@@ -208,3 +208,27 @@ def test_aot_test_runner_defaults_and_refusals(tmp_path):
                         test_dir=str(tmp_path))
     with pytest.raises(AotError, match="use_unpacked_api=True"):
         compile_and_run(model, AOT_DEFAULT_RUNNER, interface_api="c", use_unpacked_api=False)
+
+
+KWS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "..", "shared",
+                   "models", "mlperf_tiny", "keyword_spotting")
+
+
+@pytest.mark.skipif(not os.path.isdir(KWS), reason="../shared has no MLPerf Tiny KWS model")
+def test_generate_ref_data_runs_imported_models_in_their_frameworks_runtime():
+    import onnx
+    import tflite
+    from aot.testing.aot import generate_ref_data
+    from tflm_oracle import run_tflm, tflm_available
+    sample = np.load(os.path.join(KWS, "inputs", "kws_input_int8_1x49x10x1.npy"))
+    if tflm_available():
+        buf = open(os.path.join(KWS, "kws_ref_model.tflite"), "rb").read()
+        mod, _ = relay.frontend.from_tflite(tflite.Model.GetRootAsModel(buf, 0))
+        got = generate_ref_data(mod, {"input_1": sample})
+        np.testing.assert_array_equal(got["output"], run_tflm(buf, [sample])[0])
+    model = onnx.load(os.path.join(KWS, "kws_ref_model_float32.onnx"))
+    mod, _ = relay.frontend.from_onnx(model)
+    x = np.random.default_rng(2).standard_normal((1, 49, 10, 1)).astype("float32")
+    name = mod["main"].params[0].name_hint
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {name: x})[0]
+    np.testing.assert_array_equal(generate_ref_data(mod, {name: x})["output"], want)
