@@ -286,10 +286,10 @@ class UMABackend:
         if missing and len(missing) == len(names):
             from .tir_route import lower_region
             try:
-                func = lower_region(self, fn)
+                func, scratch = lower_region(self, fn)
             except AotError as e:
                 raise BackendError(f"backend '{self.target_name}': {e}") from None
-            return ExternalKernel(fn.attrs["global_symbol"], sources=dict(self._sources),
+            return ExternalKernel(fn.attrs["global_symbol"], scratch_bytes=scratch, sources=dict(self._sources),
                                   includes=tuple(self._includes), prim_func=func)
         if missing and self._tir_passes:
             raise BackendError(f"backend '{self.target_name}': {fn.attrs['global_symbol']} mixes units with lowerings "

@@ -6,6 +6,8 @@ tir.call_extern to the accelerator), and the result, its blocks erased and its b
 flattened, is the region's C function tvmgen_<mod>_<backend>_main_<N> in the MLF."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import AotError
 
 
@@ -110,8 +112,9 @@ def _pass_name(p):
 
 
 def lower_region(backend, fn):
-    """The PrimFunc of region `fn` after the backend's TIR passes, ready to render: named
-    fn's global symbol, its parameters the region's inputs then outputs."""
+    """(the PrimFunc of region `fn` after the backend's TIR passes, ready to render, its scratch
+    bytes): named fn's global symbol, its parameters the region's inputs, then its outputs, then
+    (when it has arrays of its own, such as TOPI's pad_temp) the scratch that holds them."""
     from .api.utils import TIR_PHASES
     from ..tir.flatten import flatten
     from ..tir.legalize import legalize
@@ -128,7 +131,64 @@ def lower_region(backend, fn):
                             "outputs are fixed by the graph")
     func = PrimFunc(symbol, func.params, func.body, len(placeholders), dict(func.attrs))
     from ..tir.blocks import without_blocks
-    return legalize(flatten(drop_unused_allocations(without_blocks(func))))
+    return hoist_allocations(legalize(flatten(drop_unused_allocations(without_blocks(func)))))
+
+
+SCRATCH_ALIGN = 16
+
+
+def hoist_allocations(func):
+    """(func with its arrays placed in one trailing scratch parameter, the scratch's bytes): the
+    executor plans that scratch in the workspace for the region's step (as TVM's USMP places a
+    region's pad_temp in the workspace pool), not on the C stack. Arrays of the first array's
+    dtype move; scalars, arrays of another dtype and arrays an external call is given stay local."""
+    from ..tir.expr import Load, transform, wrap
+    from ..tir.op import ExternCall
+    from ..tir.stmt import Allocate, Buffer, BufferData, PrimFunc, StmtMutator, Store, stmt_exprs, walk_stmts
+    from ..tir.expr import walk
+    from ..tir.simplify import simplify
+    allocs = [x.buffer for x in walk_stmts(func.body) if isinstance(x, Allocate) and x.buffer.size > 1]
+    passed = {id(a.buffer) for e in stmt_exprs(func.body) for x in walk(e) if isinstance(x, ExternCall)
+              for a in x.args if isinstance(a, BufferData)}
+    multi = {id(x.buffer) for e in stmt_exprs(func.body) for x in walk(e) if isinstance(x, Load) and len(x.indices) != 1}
+    allocs = [b for b in allocs if id(b) not in passed and id(b) not in multi]
+    if not allocs:
+        return func, 0
+    dtype = allocs[0].dtype
+    allocs = [b for b in allocs if b.dtype == dtype]
+    itemsize = max(1, int(np.dtype(dtype).itemsize))
+    step = max(1, SCRATCH_ALIGN // itemsize)
+    offset, total = {}, 0
+    for b in allocs:
+        offset[id(b)] = total
+        total += -(-b.size // step) * step
+    scratch = Buffer("scratch", dtype, (total,))
+
+    def at(buf, index):
+        off = offset[id(buf)]
+        return index if off == 0 else simplify(index + wrap(off, index.dtype))
+
+    def load(e):
+        if isinstance(e, Load) and id(e.buffer) in offset:
+            return Load(scratch, at(e.buffer, e.indices[0]))
+        return None
+
+    class Hoist(StmtMutator):
+        def mutate_expr(self, e):
+            return transform(e, load)
+
+        def visit_Allocate(self, s):
+            if id(s.buffer) in offset:
+                return self.visit(s.body)
+            return super().visit_Allocate(s)
+
+        def visit_Store(self, s):
+            idx, val = self.mutate_expr(s.index), self.mutate_expr(s.value)
+            if id(s.buffer) in offset:
+                return Store(scratch, at(s.buffer, idx), val)
+            return s if idx is s.index and val is s.value else Store(s.buffer, idx, val)
+    body = Hoist().visit(func.body)
+    return PrimFunc(func.name, list(func.params) + [scratch], body, func.num_inputs, dict(func.attrs)), total * itemsize
 
 
 def drop_unused_allocations(func):
