@@ -77,16 +77,17 @@ def _input_name(fn, k):
 
 def apply_pass(p, func):
     """One registered pass on func -> the PrimFunc it returns. A tir.transform.prim_func_pass
-    (function or class style) runs as TVM runs it, on a module of the one function under the
-    current PassContext (which may skip it by opt_level or disabled_pass); an object that only
-    has transform_function(func, mod, ctx) is called directly."""
+    (function or class style) runs on a module of the one function; an object that only has
+    transform_function(func, mod, ctx) is called directly."""
     from ..ir.module import IRModule
     from ..ir.transform import Pass, PassContext
     from ..tir.stmt import PrimFunc
     name = func.name
     try:
         if isinstance(p, Pass):
-            out = p(IRModule({name: func}))
+            # run as relay.build's PassContext(opt_level=3) runs it in TVM; tvm.transform's context
+            # (aot/transform.py) is not tvm.ir.transform's here, so its opt_level is not the build's
+            out = p.transform_module(IRModule({name: func}), PassContext.current())
         elif hasattr(p, "transform_function"):
             out = p.transform_function(func, IRModule({name: func}), PassContext.current())
         else:
