@@ -151,7 +151,8 @@ def hoist_allocations(func):
     allocs = [x.buffer for x in walk_stmts(func.body) if isinstance(x, Allocate) and x.buffer.size > 1]
     passed = {id(a.buffer) for e in stmt_exprs(func.body) for x in walk(e) if isinstance(x, ExternCall)
               for a in x.args if isinstance(a, BufferData)}
-    multi = {id(x.buffer) for e in stmt_exprs(func.body) for x in walk(e) if isinstance(x, Load) and len(x.indices) != 1}
+    multi = {id(x.buffer) for e in stmt_exprs(func.body) for x in walk(e)
+             if isinstance(x, Load) and len(x.indices) != 1}
     allocs = [b for b in allocs if id(b) not in passed and id(b) not in multi]
     if not allocs:
         return func, 0

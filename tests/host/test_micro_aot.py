@@ -140,8 +140,8 @@ def test_graph_executor_over_a_session_as_micro_tflite_drives_it(tmp_path):
     wv = relay.var("w", shape=(16, 1), dtype="float32")
     mod = tvm.IRModule.from_expr(relay.Function([x, wv], relay.nn.relu(relay.nn.dense(x, wv))))
     with tvm.transform.PassContext(opt_level=3, config={"tir.disable_vectorize": True}):
-        module = relay.build(mod, target=tvm.micro.testing.get_target("crt"), runtime=Runtime("crt", {"system-lib": True}),
-                             params={"w": w})
+        module = relay.build(mod, target=tvm.micro.testing.get_target("crt"),
+                             runtime=Runtime("crt", {"system-lib": True}), params={"w": w})
     project = tvm.micro.generate_project(tvm.micro.get_microtvm_template_projects("crt"), module,
                                          tmp_path / "generated-project", {})
     project.build()
