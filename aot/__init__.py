@@ -11,7 +11,7 @@ from .errors import AotError, OpError, UnsupportedError  # noqa: F401
 from .ops.custom import register_op  # noqa: F401
 from . import contrib, runtime, target, te, testing, tir  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
 from .runtime import Device, NDArray, cl, cpu, cuda, device, gpu, nd, opencl  # noqa: F401
-from . import transform  # noqa: F401,E402  (tvm.transform.PassContext)
+from . import instrument, transform  # noqa: F401,E402  (tvm.transform.PassContext, tvm.instrument)
 from .deprecation import alias as _alias  # noqa: E402
 
 # TVM 0.6's spellings: each works and warns once, naming today's (aot/deprecation.py)

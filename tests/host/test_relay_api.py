@@ -389,3 +389,24 @@ def test_more_tvm_ops_match_numpy():
     for k, (o, r) in enumerate(zip(got, refs)):
         np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-5, err_msg=f"output {k}")
         assert o.dtype == np.asarray(r).dtype or np.asarray(r).dtype == np.float64, k
+
+
+def test_passes_keep_the_numbers():
+    """FoldConstant, EliminateCommonSubexpr and FuseOps change the module, not what it computes."""
+    rng = np.random.default_rng(12)
+    c = relay.const(rng.normal(0, 1, (1, 4, 6, 6)).astype(np.float32))
+    weight = relay.var("weight", shape=(4, 4, 3, 3))
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    y = relay.add(relay.nn.conv2d(x, weight), relay.multiply(relay.add(c, c), relay.const(2.0)))
+    mod = relay.IRModule.from_expr(relay.Function([x, weight], relay.add(relay.add(y, c), relay.nn.relu(y))))
+    with aot.transform.PassContext(opt_level=3):
+        fused = aot.transform.Sequential([relay.transform.FoldConstant(), relay.transform.EliminateCommonSubexpr(),
+                                          relay.transform.FuseOps(fuse_opt_level=2)])(mod)
+    feeds = {"x": rng.normal(0, 1, (1, 4, 8, 8)).astype(np.float32),
+             "weight": rng.normal(0, 1, (4, 4, 3, 3)).astype(np.float32)}
+    (a,), _ = _run(mod, None, feeds)
+    (b,), _ = _run(fused, None, feeds)
+    cv = np.asarray(c.data, np.float64)
+    yv = conv2d_nchw(feeds["x"].astype(np.float64), feeds["weight"], [0, 0, 0, 0]) + 4 * cv
+    np.testing.assert_allclose(a, yv + cv + np.maximum(yv, 0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)

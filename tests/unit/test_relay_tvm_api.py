@@ -369,3 +369,26 @@ def test_pass_infrastructure_sequential_fold_constant_and_cse():
             return mod
     k = Keep("t")
     assert k(mod) is mod and k.tag == "t" and k.info.name == "Keep"
+
+
+def _diamond():
+    c = relay.const(np.ones((1, 4, 6, 6), np.float32))
+    weight = relay.var("weight", shape=(4, 4, 3, 3))
+    x = relay.var("x", relay.TensorType((1, 4, 8, 8), "float32"))
+    y = relay.add(relay.nn.conv2d(x, weight), relay.multiply(relay.add(c, c), relay.const(2, "float32")))
+    return relay.IRModule.from_expr(relay.Function([x, weight], relay.add(relay.add(y, c), relay.nn.relu(y))))
+
+
+def test_fuse_ops_groups_as_tvm_and_prints_primitive_functions():
+    mod = _diamond()
+    assert str(mod).splitlines()[1] == "  %0 = nn.conv2d(%x, %weight);"       # defaults left out, as TVM prints
+    each = relay.transform.FuseOps(fuse_opt_level=0)(mod)
+    assert str(each).count("Primitive=1") == 7                                 # every op in its own function
+    with aot.transform.PassContext(opt_level=3):
+        fused = aot.transform.Sequential([relay.transform.FoldConstant(), relay.transform.FuseOps()])(mod)
+    text = str(fused)
+    # conv + add + the diamond of add / relu / add: one function; the constant sum folded beforehand
+    assert text.count("Primitive=1") == 1 and "nn.conv2d(%p0, %p1)" in text and "nn.relu(" in text
+    assert text.rstrip().endswith("  %4(%x, %weight, meta[relay.Constant][0], meta[relay.Constant][1])\n}")
+    body = fused["main"].body
+    assert body.op.attrs == {"Primitive": 1} and len(body.args) == 4
