@@ -23,7 +23,11 @@ compute = _alias("tvm.compute", te.compute, "tvm.compute is TVM 0.6's spelling: 
 
 
 def __getattr__(name):
-    """tvm.ndarray: TVM 0.6's name of tvm.nd (warns once when reached)."""
+    """tvm.IRModule (relay's, which holds TIR functions as aot.tir's module), loaded when first
+    reached; tvm.ndarray: TVM 0.6's name of tvm.nd (warns once when reached)."""
+    if name == "IRModule":
+        from .relay.expr import IRModule
+        return IRModule
     if name == "ndarray":
         from .deprecation import warn_once
         warn_once("tvm.ndarray", "tvm.ndarray is TVM 0.6's spelling: use tvm.nd", stacklevel=2)
