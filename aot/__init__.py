@@ -12,6 +12,7 @@ from .ops.custom import register_op  # noqa: F401
 from . import contrib, runtime, target, te, testing, tir, transform  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
 from .runtime import Device, NDArray, cl, cpu, cuda, device, gpu, nd, opencl  # noqa: F401
 from .runtime import executor as _runtime_executor  # noqa: F401,E402  tvm.runtime.executor.aot_executor as attributes
+from . import instrument  # noqa: F401,E402  (tvm.instrument)
 from .deprecation import alias as _alias  # noqa: E402
 
 # TVM 0.6's spellings: each works and warns once, naming today's (aot/deprecation.py)
@@ -23,15 +24,15 @@ compute = _alias("tvm.compute", te.compute, "tvm.compute is TVM 0.6's spelling: 
 
 
 def __getattr__(name):
-    """tvm.ndarray: TVM 0.6's name of tvm.nd (warns once when reached); tvm.IRModule, loaded on
-    first use (the relay layer sits above this package's import)."""
+    """tvm.IRModule (relay's, which holds TIR functions as aot.tir's module), loaded when first
+    reached; tvm.ndarray: TVM 0.6's name of tvm.nd (warns once when reached)."""
+    if name == "IRModule":
+        from .relay.expr import IRModule
+        return IRModule
     if name == "ndarray":
         from .deprecation import warn_once
         warn_once("tvm.ndarray", "tvm.ndarray is TVM 0.6's spelling: use tvm.nd", stacklevel=2)
         return nd
-    if name == "IRModule":
-        from .relay.expr import IRModule
-        return IRModule
     raise AttributeError(f"module 'aot' has no attribute '{name}'")
 
 

@@ -64,9 +64,13 @@ class PassContext:
 
     def __enter__(self):
         _stack().append(self)
+        for inst in self.instruments:
+            inst.enter_pass_ctx()
         return self
 
     def __exit__(self, *exc):
+        for inst in self.instruments:
+            inst.exit_pass_ctx()
         stack = _stack()
         if len(stack) > 1 and stack[-1] is self:
             stack.pop()
@@ -107,10 +111,25 @@ class Pass:
         return self._info
 
     def __call__(self, mod):
-        return self.transform_module(mod, PassContext.current())
+        ctx = PassContext.current()
+        return run_instrumented(self.info, mod, lambda: self.transform_module(mod, ctx))
 
     def transform_module(self, mod, ctx):
         raise NotImplementedError(f"{self.info.name}.transform_module")
+
+
+def run_instrumented(info, mod, run):
+    """run() -> the new module, between the current context's instruments' hooks (tvm.instrument):
+    a pass an instrument's should_run declines is not run."""
+    instruments = PassContext.current().instruments
+    if not all(i.should_run(mod, info) for i in instruments):
+        return mod
+    for i in instruments:
+        i.run_before_pass(mod, info)
+    out = run()
+    for i in instruments:
+        i.run_after_pass(out, info)
+    return out
 
 
 class ModulePass(Pass):

@@ -74,8 +74,11 @@ class GraphModule:
     """GraphModule(lib["default"](dev))."""
 
     def __init__(self, module):
+        if not isinstance(module, GraphRuntime) and hasattr(module, "tar") and hasattr(module, "dev"):
+            module = GraphRuntime(module, module.dev)          # a loaded module's lib["default"](dev)
         if not isinstance(module, GraphRuntime):
-            raise AotError("GraphModule takes lib['default'](dev), lib being what relay.build returned")
+            raise AotError("GraphModule takes lib['default'](dev), lib being what relay.build returned "
+                           "(or runtime.load_module read back)")
         self.module = module
 
     def _name(self, key):

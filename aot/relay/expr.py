@@ -153,7 +153,16 @@ class TupleType:
 
 class IRModule:
     """Functions by name, "main" the one relay.build builds (IRModule.from_expr); keys may be
-    names or GlobalVars, as TVM's."""
+    names or GlobalVars, as TVM's. TVM has one IRModule for relay and TIR: given TIR functions
+    only, this makes the TIR module (aot.tir's, which aot.build and aot.lower take)."""
+
+    def __new__(cls, functions=None, type_definitions=None):
+        from ..tir.schedule_api import PrimModule
+        from ..tir.stmt import PrimFunc
+        fs = dict(functions or {})
+        if fs and all(isinstance(f, PrimFunc) for f in fs.values()):
+            return PrimModule({getattr(k, "name_hint", k): f for k, f in fs.items()})
+        return super().__new__(cls)
 
     def __init__(self, functions=None, type_definitions=None):
         self.functions = {}

@@ -7,6 +7,27 @@ import numpy as np
 from ..errors import AotError
 from .expr import Tuple
 from .op import same_shape, ints, make, pads_2d, register, shape_const
+from .printer import defaults
+
+_POOL = dict(strides=[1, 1], dilation=[1, 1], padding=[0, 0, 0, 0], layout="NCHW", ceil_mode=False)
+defaults("nn.conv2d", strides=[1, 1], padding=[0, 0, 0, 0], dilation=[1, 1], groups=1, data_layout="NCHW",
+         kernel_layout="OIHW")
+defaults("nn.conv1d", strides=[1], padding=[0, 0], dilation=[1], groups=1)
+defaults("nn.conv2d_transpose", strides=[1, 1], padding=[0, 0, 0, 0], dilation=[1, 1], groups=1,
+         output_padding=[0, 0])
+defaults("nn.batch_norm", axis=1, epsilon=1e-5, center=True, scale=True)
+defaults("nn.bias_add", axis=1)
+defaults("nn.softmax", axis=-1)
+defaults("nn.log_softmax", axis=-1)
+defaults("nn.max_pool2d", **_POOL)
+defaults("nn.avg_pool2d", count_include_pad=False, **_POOL)
+defaults("nn.global_avg_pool2d", layout="NCHW")
+defaults("nn.global_max_pool2d", layout="NCHW")
+defaults("nn.batch_matmul", transpose_a=False, transpose_b=True)
+defaults("nn.matmul", transpose_a=False, transpose_b=False)
+defaults("nn.instance_norm", axis=1, epsilon=1e-5, center=True, scale=True)
+defaults("nn.layer_norm", axis=-1, epsilon=1e-5, center=True, scale=True)
+defaults("nn.pad", pad_value=0.0, pad_mode="constant")
 
 _KERNEL_TO_OHWI = {"HWIO": (3, 0, 1, 2), "OHWI": None, "HWOI": (2, 0, 1, 3)}
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import AotError
 from .expr import Call, Tuple, TupleWrapper, as_expr, const
+from .printer import defaults
 
 
 @dataclass
@@ -264,6 +265,13 @@ def _reduction(name):
     return fn
 
 
+for _name in ("sum", "mean", "max", "min", "prod"):
+    defaults(_name, keepdims=False, exclude=False)
+defaults("expand_dims", num_newaxis=1)
+defaults("take", mode="clip")
+defaults("strided_slice", slice_mode="end")
+defaults("argmax", keepdims=False, select_last_index=False)
+defaults("argmin", keepdims=False, select_last_index=False)
 sum = _reduction("sum")      # noqa: A001  (TVM's names)
 mean = _reduction("mean")
 max = _reduction("max")      # noqa: A001

@@ -9,6 +9,15 @@ from __future__ import annotations
 import numpy as np
 
 
+# op -> {attribute: its default}: an attribute at its default is not printed, as in TVM's text
+# (filled by op.py and nn.py beside each op's constructor)
+DEFAULT_ATTRS: dict = {}
+
+
+def defaults(op, **attrs):
+    DEFAULT_ATTRS[op] = attrs
+
+
 def _kind(x):
     return type(x).__name__
 
@@ -37,11 +46,44 @@ def _attr_text(v):
 def function_text(func, name="main"):
     if _kind(func) == "GraphFunction":
         return str(func)
-    lines, names, counter, metas = [], {}, [0], {}
+    names, counter, metas = {}, [0], {}
+    out = [[]]                 # the lines of the function being printed (a stack: nested functions)
 
     def var_decl(v):
         t = type_text(getattr(v, "checked_type", None) or v.type_annotation)
         return f"%{v.name_hint}" + (f": {t}" if t else "")
+
+    def emit(ref, s):
+        out[-1].append(f"{ref} = {s};")
+
+    def body_lines(f):
+        """The lines of f's body, its own value written bare last."""
+        out.append([])
+        b = f.body.astuple() if _kind(f.body) == "TupleWrapper" else f.body
+        last = text(b)
+        lines = out.pop()
+        if lines and lines[-1].startswith(f"{last} = "):
+            lines[-1] = lines[-1].split(" = ", 1)[1][:-1]
+            counter[0] -= 1            # a value written bare takes no number
+            names.pop(id(b), None)
+        else:
+            lines.append(last)
+        return lines
+
+    def function_ref(f):
+        """A function used as a value (a fused primitive function): printed as %n = fn (...) {...};"""
+        if id(f) in names:
+            return names[id(f)]
+        inner = body_lines(f)
+        params = [var_decl(p) for p in f.params] + [f"{k}={_attr_text(v)}" for k, v in f.attrs.items()]
+        ret = type_text(getattr(f, "ret_type", None))
+        ref = f"%{counter[0]}"
+        counter[0] += 1
+        out[-1].append(f"{ref} = fn ({', '.join(params)})" + (f" -> {ret}" if ret else "") + " {")
+        out[-1].extend("  " + line for line in inner)
+        out[-1].append("};")
+        names[id(f)] = ref
+        return ref
 
     def text(e):
         if _kind(e) == "TupleWrapper":
@@ -64,29 +106,26 @@ def function_text(func, name="main"):
             s = f"{text(e.tuple_value)}.{e.index}"
         elif kind == "Call":
             args = [text(a) for a in e.args]
-            attrs = [f"{k}={_attr_text(v)}" for k, v in e.attrs.items() if v is not None]
             callee = e.op if isinstance(e.op, str) else f"@{e.op.name_hint}" if _kind(e.op) == "GlobalVar" \
-                else text(e.op)
+                else function_ref(e.op)
+            dflt = DEFAULT_ATTRS.get(e.op, {}) if isinstance(e.op, str) else {}
+            attrs = [f"{k}={_attr_text(v)}" for k, v in e.attrs.items()
+                     if v is not None and not (k in dflt and dflt[k] == v)]
             s = f"{callee}({', '.join(args + attrs)})"
         elif kind == "Function":
-            return "fn (" + ", ".join(var_decl(p) for p in e.params) + ") {...}"
+            return function_ref(e)
         else:
             return f"<{type(e).__name__}>"
         ref = f"%{counter[0]}"
         counter[0] += 1
-        lines.append(f"  {ref} = {s};")
+        emit(ref, s)
         names[id(e)] = ref
         return ref
 
-    body = func.body.astuple() if _kind(func.body) == "TupleWrapper" else func.body
-    last = text(body)
-    if lines and lines[-1].startswith(f"  {last} = "):      # the body's own value is written bare
-        lines[-1] = "  " + lines[-1].split(" = ", 1)[1].rstrip(";")
-    else:
-        lines.append(f"  {last}")
+    lines = body_lines(func)
     ret = type_text(getattr(func, "ret_type", None))
     head = f"def @{name}(" + ", ".join(var_decl(p) for p in func.params) + ")" + (f" -> {ret}" if ret else "")
-    return head + " {\n" + "\n".join(lines) + "\n}"
+    return head + " {\n" + "\n".join("  " + line for line in lines) + "\n}"
 
 
 def module_text(mod):

@@ -389,3 +389,70 @@ def test_more_tvm_ops_match_numpy():
     for k, (o, r) in enumerate(zip(got, refs)):
         np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-5, err_msg=f"output {k}")
         assert o.dtype == np.asarray(r).dtype or np.asarray(r).dtype == np.float64, k
+
+
+def test_passes_keep_the_numbers():
+    """FoldConstant, EliminateCommonSubexpr and FuseOps change the module, not what it computes."""
+    rng = np.random.default_rng(12)
+    c = relay.const(rng.normal(0, 1, (1, 4, 6, 6)).astype(np.float32))
+    weight = relay.var("weight", shape=(4, 4, 3, 3))
+    x = relay.var("x", shape=(1, 4, 8, 8))
+    y = relay.add(relay.nn.conv2d(x, weight), relay.multiply(relay.add(c, c), relay.const(2.0)))
+    mod = relay.IRModule.from_expr(relay.Function([x, weight], relay.add(relay.add(y, c), relay.nn.relu(y))))
+    with aot.transform.PassContext(opt_level=3):
+        fused = aot.transform.Sequential([relay.transform.FoldConstant(), relay.transform.EliminateCommonSubexpr(),
+                                          relay.transform.FuseOps(fuse_opt_level=2)])(mod)
+    feeds = {"x": rng.normal(0, 1, (1, 4, 8, 8)).astype(np.float32),
+             "weight": rng.normal(0, 1, (4, 4, 3, 3)).astype(np.float32)}
+    (a,), _ = _run(mod, None, feeds)
+    (b,), _ = _run(fused, None, feeds)
+    cv = np.asarray(c.data, np.float64)
+    yv = conv2d_nchw(feeds["x"].astype(np.float64), feeds["weight"], [0, 0, 0, 0]) + 4 * cv
+    np.testing.assert_allclose(a, yv + cv + np.maximum(yv, 0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)
+
+
+def test_resnet_workload_matches_numpy_and_survives_export_and_load(tmp_path):
+    """relay.testing.resnet's 8-layer CIFAR-style network (batch norms with random statistics)
+    against a numpy pre-activation ResNet; then the relay_quick_start deploy path: export_library,
+    runtime.load_module, lib["default"](dev)."""
+    mod, params = testing.resnet.get_workload(num_layers=8, batch_size=1, image_shape=(3, 28, 28), num_classes=10)
+    rng = np.random.default_rng(13)
+    p = {k: v.numpy() for k, v in params.items()}
+    for k in p:
+        n = p[k].shape
+        if k.endswith("_gamma"):
+            p[k] = rng.uniform(0.5, 1.5, n).astype(np.float32)
+        elif k.endswith(("_beta", "_moving_mean")):
+            p[k] = rng.normal(0, 0.2, n).astype(np.float32)
+        elif k.endswith("_moving_var"):
+            p[k] = rng.uniform(0.5, 1.5, n).astype(np.float32)
+    lib = relay.build(mod, "llvm", params=p)
+    x = rng.uniform(-1, 1, (1, 3, 28, 28)).astype(np.float32)
+
+    def bn(a, name, scale=True):
+        g = p[name + "_gamma"] if scale else np.ones_like(p[name + "_beta"])
+        return batch_norm(a, g, p[name + "_beta"], p[name + "_moving_mean"], p[name + "_moving_var"], 2e-5)
+
+    def conv(a, name, pad, stride=1):
+        return conv2d_nchw(a, p[name + "_weight"].astype(np.float64), [pad] * 4, stride)
+
+    a = conv(bn(x.astype(np.float64), "bn_data", scale=False), "conv0", 1)
+    for stage, stride in ((1, 1), (2, 2), (3, 2)):
+        u = f"stage{stage}_unit1"
+        act = np.maximum(bn(a, u + "_bn1"), 0)
+        y = conv(np.maximum(bn(conv(act, u + "_conv1", 1, stride), u + "_bn2"), 0), u + "_conv2", 1)
+        a = y + conv(act, u + "_sc", 0, stride)
+    a = np.maximum(bn(a, "bn1"), 0).mean(axis=(2, 3))
+    logits = a @ p["fc1_weight"].T + p["fc1_bias"]
+    ref = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    m = graph_executor.GraphModule(lib["default"](aot.cpu(0)))
+    m.set_input("data", x)
+    m.run()
+    out = m.get_output(0, aot.nd.empty((1, 10))).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-6)
+    path = str(tmp_path / "deploy_lib.tar")
+    lib.export_library(path)
+    loaded = graph_executor.GraphModule(aot.runtime.load_module(path)["default"](aot.cpu(0)))
+    loaded.run(data=x)
+    np.testing.assert_array_equal(loaded.get_output(0).numpy(), out)

@@ -369,3 +369,45 @@ def test_pass_infrastructure_sequential_fold_constant_and_cse():
             return mod
     k = Keep("t")
     assert k(mod) is mod and k.tag == "t" and k.info.name == "Keep"
+
+
+def _diamond():
+    c = relay.const(np.ones((1, 4, 6, 6), np.float32))
+    weight = relay.var("weight", shape=(4, 4, 3, 3))
+    x = relay.var("x", relay.TensorType((1, 4, 8, 8), "float32"))
+    y = relay.add(relay.nn.conv2d(x, weight), relay.multiply(relay.add(c, c), relay.const(2, "float32")))
+    return relay.IRModule.from_expr(relay.Function([x, weight], relay.add(relay.add(y, c), relay.nn.relu(y))))
+
+
+def test_fuse_ops_groups_as_tvm_and_prints_primitive_functions():
+    mod = _diamond()
+    assert str(mod).splitlines()[1] == "  %0 = nn.conv2d(%x, %weight);"       # defaults left out, as TVM prints
+    each = relay.transform.FuseOps(fuse_opt_level=0)(mod)
+    assert str(each).count("Primitive=1") == 7                                 # every op in its own function
+    with aot.transform.PassContext(opt_level=3):
+        fused = aot.transform.Sequential([relay.transform.FoldConstant(), relay.transform.FuseOps()])(mod)
+    text = str(fused)
+    # conv + add + the diamond of add / relu / add: one function; the constant sum folded beforehand
+    assert text.count("Primitive=1") == 1 and "nn.conv2d(%p0, %p1)" in text and "nn.relu(" in text
+    assert text.rstrip().endswith("  %4(%x, %weight, meta[relay.Constant][0], meta[relay.Constant][1])\n}")
+    body = fused["main"].body
+    assert body.op.attrs == {"Primitive": 1} and len(body.args) == 4
+
+
+def test_resnet_workload_has_tvms_layers_names_and_types():
+    mod, params = testing.resnet.get_workload(num_layers=18, batch_size=1, image_shape=(3, 224, 224))
+    main = mod["main"]
+    assert main.params[0].name_hint == "data" and tuple(main.params[0].checked_type.shape) == (1, 3, 224, 224)
+    assert tuple(main.ret_type.shape) == (1, 1000)
+    shapes = {k: v.shape for k, v in params.items()}
+    assert shapes["conv0_weight"] == (64, 3, 7, 7) and shapes["fc1_weight"] == (1000, 512)
+    assert shapes["stage4_unit1_sc_weight"] == (512, 256, 1, 1) and "stage1_unit1_sc_weight" in shapes
+    # conv0 64*3*7*7; per stage the 3x3 convs of two units and the 1x1 shortcut of the first; fc 512*1000
+    convs = 64 * 3 * 49 + sum(c * ci * 9 + 3 * c * c * 9 + c * ci for ci, c in ((64, 64), (64, 128), (128, 256),
+                                                                               (256, 512)))
+    assert sum(int(np.prod(s)) for k, s in shapes.items() if k.endswith("_weight")) == convs + 512 * 1000
+    assert np.all(params["bn0_moving_var"].numpy() == 1) and np.all(params["fc1_bias"].numpy() == 0)
+    _, small = testing.resnet.get_workload(num_layers=20, image_shape=(3, 28, 28), num_classes=10)
+    assert small["conv0_weight"].shape == (16, 3, 3, 3) and small["fc1_weight"].shape == (10, 64)
+    with pytest.raises(AotError, match="num_layers 19 is not one of"):
+        testing.resnet.get_workload(num_layers=19)

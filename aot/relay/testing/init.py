@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import AotError
+from ..expr import IRModule
+from ..to_graph import main_function, to_graph
 
 
 class Initializer:
@@ -76,3 +78,26 @@ class Constant(Initializer):
 
     def _init_weight(self, name, arr):
         arr[:] = 1.0 / arr.size
+
+
+def create_workload(net, initializer=None, seed=0):
+    """(IRModule, params) of a relay Function, the module typed (relay.transform.InferType): every
+    parameter but "data" gets an array of the type the network gives it, filled by
+    `initializer(name, array)` (Xavier by default) after numpy's global random state is seeded
+    with `seed`."""
+    func = main_function(net)
+    _, types = to_graph(func)
+    np.random.seed(seed)
+    initializer = initializer if initializer is not None else Xavier()
+    params = {}
+    from ...runtime import NDArray
+    for p in func.params:
+        if p.name_hint == "data":
+            continue
+        t = types[p.name_hint]
+        arr = np.zeros(t.shape, t.dtype)
+        initializer(p.name_hint, arr)
+        params[p.name_hint] = NDArray(arr)
+    from ..transform import InferType
+    return InferType()(IRModule.from_expr(func)), params      # typed, as TVM's
+
