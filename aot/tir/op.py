@@ -88,3 +88,93 @@ def decl_buffer(shape, dtype="float32", name="buffer", data=None, strides=None, 
 
 def handle_var(name):
     return Var(name, "handle")
+
+
+# -- TVM's expression helpers (tvm.tir.const, indexmod, if_then_else, all, ...) -----------------------
+def const(value, dtype=None, span=None):
+    """tvm.tir.const(1, "float32"): a constant; without a dtype, int32 for an int, float32 for a float."""
+    from .expr import Const
+    if dtype is None:
+        dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
+    return Const(value, str(dtype))
+
+
+def _bin(op):
+    def f(a, b, span=None):
+        from .expr import Bin
+        a, b = wrap(a, getattr(b, "dtype", "int32")), wrap(b, getattr(a, "dtype", "int32"))
+        return Bin(op, a, b)
+    f.__name__ = op
+    return f
+
+
+indexdiv = floordiv = _bin("floordiv")
+indexmod = floormod = _bin("floormod")
+truncdiv = _bin("/")
+truncmod = _bin("%")
+
+
+def if_then_else(cond, t, f, span=None):
+    from .expr import Select
+    return Select(cond, t, f)
+
+
+def all(*conds, span=None):  # noqa: A001  (TVM's name)
+    from .expr import all_of
+    return all_of(conds)
+
+
+def any(*conds, span=None):  # noqa: A001  (TVM's name)
+    from .expr import Const, or_
+    out = None
+    for c in conds:
+        out = c if out is None else or_(out, c)
+    return out if out is not None else Const(False, "bool")
+
+
+def likely(cond, span=None):
+    return cond
+
+
+def min_value(dtype):
+    import numpy as np
+    from .expr import Const, is_float
+    return Const(float("-inf") if is_float(dtype) else np.iinfo(dtype).min, dtype)
+
+
+def max_value(dtype):
+    import numpy as np
+    from .expr import Const, is_float
+    return Const(float("inf") if is_float(dtype) else np.iinfo(dtype).max, dtype)
+
+
+class _ConstKind(type):
+    def __instancecheck__(cls, x):
+        from .expr import Const, is_float
+        return isinstance(x, Const) and (is_float(x.dtype) == cls._float) and x.dtype != "bool"
+
+
+class IntImm(metaclass=_ConstKind):
+    """tvm.tir.IntImm("int32", 3): an integer constant (isinstance works on the loop IR's constants)."""
+    _float = False
+
+    def __new__(cls, dtype, value, span=None):
+        from .expr import Const
+        return Const(int(value), str(dtype))
+
+
+class FloatImm(metaclass=_ConstKind):
+    _float = True
+
+    def __new__(cls, dtype, value, span=None):
+        from .expr import Const
+        return Const(float(value), str(dtype))
+
+
+class ForKind:
+    """tvm.tir.ForKind: the loop kinds, as the loop IR's For.kind strings."""
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorize"
+    UNROLLED = "unroll"
+    THREAD_BINDING = "thread_binding"

@@ -136,6 +136,8 @@ class _Parser:
                 if h not in handles or len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
                     self.fail(st, "T.match_buffer(handle, shape, dtype) binds a T.handle parameter to a name")
                 b = self.buffer_decl(c, st.targets[0].id, skip=1)
+                if b.symbolic:      # printed as a handle again, whose name the printer takes from the buffer's
+                    b.name = h
                 params[handles.pop(h)] = b
                 self.bind(st.targets[0].id, b)
                 continue
@@ -350,12 +352,13 @@ class _Parser:
             kind = "R" if call in ("axis.reduce", "axis.R") else "S"
             self.axis(tgt.id, kind, st.value.args[0], self.expr(st.value.args[1]))
             return None
-        if call == "axis.remap" and isinstance(tgt, ast.Tuple):
+        if call == "axis.remap" and isinstance(tgt, (ast.Tuple, ast.Name)):
             kinds = self.literal(st.value.args[0])
             srcs = st.value.args[1].elts
-            if len(kinds) != len(srcs) or len(srcs) != len(tgt.elts):
+            targets = tgt.elts if isinstance(tgt, ast.Tuple) else [tgt]
+            if len(kinds) != len(srcs) or len(srcs) != len(targets):
                 self.fail(st, "T.axis.remap: one kind letter and one loop per block axis")
-            for t, k, src in zip(tgt.elts, kinds, srcs):
+            for t, k, src in zip(targets, kinds, srcs):
                 v = self.expr(src)
                 loop = self.loops.get(id(v))
                 if loop is None:

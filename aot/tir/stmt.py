@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InternalError
+from ..errors import AotError, InternalError
 from .expr import Const, Expr, Var, preorder, wrap
 
 SCOPES = ("global", "local", "shared")
@@ -149,7 +149,7 @@ class IterVar:
 
     def __init__(self, var: Var, extent, kind: str = "S", dom_min=0):
         if kind not in ("S", "R"):
-            raise InternalError(f"block iterator {var.name}: kind {kind!r} is not 'S' or 'R'")
+            raise AotError(f"block iterator {var.name}: kind {kind!r} is not 'S' (spatial) or 'R' (reduction)")
         self.var, self.extent, self.kind, self.dom_min = var, wrap(extent), kind, wrap(dom_min)
 
     @property

@@ -79,11 +79,13 @@ def unflatten(index, shape):
         rem -= q * st
     out = []
     for terms, c in zip(parts, consts):
-        e = Const(c, INDEX)
+        e = None
         for atom, k in terms:
             t = atom if k == 1 else atom * k
-            e = t if (isinstance(e, Const) and e.value == 0) else e + t
-        if terms and c:
+            e = t if e is None else e + t
+        if e is None:
+            e = Const(c, INDEX)
+        elif c:
             e = e + c if c > 0 else e - (-c)
         out.append(simplify(e))
     return out
@@ -127,6 +129,10 @@ class Printer:
     # -- expressions ---------------------------------------------------------------------------------
     def expr(self, e) -> str:
         return self._expr(e)[0]
+
+    def index(self, e) -> str:
+        """An index, extent or bound: simplified, as TVM's arith leaves them."""
+        return self._expr(simplify(e, self.ranges))[0]
 
     def _expr(self, e):
         """(text, precedence)."""
@@ -260,7 +266,7 @@ class Printer:
         if s.kind == "thread_binding" and self.legacy:
             self.ranges = _with_range(outer, s)
             name = self.name(s.var, s.thread_tag.replace(".", "_"))
-            call = f'T.launch_thread("{s.thread_tag}", {self.expr(s.extent)})'
+            call = f'T.launch_thread("{s.thread_tag}", {self.index(s.extent)})'
             self.scoped(f"{name} = {call}", f"with {call} as {name}:", s.body, id(s), last)
             self.ranges = outer
             return
@@ -269,10 +275,10 @@ class Printer:
             self.ranges = _with_range(self.ranges, lp)
         names = [self.name(lp.var, lp.var.name) for lp in grid]
         if len(grid) > 1:
-            header = f"for {', '.join(names)} in T.grid({', '.join(self.expr(lp.extent) for lp in grid)}):"
+            header = f"for {', '.join(names)} in T.grid({', '.join(self.index(lp.extent) for lp in grid)}):"
         else:
             lo = const_value(s.min)
-            rng = self.expr(s.extent) if lo == 0 else f"{self.expr(s.min)}, {self.expr(simplify(s.min + s.extent))}"
+            rng = self.index(s.extent) if lo == 0 else f"{self.index(s.min)}, {self.index(s.min + s.extent)}"
             fn = {"serial": "range", "parallel": "T.parallel", "vectorize": "T.vectorized", "simd": "T.vectorized",
                   "unroll": "T.unroll", "thread_binding": "T.thread_binding"}[s.kind]
             tag = f', thread="{s.thread_tag}"' if s.thread_tag else ""
