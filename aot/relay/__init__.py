@@ -7,8 +7,8 @@ from . import analysis, backend, build_module, frontend, ir_pass, nn, op, testin
 from .backend import Executor, Runtime  # noqa: F401
 from .build_module import create_executor  # noqa: F401
 from .expr_functor import ExprMutator, ExprVisitor  # noqa: F401
-from .expr import (Call, Constant, Function, GlobalVar, IRModule, TensorType, Tuple, TupleGetItem,  # noqa: F401
-                   TupleType, TupleWrapper, Var, const, var)
+from .expr import (Any, Call, Constant, Expr, Function, GlobalVar, IRModule, TensorType, Tuple,  # noqa: F401
+                   TupleGetItem, TupleType, TupleWrapper, Var, const, var)
 from .op import (abs, add, argmax, argmin, cast, ceil, clip, concatenate, cos, divide, equal, erf,  # noqa: F401
                  exp, expand_dims, floor, full, full_like, greater, greater_equal, less, less_equal, log,
                  logical_and, logical_not, logical_or, logical_xor, max, maximum, mean, min, minimum,
@@ -24,3 +24,8 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
     build_module.py."""
     return build_module.build(ir_mod, target, target_host, executor, runtime, workspace_memory_pools,
                               constant_memory_pools, params, mod_name, **options)
+
+
+def __getattr__(name):
+    from .expr import missing
+    raise missing("relay", name, "name")

@@ -10,11 +10,40 @@ import numpy as np
 from ..errors import AotError
 
 
+class Any:
+    """relay.Any(): a dimension known only at run time, which this compiler does not take (its
+    graphs are static); a type using it is refused by name."""
+
+    def __repr__(self):
+        return "?"
+
+
+def _dim(d):
+    if isinstance(d, (int, np.integer)):
+        return int(d)
+    if hasattr(d, "value") and isinstance(d.value, (int, np.integer)):    # an IntImm
+        return int(d.value)
+    raise AotError(f"relay.TensorType: dimension {d!r} is not a constant; shapes are static here (relay.Any and "
+                   "symbolic sizes are not supported: give the size, or fix it with from_onnx(shape=...))")
+
+
+class MissingName(AotError, AttributeError):
+    """A TVM relay name this compiler does not have: refused by name, and still an AttributeError
+    so that hasattr() and getattr(..., default) answer as for any missing attribute."""
+
+
+def missing(module, name, what="operator"):
+    if name.startswith("__"):
+        return AttributeError(f"module '{module}' has no attribute '{name}'")
+    return MissingName(f"{module}.{name} is not supported: no such relay {what} here (README lists the relay "
+                       "ops; models with other ops come in through relay.frontend.from_onnx / from_tflite)")
+
+
 class TensorType:
     """relay.TensorType(shape, dtype)."""
 
     def __init__(self, shape, dtype="float32"):
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = tuple(_dim(d) for d in shape)
         self.dtype = str(np.dtype(dtype))
 
     def __repr__(self):

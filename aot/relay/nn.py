@@ -520,3 +520,8 @@ def space_to_depth(data, block_size, layout="NCHW"):
 register("nn.depth_to_space", lambda b, c, ins: b.op("DepthToSpace", ins, {"blocksize": c.attrs["block_size"],
                                                                            "mode": c.attrs["mode"]}))
 register("nn.space_to_depth", lambda b, c, ins: b.op("SpaceToDepth", ins, {"blocksize": c.attrs["block_size"]}))
+
+
+def __getattr__(name):
+    from .expr import missing
+    raise missing("relay.nn", name)

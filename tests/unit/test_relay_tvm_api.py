@@ -411,3 +411,13 @@ def test_resnet_workload_has_tvms_layers_names_and_types():
     assert small["conv0_weight"].shape == (16, 3, 3, 3) and small["fc1_weight"].shape == (10, 64)
     with pytest.raises(AotError, match="num_layers 19 is not one of"):
         testing.resnet.get_workload(num_layers=19)
+
+
+def test_names_relay_does_not_have_are_refused_by_name():
+    with pytest.raises(AotError, match=r"relay\.nn\.conv3d is not supported"):
+        relay.nn.conv3d
+    assert not hasattr(relay, "ScopeBuilder") and getattr(relay.nn, "nope", None) is None
+    with pytest.raises(AotError, match="dimension \\? is not a constant"):
+        relay.var("x", shape=(relay.Any(), 3))
+    with pytest.raises(AotError, match="from_pytorch is not available.*torch.onnx.export"):
+        relay.frontend.from_pytorch(None, [])
