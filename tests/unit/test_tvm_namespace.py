@@ -39,6 +39,7 @@ def test_lower_returns_a_printable_module():
     # a symbolic size: TVM's handles and match_buffer, the body through the matched buffers
     assert "def main(A: T.handle, B: T.handle):" in text and "n = T.int32()" in text
     assert "A_1 = T.match_buffer(A, (n,))" in text and "B_1[" in text and "A_1[" in text
+    assert "* T.float32(2.0)" in text
     assert mod["main"].name == "main"
 
 
