@@ -333,6 +333,8 @@ class Printer:
             self.s_Block(s.then.replace(predicate=s.cond), last)     # a split's tail guard: TVM's T.where
             return
         cond = self.expr(simplify(s.cond, self.ranges))
+        if self.legacy and s.else_ is None and isinstance(s.cond, Bin) and s.cond.op == "<":
+            cond = f"T.likely({cond})"        # a split's tail guard, as te lowering marks it
         self.nested(f"if {cond}:", s.then, (id(s), "then"))
         if s.else_ is not None:
             self.nested("else:", s.else_, (id(s), "else"))

@@ -432,3 +432,16 @@ def dw(A: T.Buffer((7, 8), "float32"), B: T.Buffer((7, 2), "float32"), C: T.Buff
     text = _fixed_point(f)
     assert 'with T.block(""):' in text and "T.reads(B[vj, vk], A[vj, vi + vk])" in text
     assert "C[vj, vi] = C[vj, vi] + B[vj, vk] * A[vj, vi + vk]" in text
+
+
+def test_a_split_guard_in_the_lowered_style_is_t_likely():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=32)
+    text = str(aot.lower(s, [A, B], simple_mode=True))
+    o, i = (getattr(v, "var", v).name for v in (xo, xi))
+    assert f"for {o}, {i} in T.grid((n + 31) // 32, 32):" in text
+    assert f"if T.likely({o} * 32 + {i} < n):" in text
+    _fixed_point(aot.lower(s, [A, B], simple_mode=True)["main"])
