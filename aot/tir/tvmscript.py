@@ -107,6 +107,7 @@ class Printer:
         self.lca = {}             # id(buffer) -> frame key where its view is declared
         self.allocated = {}       # id(buffer) -> the allocation's data-pointer name
         self.ranges = {}
+        self._loops = {}          # id(loop var) -> (min, extent) of every loop, for T.axis.remap
 
     # -- names ---------------------------------------------------------------------------------------
     def fresh(self, base):
@@ -242,7 +243,7 @@ class Printer:
     def close(self):
         return self.frames.pop().lines
 
-    def body(self, s, key, concise_into=None):
+    def body(self, s, key):
         """Print s in a new frame; returns its lines (indented by the caller)."""
         self.open(key)
         self.stmt(s, last=True)
@@ -350,8 +351,7 @@ class Printer:
             self.stmt(s.body, last)
             return
         self.open(id(s))
-        # loops around the block whose bounds a remapped axis must match
-        pending = []
+        pending = []        # iterators bound to a loop with the same bounds: printed as one T.axis.remap
 
         def flush():
             if len(pending) == 1:
@@ -368,7 +368,7 @@ class Printer:
                 f"({self.expr(iv.dom_min)}, {self.expr(simplify(iv.dom_min + iv.extent))})"
             kind = "spatial" if iv.kind == "S" else "reduce"
             self.emit(f"{self.name(iv.var, iv.var.name)} = T.axis.{kind}({dom}, {self.index(v)})")
-        loops = self.loop_bounds
+        loops = self._loops
         for iv, v in zip(s.iter_vars, s.values):
             lp = loops.get(id(v)) if isinstance(v, Var) else None
             if lp is not None and lp[0].key() == iv.dom_min.key() and lp[1].key() == iv.extent.key():
@@ -401,10 +401,6 @@ class Printer:
             else:
                 parts.append(f"{self.expr(lo)}:{self.expr(hi)}")
         return f"{self.name(buf, buf.name)}[{', '.join(parts)}]"
-
-    @property
-    def loop_bounds(self):
-        return self._loops
 
     # -- the function ------------------------------------------------------------------------------
     def function(self, in_module=False):
