@@ -1,5 +1,4 @@
-"""tvm.transform and tvm.ir.transform (one module, in the core layer so that tvm.tir.transform's
-prim_func_pass builds on it too; aot/transform.py re-exports it): PassContext, the settings a build reads (opt_level, config, disabled passes), as a
+"""tvm.ir.transform (also tvm.transform): PassContext, the settings a build reads (opt_level, config, disabled passes), as a
 context manager. relay.build maps the config keys this compiler has onto its options (CONFIG
 below); a key it has no meaning for is named in one warning per context, not silently dropped,
 since a user who sets it expects an effect."""
@@ -110,6 +109,10 @@ class Pass:
     @property
     def info(self):
         return self._info
+
+    @info.setter
+    def info(self, value):
+        self._info = value
 
     def __call__(self, mod):
         ctx = PassContext.current()
