@@ -39,6 +39,8 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
         raise AotError(f"aot.build takes a te schedule, a TensorIR module or schedule, not {type(inputs).__name__}")
     sch = inputs
     args = list(args if args is not None else sch.inputs + sch.outputs)
+    if any(not hasattr(t, "is_placeholder") for t in args):
+        raise AotError("aot.build: args are the schedule's tensors (placeholders, then computed tensors)")
     n_in = sum(1 for t in args if t.is_placeholder)
     if [t.is_placeholder for t in args] != [True] * n_in + [False] * (len(args) - n_in):
         raise AotError("aot.build: list the placeholders first, then the computed tensors")
@@ -48,8 +50,8 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
     names = [t.name for t in args]
     if len(set(names)) != len(names):
         raise AotError(f"aot.build: two tensors are named alike ({', '.join(names)}): names become the interface")
-    func = sch.func.with_body(sch.func.body, params=[sch.buffer_of(t) for t in args])
-    func.num_inputs = n_in
+    from .te.schedule_lower import lower_schedule
+    func = lower_schedule(sch, args, name)
     return _build_sized(func, target, name, sizes)
 
 
@@ -86,13 +88,15 @@ def _build_bound(func, target, name, svars, values):
 
 
 class SymbolicModule:
-    """What aot.build returns for a function with te.var sizes and no sizes=: the sizes are taken
-    from the arrays of the first call (each parameter's shape gives those of its dimensions
-    that are a plain size variable), the module is built then, and it keeps those sizes."""
+    """What aot.build returns for a function with te.var sizes and no sizes=: each call takes the
+    sizes from its arrays (each parameter's shape gives those of its dimensions that are a plain
+    size variable), as a TVM module does; the C is made for those sizes (constants, so loops
+    and tails fold) once per set of sizes, and kept."""
 
     def __init__(self, func, target, name, svars):
         self.func, self.target, self.name, self.svars = func, target, name, svars
-        self.module = None
+        self.module = None          # the last one called
+        self.modules = {}           # sizes -> module
 
     def _sizes_from(self, arrays):
         from .tir.bind import shape_of
@@ -122,23 +126,21 @@ class SymbolicModule:
 
     def _require(self, what):
         if self.module is None:
-            raise AotError(f"{what}: the module's sizes ({', '.join(v.name for v in self.svars)}) are fixed by its "
-                           "first call or by aot.build(..., sizes={...}); it has not been called yet")
+            raise AotError(f"{what}: the module's sizes ({', '.join(v.name for v in self.svars)}) come from the "
+                           "arrays of a call (or aot.build(..., sizes={...})); it has not been called yet")
         return self.module
 
-    def __call__(self, *arrays):
-        if self.module is None:
-            self.module = _build_bound(self.func, self.target, self.name, self.svars, self._sizes_from(arrays))
-        self._check(arrays)
-        return self.module(*arrays)
+    def _for(self, arrays):
+        values = self._sizes_from(arrays)
+        key = tuple(values[id(v)] for v in self.svars)
+        mod = self.modules.get(key)
+        if mod is None:
+            mod = self.modules[key] = _build_bound(self.func, self.target, self.name, self.svars, values)
+        self.module = mod
+        return mod
 
-    def _check(self, arrays):
-        sizes = self.module.sizes
-        for (name, shape, _), a in zip(self.module.inputs + self.module.outputs, arrays):
-            if tuple(a.shape) != shape:
-                fixed = ", ".join(f"{k}={n}" for k, n in sizes.items())
-                raise AotError(f"argument {name} has shape {list(a.shape)}, but the module was built for "
-                               f"{fixed} (shape {list(shape)}) at its first call: build it again for other sizes")
+    def __call__(self, *arrays):
+        return self._for(arrays)(*arrays)
 
     def get_source(self, fmt=""):
         return self._require("get_source").get_source(fmt)
@@ -147,18 +149,48 @@ class SymbolicModule:
     def imported_modules(self):
         return self._require("imported_modules").imported_modules
 
-    def export_library(self, path):
+    def export_library(self, path, *args, **kwargs):
         return self._require("export_library").export_library(path)
+
+    def save(self, path, fmt=""):
+        return self._require("save").save(path, fmt)
 
     entry_name = "run"
 
-    def time_evaluator(self, func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0):
+    def time_evaluator(self, func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0, **kwargs):
         def evaluate(*arrays):
-            if self.module is None:
-                self(*arrays)
-            self._check(arrays)
-            return self.module.time_evaluator(func_name, dev, number, repeat, min_repeat_ms)(*arrays)
+            return self._for(arrays).time_evaluator(func_name, dev, number, repeat, min_repeat_ms)(*arrays)
         return evaluate
+
+
+def _kernels(func):
+    """func as the kernels a plan calls one after the other: a te schedule's function computes its
+    stages at the root in turn, the intermediate ones into buffers allocated around them all (an
+    Allocate at the top); each stage becomes a kernel of its own, its intermediates values of the
+    plan (so the memory plan places them, not the C stack). [(PrimFunc, inputs, outputs)]."""
+    from .tir.expr import Load, walk
+    from .tir.stmt import Allocate, PrimFunc, Seq, Store, stmt_exprs, walk_stmts
+    body, inter = func.body, []
+    while isinstance(body, Allocate) and body.buffer.scope == "global":
+        inter.append(body.buffer)
+        body = body.body
+    if not inter:
+        return [(func, list(func.inputs), list(func.outputs))]
+    nests = body.stmts if isinstance(body, Seq) else [body]
+    out = []
+    for k, nest in enumerate(nests):
+        inside = {id(x.buffer) for x in walk_stmts(nest) if isinstance(x, Allocate)}
+        written, read = [], []
+        for x in walk_stmts(nest):
+            if isinstance(x, Store) and id(x.buffer) not in inside and all(x.buffer is not b for b in written):
+                written.append(x.buffer)
+        for e in stmt_exprs(nest):
+            for x in walk(e):
+                if isinstance(x, Load) and id(x.buffer) not in inside and all(x.buffer is not b for b in read + written):
+                    read.append(x.buffer)
+        f = PrimFunc(f"{func.name}_{k}", read + written, nest, len(read), dict(func.attrs))
+        out.append((f, read, written))
+    return out
 
 
 def _build_func(func, target, name):
@@ -167,8 +199,25 @@ def _build_func(func, target, name):
     from .names import sanitize
     ins = [Value(b.name, TensorType(b.shape, b.dtype)) for b in func.inputs]
     outs = [Value(b.name, TensorType(b.shape, b.dtype)) for b in func.outputs]
-    node = Node("PrimFuncCall", name, ins, outs, {"prim_func": func})
-    graph = Graph(name, ins, outs, [node], 18)
+    kernels = _kernels(func)
+    if len(kernels) == 1:
+        nodes = [Node("PrimFuncCall", name, ins, outs, {"prim_func": func})]
+    else:
+        values = {id(b): v for b, v in zip(func.params, ins + outs)}
+        nodes = []
+        for k, (f, read, written) in enumerate(kernels):
+            kin = [values[id(b)] for b in read]
+            kout = []
+            for b in written:
+                if id(b) not in values:
+                    values[id(b)] = Value(b.name, TensorType(b.shape, b.dtype))
+                kout.append(values[id(b)])
+            nodes.append(Node("PrimFuncCall", f"{name}_{k}", kin, kout, {"prim_func": f}))
+        produced = {id(v) for n in nodes for v in n.outputs}
+        unwritten = [v.name for v in outs if id(v) not in produced]
+        if unwritten:
+            raise AotError(f"aot.build: {', '.join(unwritten)} is an argument that no stage writes (inlined?)")
+    graph = Graph(name, ins, outs, nodes, 18)
     res = compile_model(graph, Options(model_name=sanitize(name) or "default", target=str(target)))
     return Module(res.tar)
 
@@ -208,10 +257,14 @@ class Module:
     def get_source(self, fmt=""):
         return self.host_source
 
-    def export_library(self, path):
+    def export_library(self, path, *args, **kwargs):
         """Saves the module (its Model Library Format tarball, which load_module reads back)."""
         from .compiler import write_atomic
         write_atomic(path, self.tar)
+
+    def save(self, path, fmt=""):
+        """TVM's module.save: here the same file as export_library (the module's MLF tarball)."""
+        self.export_library(path)
 
     entry_name = "run"
 
@@ -222,6 +275,7 @@ class Module:
 
         def evaluate(*arrays):
             means = []
+            self._feeds(arrays)
             for _ in range(repeat):
                 outs, latency_us = run_host(self.tar, self._feeds(arrays), repeat=max(int(number), 2))
                 means.append(latency_us * 1e-6)
@@ -254,8 +308,29 @@ class Module:
 
 
 class ProfileResult:
+    """TVM's time_evaluator result: seconds per call, as the mean, median and each repeat's mean."""
+
     def __init__(self, mean, results):
-        self.mean, self.results = mean, results
+        self.mean, self.results = mean, tuple(results)
+
+    @property
+    def median(self):
+        return float(np.median(self.results))
+
+    @property
+    def max(self):
+        return float(np.max(self.results))
+
+    @property
+    def min(self):
+        return float(np.min(self.results))
+
+    @property
+    def std(self):
+        return float(np.std(self.results))
+
+    def __repr__(self):
+        return f"ProfileResult(mean={self.mean}, results={list(self.results)})"
 
 
 def load_module(path):

@@ -46,10 +46,17 @@ class Expr:
     def __mod__(self, o): return Bin("floormod", self, wrap(o, self.dtype))
     def __neg__(self): return Unary("neg", self)
 
+    def equal(self, o):
+        """TVM's PrimExpr.equal: the comparison self == o as an expression."""
+        return Bin("==", self, wrap(o, self.dtype))
+
 
 def wrap(x, dtype=INDEX) -> Expr:
     if isinstance(x, Expr):
         return x
+    v = getattr(x, "var", None)         # a te.IterVar stands for its variable
+    if isinstance(v, Var):
+        return v
     if isinstance(x, (bool, np.bool_)):
         return Const(bool(x), "bool")
     if isinstance(x, (int, np.integer)) and not is_float(dtype):
@@ -222,7 +229,17 @@ def max_(a, b): return Bin("max", a, b)
 def select(c, t, f): return Select(c, t, f)
 def cast(dtype, a): return a if a.dtype == dtype else Cast(dtype, a)
 def call(fn, *args, dtype=None): return Call(fn, [wrap(a, args[0].dtype) for a in args], dtype)
-def const(v, dtype): return Const(v, dtype)
+def const(v, dtype=None):
+    if dtype is None:
+        dtype = "bool" if isinstance(v, bool) else INDEX if isinstance(v, (int, np.integer)) else "float32"
+    return Const(v, dtype)
+
+
+# TVM's tir index arithmetic: floor division and modulo (non-negative remainder)
+def indexdiv(a, b): return Bin("floordiv", wrap(a), wrap(b))
+def indexmod(a, b): return Bin("floormod", wrap(a), wrap(b))
+def floordiv(a, b): return Bin("floordiv", wrap(a), wrap(b))
+def floormod(a, b): return Bin("floormod", wrap(a), wrap(b))
 
 
 def max_nan(a, b):

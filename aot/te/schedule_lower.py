@@ -1,0 +1,460 @@
+"""A te schedule (aot/te/schedule.py) as one loop-IR PrimFunc, the way TVM lowers it.
+
+Each stage that is not inlined becomes a loop nest over its leaf iteration variables, in their
+order; each root variable's value is rebuilt from the leaves through the split/fuse relations,
+and a split that may not divide its extent guards the body with `parent < extent`. A reduction
+initialises its output just outside its first reduction loop (so reduction loops may stand among
+the output loops in any order), and one whose reduction axis is bound to threads sums the
+threads' partial results in shared memory (after which only the threads the store predicate
+selects store). Stages at the root are computed one after the other, producers first; a stage
+attached with compute_at is computed at the start of its parent's loop body, over the region
+the loops inside that point read of it (interval analysis over the nest built so far: exact for
+affine indices), into a buffer of that region's size (unless it is an argument of the function).
+Stages marked inline are substituted into their readers.
+"""
+from __future__ import annotations
+
+from ..errors import AotError
+from ..tir.expr import (INDEX, Bin, Cast, Const, Load, Select, Var, all_of, free_vars, lt, ge, substitute, transform,
+                        wrap, walk)
+from ..tir.flatten import flat_index
+from ..tir.schedule import ScheduleError
+from ..tir.simplify import const_value, simplify
+from ..tir.stmt import Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, StmtMutator, StmtVisitor, Store
+from .tensor import IterVar, Reduce, TensorRef, combine, identity
+
+
+def _ceildiv(a, b):
+    a, b = wrap(a), wrap(b)
+    ca, cb = const_value(a), const_value(b)
+    if ca is not None and cb is not None:
+        return Const(-(-ca // cb), INDEX)
+    return simplify(Bin("floordiv", a + (b - 1), b))
+
+
+def _divides(e, f):
+    r = simplify(Bin("floormod", wrap(e), wrap(f)))
+    return const_value(r) == 0
+
+
+def leaf_values(st, mins, exts):
+    """(extent of every iteration variable, each root variable's value from the leaves, the tail
+    conditions of the splits) for stage st; mins/exts: the region of its data axes (IterVar ->
+    expression), their whole domain where absent."""
+    from .schedule import Fuse, Split
+    ext = {}
+    for iv in st.op.axis:
+        ext[iv] = simplify(wrap(exts.get(iv, iv.extent)))
+    for iv in st.op.reduce_axis:
+        ext[iv] = simplify(wrap(iv.extent))
+    for r in st.relations:
+        if isinstance(r, Split):
+            e = ext[r.parent]
+            if r.factor is not None:
+                f = wrap(r.factor)
+                ext[r.outer], ext[r.inner] = _ceildiv(e, f), f
+            else:
+                n = wrap(r.nparts)
+                ext[r.outer], ext[r.inner] = n, _ceildiv(e, n)
+        else:
+            ext[r.fused] = simplify(ext[r.outer] * ext[r.inner])
+    val = {iv: iv.var for iv in st.leaf_iter_vars}
+    guards = []
+    for r in reversed(st.relations):
+        if isinstance(r, Split):
+            val[r.parent] = val[r.outer] * ext[r.inner] + val[r.inner]
+            e = ext[r.parent]
+            if not (r.factor is not None and _divides(e, r.factor)) and \
+                    not (r.nparts is not None and const_value(simplify(ext[r.inner] * ext[r.outer] - e)) == 0):
+                guards.append(lt(val[r.parent], e))
+        elif isinstance(r, Fuse):
+            val[r.outer] = Bin("floordiv", val[r.fused], ext[r.inner])
+            val[r.inner] = Bin("floormod", val[r.fused], ext[r.inner])
+    out = {}
+    for iv in list(st.op.axis) + list(st.op.reduce_axis):
+        lo = mins.get(iv, iv.min)
+        out[iv] = simplify(val[iv] + lo) if const_value(wrap(lo)) != 0 else simplify(val[iv])
+    return ext, out, guards
+
+
+# -- symbolic intervals --------------------------------------------------------------------
+def _smin(a, b):
+    d = const_value(simplify(a - b))
+    if d is not None:
+        return a if d <= 0 else b
+    return Bin("min", a, b)
+
+
+def _smax(a, b):
+    d = const_value(simplify(a - b))
+    if d is not None:
+        return a if d >= 0 else b
+    return Bin("max", a, b)
+
+
+def interval(e, rng):
+    """(lo, hi) expressions bounding e (inclusive) while the variables in rng (id -> (lo, hi))
+    vary; other variables stay as they are. None when e is not bounded that way."""
+    if not (free_vars(e) & rng.keys()):
+        return e, e
+    if isinstance(e, Var):
+        return rng[id(e)]
+    if isinstance(e, Cast):
+        r = interval(e.a, rng)
+        return None if r is None else (Cast(e.dtype, r[0]), Cast(e.dtype, r[1]))
+    if isinstance(e, Select):
+        a, b = interval(e.t, rng), interval(e.f, rng)
+        return None if a is None or b is None else (_smin(a[0], b[0]), _smax(a[1], b[1]))
+    if not isinstance(e, Bin):
+        return None
+    a, b = interval(e.a, rng), interval(e.b, rng)
+    if a is None or b is None:
+        return None
+    if e.op == "+":
+        return a[0] + b[0], a[1] + b[1]
+    if e.op == "-":
+        return a[0] - b[1], a[1] - b[0]
+    if e.op in ("min", "max"):
+        f = _smin if e.op == "min" else _smax
+        return f(a[0], b[0]), f(a[1], b[1])
+    if e.op == "*":
+        for x, y in ((a, b), (b, a)):
+            c = const_value(simplify(y[0])) if y[0] is y[1] or const_value(simplify(y[1] - y[0])) == 0 else None
+            if c is not None:
+                return (x[0] * c, x[1] * c) if c >= 0 else (x[1] * c, x[0] * c)
+        return None
+    c = const_value(simplify(b[0])) if const_value(simplify(b[1] - b[0])) == 0 else None
+    if e.op == "floordiv" and c is not None and c > 0:
+        return Bin("floordiv", a[0], Const(c, INDEX)), Bin("floordiv", a[1], Const(c, INDEX))
+    if e.op == "floormod" and c is not None and c > 0:
+        same = const_value(simplify(Bin("floordiv", a[1], Const(c, INDEX)) - Bin("floordiv", a[0], Const(c, INDEX))))
+        if same == 0:
+            return Bin("floormod", a[0], Const(c, INDEX)), Bin("floormod", a[1], Const(c, INDEX))
+        return Const(0, INDEX), Const(c - 1, INDEX)
+    return None
+
+
+class _Reads(StmtVisitor):
+    """The index tuples of every load of `buf` in a statement, each with the ranges of the loops
+    around it inside that statement."""
+
+    def __init__(self, buf):
+        self.buf, self.rng, self.found = buf, {}, []
+
+    def visit_expr(self, e):
+        for x in walk(e):
+            if isinstance(x, Load) and x.buffer is self.buf:
+                self.found.append((x.indices, dict(self.rng)))
+
+    def visit_For(self, s):
+        saved = self.rng
+        self.rng = dict(saved)
+        self.rng[id(s.var)] = (s.min, simplify(s.min + s.extent - 1))
+        self.visit_expr(s.min)
+        self.visit_expr(s.extent)
+        self.visit(s.body)
+        self.rng = saved
+
+
+class _Rebuffer(StmtMutator):
+    def __init__(self, old, new, offset):
+        self.old, self.new, self.offset = old, new, offset
+
+    def mutate_expr(self, e):
+        def f(x):
+            if isinstance(x, Load) and x.buffer is self.old:
+                return Load(self.new, tuple(simplify(i - o) for i, o in zip(x.indices, self.offset)))
+            return None
+        return transform(e, f)
+
+
+def _is_reduce(iv):
+    return iv.iter_type == IterVar.CommReduce
+
+
+class Lowering:
+    def __init__(self, sch, args, name):
+        self.sch, self.name = sch, name
+        args = list(args)
+        self.args = args
+        self.params = [Buffer(t.name, t.dtype, t.shape) for t in args]
+        self.buf = {t.uid: b for t, b in zip(args, self.params)}
+        self.arg_ids = set(self.buf)
+        self.eff = {}
+        for st in sch.stages:
+            if st.attach_type == "scope":
+                if not any(st.attach_ivar is v for v in st.attach_stage.leaf_iter_vars):
+                    raise ScheduleError(f"compute_at {st.name}: axis {st.attach_ivar.name} of {st.attach_stage.name} "
+                                        "was split or fused after compute_at (attach at one of the new axes)")
+                if st.attach_stage.attach_type == "inline":
+                    raise ScheduleError(f"compute_at {st.name}: its parent {st.attach_stage.name} is inlined")
+                if sch.stage_map.get(st.attach_stage.tensor.uid) is not st.attach_stage:
+                    raise ScheduleError(f"compute_at {st.name}: its parent is not a stage of this schedule")
+            if st.attach_type != "inline" and st.tensor.uid not in self.buf:
+                # a stage at the root is computed whole, before its readers: in memory of the function's
+                # (an intermediate of aot.build's plan), whatever scope it was cached in
+                scope = st.scope if st.attach_type == "scope" and st.scope in ("local", "shared") else "global"
+                self.buf[st.tensor.uid] = Buffer(st.name, st.tensor.dtype, st.tensor.shape, scope)
+        self.counter = 0
+
+    # -- expressions ------------------------------------------------------------------------
+    def body_of(self, st):
+        """The stage's expression with the inlined stages substituted."""
+        hit = self.eff.get(id(st))
+        if hit is not None:
+            return hit
+
+        def f(e):
+            if not isinstance(e, TensorRef):
+                return None
+            src = self.sch.stage_of(e.tensor)
+            if src is None or src.attach_type != "inline":
+                return None
+            b = self.body_of(src)
+            return substitute(b, {id(a): i for a, i in zip(src.op.axes, e.indices)})
+        body = st.op.body
+        if isinstance(body, Reduce):
+            body = Reduce(body.combiner, transform(body.source, f), body.axes, body.init)
+        else:
+            body = transform(body, f)
+        self.eff[id(st)] = body
+        return body
+
+    def convert(self, e, mapping):
+        e = substitute(e, mapping)
+
+        def f(x):
+            if isinstance(x, TensorRef):
+                b = self.buf.get(x.tensor.uid)
+                if b is None:
+                    if x.tensor.is_placeholder:
+                        raise AotError(f"lower {self.name}: {x.tensor.name} is read but is not among the arguments")
+                    raise AotError(f"lower {self.name}: {x.tensor.name} is not computed by the schedule")
+                return Load(b, tuple(simplify(i) for i in x.indices))
+            return None
+        return transform(e, f)
+
+    # -- nests ------------------------------------------------------------------------------------
+    def lower(self):
+        roots, allocs = [], []
+        for st in self.sch.stages:
+            if st.attach_type != "root":
+                continue
+            roots.append(self.stage_nest(st, {}, {}, {}))
+            if st.tensor.uid not in self.arg_ids:
+                allocs.append(self.buf[st.tensor.uid])
+        body = Seq(roots)
+        for b in reversed(allocs):
+            body = Allocate(b, body)
+        return PrimFunc(self.name, self.params, body, sum(1 for t in self.args if t.is_placeholder))
+
+    def stage_nest(self, st, mins, exts, env):
+        ext, vals, guards = leaf_values(st, mins, exts)
+        attrs = st.iter_attrs
+        loopvar, tsub = {}, {}
+        for iv in st.leaf_iter_vars:
+            a = attrs.get(iv, {})
+            if a.get("kind") == "thread_binding":
+                loopvar[iv] = a["thread"].var
+                tsub[id(iv.var)] = a["thread"].var
+            else:
+                loopvar[iv] = iv.var
+        if tsub:
+            vals = {k: substitute(v, tsub) for k, v in vals.items()}
+            guards = [substitute(g, tsub) for g in guards]
+        roots = list(st.op.axis) + list(st.op.reduce_axis)
+        mapping = {id(r.var): vals[r] for r in roots}
+        body = self.body_of(st)
+        is_red = isinstance(body, Reduce)
+        leaves = list(st.leaf_iter_vars)
+        cross = [iv for iv in leaves if _is_reduce(iv) and attrs.get(iv, {}).get("kind") == "thread_binding"]
+        serial = [iv for iv in leaves if _is_reduce(iv) and iv not in cross]
+        if cross:
+            leaves = [iv for iv in leaves if iv not in serial] + serial
+            red_pos = len(leaves) - len(serial)
+        else:
+            red_pos = next((k for k, iv in enumerate(leaves) if _is_reduce(iv)), None) if is_red else None
+        red_vars = {id(loopvar[iv]) for iv in leaves if _is_reduce(iv)}
+        data_guards = [g for g in guards if not (free_vars(g) & red_vars)]
+        red_guards = [g for g in guards if free_vars(g) & red_vars]
+        data_guards += self.region_guards(st, mins, exts, vals, env)
+        buf = self.buf[st.tensor.uid]
+        off = getattr(buf, "region_min", None) or [Const(0, INDEX)] * len(st.op.axes)
+        index = simplify(flat_index([simplify(vals[a] - o) for a, o in zip(st.op.axis, off)], buf.shape))
+        pred = [st.store_predicate] if st.store_predicate is not None else []
+
+        def guarded(stmt, conds):
+            return IfThenElse(all_of(conds), stmt) if conds else stmt
+
+        def loop(iv, inner):
+            a = attrs.get(iv, {})
+            kind = a.get("kind", "serial")
+            if kind == "thread_binding":
+                return For(loopvar[iv], 0, ext[iv], inner, "thread_binding", a["thread"].thread_tag)
+            return For(loopvar[iv], 0, ext[iv], inner, kind)
+
+        if is_red:
+            src = self.convert(body.source, mapping)
+            init = self.convert(body.init, mapping)
+            cur = Load(buf, tuple(simplify(vals[a] - o) for a, o in zip(st.op.axis, off)))
+            update = Store(buf, index, combine(body.combiner)(cur, src))
+        else:
+            update = Store(buf, index, self.convert(body, mapping))
+
+        def emit(pos, env, in_cross=False):
+            parts = []
+            if pos == red_pos and not in_cross:
+                if cross:
+                    return self.cross_reduce(st, body, mapping, leaves, pos, loopvar, ext, env, buf, index,
+                                             data_guards, red_guards, pred, emit)
+                inits = [iv for iv in leaves[pos:] if not _is_reduce(iv)]
+                s = guarded(Store(buf, index, init), data_guards + pred)
+                for iv in reversed(inits):
+                    s = loop(iv, s)
+                parts.append(s)
+            if pos == len(leaves):
+                if cross:
+                    return in_cross(env)
+                parts.append(guarded(update, data_guards + red_guards + pred))
+                return Seq(parts)
+            iv = leaves[pos]
+            env2 = dict(env)
+            env2[id(loopvar[iv])] = (Const(0, INDEX), simplify(ext[iv] - 1))
+            inner = emit(pos + 1, env2, in_cross)
+            inner = self.attach(st, iv, inner, env2)
+            parts.append(loop(iv, inner))
+            return Seq(parts)
+
+        return emit(0, env)
+
+    def cross_reduce(self, st, body, mapping, leaves, pos, loopvar, ext, env, buf, index, data_guards, red_guards,
+                     pred, emit):
+        """Each thread reduces its share into a local accumulator; the shares of the threads bound
+        to reduction axes are combined through shared memory; the predicate's threads store."""
+        k = self.counter
+        self.counter += 1
+        dtype = body.dtype
+        acc = Buffer(f"normal_reduce_temp{k}", dtype, (1,), "local")
+        zero = Const(0, INDEX)
+        src = self.convert(body.source, mapping)
+        comb = combine(body.combiner)
+        ident = identity(body.combiner, dtype)
+        upd = Store(acc, zero, comb(Load(acc, zero), src))
+        upd = IfThenElse(all_of(data_guards + red_guards), upd) if data_guards + red_guards else upd
+        threads = [iv for iv in leaves if st.iter_attrs.get(iv, {}).get("kind") == "thread_binding"
+                   and st.iter_attrs[iv]["thread"].thread_tag.startswith("threadIdx")]
+        texts = []
+        for iv in threads:
+            n = const_value(ext[iv])
+            if n is None:
+                raise ScheduleError(f"bind {iv.name}: a loop bound to threads needs a constant extent")
+            texts.append(n)
+        tvars = [loopvar[iv] for iv in threads]
+        size = 1
+        for n in texts:
+            size *= n
+        red = Buffer(f"red_buf{k}", dtype, (size,), "shared")
+        tid = flat_index(tvars, texts)
+        res = Buffer(f"reduce_temp{k}", dtype, (1,), "local")
+        parts = [Store(red, tid, Load(acc, zero)), Barrier("shared"), Store(res, zero, self.convert(body.init, mapping))]
+        comb_stmt = Store(res, zero, comb(Load(res, zero), Load(red, tid)))
+        rvars = []
+        for iv, n in zip(threads, texts):
+            if _is_reduce(iv):
+                rv = Var(f"{loopvar[iv].name}.r", INDEX)
+                rvars.append((loopvar[iv], rv, n))
+        sub = {id(v): rv for v, rv, _ in rvars}
+        comb_stmt = Store(res, zero, comb(Load(res, zero), Load(red, substitute(tid, sub))))
+        for _, rv, n in reversed(rvars):
+            comb_stmt = For(rv, 0, n, comb_stmt)
+        parts += [comb_stmt, Barrier("shared")]
+        final = Store(buf, index, Load(res, zero))
+        conds = data_guards + pred
+        parts.append(IfThenElse(all_of(conds), final) if conds else final)
+        inner = emit(pos, env, in_cross=lambda env: upd)
+        out = Seq([Store(acc, zero, ident), inner, Allocate(red, Allocate(res, Seq(parts)))])
+        return Allocate(acc, out)
+
+    def region_guards(self, st, mins, exts, vals, env):
+        """Conditions keeping an attached stage inside its tensor where its region may not be."""
+        if st.attach_type != "scope":
+            return []
+        out = []
+        rng = dict(env)
+        for iv, d in zip(st.op.axis, st.tensor.shape):
+            if iv not in mins:
+                continue
+            lo = interval(mins[iv], rng)
+            hi = interval(simplify(mins[iv] + exts[iv] - 1), rng)
+            lo_c = const_value(simplify(lo[0])) if lo is not None else None
+            if lo_c is None or lo_c < 0:
+                out.append(ge(vals[iv], Const(0, INDEX)))
+            room = const_value(simplify(wrap(d) - 1 - hi[1])) if hi is not None else None
+            if room is None or room < 0:
+                out.append(lt(vals[iv], wrap(d)))
+        return out
+
+    def attach(self, parent, iv, inner, env):
+        """inner with the stages attached at parent's loop iv computed first."""
+        here = [p for p in self.sch.stages if p.attach_type == "scope" and p.attach_stage is parent
+                and p.attach_ivar is iv]
+        for p in reversed(here):
+            prov = self.buf[p.tensor.uid]
+            reads = _Reads(prov)
+            reads.visit(inner)
+            if not reads.found:
+                raise ScheduleError(f"compute_at {p.name}: {parent.name} does not read {p.name} inside "
+                                    f"{iv.name} (attach it where it is read)")
+            ndim = len(p.op.axes)
+            los, his = [None] * ndim, [None] * ndim
+            for idx, rng in reads.found:
+                for d in range(ndim):
+                    r = interval(idx[d], rng)
+                    if r is None:
+                        los[d] = his[d] = "full"
+                        continue
+                    if los[d] == "full":
+                        continue
+                    los[d] = r[0] if los[d] is None else _smin(los[d], r[0])
+                    his[d] = r[1] if his[d] is None else _smax(his[d], r[1])
+            mins, exts, shape = {}, {}, []
+            for d, (ax, full) in enumerate(zip(p.op.axis, p.tensor.shape)):
+                if los[d] == "full":
+                    lo, n = Const(0, INDEX), wrap(full)
+                else:
+                    lo, n = simplify(los[d]), simplify(his[d] - los[d] + 1)
+                    loop_dep = free_vars(n) & set(env) or any(isinstance(x, Load) for x in walk(n))
+                    if const_value(n) is None and (loop_dep or p.tensor.uid not in self.arg_ids and prov.scope != "global"):
+                        bound = None
+                        if bound is None:
+                            lo, n = Const(0, INDEX), wrap(full)
+                mins[ax], exts[ax] = lo, n
+                shape.append(n)
+            if p.tensor.uid in self.arg_ids:
+                nest = self.stage_nest(p, mins, exts, env)
+                inner = Seq([nest, inner])
+                continue
+            if any(const_value(simplify(wrap(n))) is None and (free_vars(wrap(n)) & set(env)) for n in shape):
+                raise ScheduleError(f"compute_at {p.name}: the region it computes inside {iv.name} has no size "
+                                    "known outside the loops")
+            real = Buffer(p.name, p.tensor.dtype, shape, prov.scope)
+            real.region_min = [mins[ax] for ax in p.op.axis]
+            inner = _Rebuffer(prov, real, real.region_min).visit(inner)
+            self.buf[p.tensor.uid] = real
+            nest = self.stage_nest(p, mins, exts, env)
+            self.buf[p.tensor.uid] = prov
+            inner = Allocate(real, Seq([nest, inner]))
+        return inner
+
+
+def lower_schedule(sch, args=None, name="main") -> PrimFunc:
+    """The PrimFunc of te schedule `sch` with parameters `args` (the placeholders, then the
+    computed tensors, as aot.build and aot.lower take them)."""
+    from .schedule import Schedule
+    if not isinstance(sch, Schedule):
+        raise AotError(f"lower takes a te schedule (te.create_schedule), not {type(sch).__name__}")
+    args = list(args if args is not None else sch.inputs + sch.outputs)
+    for t in args:
+        if not hasattr(t, "uid"):
+            raise AotError(f"lower {name}: the arguments are tensors, not {type(t).__name__}")
+    return Lowering(sch, args, name).lower()
