@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from .errors import AotError, OpError, UnsupportedError  # noqa: F401
 from .ops.custom import register_op  # noqa: F401
-from .runtime import Device, NDArray, cpu, cuda, nd, opencl  # noqa: F401
+from . import contrib, runtime, target, te, testing, tir  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
+from .runtime import Device, NDArray, cl, cpu, cuda, device, gpu, nd, opencl  # noqa: F401
 
 
 def build(inputs, args=None, target="c", target_host=None, name="default_function", sizes=None):
@@ -17,6 +18,25 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
     callable on arrays (aot/module.py); sizes={n: 1024} fixes te.var sizes (else the first call does)."""
     from .module import build as _build
     return _build(inputs, args, target, target_host, name, sizes)
+
+
+
+def lower(inputs, args=None, name="main", binds=None, simple_mode=False):
+    """TVM's tvm.lower(s, [A, B, C], simple_mode=True): the scheduled function as a module of one
+    PrimFunc, which prints as TVMScript. Also a TensorIR module or function (returned as a module)."""
+    from .te.schedule import Schedule, lower_schedule
+    from .tir.schedule_api import PrimModule
+    from .tir.stmt import PrimFunc
+    if binds:
+        raise AotError("lower: binds= (buffers bound to tensors) is not supported; the arguments get their own buffers")
+    if isinstance(inputs, PrimModule):
+        return inputs
+    if isinstance(inputs, PrimFunc):
+        return PrimModule({name: inputs})
+    if not isinstance(inputs, Schedule):
+        raise AotError(f"lower takes a te schedule or a TensorIR module/function, not {type(inputs).__name__}")
+    return PrimModule({name: lower_schedule(inputs, args, name)})
+
 
 __version__ = "0.1.0"
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from . import targets
 from .errors import AotError
 
-HINTS = {"llvm": " (aot emits C: use 'c' with -mcpu)"}
+HINTS: dict = {}
 PLUGINS: dict = {}          # kinds registered by plug-in backends (aot.uma): name -> (options, backend)
 
 
@@ -40,6 +40,44 @@ def _spec(kind):
 
 
 _VALUE_RE = re.compile(r"^[A-Za-z0-9_.+\-]+$")
+
+
+class TargetKind(str):
+    """A target's kind: the string itself ("c", "cuda", ...), with TVM's `.name`."""
+
+    @property
+    def name(self):
+        return str(self)
+
+
+class TargetAttrs(tuple):
+    """A target's options, ((name, value), ...) in the kind's order, read as TVM's target.attrs map
+    as well: attrs["mcpu"], "mcpu" in attrs, attrs.get, keys(), items()."""
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for name, value in tuple.__iter__(self):
+                if name == key:
+                    return value
+            raise KeyError(key)
+        return tuple.__getitem__(self, key)
+
+    def __contains__(self, key):
+        if isinstance(key, str):
+            return any(name == key for name, _ in tuple.__iter__(self))
+        return tuple.__contains__(self, key)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def keys(self):
+        return [name for name, _ in tuple.__iter__(self)]
+
+    def items(self):
+        return list(tuple.__iter__(self))
+
+
+_CURRENT: list = []         # the targets of enclosing `with Target(...)` blocks, innermost last
 
 
 @dataclass(frozen=True)
@@ -58,8 +96,8 @@ class Target:
             own_host = host if isinstance(host, Target) else Target(host)
             if own_host.host is not None:
                 raise AotError(f"target host '{own_host}' has a host of its own")
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "attrs", attrs)
+        object.__setattr__(self, "kind", TargetKind(kind))
+        object.__setattr__(self, "attrs", TargetAttrs(attrs))
         object.__setattr__(self, "host", own_host)
 
     @classmethod
@@ -83,6 +121,25 @@ class Target:
         if not all(items):
             raise AotError(f"target list '{text}' has an empty entry")
         return [cls(s) for s in items]
+
+    @staticmethod
+    def current(allow_none=True):
+        """The target of the innermost enclosing `with target:` block (TVM's Target.current)."""
+        if _CURRENT:
+            return _CURRENT[-1]
+        if not allow_none:
+            raise AotError("no target is current: use `with aot.target.Target(...):`")
+        return None
+
+    def __enter__(self):
+        _CURRENT.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _CURRENT.pop()
+
+    def with_host(self, host=None):
+        return Target(self, host=host)
 
     @property
     def family(self):
@@ -238,3 +295,31 @@ def resolve(spec):
         b.target = target
         backends.append(b)
     return target, backends
+
+
+# TVM's target constructors (tvm.target.cuda(), ...): the same targets as their strings
+def cuda(model="unknown", arch=None, options=None):
+    return Target("cuda" + (f" -model={model}" if model and model != "unknown" else "")
+                  + (f" -arch={arch}" if arch else "") + _opts(options))
+
+
+def opencl(model="unknown", options=None):
+    return Target("opencl" + (f" -model={model}" if model and model != "unknown" else "") + _opts(options))
+
+
+def arm_cpu(model="unknown", options=None):
+    """TVM's arm_cpu(): a Cortex-M core when `model` names one of ours (e.g. "stm32f746xx" is not
+    known; pass options="-mcpu=cortex-m7"), else the host C path keyed arm_cpu."""
+    return Target("c -keys=arm_cpu,cpu" + (f" -model={model}" if model and model != "unknown" else "")
+                  + _opts(options))
+
+
+def micro(model="host", options=None):
+    """TVM's micro(model): "host" is the host C path; a Cortex-M model with its -mcpu."""
+    return Target("c" + (f" -model={model}" if model and model != "host" else "") + _opts(options))
+
+
+def _opts(options):
+    if not options:
+        return ""
+    return " " + (options if isinstance(options, str) else " ".join(options))

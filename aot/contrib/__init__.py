@@ -1,1 +1,2 @@
-"""Runtime helpers with TVM's names (tvm.contrib.graph_executor)."""
+"""Helpers with TVM's tvm.contrib names: graph_executor, utils (tempdir), cc."""
+from . import utils  # noqa: F401

@@ -11,10 +11,10 @@ from __future__ import annotations
 from .base import Family, GpuFamily  # noqa: F401
 from .cortex_m import CORTEX_M
 from .cuda import CUDA
-from .host import HOST
+from .host import HOST, LLVM
 from .opencl import OPENCL
 
-FAMILIES = [CORTEX_M, HOST, CUDA, OPENCL]
+FAMILIES = [CORTEX_M, HOST, LLVM, CUDA, OPENCL]
 
 
 def add_family(family: Family):

@@ -29,3 +29,16 @@ class Host(Family):
 
 
 HOST = Host()
+
+
+class Llvm(Host):
+    """TVM's "llvm" target, which TVM's tutorials build for: aot has no LLVM backend, so it is the
+    host's C path (the same kernels and schedules as "c"), built by the host C compiler. The
+    options are TVM's llvm options; -mcpu/-mattr name the host CPU and are recorded, not obeyed."""
+    name = "llvm"
+    kind = "llvm"
+    attrs = {**C_ATTRS, "mtriple": "str", "mabi": "str", "mfloat-abi": "str", "opt-level": "str",
+             "num-cores": "str", "fast-math": "str", "system-lib": "str", "link-params": "str"}
+
+
+LLVM = Llvm()

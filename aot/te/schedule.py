@@ -13,7 +13,7 @@ scheduled, intermediate ones included, and a refusal names the primitive and why
 from __future__ import annotations
 
 from ..errors import AotError
-from ..tir.expr import INDEX, Var, transform, walk
+from ..tir.expr import INDEX, Var, transform
 from ..tir.schedule import ScheduleError
 from ..tir.stmt import THREAD_TAGS
 from .tensor import ComputeOp, IterVar, Reduce, Tensor, TensorRef, compute, identity
@@ -196,8 +196,6 @@ class Stage:
         if parent is self:
             raise ScheduleError(f"compute_at {self.name}: a stage cannot be computed inside itself")
         iv = parent._leaf(axis, f"compute_at {self.name}")
-        if self.is_output and False:
-            pass
         # a stage attached inside a stage attached inside it would be a cycle
         p = parent
         while p is not None:
@@ -400,5 +398,15 @@ def create_schedule(ops):
     return Schedule(outs)
 
 
-def _unused():        # keeps linters from flagging names only some paths use
-    return walk
+def lower_schedule(sch, args=None, name="main"):
+    """A te schedule and its argument tensors (placeholders, then computed tensors; by default the
+    schedule's inputs then outputs) -> the loop-IR PrimFunc that aot.build compiles and aot.lower
+    prints (aot/te/schedule_lower.py)."""
+    from .schedule_lower import lower_schedule as lower
+    if not isinstance(sch, Schedule):
+        raise AotError(f"lower takes a te schedule (te.create_schedule), not {type(sch).__name__}")
+    args = list(args if args is not None else sch.inputs + sch.outputs)
+    missing = [t.name for t in sch.inputs + sch.outputs if not any(t is a for a in args)]
+    if missing:
+        raise AotError(f"lower: args leave out {', '.join(missing)}, which the schedule reads or computes")
+    return lower(sch, args, name)

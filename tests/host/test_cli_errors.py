@@ -90,7 +90,7 @@ def test_bad_target_and_shape_error(tmp_path):
     p = tmp_path / "m.onnx"
     p.write_bytes(small_cnn().SerializeToString())
     out = str(tmp_path / "m.tar")
-    assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "llvm"), out, "target kind 'llvm'")
+    assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "rocm"), out, "target kind 'rocm'")
     assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "c -foo=1"), out, "'-foo'", "-mcpu")
     assert_user_error(run_cli("compile", str(p), "-o", out, "--target", "c -mcpu=cortex-m4 -libs=cudnn"), out,
                       "library 'cudnn'")

@@ -4,6 +4,7 @@ import json
 import tarfile
 import io
 
+import aot
 import pytest
 from onnx import helper
 
@@ -36,7 +37,7 @@ def test_host_and_target_lists():
     ("", "empty target"),
     ("rocm", "target kind 'rocm' is not supported"),
     ("cuda -libs=cmsis-nn", "library 'cmsis-nn' is not supported for kind 'cuda'"),
-    ("llvm -mcpu=x", "aot emits C"),
+    ("llvm -bogus=x", "not known for kind 'llvm'"),
     ("c mcpu=cortex-m4", "must look like -name=value"),
     ("c -mcpu=", "must look like -name=value"),
     ("c -mcpu=a -mcpu=b", "given twice"),
@@ -80,3 +81,19 @@ def test_gpu_targets_parse():
     assert t.is_device and t.keys == ("cuda", "gpu") and t.libs == ("cudnn", "cublas")
     assert str(t) == "cuda -arch=sm_80 -libs=cudnn,cublas"
     assert Target("opencl").keys == ("opencl", "gpu") and not Target("c").is_device
+
+
+def test_tvm_target_api():
+    """TVM's target objects: kind.name, attrs as a map, host, current() inside `with`, constructors."""
+    t = aot.target.Target(target="llvm", host="llvm")
+    assert t.kind.name == "llvm" and str(t.host) == "llvm" and t.keys == ("cpu",)
+    m = aot.target.Target("c -mcpu=cortex-m4")
+    assert m.attrs["mcpu"] == "cortex-m4" and "mcpu" in m.attrs and m.attrs.get("model") is None
+    assert aot.target.Target.current() is None
+    with aot.target.cuda() as c:
+        assert aot.target.Target.current() is c and c.kind.name == "cuda"
+        with aot.target.Target("opencl") as o:
+            assert aot.target.Target.current() is o
+        assert aot.target.Target.current() is c
+    assert aot.target.Target.current() is None
+    assert aot.device(t.kind.name, 0) == aot.cpu(0) and aot.device("cuda -libs=cudnn") == aot.cuda(0)
