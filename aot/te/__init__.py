@@ -1,7 +1,8 @@
 """aot.te: tensor expressions (tensor.py; every op's compute definition is written with them) and,
 with TVM's names, schedules over them (schedule.py: create_schedule, s[T].split/bind/...;
 schedule_lower.py: a schedule as one loop-IR PrimFunc, lower_schedule)."""
-from .schedule import Schedule, Stage, create_schedule, lower_schedule, thread_axis  # noqa: F401
+from .schedule import Schedule, Stage, create_schedule, thread_axis  # noqa: F401
+from .schedule_lower import lower_schedule  # noqa: F401
 from .tensor import (CommReducer, IterVar, Range, Reduce, Tensor, TensorRef, broadcast_index, combine,  # noqa: F401
                      comm_reducer, identity, max, min, placeholder, prod, reduce_axis, size_var, sum, var)
 from .tensor import tvm_compute as compute  # noqa: F401

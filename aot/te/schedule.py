@@ -13,7 +13,8 @@ scheduled, intermediate ones included, and a refusal names the primitive and why
 from __future__ import annotations
 
 from ..errors import AotError
-from ..tir.expr import INDEX, Var, transform
+from ..tir.expr import INDEX, Bin, Const, Var, lt, transform, wrap
+from ..tir.simplify import const_value, simplify
 from ..tir.schedule import ScheduleError
 from ..tir.stmt import THREAD_TAGS
 from .tensor import ComputeOp, IterVar, Reduce, Tensor, TensorRef, compute, identity
@@ -59,7 +60,7 @@ class Stage:
         self.origin_op = tensor.op
         self._reset()
         self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
-        self.scope = "global"
+        self.scope = None               # None: global at the root, else what its attach point implies
         self.store_predicate = None
         self.pragmas = []
 
@@ -320,7 +321,6 @@ class Schedule:
         """TVM's BF = s.rfactor(B, ki): the reduction over the leaf axis ki becomes a data axis of
         a new stage BF (at position factor_axis) that reduces over B's other reduction leaves;
         B then reduces BF over a new axis (named ki's name + ".v")."""
-        from .schedule_lower import leaf_values
         st = self[tensor]
         red = st.op.body
         if not isinstance(red, Reduce):
@@ -332,15 +332,13 @@ class Schedule:
             raise ScheduleError(f"rfactor {tensor.name}: rfactor before splitting or fusing its data axes")
         if not 0 <= factor_axis <= len(st.op.axes):
             raise ScheduleError(f"rfactor {tensor.name}: factor_axis {factor_axis} is out of range")
-        ext, vals, guards = leaf_values(st, {})
+        ext, vals, guards = leaf_values(st, {}, {})
         from ..tir.expr import Select, all_of, substitute
-        from ..tir.simplify import const_value
         fvar = Var(iv.name, INDEX)
         rest = [v for v in st.leaf_iter_vars if _is_reduce(v) and v is not iv]
         new_red = [IterVar(v.var, 0, ext[v], IterVar.CommReduce) for v in rest]
         mapping = {id(r.var): vals[r] for r in red.axes}
-        mapping[id(iv.var)] = fvar
-        src = substitute(red.source, mapping)
+        src = substitute(substitute(red.source, mapping), {id(iv.var): fvar})
         conds = [substitute(g, {id(iv.var): fvar}) for g in guards]
         if conds:
             src = Select(all_of(conds), src, identity(red.combiner, src.dtype))
@@ -398,15 +396,53 @@ def create_schedule(ops):
     return Schedule(outs)
 
 
-def lower_schedule(sch, args=None, name="main"):
-    """A te schedule and its argument tensors (placeholders, then computed tensors; by default the
-    schedule's inputs then outputs) -> the loop-IR PrimFunc that aot.build compiles and aot.lower
-    prints (aot/te/schedule_lower.py)."""
-    from .schedule_lower import lower_schedule as lower
-    if not isinstance(sch, Schedule):
-        raise AotError(f"lower takes a te schedule (te.create_schedule), not {type(sch).__name__}")
-    args = list(args if args is not None else sch.inputs + sch.outputs)
-    missing = [t.name for t in sch.inputs + sch.outputs if not any(t is a for a in args)]
-    if missing:
-        raise AotError(f"lower: args leave out {', '.join(missing)}, which the schedule reads or computes")
-    return lower(sch, args, name)
+def _ceildiv(a, b):
+    a, b = wrap(a), wrap(b)
+    ca, cb = const_value(a), const_value(b)
+    if ca is not None and cb is not None:
+        return Const(-(-ca // cb), INDEX)
+    return simplify(Bin("floordiv", a + (b - 1), b))
+
+
+def _divides(e, f):
+    r = simplify(Bin("floormod", wrap(e), wrap(f)))
+    return const_value(r) == 0
+
+
+def leaf_values(st, mins, exts):
+    """(extent of every iteration variable, each root variable's value from the leaves, the tail
+    conditions of the splits) for stage st; mins/exts: the region of its data axes (IterVar ->
+    expression), their whole domain where absent."""
+    ext = {}
+    for iv in st.op.axis:
+        ext[iv] = simplify(wrap(exts.get(iv, iv.extent)))
+    for iv in st.op.reduce_axis:
+        ext[iv] = simplify(wrap(iv.extent))
+    for r in st.relations:
+        if isinstance(r, Split):
+            e = ext[r.parent]
+            if r.factor is not None:
+                f = wrap(r.factor)
+                ext[r.outer], ext[r.inner] = _ceildiv(e, f), f
+            else:
+                n = wrap(r.nparts)
+                ext[r.outer], ext[r.inner] = n, _ceildiv(e, n)
+        else:
+            ext[r.fused] = simplify(ext[r.outer] * ext[r.inner])
+    val = {iv: iv.var for iv in st.leaf_iter_vars}
+    guards = []
+    for r in reversed(st.relations):
+        if isinstance(r, Split):
+            val[r.parent] = val[r.outer] * ext[r.inner] + val[r.inner]
+            e = ext[r.parent]
+            if not (r.factor is not None and _divides(e, r.factor)) and \
+                    not (r.nparts is not None and const_value(simplify(ext[r.inner] * ext[r.outer] - e)) == 0):
+                guards.append(lt(val[r.parent], e))
+        elif isinstance(r, Fuse):
+            val[r.outer] = Bin("floordiv", val[r.fused], ext[r.inner])
+            val[r.inner] = Bin("floormod", val[r.fused], ext[r.inner])
+    out = {}
+    for iv in list(st.op.axis) + list(st.op.reduce_axis):
+        lo = mins.get(iv, iv.min)
+        out[iv] = simplify(val[iv] + lo) if const_value(wrap(lo)) != 0 else simplify(val[iv])
+    return ext, out, guards

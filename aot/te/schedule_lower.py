@@ -21,60 +21,8 @@ from ..tir.flatten import flat_index
 from ..tir.schedule import ScheduleError
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, StmtMutator, StmtVisitor, Store
+from .schedule import Schedule, leaf_values
 from .tensor import IterVar, Reduce, TensorRef, combine, identity
-
-
-def _ceildiv(a, b):
-    a, b = wrap(a), wrap(b)
-    ca, cb = const_value(a), const_value(b)
-    if ca is not None and cb is not None:
-        return Const(-(-ca // cb), INDEX)
-    return simplify(Bin("floordiv", a + (b - 1), b))
-
-
-def _divides(e, f):
-    r = simplify(Bin("floormod", wrap(e), wrap(f)))
-    return const_value(r) == 0
-
-
-def leaf_values(st, mins, exts):
-    """(extent of every iteration variable, each root variable's value from the leaves, the tail
-    conditions of the splits) for stage st; mins/exts: the region of its data axes (IterVar ->
-    expression), their whole domain where absent."""
-    from .schedule import Fuse, Split
-    ext = {}
-    for iv in st.op.axis:
-        ext[iv] = simplify(wrap(exts.get(iv, iv.extent)))
-    for iv in st.op.reduce_axis:
-        ext[iv] = simplify(wrap(iv.extent))
-    for r in st.relations:
-        if isinstance(r, Split):
-            e = ext[r.parent]
-            if r.factor is not None:
-                f = wrap(r.factor)
-                ext[r.outer], ext[r.inner] = _ceildiv(e, f), f
-            else:
-                n = wrap(r.nparts)
-                ext[r.outer], ext[r.inner] = n, _ceildiv(e, n)
-        else:
-            ext[r.fused] = simplify(ext[r.outer] * ext[r.inner])
-    val = {iv: iv.var for iv in st.leaf_iter_vars}
-    guards = []
-    for r in reversed(st.relations):
-        if isinstance(r, Split):
-            val[r.parent] = val[r.outer] * ext[r.inner] + val[r.inner]
-            e = ext[r.parent]
-            if not (r.factor is not None and _divides(e, r.factor)) and \
-                    not (r.nparts is not None and const_value(simplify(ext[r.inner] * ext[r.outer] - e)) == 0):
-                guards.append(lt(val[r.parent], e))
-        elif isinstance(r, Fuse):
-            val[r.outer] = Bin("floordiv", val[r.fused], ext[r.inner])
-            val[r.inner] = Bin("floormod", val[r.fused], ext[r.inner])
-    out = {}
-    for iv in list(st.op.axis) + list(st.op.reduce_axis):
-        lo = mins.get(iv, iv.min)
-        out[iv] = simplify(val[iv] + lo) if const_value(wrap(lo)) != 0 else simplify(val[iv])
-    return ext, out, guards
 
 
 # -- symbolic intervals --------------------------------------------------------------------
@@ -195,6 +143,7 @@ class Lowering:
                 # (an intermediate of aot.build's plan), whatever scope it was cached in
                 scope = st.scope if st.attach_type == "scope" and st.scope in ("local", "shared") else "global"
                 self.buf[st.tensor.uid] = Buffer(st.name, st.tensor.dtype, st.tensor.shape, scope)
+                # cache_read/cache_write name their scope; a stage's own default is decided where it is attached
         self.counter = 0
 
     # -- expressions ------------------------------------------------------------------------
@@ -394,6 +343,23 @@ class Lowering:
                 out.append(lt(vals[iv], wrap(d)))
         return out
 
+    def implied_scope(self, parent, iv):
+        """TVM's storage scope of a stage attached at parent's loop iv with none given: local
+        inside a thread's loops, shared inside a block's only, else global."""
+        tags = []
+        st, at = parent, iv
+        while st is not None:
+            for v in st.leaf_iter_vars:
+                a = st.iter_attrs.get(v, {})
+                if a.get("kind") == "thread_binding":
+                    tags.append(a["thread"].thread_tag)
+                if v is at:
+                    break
+            st, at = (st.attach_stage, st.attach_ivar) if st.attach_type == "scope" else (None, None)
+        if any(t.startswith("threadIdx") for t in tags):
+            return "local"
+        return "shared" if tags else "global"
+
     def attach(self, parent, iv, inner, env):
         """inner with the stages attached at parent's loop iv computed first."""
         here = [p for p in self.sch.stages if p.attach_type == "scope" and p.attach_stage is parent
@@ -419,25 +385,20 @@ class Lowering:
                     his[d] = r[1] if his[d] is None else _smax(his[d], r[1])
             mins, exts, shape = {}, {}, []
             for d, (ax, full) in enumerate(zip(p.op.axis, p.tensor.shape)):
-                if los[d] == "full":
-                    lo, n = Const(0, INDEX), wrap(full)
-                else:
-                    lo, n = simplify(los[d]), simplify(his[d] - los[d] + 1)
-                    loop_dep = free_vars(n) & set(env) or any(isinstance(x, Load) for x in walk(n))
-                    if const_value(n) is None and (loop_dep or p.tensor.uid not in self.arg_ids and prov.scope != "global"):
-                        bound = None
-                        if bound is None:
-                            lo, n = Const(0, INDEX), wrap(full)
+                lo, n = Const(0, INDEX), wrap(full)
+                if los[d] != "full":
+                    lo2, n2 = simplify(los[d]), simplify(his[d] - los[d] + 1)
+                    # a region whose size changes from one iteration to the next is computed whole
+                    if const_value(n2) is not None or not (free_vars(n2) & set(env)):
+                        lo, n = lo2, n2
                 mins[ax], exts[ax] = lo, n
                 shape.append(n)
             if p.tensor.uid in self.arg_ids:
                 nest = self.stage_nest(p, mins, exts, env)
                 inner = Seq([nest, inner])
                 continue
-            if any(const_value(simplify(wrap(n))) is None and (free_vars(wrap(n)) & set(env)) for n in shape):
-                raise ScheduleError(f"compute_at {p.name}: the region it computes inside {iv.name} has no size "
-                                    "known outside the loops")
-            real = Buffer(p.name, p.tensor.dtype, shape, prov.scope)
+            scope = p.scope or self.implied_scope(parent, iv)
+            real = Buffer(p.name, p.tensor.dtype, shape, scope)
             real.region_min = [mins[ax] for ax in p.op.axis]
             inner = _Rebuffer(prov, real, real.region_min).visit(inner)
             self.buf[p.tensor.uid] = real
@@ -447,14 +408,14 @@ class Lowering:
         return inner
 
 
-def lower_schedule(sch, args=None, name="main") -> PrimFunc:
-    """The PrimFunc of te schedule `sch` with parameters `args` (the placeholders, then the
-    computed tensors, as aot.build and aot.lower take them)."""
-    from .schedule import Schedule
+def lower_schedule(sch, args=None, name="main"):
+    """A te schedule and its argument tensors (placeholders, then computed tensors; by default the
+    schedule's inputs then outputs) -> the loop-IR PrimFunc that aot.build compiles and aot.lower
+    prints (aot/te/schedule_lower.py)."""
     if not isinstance(sch, Schedule):
         raise AotError(f"lower takes a te schedule (te.create_schedule), not {type(sch).__name__}")
     args = list(args if args is not None else sch.inputs + sch.outputs)
-    for t in args:
-        if not hasattr(t, "uid"):
-            raise AotError(f"lower {name}: the arguments are tensors, not {type(t).__name__}")
+    missing = [t.name for t in sch.inputs + sch.outputs if not any(t is a for a in args)]
+    if missing:
+        raise AotError(f"lower: args leave out {', '.join(missing)}, which the schedule reads or computes")
     return Lowering(sch, args, name).lower()

@@ -221,6 +221,9 @@ class TensorRef(Expr):
     def _rebuild(self, kids):
         return TensorRef(self.tensor, kids, self.flat)
 
+    def __repr__(self):
+        return f"{self.tensor.name}[{', '.join(repr(i) for i in self.indices)}]"
+
 
 COMBINERS = ("sum", "max", "min", "prod")
 
