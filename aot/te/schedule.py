@@ -238,6 +238,13 @@ class Schedule:
         for t in self.outputs:
             visit(t)
 
+    @property
+    def func(self):
+        """The schedule's tensors as the plain loop nest, unscheduled (aot/te/lower.py's lower: a
+        reduction into a local accumulator), for aot.tir.Schedule to schedule by loops instead."""
+        from .lower import lower
+        return lower(self.inputs + self.outputs, "main")
+
     def __getitem__(self, t):
         if isinstance(t, Stage):
             return t
