@@ -15,12 +15,13 @@ Stages marked inline are substituted into their readers.
 from __future__ import annotations
 
 from ..errors import AotError
-from ..tir.expr import (INDEX, Bin, Cast, Const, Load, Select, Var, all_of, free_vars, lt, ge, substitute, transform,
-                        wrap, walk)
+from ..tir.expr import (INDEX, Bin, Cast, Const, Load, Select, Var, all_of, free_vars, ge, lt, substitute, substituter,
+                        transform, walk, wrap)
 from ..tir.flatten import flat_index
 from ..tir.schedule import ScheduleError
 from ..tir.simplify import const_value, simplify
-from ..tir.stmt import Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, StmtMutator, StmtVisitor, Store
+from ..tir.stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, StmtMutator, StmtVisitor, Store,
+                        map_exprs)
 from .schedule import Schedule, leaf_values
 from .tensor import IterVar, Reduce, TensorRef, combine, identity
 
@@ -240,6 +241,9 @@ class Lowering:
             kind = a.get("kind", "serial")
             if kind == "thread_binding":
                 return For(loopvar[iv], 0, ext[iv], inner, "thread_binding", a["thread"].thread_tag)
+            if const_value(ext[iv]) == 1:       # as TVM's loop nests: a one-iteration loop is its body at 0
+                sub = substituter({id(loopvar[iv]): Const(0, INDEX)})
+                return map_exprs(inner, lambda e: e if sub(e) is e else simplify(sub(e)))
             return For(loopvar[iv], 0, ext[iv], inner, kind)
 
         if is_red:
