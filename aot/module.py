@@ -130,6 +130,48 @@ class SymbolicModule:
                            "arrays of a call (or aot.build(..., sizes={...})); it has not been called yet")
         return self.module
 
+    def _preview(self):
+        """(host text, device text or None): the kernels with the sizes as int32 parameters, what
+        get_source shows before a call has fixed them (each call compiles them with its sizes as
+        constants, so that loops and tails fold)."""
+        from codegen_c.dialects import renderer_for
+        from .names import sanitize
+        from .target import resolve
+        from .tir.flatten import flatten
+        from .tir.legalize import legalize
+        from .tir.stmt import For, walk_stmts
+        target, _ = resolve(str(self.target))
+        sizes = [sanitize(v.name) for v in self.svars]
+        texts = []
+        for f, _, _ in _kernels(self.func):
+            f = legalize(flatten(f))
+            block = [1, 1, 1]
+            for x in walk_stmts(f.body):
+                if isinstance(x, For) and x.kind == "thread_binding" and x.thread_tag.startswith("threadIdx"):
+                    n = getattr(x.extent, "value", None)
+                    block["xyz".index(x.thread_tag[-1])] = n if isinstance(n, int) else 1
+            f = f.with_body(f.body, attrs=dict(f.attrs, launch=((1, 1, 1), tuple(block))))
+            r = renderer_for(target.family)
+            assign, signature = r._assign_names, r.signature
+
+            def names(func, assign=assign, r=r):
+                assign(func)
+                for v, n in zip(self.svars, sizes):
+                    r.names[id(v)] = n
+
+            def sig(func, restrict=True, signature=signature):
+                head = signature(func, restrict)
+                extra = ", ".join(f"int32_t {n}" for n in sizes)
+                return head[:-len("(void)")] + f"({extra})" if head.endswith("(void)") else head[:-1] + f", {extra})"
+            r._assign_names, r.signature = names, sig
+            body = r.function(f)
+            helpers = r.helper_definitions()
+            texts.append((helpers + "\n\n" if helpers else "") + body)
+        note = (f"/* {self.name}: the kernels for sizes {', '.join(v.name for v in self.svars)} as parameters; "
+                "a call compiles them with its arrays' sizes as constants. */\n")
+        text = note + "\n".join(texts)
+        return (text, None) if not target.is_device else (note, text)
+
     def _for(self, arrays):
         values = self._sizes_from(arrays)
         key = tuple(values[id(v)] for v in self.svars)
@@ -143,17 +185,33 @@ class SymbolicModule:
         return self._for(arrays)(*arrays)
 
     def get_source(self, fmt=""):
-        return self._require("get_source").get_source(fmt)
+        if self.module is None:
+            return self._preview()[0]
+        return self.module.get_source(fmt)
 
     @property
     def imported_modules(self):
-        return self._require("imported_modules").imported_modules
+        if self.module is None:
+            dev = self._preview()[1]
+            from .target import resolve
+            return [_DeviceModule(dev, resolve(str(self.target))[0].kind)] if dev is not None else []
+        return self.module.imported_modules
 
     def export_library(self, path, *args, **kwargs):
-        return self._require("export_library").export_library(path)
+        """Saves the module itself, sizes still symbolic: load_module gives back a module that
+        serves every size, as this one does (a tar holding the function, pickled)."""
+        import pickle
+        from .compiler import write_atomic
+        payload = pickle.dumps((self.func, str(self.target), self.name, self.svars))
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as t:
+            info = tarfile.TarInfo(SYMBOLIC_MEMBER)
+            info.size = len(payload)
+            t.addfile(info, io.BytesIO(payload))
+        write_atomic(path, buf.getvalue())
 
     def save(self, path, fmt=""):
-        return self._require("save").save(path, fmt)
+        self.export_library(path)
 
     entry_name = "run"
 
@@ -333,7 +391,21 @@ class ProfileResult:
         return f"ProfileResult(mean={self.mean}, results={list(self.results)})"
 
 
+SYMBOLIC_MEMBER = "./aot_symbolic_module.pickle"
+
+
 def load_module(path):
-    """aot.runtime.load_module: a module saved by export_library."""
+    """aot.runtime.load_module: a module saved by export_library (or save)."""
+    import pickle
     from .host import tar_bytes
-    return Module(tar_bytes(path))
+    data = tar_bytes(path)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            names = t.getnames()
+            payload = t.extractfile(SYMBOLIC_MEMBER).read() if SYMBOLIC_MEMBER in names else None
+    except tarfile.TarError:
+        raise AotError(f"load_module: '{path}' is not a module saved by aot (export_library or save)") from None
+    if payload is not None:
+        func, target, name, svars = pickle.loads(payload)      # a file this module's export_library wrote
+        return SymbolicModule(func, target, name, svars)
+    return Module(data)
