@@ -1,0 +1,191 @@
+"""aot.te schedules built and run on the host, in the style of TVM's schedule tutorials: every
+schedule of an intermediate stage, cache, rfactor and symbolic size gives numpy's values."""
+import numpy as np
+import pytest
+
+import aot
+from aot import te
+
+RNG = np.random.default_rng(11)
+
+
+def _run(s, args, shapes, ref, target="llvm", rtol=1e-5):
+    f = aot.build(s, args, target, name="k")
+    ins = [RNG.random(sh).astype("float32") for sh in shapes[:-1]]
+    out = np.zeros(shapes[-1], "float32")
+    f(*ins, out)
+    np.testing.assert_allclose(out, ref(*ins), rtol=rtol, atol=1e-5)
+    return f
+
+
+def _packed_gemm(n, bn):
+    """opt_gemm's operator: B packed into (n / bn, n, bn) blocks, read back by the matmul."""
+    k = te.reduce_axis((0, n), "k")
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    packedB = te.compute((n / bn, n, bn), lambda x, y, z: B[y, x * bn + z], name="packedB")
+    C = te.compute((n, n), lambda x, y: te.sum(A[x, k] * packedB[y // bn, k, aot.tir.indexmod(y, bn)], axis=k),
+                   name="C")
+    return A, B, packedB, C
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_packing_and_a_global_write_cache_per_tile(parallel):
+    """opt_gemm's last schedules: the packing vectorized and parallel, each tile accumulated in a
+    C.global cache whose reduction is split, reordered, unrolled and vectorized."""
+    n, bn = 64, 16
+    A, B, packedB, C = _packed_gemm(n, bn)
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "global")
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
+    s[CC].compute_at(s[C], yo)
+    xc, yc = s[CC].op.axis
+    (k,) = s[CC].op.reduce_axis
+    ko, ki = s[CC].split(k, factor=4)
+    s[CC].reorder(ko, xc, ki, yc)
+    s[CC].unroll(ki)
+    s[CC].vectorize(yc)
+    if parallel:
+        s[C].parallel(xo)
+    x, y, z = s[packedB].op.axis
+    s[packedB].vectorize(z)
+    s[packedB].parallel(x)
+    f = _run(s, [A, B, C], [(n, n), (n, n), (n, n)], lambda a, b: a @ b)
+    assert f.get_source().count("#pragma omp parallel for") == (2 if parallel else 1)
+
+
+def test_blocking_with_the_reduction_between_tile_and_element_loops():
+    n = 48
+    A, B, _, _ = _packed_gemm(n, 16)
+    k = te.reduce_axis((0, n), "k")
+    C = te.compute((n, n), lambda x, y: te.sum(A[x, k] * B[k, y], axis=k), name="C")
+    for order in ("ko ki xi yi", "ko xi ki yi"):
+        s = te.create_schedule(C.op)
+        xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 32, 32)      # 48 = 32 + 16: tail tiles
+        ko, ki = s[C].split(s[C].op.reduce_axis[0], factor=5)                # 48 = 9 * 5 + 3: a tail too
+        named = dict(ko=ko, ki=ki, xi=xi, yi=yi)
+        s[C].reorder(xo, yo, *[named[v] for v in order.split()])
+        s[C].vectorize(yi)
+        _run(s, [A, B, C], [(n, n), (n, n), (n, n)], lambda a, b: a @ b)
+
+
+@pytest.mark.parametrize("where", ["root", "at_outer", "at_inner", "inline"])
+def test_an_intermediate_stage_anywhere(where):
+    m = te.var("m")
+    A = te.placeholder((m,), name="A")
+    B = te.compute((m,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((m,), lambda i: B[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=8)
+    if where == "at_outer":
+        s[B].compute_at(s[C], xo)
+    elif where == "at_inner":
+        s[B].compute_at(s[C], xi)
+    elif where == "inline":
+        s[B].compute_inline()
+    f = aot.build(s, [A, C], "llvm", name="chain")
+    for size in (13, 16):          # one module, every size
+        a = RNG.random(size).astype("float32")
+        c = np.zeros(size, "float32")
+        f(a, c)
+        np.testing.assert_allclose(c, (a + 1) * 2)
+
+
+def test_a_stage_attached_to_a_window_reads_its_halo():
+    """A 1-D blur whose input stage is computed per output block: each block computes the
+    block plus the two elements its window reaches beyond it."""
+    n = 40
+    A = te.placeholder((n + 2,), name="A")
+    B = te.compute((n + 2,), lambda i: A[i] * 3.0, name="B")
+    r = te.reduce_axis((0, 3), "r")
+    C = te.compute((n,), lambda i: te.sum(B[i + r], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=16)       # 40 = 2 * 16 + 8
+    s[B].compute_at(s[C], xo)
+    from aot.tir.stmt import Allocate, walk_stmts
+    (alloc,) = [x for x in walk_stmts(te.lower_schedule(s, [A, C]).body) if isinstance(x, Allocate)]
+    assert alloc.buffer.shape == (18,)
+    _run(s, [A, C], [(n + 2,), (n,)], lambda a: sum(3 * a[d:d + n] for d in range(3)))
+
+
+def test_cache_read_local_and_global_caches_at_loops():
+    n = 32
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), "k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AA = s.cache_read(A, "local", [C])
+    BB = s.cache_read(B, "global", [C])
+    io, ii = s[C].split(C.op.axis[0], factor=8)
+    ko, ki = s[C].split(s[C].op.reduce_axis[0], factor=8)
+    s[C].reorder(io, ko, ii, C.op.axis[1], ki)
+    s[AA].compute_at(s[C], io)
+    s[BB].compute_at(s[C], ko)
+    _run(s, [A, B, C], [(n, n), (n, n), (n, n)], lambda a, b: a @ b)
+
+
+@pytest.mark.parametrize("factor_axis", [0, 1])
+def test_rfactor_on_the_host(factor_axis):
+    n, m = 20, 37
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), "k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(s[B].op.reduce_axis[0], factor=8)       # 37 = 4 * 8 + 5: the tail is masked
+    BF = s.rfactor(B, ki, factor_axis=factor_axis)
+    assert BF.shape == ((8, n) if factor_axis == 0 else (n, 8))
+    s[BF].parallel(s[BF].op.axis[0])
+    _run(s, [A, B], [(n, m), (n,)], lambda a: a.sum(axis=1), rtol=1e-4)
+
+
+def test_comm_reducer_conv_and_symbolic_sizes_from_reduction_tutorial():
+    n, m = te.var("n"), te.var("m")
+    product = te.comm_reducer(lambda x, y: x * y, lambda t: aot.tir.const(1, dtype=t), name="product")
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), name="k")
+    B = te.compute((n,), lambda i: product(A[i, k], axis=k), name="B")
+    f = aot.build(te.create_schedule(B.op), [A, B], "llvm", name="prod")
+    a = (RNG.random((5, 6)) + 0.5).astype("float32")
+    b = np.zeros(5, "float32")
+    f(a, b)
+    np.testing.assert_allclose(b, a.prod(axis=1), rtol=1e-5)
+
+    Input = te.placeholder((n, n), name="Input")
+    Filter = te.placeholder((3, 3), name="Filter")
+    di, dj = te.reduce_axis((0, 3), name="di"), te.reduce_axis((0, 3), name="dj")
+    Output = te.compute((n - 2, n - 2), lambda i, j: te.sum(Input[i + di, j + dj] * Filter[di, dj], axis=[di, dj]),
+                        name="Output")
+    g = aot.build(te.create_schedule(Output.op), [Input, Filter, Output], "llvm", name="conv")
+    x, w = RNG.random((9, 9)).astype("float32"), RNG.random((3, 3)).astype("float32")
+    y = np.zeros((7, 7), "float32")
+    g(x, w, y)
+    ref = sum(x[p:p + 7, q:q + 7] * w[p, q] for p in range(3) for q in range(3))
+    np.testing.assert_allclose(y, ref, rtol=1e-5)
+
+
+def test_broadcast_arithmetic_on_tensors():
+    a = te.placeholder((6, 4, 5), name="a")
+    b = te.placeholder((4, 5), name="b")
+    e = (a + b) * a / 2.0
+    s = te.create_schedule(e.op)
+    _run(s, [a, b, e], [(6, 4, 5), (4, 5), (6, 4, 5)], lambda x, y: (x + y) * x / 2)
+
+
+def test_a_symbolic_module_saved_and_loaded_serves_every_size(tmp_path):
+    from aot.contrib import cc
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute(A.shape, lambda i: A[i] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    f = aot.build(s, [A, B, C], "llvm", name="myadd")
+    assert "int32_t n)" in f.get_source()           # before a call: n a parameter of the kernel
+    f.save(str(tmp_path / "myadd.o"))
+    cc.create_shared(str(tmp_path / "myadd.so"), [str(tmp_path / "myadd.o")])
+    g = aot.runtime.load_module(str(tmp_path / "myadd.so"))
+    for size in (7, 300):
+        a, b = RNG.random(size).astype("float32"), RNG.random(size).astype("float32")
+        c = np.zeros(size, "float32")
+        g(a, b, c)
+        np.testing.assert_allclose(c, a + b)
