@@ -20,12 +20,16 @@ from ..tir.stmt import THREAD_TAGS
 from .tensor import ComputeOp, IterVar, Reduce, Tensor, TensorRef, compute, identity
 
 
+# a virtual thread: its iterations run one after the other in each thread (TVM interleaves them)
+VIRTUAL_TAGS = ("vthread", "cthread")
+
+
 def thread_axis(dom=None, tag="", name=""):
     """te.thread_axis("blockIdx.x") (or thread_axis((0, n), "threadIdx.x")): what bind() binds a loop to."""
     if isinstance(dom, str) and not tag:
         dom, tag = None, dom
-    if tag not in THREAD_TAGS:
-        raise AotError(f"thread_axis: unknown thread tag {tag!r} (one of {', '.join(THREAD_TAGS)})")
+    if tag not in THREAD_TAGS + VIRTUAL_TAGS:
+        raise AotError(f"thread_axis: unknown thread tag {tag!r} (one of {', '.join(THREAD_TAGS + VIRTUAL_TAGS)})")
     lo, ext = (0, 1) if dom is None else (dom[0], dom[1] - dom[0]) if isinstance(dom, (tuple, list)) else (0, dom)
     return IterVar(Var(name or tag), lo, ext, IterVar.ThreadIndex, tag)
 
@@ -180,6 +184,9 @@ class Stage:
             raise ScheduleError(f"bind {iv.name}: bind to te.thread_axis(\"blockIdx.x\"), ...")
         if _is_reduce(iv) and not tag.startswith("threadIdx"):
             raise ScheduleError(f"bind {iv.name}: a reduction axis is bound to threads (threadIdx), not to {tag}")
+        if tag in VIRTUAL_TAGS:
+            self.iter_attrs.setdefault(iv, {}).update(kind="unroll", vthread=thread_ivar)
+            return
         self.iter_attrs.setdefault(iv, {}).update(kind="thread_binding", thread=thread_ivar)
 
     def set_store_predicate(self, predicate):

@@ -146,6 +146,10 @@ class Lowering:
                 self.buf[st.tensor.uid] = Buffer(st.name, st.tensor.dtype, st.tensor.shape, scope)
                 # cache_read/cache_write name their scope; a stage's own default is decided where it is attached
         self.counter = 0
+        # the thread indices (threadIdx) loops are bound to: a shared stage is computed for every
+        # thread of the block, so its region spans them
+        self.thread_vars = {id(a["thread"].var) for st in sch.stages for a in st.iter_attrs.values()
+                            if a.get("kind") == "thread_binding" and a["thread"].thread_tag.startswith("threadIdx")}
 
     # -- expressions ------------------------------------------------------------------------
     def body_of(self, st):
@@ -377,7 +381,10 @@ class Lowering:
                                     f"{iv.name} (attach it where it is read)")
             ndim = len(p.op.axes)
             los, his = [None] * ndim, [None] * ndim
+            scope = p.scope or self.implied_scope(parent, iv)
+            relax = {k: r for k, r in env.items() if k in self.thread_vars} if scope == "shared" else {}
             for idx, rng in reads.found:
+                rng = {**relax, **rng}
                 for d in range(ndim):
                     r = interval(idx[d], rng)
                     if r is None:
@@ -401,13 +408,14 @@ class Lowering:
                 nest = self.stage_nest(p, mins, exts, env)
                 inner = Seq([nest, inner])
                 continue
-            scope = p.scope or self.implied_scope(parent, iv)
             real = Buffer(p.name, p.tensor.dtype, shape, scope)
             real.region_min = [mins[ax] for ax in p.op.axis]
             inner = _Rebuffer(prov, real, real.region_min).visit(inner)
             self.buf[p.tensor.uid] = real
             nest = self.stage_nest(p, mins, exts, env)
             self.buf[p.tensor.uid] = prov
+            if scope == "shared":      # the block's threads write it together: wait before and after
+                nest = Seq([Barrier("shared"), nest, Barrier("shared")])
             inner = Allocate(real, Seq([nest, inner]))
         return inner
 

@@ -46,6 +46,13 @@ class Expr:
     def __mod__(self, o): return Bin("floormod", self, wrap(o, self.dtype))
     def __neg__(self): return Unary("neg", self)
 
+    # TVM's PrimExpr ordering comparisons build expressions (== keeps its Python meaning here: use .equal)
+    def __lt__(self, o): return Bin("<", self, wrap(o, self.dtype))
+    def __le__(self, o): return Bin("<=", self, wrap(o, self.dtype))
+    def __gt__(self, o): return Bin(">", self, wrap(o, self.dtype))
+    def __ge__(self, o): return Bin(">=", self, wrap(o, self.dtype))
+    __hash__ = object.__hash__
+
     def equal(self, o):
         """TVM's PrimExpr.equal: the comparison self == o as an expression."""
         return Bin("==", self, wrap(o, self.dtype))
@@ -121,6 +128,12 @@ class Bin(Expr):
 
     def _make_key(self):
         return ("bin", self.op, self.a.key(), self.b.key())
+
+    def __bool__(self):
+        if self.op in ("<", "<=", ">", ">="):
+            raise InternalError(f"the comparison {self!r} is an expression, not a Python bool (builtin min/max or "
+                                "`if` on expressions: use tir.min/max or tir.if_then_else)")
+        return True
 
     def __repr__(self):
         return f"({self.a!r} {self.op} {self.b!r})"
