@@ -189,3 +189,91 @@ def test_a_symbolic_module_saved_and_loaded_serves_every_size(tmp_path):
         c = np.zeros(size, "float32")
         g(a, b, c)
         np.testing.assert_allclose(c, a + b)
+
+
+def _serial_emulation(func):
+    """func's GPU kernel with every thread run one after another: bound loops become serial
+    loops and barriers vanish. Valid where each thread's iteration fills the shared memory it
+    reads (the cooperative fills are nested loops over every thread), so it checks a CUDA
+    schedule's index arithmetic on the host."""
+    from aot.tir.stmt import Allocate, Seq, StmtMutator, walk_stmts
+
+    class Serial(StmtMutator):
+        def visit_For(self, s):
+            body = self.visit(s.body)
+            kind = "serial" if s.kind == "thread_binding" else s.kind
+            from aot.tir.stmt import For
+            return For(s.var, s.min, s.extent, body, kind)
+
+        def visit_Barrier(self, s):
+            return Seq([])
+    for x in walk_stmts(func.body):
+        if isinstance(x, Allocate) and x.buffer.scope == "shared":
+            x.buffer.scope = "global"       # this lowering's own buffers: a C array instead
+    return func.with_body(Serial().visit(func.body))
+
+
+def test_opt_conv_cuda_schedule_computes_the_convolution():
+    """opt_conv_cuda's schedule (shared and local caches, vthreads, cooperative fetches) at a
+    small size, its kernel emulated thread by thread on the host, against numpy."""
+    batch, in_channel, out_channel, in_size, kernel, pad = 64, 8, 64, 4, 3, 1
+    A = te.placeholder((in_size, in_size, in_channel, batch), name="A")
+    W = te.placeholder((kernel, kernel, in_channel, out_channel), name="W")
+    out_size = in_size - kernel + 2 * pad + 1
+    Apad = te.compute((in_size + 2 * pad, in_size + 2 * pad, in_channel, batch),
+                      lambda yy, xx, cc, nn: aot.tir.if_then_else(
+                          aot.tir.all(yy >= pad, yy - pad < in_size, xx >= pad, xx - pad < in_size),
+                          A[yy - pad, xx - pad, cc, nn], aot.tir.const(0.0, "float32")), name="Apad")
+    rc, ry, rx = te.reduce_axis((0, in_channel), "rc"), te.reduce_axis((0, kernel), "ry"), te.reduce_axis((0, kernel), "rx")
+    B = te.compute((out_size, out_size, out_channel, batch),
+                   lambda yy, xx, ff, nn: te.sum(Apad[yy + ry, xx + rx, rc, nn] * W[ry, rx, rc, ff], axis=[ry, rx, rc]),
+                   name="B")
+    s = te.create_schedule(B.op)
+    s[Apad].compute_inline()
+    AA, WW = s.cache_read(Apad, "shared", [B]), s.cache_read(W, "shared", [B])
+    AL, WL = s.cache_read(AA, "local", [B]), s.cache_read(WW, "local", [B])
+    BL = s.cache_write(B, "local")
+    thread_x, thread_y = te.thread_axis((0, 8), "threadIdx.x"), te.thread_axis((0, 8), "threadIdx.y")
+    hi, wi, fi, ni = s[B].op.axis
+    bz = s[B].fuse(hi, wi)
+    by, fi = s[B].split(fi, factor=64)
+    bx, ni = s[B].split(ni, factor=64)
+    s[B].bind(bz, te.thread_axis("blockIdx.z"))
+    s[B].bind(by, te.thread_axis("blockIdx.y"))
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    tyz, fi = s[B].split(fi, nparts=2)
+    txz, ni = s[B].split(ni, nparts=2)
+    ty, fi = s[B].split(fi, nparts=8)
+    tx, ni = s[B].split(ni, nparts=8)
+    s[B].reorder(bz, by, bx, tyz, txz, ty, tx, fi, ni)
+    s[B].bind(tyz, te.thread_axis((0, 2), "vthread", name="vy"))
+    s[B].bind(txz, te.thread_axis((0, 2), "vthread", name="vx"))
+    s[B].bind(ty, thread_y)
+    s[B].bind(tx, thread_x)
+    s[BL].compute_at(s[B], tx)
+    yi, xi, fi, ni = s[BL].op.axis
+    ry, rx, rc = s[BL].op.reduce_axis
+    rco, rci = s[BL].split(rc, factor=8)
+    s[BL].reorder(rco, ry, rx, rci, fi, ni)
+    for cache in (AA, WW):
+        s[cache].compute_at(s[BL], rx)
+        yi, xi, ci, ni = s[cache].op.axis
+        ty, ci = s[cache].split(ci, nparts=8)
+        tx, ni = s[cache].split(ni, nparts=8)
+        _, ni = s[cache].split(ni, factor=4)
+        s[cache].reorder(ty, tx, yi, xi, ci, ni)
+        s[cache].bind(ty, thread_y)
+        s[cache].bind(tx, thread_x)
+        s[cache].vectorize(ni)
+    s[AL].compute_at(s[BL], rci)
+    s[WL].compute_at(s[BL], rci)
+    src = aot.build(s, [A, W, B], "cuda").imported_modules[0].get_source()
+    assert src.count("__syncthreads();") == 4 and "__shared__ float Apad_shared[256];" in src
+    f = aot.build(_serial_emulation(te.lower_schedule(s, [A, W, B], "conv")), target="c")
+    a = RNG.random(A.shape).astype("float32")
+    w = RNG.random(W.shape).astype("float32")
+    b = np.zeros((out_size, out_size, out_channel, batch), "float32")
+    f(a, w, b)
+    ap = np.pad(a, ((pad, pad), (pad, pad), (0, 0), (0, 0)))
+    ref = sum(np.einsum("yxcn,cf->yxfn", ap[p:p + out_size, q:q + out_size], w[p, q]) for p in range(3) for q in range(3))
+    np.testing.assert_allclose(b, ref, rtol=1e-4)
