@@ -243,3 +243,63 @@ def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None,
         if repeat > 1:
             return result, latency
         return result
+
+
+def build_object(tar, path, cc=None):
+    """One relocatable object (TVM's module.save("x.o")) of an MLF's host C: its sources compiled
+    position-independent, linked together with `ld -r`, plus the MLF itself as the data symbol
+    aot_module_mlf[aot_module_mlf_size], from which runtime.load_module of a shared library made
+    from it (contrib.cc.create_shared) learns the module's interface."""
+    from boards import load_board
+    board = load_board("host")
+    data = tar_bytes(tar)
+    mlf = read_valid_mlf(data)
+    if mlf.aot.get("device"):
+        raise AotError(f"module '{mlf.module_name}' runs its kernels on the {mlf.aot['device']['api']} device: "
+                       "save or export it as its Model Library Format (a .tar path), not as an object file")
+    cc = cc or os.environ.get("CC") or board["cc"]
+    flags = list(board["cflags"]) + ["-fPIC"] + (["-fopenmp"] if uses_openmp(data) else [])
+    blob = "static const unsigned char mlf_bytes[] = {%s};\n" % ",".join(str(b) for b in data)
+    blob += ("const unsigned char* aot_module_mlf(void);\nunsigned long aot_module_mlf_size(void);\n"
+             "const unsigned char* aot_module_mlf(void) { return mlf_bytes; }\n"
+             f"unsigned long aot_module_mlf_size(void) {{ return {len(data)}UL; }}\n")
+    with tempfile.TemporaryDirectory(prefix="aot_obj_") as tmp:
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            t.extractall(tmp, filter="data")
+        with open(os.path.join(tmp, "aot_module_mlf.c"), "w") as f:
+            f.write(blob)
+        objs = []
+        for src in [*mlf.aot["sources"], "aot_module_mlf.c"]:
+            obj = os.path.join(tmp, os.path.basename(src) + ".o")
+            cmd = [cc, *flags, "-I", os.path.join(tmp, "codegen/host/include"), "-I",
+                   os.path.join(tmp, "runtime/include"), "-c", os.path.join(tmp, src), "-o", obj]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode:
+                raise BuildError(f"compiling {src} for an object file failed ({cc}):\n{r.stderr[-4000:]}")
+            objs.append(obj)
+        out = os.path.join(tmp, "module.o")
+        r = subprocess.run([cc, "-r", "-nostdlib", "-o", out, *objs], capture_output=True, text=True)
+        if r.returncode:
+            raise BuildError(f"linking the object file failed ({cc} -r):\n{r.stderr[-4000:]}")
+        shutil.copyfile(out, path)
+
+
+def build_data_object(data, symbol, path, cc=None):
+    """A relocatable object holding `data` behind the functions <symbol>() and <symbol>_size()
+    (a symbolic module's save("x.o"): no kernel is compiled before its sizes are known)."""
+    from boards import load_board
+    board = load_board("host")
+    cc = cc or os.environ.get("CC") or board["cc"]
+    src = ("static const unsigned char bytes[] = {%s};\n" % ",".join(str(b) for b in data) +
+           f"const unsigned char* {symbol}(void);\nunsigned long {symbol}_size(void);\n"
+           f"const unsigned char* {symbol}(void) {{ return bytes; }}\n"
+           f"unsigned long {symbol}_size(void) {{ return {len(data)}UL; }}\n")
+    with tempfile.TemporaryDirectory(prefix="aot_obj_") as tmp:
+        c = os.path.join(tmp, "data.c")
+        with open(c, "w") as f:
+            f.write(src)
+        out = os.path.join(tmp, "data.o")
+        r = subprocess.run([cc, "-std=c99", "-fPIC", "-c", c, "-o", out], capture_output=True, text=True)
+        if r.returncode:
+            raise BuildError(f"compiling a module's data object failed ({cc}):\n{r.stderr[-4000:]}")
+        shutil.copyfile(out, path)

@@ -6,6 +6,7 @@ OpenCL platform (aot.run), and saves as that MLF."""
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 
 import numpy as np
@@ -197,12 +198,24 @@ class SymbolicModule:
             return [_DeviceModule(dev, resolve(str(self.target))[0].kind)] if dev is not None else []
         return self.module.imported_modules
 
-    def export_library(self, path, *args, **kwargs):
-        """Saves the module itself, sizes still symbolic: load_module gives back a module that
-        serves every size, as this one does (a tar holding the function, pickled)."""
+    def _payload(self):
         import pickle
+        return pickle.dumps((self.func, str(self.target), self.name, self.svars))
+
+    def export_library(self, path, fcompile=None, **kwargs):
+        """Saves the module itself, its sizes still symbolic, so that load_module gives back a
+        module serving every size as this one does: a shared library (.so) carrying the function
+        (pickled) as data, or for any other name a tar holding it."""
+        if str(path).endswith((".so", ".dylib", ".dll")):
+            import tempfile
+            from .contrib.cc import create_shared
+            with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
+                obj = os.path.join(tmp, "lib.o")
+                self.save(obj)
+                (fcompile or create_shared)(str(path), [obj])
+            return
         from .compiler import write_atomic
-        payload = pickle.dumps((self.func, str(self.target), self.name, self.svars))
+        payload = self._payload()
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as t:
             info = tarfile.TarInfo(SYMBOLIC_MEMBER)
@@ -211,6 +224,12 @@ class SymbolicModule:
         write_atomic(path, buf.getvalue())
 
     def save(self, path, fmt=""):
+        """An object file (.o) carrying the function as data (contrib.cc.create_shared links it),
+        or the tar export_library writes for any other name."""
+        if fmt == "o" or str(path).endswith(".o"):
+            from .host import build_data_object
+            build_data_object(self._payload(), SYMBOLIC_SYMBOL, str(path))
+            return
         self.export_library(path)
 
     entry_name = "run"
@@ -315,14 +334,29 @@ class Module:
     def get_source(self, fmt=""):
         return self.host_source
 
-    def export_library(self, path, *args, **kwargs):
-        """Saves the module (its Model Library Format tarball, which load_module reads back)."""
+    def export_library(self, path, fcompile=None, **kwargs):
+        """Saves the module for runtime.load_module: a shared library (.so, .dylib, .dll) of its
+        host C, linked here; any other path gets its Model Library Format tarball."""
         from .compiler import write_atomic
+        if str(path).endswith((".so", ".dylib", ".dll")):
+            import tempfile
+            from .contrib.cc import create_shared
+            with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
+                obj = os.path.join(tmp, "lib.o")
+                self.save(obj)
+                (fcompile or create_shared)(str(path), [obj])
+            return
         write_atomic(path, self.tar)
 
     def save(self, path, fmt=""):
-        """TVM's module.save: here the same file as export_library (the module's MLF tarball)."""
-        self.export_library(path)
+        """TVM's module.save: an object file (.o; contrib.cc.create_shared links it into a shared
+        library), or the Model Library Format tarball for any other name."""
+        from .compiler import write_atomic
+        if fmt == "o" or str(path).endswith(".o"):
+            from .host import build_object
+            build_object(self.tar, str(path))
+            return
+        write_atomic(path, self.tar)
 
     entry_name = "run"
 
@@ -392,20 +426,90 @@ class ProfileResult:
 
 
 SYMBOLIC_MEMBER = "./aot_symbolic_module.pickle"
+SYMBOLIC_SYMBOL = "aot_module_symbolic"      # the data symbol of a symbolic module's object file
+
+
+class SharedModule(Module):
+    """A module loaded from a shared library (export_library, or save + contrib.cc.create_shared):
+    calls go to the library's tvmgen_<mod>_run through ctypes; the MLF the library carries
+    (aot_module_mlf) gives its interface."""
+
+    def __init__(self, path, lib=None):
+        import ctypes
+        try:
+            self._lib = lib or ctypes.CDLL(os.path.abspath(path))
+            get, size = self._lib.aot_module_mlf, self._lib.aot_module_mlf_size
+        except (OSError, AttributeError) as e:
+            raise AotError(f"load_module: '{path}' is not a shared library made from an aot module ({e})") from None
+        get.restype, size.restype = ctypes.POINTER(ctypes.c_ubyte), ctypes.c_ulong
+        super().__init__(ctypes.string_at(get(), size()))
+        from mlf import read_mlf
+        self._run = getattr(self._lib, f"tvmgen_{read_mlf(self.tar).module_name}_run")
+        self._run.restype = ctypes.c_int32
+
+    def _call(self, arrays):
+        import ctypes
+        feeds = self._feeds(arrays)
+        ins = [np.ascontiguousarray(feeds[name]) for name, _, _ in self.inputs]
+        outs = [np.zeros(shape, dtype) for _, shape, dtype in self.outputs]
+        ptr = ctypes.c_void_p
+        in_struct = (ptr * max(len(ins), 1))(*[a.ctypes.data for a in ins])
+        out_struct = (ptr * max(len(outs), 1))(*[a.ctypes.data for a in outs])
+        if self._run(in_struct, out_struct) != 0:
+            raise AotError("the module's run returned an error")
+        return {name: o for (name, _, _), o in zip(self.outputs, outs)}
+
+    def __call__(self, *arrays):
+        self._store(self._call(arrays), arrays)
+
+    def time_evaluator(self, func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0):
+        import time
+
+        def evaluate(*arrays):
+            self._call(arrays)                     # warm-up
+            means = []
+            for _ in range(max(int(repeat), 1)):
+                t0 = time.perf_counter()
+                for _ in range(max(int(number), 1)):
+                    outs = self._call(arrays)
+                means.append((time.perf_counter() - t0) / max(int(number), 1))
+            self._store(outs, arrays)
+            return ProfileResult(float(np.mean(means)), means)
+        return evaluate
+
+
+def _symbolic(payload):
+    import pickle
+    func, target, name, svars = pickle.loads(payload)      # what a SymbolicModule's save wrote
+    return SymbolicModule(func, target, name, svars)
 
 
 def load_module(path):
-    """aot.runtime.load_module: a module saved by export_library (or save)."""
-    import pickle
+    """aot.runtime.load_module: a module saved by export_library / save: a shared library, the
+    Model Library Format tarball, or a symbolic module's own file."""
+    import ctypes
     from .host import tar_bytes
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise AotError(f"cannot read '{path}': {e.strerror}") from None
+    if magic == b"\x7fELF":
+        try:
+            lib = ctypes.CDLL(os.path.abspath(path))
+        except OSError as e:
+            raise AotError(f"load_module: '{path}' is not a shared library ({e})") from None
+        if hasattr(lib, SYMBOLIC_SYMBOL):
+            get, size = getattr(lib, SYMBOLIC_SYMBOL), getattr(lib, SYMBOLIC_SYMBOL + "_size")
+            get.restype, size.restype = ctypes.POINTER(ctypes.c_ubyte), ctypes.c_ulong
+            return _symbolic(ctypes.string_at(get(), size()))
+        return SharedModule(path, lib)
     data = tar_bytes(path)
     try:
         with tarfile.open(fileobj=io.BytesIO(data)) as t:
-            names = t.getnames()
-            payload = t.extractfile(SYMBOLIC_MEMBER).read() if SYMBOLIC_MEMBER in names else None
+            payload = t.extractfile(SYMBOLIC_MEMBER).read() if SYMBOLIC_MEMBER in t.getnames() else None
     except tarfile.TarError:
         raise AotError(f"load_module: '{path}' is not a module saved by aot (export_library or save)") from None
     if payload is not None:
-        func, target, name, svars = pickle.loads(payload)      # a file this module's export_library wrote
-        return SymbolicModule(func, target, name, svars)
+        return _symbolic(payload)
     return Module(data)

@@ -1,2 +1,2 @@
 """Helpers with TVM's tvm.contrib names: graph_executor, utils (tempdir), cc."""
-from . import utils  # noqa: F401
+from . import cc, utils  # noqa: F401

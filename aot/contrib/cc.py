@@ -1,43 +1,42 @@
-"""TVM's tvm.contrib.cc, for the modules aot.build makes: a module saved with .save() is already
-the whole module (its Model Library Format tarball, or a symbolic module's file), so
-create_shared of that one file makes the library load_module reads; object files of a C
-compiler's own are linked with the host compiler, as TVM does."""
+"""TVM's tvm.contrib.cc: the host C compiler, to link saved modules into shared libraries."""
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
 
-from ..errors import AotError
+from ..errors import AotError, BuildError
 
 
-def _is_aot_module(path):
-    import tarfile
-    try:
-        return tarfile.is_tarfile(path)
-    except OSError:
-        return False
+def _cc(cc=None):
+    cc = cc or os.environ.get("CC") or "gcc"
+    if shutil.which(cc) is None:
+        raise AotError(f"contrib.cc: the C compiler '{cc}' is not on PATH")
+    return cc
 
 
 def create_shared(output, objects, options=None, cc=None, cwd=None, ccache_env=None):
+    """Link object files (module.save("x.o")) into a shared library runtime.load_module reads."""
     objects = [objects] if isinstance(objects, (str, os.PathLike)) else list(objects)
-    ours = [o for o in objects if _is_aot_module(o)]
-    if ours:
-        if len(objects) != 1:
-            raise AotError("create_shared: an aot module (saved by .save) is a library by itself; "
-                           "give it alone, not with other objects")
-        shutil.copyfile(objects[0], output)
-        return
-    cmd = [cc or os.environ.get("CC") or "gcc", "-shared", "-fPIC", "-o", str(output), *map(str, objects),
-           *(options or [])]
+    missing = [str(o) for o in objects if not os.path.isfile(o)]
+    if missing:
+        raise AotError(f"create_shared: no such object file: {', '.join(missing)}")
+    cmd = [_cc(cc), "-shared", "-fPIC", "-o", str(output), *map(str, objects), *(options or []), "-lm"]
+    if any(_uses_openmp(o) for o in objects):
+        cmd.append("-fopenmp")
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
-    if r.returncode != 0:
-        raise AotError(f"create_shared: {' '.join(cmd)} failed:\n{r.stderr}")
+    if r.returncode:
+        raise BuildError(f"create_shared: {' '.join(cmd[:3])} ... failed:\n{r.stderr[-4000:]}")
 
 
 def create_executable(output, objects, options=None, cc=None, cwd=None, ccache_env=None):
     objects = [objects] if isinstance(objects, (str, os.PathLike)) else list(objects)
-    cmd = [cc or os.environ.get("CC") or "gcc", "-o", str(output), *map(str, objects), *(options or [])]
+    cmd = [_cc(cc), "-o", str(output), *map(str, objects), *(options or []), "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
-    if r.returncode != 0:
-        raise AotError(f"create_executable: {' '.join(cmd)} failed:\n{r.stderr}")
+    if r.returncode:
+        raise BuildError(f"create_executable failed:\n{r.stderr[-4000:]}")
+
+
+def _uses_openmp(obj):
+    with open(obj, "rb") as f:
+        return b"GOMP_" in f.read()

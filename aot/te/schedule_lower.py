@@ -427,7 +427,8 @@ def lower_schedule(sch, args=None, name="main"):
     if not isinstance(sch, Schedule):
         raise AotError(f"lower takes a te schedule (te.create_schedule), not {type(sch).__name__}")
     args = list(args if args is not None else sch.inputs + sch.outputs)
-    missing = [t.name for t in sch.inputs + sch.outputs if not any(t is a for a in args)]
+    missing = [t.name for t in sch.inputs if not any(t is a for a in args)]
     if missing:
-        raise AotError(f"lower: args leave out {', '.join(missing)}, which the schedule reads or computes")
+        raise AotError(f"lower: args leave out {', '.join(missing)}, which the schedule reads")
+    # as TVM's lower: a computed tensor left out of the arguments is the function's own buffer
     return Lowering(sch, args, name).lower()

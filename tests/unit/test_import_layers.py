@@ -10,7 +10,7 @@ PACKAGES = ("aot", "codegen_c", "mlf")
 # prefix names a package and everything in it; "aot" alone is the package's __init__.
 TIERS = (
     ("core", ("aot.errors", "aot.dtypes", "aot.names", "aot.target", "aot.targets", "aot.ir", "aot.tir", "aot.te",
-              "aot.ops", "aot.passes", "aot.frontend", "aot.schedules", "aot.liveness", "aot.executor",
+              "aot.ops", "aot.passes", "aot.frontend", "aot.schedules", "aot.topi", "aot.liveness", "aot.executor",
               "aot.memory_plan", "aot.uma", "aot.topi")),
     ("printers", ("codegen_c", "mlf")),
     ("driver", ("aot.compiler", "aot.cli", "aot.host", "aot.firmware", "aot.project", "aot.debug", "aot.backend",

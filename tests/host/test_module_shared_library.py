@@ -1,0 +1,59 @@
+"""A built te module saved as an object file, linked by contrib.cc into a shared library, loaded
+back by runtime.load_module and called through ctypes; export_library(.so) in one step."""
+import numpy as np
+import pytest
+
+import aot as tvm
+from aot import te
+from aot.contrib import cc, utils
+
+
+@pytest.fixture(scope="module")
+def fadd():
+    A = te.placeholder((256,), name="A")
+    B = te.placeholder((256,), name="B")
+    C = te.compute(A.shape, lambda i: A[i] * B[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    return tvm.build(s, [A, B, C], "llvm", name="mymuladd")
+
+
+def _arrays():
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal(256).astype("float32") for _ in range(2))
+    return a, b, a * b + np.float32(1.0)
+
+
+def test_save_object_then_create_shared_then_load(fadd):
+    t = utils.tempdir()
+    fadd.save(t.relpath("m.o"))
+    cc.create_shared(t.relpath("m.so"), [t.relpath("m.o")])
+    assert t.listdir() == ["m.o", "m.so"]
+    g = tvm.runtime.load_module(t.relpath("m.so"))
+    a, b, want = _arrays()
+    c = tvm.nd.array(np.zeros(256, "float32"))
+    g(tvm.nd.array(a), tvm.nd.array(b), c)
+    tvm.testing.assert_allclose(c.numpy(), want, rtol=1e-6)
+    assert g.time_evaluator(g.entry_name, tvm.cpu(0), number=3)(a, b, c).mean > 0
+
+
+def test_export_library_so_and_tar(fadd):
+    t = utils.tempdir()
+    fadd.export_library(t.relpath("m.so"))
+    fadd.export_library(t.relpath("m.tar"))
+    a, b, want = _arrays()
+    for name in ("m.so", "m.tar"):
+        c = np.zeros(256, "float32")
+        tvm.runtime.load_module(t.relpath(name))(a, b, c)
+        np.testing.assert_allclose(c, want, rtol=1e-6)
+
+
+def test_load_module_refuses_a_foreign_library(tmp_path):
+    import shutil
+    import subprocess
+    (tmp_path / "x.c").write_text("int f(void);\nint f(void) { return 1; }\n")
+    subprocess.run([shutil.which("gcc"), "-shared", "-fPIC", "-o", str(tmp_path / "x.so"), str(tmp_path / "x.c")],
+                   check=True)
+    with pytest.raises(tvm.AotError, match="not a shared library made from an aot module"):
+        tvm.runtime.load_module(str(tmp_path / "x.so"))
+    with pytest.raises(tvm.AotError, match="no such object file"):
+        cc.create_shared(str(tmp_path / "y.so"), [str(tmp_path / "missing.o")])
