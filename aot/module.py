@@ -45,9 +45,9 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
     n_in = sum(1 for t in args if t.is_placeholder)
     if [t.is_placeholder for t in args] != [True] * n_in + [False] * (len(args) - n_in):
         raise AotError("aot.build: list the placeholders first, then the computed tensors")
-    missing = [t.name for t in sch.inputs + sch.outputs if not any(t is a for a in args)]
+    missing = [t.name for t in sch.inputs if not any(t is a for a in args)]
     if missing:
-        raise AotError(f"aot.build: args leave out {', '.join(missing)}, which the schedule reads or computes")
+        raise AotError(f"aot.build: args leave out {', '.join(missing)}, which the schedule reads")
     names = [t.name for t in args]
     if len(set(names)) != len(names):
         raise AotError(f"aot.build: two tensors are named alike ({', '.join(names)}): names become the interface")

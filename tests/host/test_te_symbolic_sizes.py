@@ -54,8 +54,7 @@ def test_sizes_given_to_build_fix_them():
     with pytest.raises(aot.AotError, match=r"argument A must be float32\[200\]"):
         f(*_arrays(100))
     g = aot.build(s, [A, B, C], "c", name="myadd")
-    with pytest.raises(aot.AotError, match="it has not been called yet"):
-        g.get_source()
+    assert "int32_t n)" in g.get_source()         # before a call: the kernel with n as a parameter
     with pytest.raises(aot.AotError, match=r"argument B must have shape \[8\] for n=8, not \[9\]"):
         g(np.zeros(8, np.float32), np.zeros(9, np.float32), np.zeros(8, np.float32))
     for size in (64, 65, 64):
