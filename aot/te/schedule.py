@@ -61,6 +61,7 @@ class Stage:
 
     def __init__(self, sch, op, tensor):
         self.sch, self.op, self.tensor = sch, op, tensor
+        self.outputs = list(op.outputs) if len(op.bodies) > 1 else [tensor]
         self.origin_op = tensor.op
         self._reset()
         self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
@@ -80,7 +81,7 @@ class Stage:
 
     @property
     def is_output(self):
-        return any(self.tensor is o for o in self.sch.outputs)
+        return any(t is o for t in self.outputs for o in self.sch.outputs)
 
     def __repr__(self):
         return f"stage({self.op.name}, {self.op!r})"
@@ -239,9 +240,13 @@ class Schedule:
                 return
             for x in t.op.input_tensors:
                 visit(x)
-            st = Stage(self, t.op, t)
-            self.stages.append(st)
-            self.stage_map[t.uid] = st
+            st = next((x for x in self.stages if x.op is t.op), None)     # another output of the same op
+            if st is None:
+                st = Stage(self, t.op, t.op.output(0))
+                self.stages.append(st)
+            for o in t.op.outputs:
+                seen.add(o.uid)
+                self.stage_map[o.uid] = st
         for t in self.outputs:
             visit(t)
 
@@ -293,8 +298,7 @@ class Schedule:
         st = Stage(self, cache.op, cache)
         st.scope = scope
         for rs in rstages:
-            body = _replace_reads(rs.op.body, tensor, cache)
-            rs.op = _new_op(rs.op, body)
+            rs.op = _new_op(rs.op, [_replace_reads(b, tensor, cache) for b in rs.op.bodies])
         first = min(self.stages.index(rs) for rs in rstages)
         self.stages.insert(first, st)
         self.stage_map[cache.uid] = st
@@ -312,6 +316,8 @@ class Schedule:
         st = self[tensor]
         if st.attach_type == "inline":
             raise ScheduleError(f"cache_write {tensor.name}: the stage is inlined")
+        if len(st.op.bodies) > 1:
+            raise ScheduleError(f"cache_write {tensor.name}: an op of several outputs is not supported")
         old = st.op
         from ..tir.expr import substitute
         new_axes = [Var(f"{v.name}.c", INDEX) for v in old.axes]
@@ -337,6 +343,8 @@ class Schedule:
         B then reduces BF over a new axis (named ki's name + ".v")."""
         st = self[tensor]
         red = st.op.body
+        if len(st.op.bodies) > 1:
+            raise ScheduleError(f"rfactor {tensor.name}: an op of several outputs is not supported")
         if not isinstance(red, Reduce):
             raise ScheduleError(f"rfactor {tensor.name}: the stage is not a reduction")
         iv = st._leaf(axis, f"rfactor {tensor.name}")
@@ -388,12 +396,12 @@ def _replace_reads(expr, old, new):
     return transform(expr, f)
 
 
-def _new_op(op, body):
-    """op with another body, keeping its axes (and so the stage's loop structure)."""
-    if isinstance(op.body, Reduce) and isinstance(body, Reduce):
-        pass
-    n = ComputeOp(op.axes, body, op.name)
+def _new_op(op, bodies):
+    """op with other bodies, keeping its axes (and so the stage's loop structure) and outputs."""
+    n = ComputeOp(op.axes, bodies[0], op.name)
     n._axis = op.axis
+    if len(bodies) > 1:
+        n._bodies, n._outputs = list(bodies), list(op.outputs)
     n.tensor = op.tensor
     return n
 

@@ -117,6 +117,14 @@ class _Rebuffer(StmtMutator):
         return transform(e, f)
 
 
+class _DropStores(StmtMutator):
+    def __init__(self, ids):
+        self.ids = ids
+
+    def visit_Store(self, s):
+        return None if id(s.buffer) in self.ids else s
+
+
 def _is_reduce(iv):
     return iv.iter_type == IterVar.CommReduce
 
@@ -139,11 +147,12 @@ class Lowering:
                     raise ScheduleError(f"compute_at {st.name}: its parent {st.attach_stage.name} is inlined")
                 if sch.stage_map.get(st.attach_stage.tensor.uid) is not st.attach_stage:
                     raise ScheduleError(f"compute_at {st.name}: its parent is not a stage of this schedule")
-            if st.attach_type != "inline" and st.tensor.uid not in self.buf:
-                # a stage at the root is computed whole, before its readers: in memory of the function's
-                # (an intermediate of aot.build's plan), whatever scope it was cached in
-                scope = st.scope if st.attach_type == "scope" and st.scope in ("local", "shared") else "global"
-                self.buf[st.tensor.uid] = Buffer(st.name, st.tensor.dtype, st.tensor.shape, scope)
+            for t in st.outputs:
+                if st.attach_type != "inline" and t.uid not in self.buf:
+                    # a stage at the root is computed whole, before its readers: in memory of the function's
+                    # (an intermediate of aot.build's plan), whatever scope it was cached in
+                    scope = st.scope if st.attach_type == "scope" and st.scope in ("local", "shared") else "global"
+                    self.buf[t.uid] = Buffer(t.name, t.dtype, t.shape, scope)
                 # cache_read/cache_write name their scope; a stage's own default is decided where it is attached
         self.counter = 0
         # the thread indices (threadIdx) loops are bound to: a shared stage is computed for every
@@ -153,7 +162,7 @@ class Lowering:
 
     # -- expressions ------------------------------------------------------------------------
     def body_of(self, st):
-        """The stage's expression with the inlined stages substituted."""
+        """The stage's expressions (one per output) with the inlined stages substituted."""
         hit = self.eff.get(id(st))
         if hit is not None:
             return hit
@@ -164,15 +173,11 @@ class Lowering:
             src = self.sch.stage_of(e.tensor)
             if src is None or src.attach_type != "inline":
                 return None
-            b = self.body_of(src)
+            b = self.body_of(src)[e.tensor.value_index if len(src.outputs) > 1 else 0]
             return substitute(b, {id(a): i for a, i in zip(src.op.axes, e.indices)})
-        body = st.op.body
-        if isinstance(body, Reduce):
-            body = Reduce(body.combiner, transform(body.source, f), body.axes, body.init)
-        else:
-            body = transform(body, f)
-        self.eff[id(st)] = body
-        return body
+        bodies = [transform(b, f) for b in st.op.bodies]
+        self.eff[id(st)] = bodies
+        return bodies
 
     def convert(self, e, mapping):
         e = substitute(e, mapping)
@@ -195,8 +200,7 @@ class Lowering:
             if st.attach_type != "root":
                 continue
             roots.append(self.stage_nest(st, {}, {}, {}))
-            if st.tensor.uid not in self.arg_ids:
-                allocs.append(self.buf[st.tensor.uid])
+            allocs += [self.buf[t.uid] for t in st.outputs if t.uid not in self.arg_ids]
         body = Seq(roots)
         for b in reversed(allocs):
             body = Allocate(b, body)
@@ -218,7 +222,8 @@ class Lowering:
             guards = [substitute(g, tsub) for g in guards]
         roots = list(st.op.axis) + list(st.op.reduce_axis)
         mapping = {id(r.var): vals[r] for r in roots}
-        body = self.body_of(st)
+        bodies = self.body_of(st)
+        body = bodies[0]
         is_red = isinstance(body, Reduce)
         leaves = list(st.leaf_iter_vars)
         cross = [iv for iv in leaves if _is_reduce(iv) and attrs.get(iv, {}).get("kind") == "thread_binding"]
@@ -232,9 +237,16 @@ class Lowering:
         data_guards = [g for g in guards if not (free_vars(g) & red_vars)]
         red_guards = [g for g in guards if free_vars(g) & red_vars]
         data_guards += self.region_guards(st, mins, exts, vals, env)
-        buf = self.buf[st.tensor.uid]
-        off = getattr(buf, "region_min", None) or [Const(0, INDEX)] * len(st.op.axes)
-        index = simplify(flat_index([simplify(vals[a] - o) for a, o in zip(st.op.axis, off)], buf.shape))
+        bufs = [self.buf[t.uid] for t in st.outputs]
+        buf = bufs[0]
+        if cross and len(bufs) > 1:
+            raise ScheduleError(f"bind {cross[0].name}: a reduction of several values across threads is not supported")
+
+        def index_of(b):
+            off = getattr(b, "region_min", None) or [Const(0, INDEX)] * len(st.op.axes)
+            multi = tuple(simplify(vals[a] - o) for a, o in zip(st.op.axis, off))
+            return multi, simplify(flat_index(multi, b.shape))
+        index = index_of(buf)[1]
         pred = [st.store_predicate] if st.store_predicate is not None else []
 
         def guarded(stmt, conds):
@@ -250,13 +262,28 @@ class Lowering:
                 return map_exprs(inner, lambda e: e if sub(e) is e else simplify(sub(e)))
             return For(loopvar[iv], 0, ext[iv], inner, kind)
 
-        if is_red:
+        if is_red and len(bufs) == 1:
             src = self.convert(body.source, mapping)
-            init = self.convert(body.init, mapping)
-            cur = Load(buf, tuple(simplify(vals[a] - o) for a, o in zip(st.op.axis, off)))
+            cur = Load(buf, index_of(buf)[0])
             update = Store(buf, index, combine(body.combiner)(cur, src))
+            init_stmt = Store(buf, index, self.convert(body.init, mapping))
+        elif is_red:
+            # several values reduced together: each new value from all the old ones, so they go
+            # through temporaries before any is stored
+            srcs = [self.convert(x, mapping) for x in body.sources]
+            curs = [Load(b, index_of(b)[0]) for b in bufs]
+            news = body.combiner.combine_all(curs, srcs)
+            k = self.counter
+            self.counter += 1
+            tmps = [Buffer(f"{b.name}.tmp{k}", b.dtype, (1,), "local") for b in bufs]
+            zero = Const(0, INDEX)
+            update = Seq([Store(t, zero, v) for t, v in zip(tmps, news)] +
+                         [Store(b, index_of(b)[1], Load(t, zero)) for b, t in zip(bufs, tmps)])
+            for t in reversed(tmps):
+                update = Allocate(t, update)
+            init_stmt = Seq([Store(b, index_of(b)[1], self.convert(x.init, mapping)) for b, x in zip(bufs, bodies)])
         else:
-            update = Store(buf, index, self.convert(body, mapping))
+            update = Seq([Store(b, index_of(b)[1], self.convert(x, mapping)) for b, x in zip(bufs, bodies)])
 
         def emit(pos, env, in_cross=False):
             parts = []
@@ -265,7 +292,7 @@ class Lowering:
                     return self.cross_reduce(st, body, mapping, leaves, pos, loopvar, ext, env, buf, index,
                                              data_guards, red_guards, pred, emit)
                 inits = [iv for iv in leaves[pos:] if not _is_reduce(iv)]
-                s = guarded(Store(buf, index, init), data_guards + pred)
+                s = guarded(init_stmt, data_guards + pred)
                 for iv in reversed(inits):
                     s = loop(iv, s)
                 parts.append(s)
@@ -373,17 +400,22 @@ class Lowering:
         here = [p for p in self.sch.stages if p.attach_type == "scope" and p.attach_stage is parent
                 and p.attach_ivar is iv]
         for p in reversed(here):
-            prov = self.buf[p.tensor.uid]
-            reads = _Reads(prov)
-            reads.visit(inner)
-            if not reads.found:
+            provs = [self.buf[t.uid] for t in p.outputs]
+            found, unread = [], []
+            for t, prov in zip(p.outputs, provs):
+                reads = _Reads(prov)
+                reads.visit(inner)
+                found += reads.found
+                if not reads.found and t.uid not in self.arg_ids:
+                    unread.append(prov)
+            if not found:
                 raise ScheduleError(f"compute_at {p.name}: {parent.name} does not read {p.name} inside "
                                     f"{iv.name} (attach it where it is read)")
             ndim = len(p.op.axes)
             los, his = [None] * ndim, [None] * ndim
             scope = p.scope or self.implied_scope(parent, iv)
             relax = {k: r for k, r in env.items() if k in self.thread_vars} if scope == "shared" else {}
-            for idx, rng in reads.found:
+            for idx, rng in found:
                 rng = {**relax, **rng}
                 for d in range(ndim):
                     r = interval(idx[d], rng)
@@ -404,19 +436,28 @@ class Lowering:
                         lo, n = lo2, n2
                 mins[ax], exts[ax] = lo, n
                 shape.append(n)
-            if p.tensor.uid in self.arg_ids:
-                nest = self.stage_nest(p, mins, exts, env)
-                inner = Seq([nest, inner])
-                continue
-            real = Buffer(p.name, p.tensor.dtype, shape, scope)
-            real.region_min = [mins[ax] for ax in p.op.axis]
-            inner = _Rebuffer(prov, real, real.region_min).visit(inner)
-            self.buf[p.tensor.uid] = real
+            reals = []
+            for t, prov in zip(p.outputs, provs):
+                if t.uid in self.arg_ids:       # an argument: computed into the parameter itself
+                    continue
+                real = Buffer(t.name, t.dtype, shape, scope)
+                real.region_min = [mins[ax] for ax in p.op.axis]
+                inner = _Rebuffer(prov, real, real.region_min).visit(inner)
+                self.buf[t.uid] = real
+                reals.append(real)
             nest = self.stage_nest(p, mins, exts, env)
-            self.buf[p.tensor.uid] = prov
-            if scope == "shared":      # the block's threads write it together: wait before and after
+            for t, prov in zip(p.outputs, provs):
+                self.buf[t.uid] = prov
+            dead = [r for r, prov in zip(reals, [x for t, x in zip(p.outputs, provs) if t.uid not in self.arg_ids])
+                    if prov in unread and not isinstance(p.op.body, Reduce)]
+            if dead:            # an output of the op that nothing here reads is not computed
+                nest = _DropStores({id(b) for b in dead}).visit(nest) or Seq([])
+                reals = [r for r in reals if r not in dead]
+            if reals and scope == "shared":      # the block's threads write it together: wait before and after
                 nest = Seq([Barrier("shared"), nest, Barrier("shared")])
-            inner = Allocate(real, Seq([nest, inner]))
+            inner = Seq([nest, inner])
+            for real in reversed(reals):
+                inner = Allocate(real, inner)
         return inner
 
 

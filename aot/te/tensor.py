@@ -94,23 +94,37 @@ class ComputeOp:
     def input_tensors(self):
         from ..tir.expr import walk
         seen, out = set(), []
-        for e in walk(self.body):
+        for e in (x for b in self.bodies for x in walk(b)):
             if isinstance(e, TensorRef) and e.tensor.uid not in seen:
                 seen.add(e.tensor.uid)
                 out.append(e.tensor)
         return out
 
+    @property
+    def bodies(self):
+        """One expression per output (an op of several outputs: te.compute returning a tuple)."""
+        return getattr(self, "_bodies", None) or [self.body]
+
+    @property
+    def outputs(self):
+        return getattr(self, "_outputs", None) or [self.tensor]
+
+    @property
+    def num_outputs(self):
+        return len(self.outputs)
+
     def output(self, index):
         """The tensor this op computes (TVM: C.op.output(0))."""
-        if index != 0:
-            raise InternalError(f"a compute op has one output, not {index + 1}")
-        return self.tensor
+        if not 0 <= index < len(self.outputs):
+            raise InternalError(f"{self.name} has {len(self.outputs)} outputs, not {index + 1}")
+        return self.outputs[index]
 
     def __repr__(self):
         return f"compute({self.name})"
 
 
 class Tensor:
+    value_index = 0          # which output of its op (an op of several outputs: te.compute of a tuple)
     def __init__(self, name, shape, dtype, op):
         # a dimension is an int or an expression of te.var sizes (fixed by aot.build)
         self.name, self.dtype, self.op = name, dtype, op
@@ -255,7 +269,21 @@ class CommReducer:
         return wrap(self.fidentity(dtype), dtype)
 
     def __call__(self, expr, axis, where=None, init=None):
+        if isinstance(expr, (tuple, list)):           # a reducer of several values: one Reduce each
+            axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+            srcs = [wrap(e, "float32") for e in expr]
+            if where is not None:
+                from ..tir.expr import Select
+                ids = self.fidentity(*[x.dtype for x in srcs])
+                srcs = [Select(wrap(where, "bool"), x, wrap(i, x.dtype)) for x, i in zip(srcs, ids)]
+            inits = list(init) if init is not None else [None] * len(srcs)
+            return tuple(Reduce(self, x, axes, i, srcs, k) for k, (x, i) in enumerate(zip(srcs, inits)))
         return _reduce(self, expr, axis, where, init)
+
+    def combine_all(self, xs, ys):
+        """The new values of a reducer of several values, from the old ones and the elements."""
+        r = self.fcombine(tuple(xs), tuple(ys))
+        return [wrap(v, x.dtype) for v, x in zip(r, xs)]
 
     def __repr__(self):
         return f"comm_reducer({self.name})"
@@ -266,30 +294,44 @@ def comm_reducer(fcombine, fidentity, name="reduce"):
 
 
 class Reduce(Expr):
-    __slots__ = ("combiner", "source", "axes", "init")
+    """A reduction over `axes`. A reducer of several values (te.comm_reducer over a tuple, as
+    argmax) gives one Reduce per value, each with all the sources and its value_index."""
+    __slots__ = ("combiner", "sources", "value_index", "axes", "init")
 
-    def __init__(self, combiner, source: Expr, axes, init=None):
+    def __init__(self, combiner, source: Expr, axes, init=None, sources=None, value_index=0):
         if not isinstance(combiner, CommReducer) and combiner not in COMBINERS:
             raise InternalError(f"unknown combiner {combiner!r}")
-        self.combiner, self.source, self.axes = combiner, source, list(axes)
+        self.combiner, self.axes = combiner, list(axes)
+        self.sources, self.value_index = tuple(sources) if sources is not None else (source,), value_index
         self.dtype = source.dtype
-        self.init = wrap(init, source.dtype) if init is not None else identity(combiner, source.dtype)
+        if init is not None:
+            self.init = wrap(init, source.dtype)
+        elif len(self.sources) > 1:
+            self.init = wrap(combiner.fidentity(*[x.dtype for x in self.sources])[value_index], source.dtype)
+        else:
+            self.init = identity(combiner, source.dtype)
         self._key = None
+
+    @property
+    def source(self):
+        return self.sources[self.value_index]
 
     def _make_key(self):
         c = self.combiner if isinstance(self.combiner, str) else ("comm", id(self.combiner))
-        return ("reduce", c, self.source.key(), tuple(id(a.var) for a in self.axes))
+        return ("reduce", c, tuple(x.key() for x in self.sources), self.value_index, tuple(id(a.var) for a in self.axes))
 
     def __repr__(self):
         c = self.combiner if isinstance(self.combiner, str) else self.combiner.name
         axes = ", ".join(repr(a) for a in self.axes)
-        return f"reduce(combiner={c}, source=[{self.source!r}], init=[], axis=[{axes}], where=(bool)1, value_index=0)"
+        src = ", ".join(repr(x) for x in self.sources)
+        return (f"reduce(combiner={c}, source=[{src}], init=[], axis=[{axes}], where=(bool)1, "
+                f"value_index={self.value_index})")
 
     def _children(self):
-        return (self.source,)
+        return self.sources
 
     def _rebuild(self, kids):
-        return Reduce(self.combiner, kids[0], self.axes, self.init)
+        return Reduce(self.combiner, kids[self.value_index], self.axes, self.init, kids, self.value_index)
 
 
 def identity(combiner, dtype):
@@ -331,10 +373,29 @@ def compute(shape, fcompute, name="compute", axis_names=None) -> Tensor:
     shape = shape if isinstance(shape, (tuple, list)) else (shape,)
     names = axis_names or [f"i{k}" for k in range(len(shape))]
     axes = [Var(n, INDEX) for n in names]
-    body = wrap(fcompute(*axes), "float32")
+    res = fcompute(*axes)
+    if isinstance(res, (tuple, list)):          # several outputs over the same axes (TVM: B.v0, B.v1)
+        bodies = [wrap(b, "float32") for b in res]
+        op = ComputeOp(axes, bodies[0], name)
+        op._bodies = bodies
+        op._outputs = [Tensor(f"{name}.v{k}", shape, b.dtype, op) for k, b in enumerate(bodies)]
+        for k, t in enumerate(op._outputs):
+            t.value_index = k
+        op.tensor = op._outputs[0]
+        return list(op._outputs)
+    body = wrap(res, "float32")
     op = ComputeOp(axes, body, name)
     op.tensor = Tensor(name, shape, body.dtype, op)
     return op.tensor
+
+
+def min_value(dtype):
+    """The smallest value of dtype (TVM: te.min_value): -inf for floats."""
+    return identity("max", dtype)
+
+
+def max_value(dtype):
+    return identity("min", dtype)
 
 
 def tvm_compute(shape, fcompute, name="compute", tag="", attrs=None):

@@ -277,3 +277,43 @@ def test_opt_conv_cuda_schedule_computes_the_convolution():
     ap = np.pad(a, ((pad, pad), (pad, pad), (0, 0), (0, 0)))
     ref = sum(np.einsum("yxcn,cf->yxfn", ap[p:p + out_size, q:q + out_size], w[p, q]) for p in range(3) for q in range(3))
     np.testing.assert_allclose(b, ref, rtol=1e-4)
+
+
+def test_tuple_outputs_and_an_argmax_reducer():
+    """tuple_inputs.py: two outputs of one compute (one loop nest), an argmax reducer over
+    (index, value) pairs, and the two-output stage computed at its reader's rows."""
+    m, n = 6, 9
+    A0 = te.placeholder((m, n), name="A0")
+    A1 = te.placeholder((m, n), name="A1")
+    B0, B1 = te.compute((m, n), lambda i, j: (A0[i, j] + 2, A1[i, j] * 3), name="B")
+    s = te.create_schedule(B0.op)
+    f = aot.build(s, [A0, A1, B0, B1], "llvm", name="two")
+    a0, a1 = RNG.random((m, n)).astype("float32"), RNG.random((m, n)).astype("float32")
+    b0, b1 = np.zeros((m, n), "float32"), np.zeros((m, n), "float32")
+    f(a0, a1, b0, b1)
+    np.testing.assert_allclose(b0, a0 + 2)
+    np.testing.assert_allclose(b1, a1 * 3)
+
+    def fcombine(x, y):
+        return aot.tir.Select(x[1] >= y[1], x[0], y[0]), aot.tir.Select(x[1] >= y[1], x[1], y[1])
+
+    argmax = te.comm_reducer(fcombine, lambda t0, t1: (aot.tir.const(-1, t0), te.min_value(t1)), name="argmax")
+    idx = te.placeholder((m, n), name="idx", dtype="int32")
+    val = te.placeholder((m, n), name="val", dtype="int32")
+    k = te.reduce_axis((0, n), "k")
+    T0, T1 = te.compute((m,), lambda i: argmax((idx[i, k], val[i, k]), axis=k), name="T")
+    g = aot.build(te.create_schedule(T0.op), [idx, val, T0, T1], "llvm", name="argmax")
+    iv = np.tile(np.arange(n, dtype="int32"), (m, 1))
+    vv = RNG.integers(-50, 50, (m, n)).astype("int32")
+    t0, t1 = np.zeros(m, "int32"), np.zeros(m, "int32")
+    g(iv, vv, t0, t1)
+    np.testing.assert_array_equal(t1, vv.max(axis=1))
+    np.testing.assert_array_equal(vv[np.arange(m), t0], vv.max(axis=1))
+
+    B0, B1 = te.compute((m, n), lambda i, j: (A0[i, j] + 2, A0[i, j] * 3), name="B")
+    C = te.compute((m, n), lambda i, j: A1[i, j] + B0[i, j], name="C")
+    s = te.create_schedule(C.op)
+    s[B0].compute_at(s[C], C.op.axis[0])
+    c = np.zeros((m, n), "float32")
+    aot.build(s, [A0, A1, C], "llvm", name="at")(a0, a1, c)
+    np.testing.assert_allclose(c, a1 + a0 + 2)
