@@ -5,7 +5,7 @@ from .schedule import Schedule, Stage, create_schedule, thread_axis  # noqa: F40
 from .schedule_lower import lower_schedule  # noqa: F401
 from .tensor import (CommReducer, IterVar, Range, Reduce, Tensor, TensorRef, broadcast_index, combine,  # noqa: F401
                      comm_reducer, identity, max, max_value, min, min_value, placeholder, prod, reduce_axis,
-                     size_var, sum, var)
+                     scan, size_var, sum, var)
 from .tensor import tvm_compute as compute  # noqa: F401
 from ..tir.op import ceil, erf, exp, floor, if_then_else, log, sigmoid, sqrt, tanh  # noqa: F401,E402
 from ..tir.expr import const, floordiv, floormod, indexdiv, indexmod  # noqa: F401,E402

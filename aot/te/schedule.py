@@ -17,7 +17,7 @@ from ..tir.expr import INDEX, Bin, Const, Var, lt, transform, wrap
 from ..tir.simplify import const_value, simplify
 from ..tir.schedule import ScheduleError
 from ..tir.stmt import THREAD_TAGS
-from .tensor import ComputeOp, IterVar, Reduce, Tensor, TensorRef, compute, identity
+from .tensor import ComputeOp, IterVar, Reduce, ScanOp, Tensor, TensorRef, compute, identity
 
 
 # a virtual thread: its iterations run one after the other in each thread (TVM interleaves them)
@@ -61,7 +61,7 @@ class Stage:
 
     def __init__(self, sch, op, tensor):
         self.sch, self.op, self.tensor = sch, op, tensor
-        self.outputs = list(op.outputs) if len(op.bodies) > 1 else [tensor]
+        self.outputs = list(op.outputs) if len(op.bodies) > 1 or isinstance(op, ScanOp) else [tensor]
         self.origin_op = tensor.op
         self._reset()
         self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
@@ -71,6 +71,8 @@ class Stage:
 
     def _reset(self):
         self.all_iter_vars = list(self.op.axis) + list(self.op.reduce_axis)
+        if isinstance(self.op, ScanOp):
+            self.all_iter_vars = [self.op.scan_axis]
         self.leaf_iter_vars = list(self.all_iter_vars)
         self.relations = []
         self.iter_attrs = {}             # IterVar -> {"kind": ..., "thread": thread IterVar}
@@ -249,6 +251,41 @@ class Schedule:
                 self.stage_map[o.uid] = st
         for t in self.outputs:
             visit(t)
+        # a scan's states are its own buffer, not inputs; what computes a step (update and the
+        # stages between the states and it) runs inside the scan's step loop unless placed elsewhere
+        states = {s.uid for st in self.stages if isinstance(st.op, ScanOp) for s in st.op.states}
+        self.inputs = [t for t in self.inputs if t.uid not in states]
+        for st in self.stages:
+            if isinstance(st.op, ScanOp):
+                for x in self._scan_body(st.op):
+                    x.attach_type, x.attach_stage, x.attach_ivar = "scope", st, st.op.scan_axis
+
+    def _scan_body(self, op):
+        """The stages of a scan's step: its updates and those between its states and them."""
+        states = {s.uid for s in op.states}
+        memo = {}
+
+        def reads_state(t):
+            if t.uid in states:
+                return True
+            if t.is_placeholder or isinstance(t.op, ScanOp):
+                return False
+            if t.uid not in memo:
+                memo[t.uid] = False
+                memo[t.uid] = any(reads_state(x) for x in t.op.input_tensors)
+            return memo[t.uid]
+        out, seen = [], set()
+
+        def visit(t):
+            if t.uid in seen or t.is_placeholder or not reads_state(t):
+                return
+            seen.add(t.uid)
+            for x in t.op.input_tensors:
+                visit(x)
+            out.append(self.stage_map[t.uid])
+        for u in op.update:
+            visit(u)
+        return out
 
     @property
     def func(self):

@@ -23,7 +23,7 @@ from ..tir.simplify import const_value, simplify
 from ..tir.stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, StmtMutator, StmtVisitor, Store,
                         map_exprs)
 from .schedule import Schedule, leaf_values
-from .tensor import IterVar, Reduce, TensorRef, combine, identity
+from .tensor import IterVar, Reduce, ScanOp, TensorRef, combine, identity
 
 
 # -- symbolic intervals --------------------------------------------------------------------
@@ -138,6 +138,17 @@ class Lowering:
         self.buf = {t.uid: b for t, b in zip(args, self.params)}
         self.arg_ids = set(self.buf)
         self.eff = {}
+        # a scan's init, update and state placeholder all are the buffer of its output
+        self.aliased, self.scan_update = set(), {}
+        for st in sch.stages:
+            if isinstance(st.op, ScanOp):
+                for k, out in enumerate(st.outputs):
+                    if out.uid not in self.buf:
+                        self.buf[out.uid] = Buffer(out.name, out.dtype, out.shape)
+                    for t in (st.op.init[k], st.op.update[k], st.op.states[k]):
+                        self.buf[t.uid] = self.buf[out.uid]
+                        self.aliased.add(t.uid)
+                    self.scan_update[st.op.update[k].uid] = st
         for st in sch.stages:
             if st.attach_type == "scope":
                 if not any(st.attach_ivar is v for v in st.attach_stage.leaf_iter_vars):
@@ -200,13 +211,23 @@ class Lowering:
             if st.attach_type != "root":
                 continue
             roots.append(self.stage_nest(st, {}, {}, {}))
-            allocs += [self.buf[t.uid] for t in st.outputs if t.uid not in self.arg_ids]
+            allocs += [self.buf[t.uid] for t in st.outputs if t.uid not in self.arg_ids and t.uid not in self.aliased]
         body = Seq(roots)
         for b in reversed(allocs):
             body = Allocate(b, body)
         return PrimFunc(self.name, self.params, body, sum(1 for t in self.args if t.is_placeholder))
 
+    def scan_nest(self, st, env):
+        """The scan's step loop; its step's stages are attached inside it."""
+        iv = st.op.scan_axis
+        lo, n = simplify(wrap(iv.min)), simplify(wrap(iv.extent))
+        env2 = dict(env)
+        env2[id(iv.var)] = (lo, simplify(lo + n - 1))
+        return For(iv.var, lo, n, self.attach(st, iv, Seq([]), env2))
+
     def stage_nest(self, st, mins, exts, env):
+        if isinstance(st.op, ScanOp):
+            return self.scan_nest(st, env)
         ext, vals, guards = leaf_values(st, mins, exts)
         attrs = st.iter_attrs
         loopvar, tsub = {}, {}
@@ -400,13 +421,20 @@ class Lowering:
         here = [p for p in self.sch.stages if p.attach_type == "scope" and p.attach_stage is parent
                 and p.attach_ivar is iv]
         for p in reversed(here):
+            scan = self.scan_update.get(p.tensor.uid)
+            if scan is not None and scan is parent:
+                # a scan's update computes the step the loop is at, into the scan's buffer
+                t_axis = p.op.axis[0]
+                nest = self.stage_nest(p, {t_axis: iv.var}, {t_axis: Const(1, INDEX)}, env)
+                inner = Seq([nest, inner])
+                continue
             provs = [self.buf[t.uid] for t in p.outputs]
             found, unread = [], []
             for t, prov in zip(p.outputs, provs):
                 reads = _Reads(prov)
                 reads.visit(inner)
                 found += reads.found
-                if not reads.found and t.uid not in self.arg_ids:
+                if not reads.found and t.uid not in self.arg_ids and t.uid not in self.aliased:
                     unread.append(prov)
             if not found:
                 raise ScheduleError(f"compute_at {p.name}: {parent.name} does not read {p.name} inside "
@@ -438,7 +466,7 @@ class Lowering:
                 shape.append(n)
             reals = []
             for t, prov in zip(p.outputs, provs):
-                if t.uid in self.arg_ids:       # an argument: computed into the parameter itself
+                if t.uid in self.arg_ids or t.uid in self.aliased:    # computed into that buffer itself
                     continue
                 real = Buffer(t.name, t.dtype, shape, scope)
                 real.region_min = [mins[ax] for ax in p.op.axis]
@@ -448,7 +476,8 @@ class Lowering:
             nest = self.stage_nest(p, mins, exts, env)
             for t, prov in zip(p.outputs, provs):
                 self.buf[t.uid] = prov
-            dead = [r for r, prov in zip(reals, [x for t, x in zip(p.outputs, provs) if t.uid not in self.arg_ids])
+            dead = [r for r, prov in zip(reals, [x for t, x in zip(p.outputs, provs)
+                                                 if t.uid not in self.arg_ids and t.uid not in self.aliased])
                     if prov in unread and not isinstance(p.op.body, Reduce)]
             if dead:            # an output of the op that nothing here reads is not computed
                 nest = _DropStores({id(b) for b in dead}).visit(nest) or Seq([])

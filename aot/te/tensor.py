@@ -455,3 +455,58 @@ def broadcast_index(out_idx, in_shape):
     """Indices into an input of shape in_shape for numpy-style broadcasting to out_idx."""
     off = len(out_idx) - len(in_shape)
     return [Const(0, INDEX) if isinstance(d, int) and d == 1 else out_idx[off + k] for k, d in enumerate(in_shape)]
+
+
+class ScanOp:
+    """te.scan(init, update, state_placeholder): state[t] for t from init's length on is update's
+    value at t, which may read state at earlier steps; init gives the first steps. Each output is
+    one state (init, update and the state placeholder all stand for its buffer)."""
+
+    def __init__(self, name, init, update, states, inputs):
+        self.name, self.init, self.update, self.states, self.inputs = name, init, update, states, inputs
+        steps, first = states[0].shape[0], init[0].shape[0]
+        ext = steps - first if isinstance(steps, int) and isinstance(first, int) else wrap(steps) - first
+        self.scan_axis = IterVar(Var(f"{name}.idx", INDEX), first, ext, IterVar.Ordered)
+        self._outputs = [Tensor(name if len(states) == 1 else f"{name}.v{k}", s.shape, s.dtype, self)
+                         for k, s in enumerate(states)]
+        for k, t in enumerate(self._outputs):
+            t.value_index = k
+        self.tensor = self._outputs[0]
+
+    axis, reduce_axis, bodies, axes = [], [], [], []
+
+    @property
+    def outputs(self):
+        return list(self._outputs)
+
+    @property
+    def num_outputs(self):
+        return len(self._outputs)
+
+    @property
+    def input_tensors(self):
+        return list(self.init) + list(self.update) + list(self.inputs)
+
+    def output(self, index):
+        if not 0 <= index < len(self._outputs):
+            raise InternalError(f"{self.name} has {len(self._outputs)} outputs, not {index + 1}")
+        return self._outputs[index]
+
+    def __repr__(self):
+        return f"scan({self.name})"
+
+
+def scan(init, update, state_placeholder, inputs=None, name="scan", tag="", attrs=None):
+    """TVM's te.scan: a tensor (a list of them for lists) computed step by step along its first axis."""
+    from ..errors import AotError
+    many = isinstance(init, (list, tuple))
+    init, update = (list(init), list(update)) if many else ([init], [update])
+    states = list(state_placeholder) if many else [state_placeholder]
+    if not (len(init) == len(update) == len(states)):
+        raise AotError(f"scan {name}: init, update and state_placeholder differ in number")
+    for i, u, s in zip(init, update, states):
+        if u.shape[1:] != s.shape[1:] or i.shape[1:] != s.shape[1:] or u.dtype != s.dtype or i.dtype != s.dtype:
+            raise AotError(f"scan {name}: init {i.name}, update {u.name} and state {s.name} differ in shape or type "
+                           "past the scan axis")
+    op = ScanOp(name, init, update, states, list(inputs or []))
+    return op.outputs if many else op.outputs[0]

@@ -317,3 +317,50 @@ def test_tuple_outputs_and_an_argmax_reducer():
     c = np.zeros((m, n), "float32")
     aot.build(s, [A0, A1, C], "llvm", name="at")(a0, a1, c)
     np.testing.assert_allclose(c, a1 + a0 + 2)
+
+
+def test_scan_cumulative_sum_and_two_states():
+    """scan.py: a cumulative sum along the first axis, a step of two stages (one computed at the
+    other's blocks), and two states updated together."""
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    s_state = te.placeholder((m, n))
+    s_init = te.compute((1, n), lambda _, i: X[0, i])
+    s_update = te.compute((m, n), lambda t, i: s_state[t - 1, i] + X[t, i])
+    s_scan = te.scan(s_init, s_update, s_state, inputs=[X])
+    s = te.create_schedule(s_scan.op)
+    xo, xi = s[s_update].split(s_update.op.axis[1], factor=4)
+    f = aot.build(s, [X, s_scan], "llvm", name="cumsum")
+    x = RNG.random((7, 10)).astype("float32")
+    y = np.zeros_like(x)
+    f(x, y)
+    np.testing.assert_allclose(y, np.cumsum(x, axis=0), rtol=1e-5)
+
+    s1 = te.compute((m, n), lambda t, i: s_state[t - 1, i] * 2, name="s1")
+    s2 = te.compute((m, n), lambda t, i: s1[t, i] + X[t, i], name="s2")
+    s_scan = te.scan(s_init, s2, s_state, inputs=[X])
+    s = te.create_schedule(s_scan.op)
+    xo, xi = s[s2].split(s2.op.axis[1], factor=4)
+    s[s1].compute_at(s[s2], xo)
+    y = np.zeros_like(x)
+    aot.build(s, [X, s_scan], "llvm", name="twice")(x, y)
+    ref = x.copy()
+    for t in range(1, 7):
+        ref[t] = ref[t - 1] * 2 + x[t]
+    np.testing.assert_allclose(y, ref, rtol=1e-5)
+
+    L = te.var("l")
+    st1, st2 = te.placeholder((m, n)), te.placeholder((m, L))
+    i1 = te.compute((1, n), lambda _, i: X[0, i])
+    i2 = te.compute((1, L), lambda _, i: 0.0)
+    u1 = te.compute((m, n), lambda t, i: st1[t - 1, i] + X[t, i])
+    u2 = te.compute((m, L), lambda t, i: st2[t - 1, i] + st1[t - 1, 0])
+    r1, r2 = te.scan([i1, i2], [u1, u2], [st1, st2], inputs=[X])
+    g = aot.build(te.create_schedule(r1.op), [X, r1, r2], "llvm", name="both")
+    y1, y2 = np.zeros_like(x), np.zeros((7, 3), "float32")
+    g(x, y1, y2)
+    np.testing.assert_allclose(y1, np.cumsum(x, axis=0), rtol=1e-5)
+    ref2 = np.zeros((7, 3), "float32")
+    for t in range(1, 7):
+        ref2[t] = ref2[t - 1] + y1[t - 1, 0]
+    np.testing.assert_allclose(y2, ref2, rtol=1e-5)
