@@ -74,6 +74,8 @@ class PlaceholderOp:
 
 
 class ComputeOp:
+    tag = ""                 # TVM's op tag (topi's kinds: "elemwise", "broadcast", ...)
+
     def __init__(self, axes, body, name="compute"):
         self.axes, self.body, self.name = axes, body, name
         self._axis = None
@@ -414,7 +416,10 @@ def tvm_compute(shape, fcompute, name="compute", tag="", attrs=None):
         names = [p.name for p in params]
     else:
         names = [f"i{k}" for k in range(len(shape))]
-    return compute(shape, fcompute, name, names)
+    out = compute(shape, fcompute, name, names)
+    op = (out[0] if isinstance(out, list) else out).op
+    op.tag, op.attrs = tag, dict(attrs or {})
+    return out
 
 
 def reduce_axis(extent, name="rv", min=0) -> IterVar:
