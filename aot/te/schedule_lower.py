@@ -21,7 +21,7 @@ from ..tir.flatten import flat_index
 from ..tir.schedule import ScheduleError
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, StmtMutator, StmtVisitor, Store,
-                        map_exprs)
+                        map_exprs, own_exprs, walk_stmts)
 from .schedule import Schedule, leaf_values
 from .tensor import IterVar, Reduce, ScanOp, TensorRef, combine, identity
 
@@ -213,6 +213,17 @@ class Lowering:
             roots.append(self.stage_nest(st, {}, {}, {}))
             allocs += [self.buf[t.uid] for t in st.outputs if t.uid not in self.arg_ids and t.uid not in self.aliased]
         body = Seq(roots)
+        # a stage computed inside another's loop exists only there: a reader outside cannot see it
+        placed = {id(self.buf[t.uid]): (st, t) for st in self.sch.stages if st.attach_type == "scope"
+                  for t in st.outputs if t.uid not in self.arg_ids and t.uid not in self.aliased}
+        for x in walk_stmts(body):
+            for e in own_exprs(x):
+                for ld in walk(e):
+                    if isinstance(ld, Load) and id(ld.buffer) in placed:
+                        st, t = placed[id(ld.buffer)]
+                        raise ScheduleError(f"compute_at {st.name}: {t.name} is also read outside "
+                                            f"{st.attach_stage.name}'s loop {st.attach_ivar.name}, where it is "
+                                            "computed (compute it at the root, or attach it where every reader is)")
         for b in reversed(allocs):
             body = Allocate(b, body)
         return PrimFunc(self.name, self.params, body, sum(1 for t in self.args if t.is_placeholder))

@@ -170,7 +170,18 @@ REFUSED = {
     "rfactor_data_axis": (lambda s, C: s.rfactor(C, C.op.axis[0]), "not a reduction axis"),
     "placeholder_stage": (lambda s, C: s[C.op.input_tensors[0]], "a placeholder has no stage"),
     "attach_unread": (lambda s, C: _attach_unread(s, C), "does not read"),
+    "attach_with_a_reader_outside": (lambda s, C: _reader_outside(C), "is also read outside C's loop"),
 }
+
+
+def _reader_outside(C):
+    A = C.op.input_tensors[0]
+    P = te.compute(A.shape, lambda i, j: A[i, j] + 1.0, name="P")
+    C2 = te.compute(A.shape, lambda i, j: P[i, j] * 2.0, name="C")
+    D = te.compute(A.shape, lambda i, j: P[i, j] * 3.0, name="D")
+    s = te.create_schedule([C2.op, D.op])
+    s[P].compute_at(s[C2], C2.op.axis[0])
+    te.lower_schedule(s)
 
 
 def _attach_unread(s, C):
