@@ -9,8 +9,31 @@ from __future__ import annotations
 
 from .errors import AotError, OpError, UnsupportedError  # noqa: F401
 from .ops.custom import register_op  # noqa: F401
-from . import contrib, runtime, target, te, testing, tir  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
+from . import contrib, runtime, target, te, testing, tir, transform  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
 from .runtime import Device, NDArray, cl, cpu, cuda, device, gpu, nd, opencl  # noqa: F401
+from .runtime import executor as _runtime_executor  # noqa: F401,E402  tvm.runtime.executor.aot_executor as attributes
+from . import instrument  # noqa: F401,E402  (tvm.instrument)
+from .deprecation import alias as _alias  # noqa: E402
+
+# TVM 0.6's spellings: each works and warns once, naming today's (aot/deprecation.py)
+context = _alias("tvm.context", device, "tvm.context(dev, 0) is TVM 0.6's spelling: use tvm.device(dev, 0)")
+create_schedule = _alias("tvm.create_schedule", te.create_schedule,
+                         "tvm.create_schedule is TVM 0.6's spelling: use tvm.te.create_schedule")
+placeholder = _alias("tvm.placeholder", te.placeholder, "tvm.placeholder is TVM 0.6's spelling: use tvm.te.placeholder")
+compute = _alias("tvm.compute", te.compute, "tvm.compute is TVM 0.6's spelling: use tvm.te.compute")
+
+
+def __getattr__(name):
+    """tvm.IRModule (relay's, which holds TIR functions as aot.tir's module), loaded when first
+    reached; tvm.ndarray: TVM 0.6's name of tvm.nd (warns once when reached)."""
+    if name == "IRModule":
+        from .relay.expr import IRModule
+        return IRModule
+    if name == "ndarray":
+        from .deprecation import warn_once
+        warn_once("tvm.ndarray", "tvm.ndarray is TVM 0.6's spelling: use tvm.nd", stacklevel=2)
+        return nd
+    raise AttributeError(f"module 'aot' has no attribute '{name}'")
 
 
 def build(inputs, args=None, target="c", target_host=None, name="default_function", sizes=None):
@@ -101,3 +124,4 @@ def debug(model, inputs, board="host", model_name="default", input_shapes=None, 
     opts = Options(model_name=model_name, input_shapes=dict(input_shapes or {}), **compile_options)
     return _debug_impl.debug(model, inputs, board, options=opts, mlf=mlf, sanitize=sanitize, opt=opt,
                              log=stderr_log if verbose else None)
+

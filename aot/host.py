@@ -100,6 +100,23 @@ def uses_openmp(tar) -> bool:
                    and b"#pragma omp parallel" in t.extractfile(m).read() for m in t.getmembers())
 
 
+def host_cflags(data, sanitize=False, extra_cflags=(), werror=True, opt=None):
+    """The host build's C flags for the MLF `data` (bytes): build_host's, and a generated
+    project's Makefile's (aot.micro), so that both compile the model alike."""
+    from boards import load_board
+    board = load_board("host")
+    # $AOT_HOST_CFLAGS: the user's own host flags (e.g. -march=native), after the board's
+    flags = list(board["cflags"]) + os.environ.get("AOT_HOST_CFLAGS", "").split() + \
+        (board["sanitize_cflags"] if sanitize else []) + list(extra_cflags)
+    if opt:
+        flags = [f for f in flags if not f.startswith("-O")] + [opt]
+    if werror:
+        flags += ["-Wall", "-Wextra", "-Werror", "-pedantic"]
+    if uses_openmp(data):
+        flags.append("-fopenmp")
+    return flags
+
+
 def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=None, extra_sources=None, mlf=None):
     """Path of an executable built from the MLF (cached by content and flags). extra_sources:
     {file name: C text} linked in with the harness (the `aot debug` record hook); mlf: the MLF
@@ -110,17 +127,9 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
     board = load_board("host")
     data = tar_bytes(tar)
     cc = cc or os.environ.get("CC") or board["cc"]
-    # $AOT_HOST_CFLAGS: the user's own host flags (e.g. -march=native), after the board's
-    flags = list(board["cflags"]) + os.environ.get("AOT_HOST_CFLAGS", "").split() + \
-        (board["sanitize_cflags"] if sanitize else []) + list(extra_cflags)
-    if opt:
-        flags = [f for f in flags if not f.startswith("-O")] + [opt]
-    if werror:
-        flags += ["-Wall", "-Wextra", "-Werror", "-pedantic"]
+    flags = host_cflags(data, sanitize, extra_cflags, werror, opt)
     extra_sources = dict(extra_sources or {})
     mlf = mlf or read_valid_mlf(data)
-    if uses_openmp(data):
-        flags.append("-fopenmp")
     refuse_instrumented(mlf, extra_sources)
     mod = mlf.module_name
     main_c = render_template("host_main.c.j2", **harness_params(mlf))
@@ -225,6 +234,12 @@ def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None,
     info = mlf.aot
     check_device(info, device)
     exe = build_host(data, sanitize=sanitize, opt=opt, extra_sources=extra_sources, mlf=mlf)
+    return run_executable(exe, info, inputs, repeat=repeat, timeout=timeout, env=env)
+
+
+def run_executable(exe, info, inputs: dict, repeat=1, timeout=600, env=None):
+    """run_host's run: the host harness `exe` (built from the MLF whose aot metadata is `info`,
+    by build_host or a generated project's Makefile) on `inputs`."""
     with tempfile.TemporaryDirectory() as d:
         args = write_inputs(info, inputs, d)
         outs = [os.path.join(d, f"out{k}.bin") for k in range(len(info["outputs"]))]

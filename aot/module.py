@@ -35,6 +35,8 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
                            f"(mod['name']): {', '.join(inputs.functions)}")
         inputs = next(iter(inputs.functions.values()))
     if isinstance(inputs, PrimFunc):
+        from .tir.blocks import without_blocks      # TensorIR blocks are transparent from here on
+        inputs = without_blocks(inputs)
         return _build_sized(inputs, target, name if name != "default_function" else inputs.name, sizes)
     if not isinstance(inputs, Schedule):
         raise AotError(f"aot.build takes a te schedule, a TensorIR module or schedule, not {type(inputs).__name__}")
@@ -334,6 +336,15 @@ class Module:
     def get_source(self, fmt=""):
         return self.host_source
 
+    def __getitem__(self, name):
+        """module["default"](dev): a module relay.build made, loaded back, for the graph executor
+        (aot.contrib.graph_executor.GraphModule), as TVM's factory module is."""
+        from mlf import read_mlf
+        mod_name = read_mlf(self.tar).module_name
+        if name != mod_name:
+            raise AotError(f"the module is named '{mod_name}', not '{name}'")
+        return lambda *devs: OnDevice(self.tar, devs[0] if devs else None)
+
     def export_library(self, path, fcompile=None, **kwargs):
         """Saves the module for runtime.load_module: a shared library (.so, .dylib, .dll) of its
         host C, linked here; any other path gets its Model Library Format tarball."""
@@ -397,6 +408,14 @@ class Module:
     def __call__(self, *arrays):
         from .host import run_host          # the module's own target: host C, CUDA or OpenCL
         self._store(run_host(self.tar, self._feeds(arrays)), arrays)
+
+
+class OnDevice:
+    """A loaded module's MLF and the device to run it on (module["default"](dev)), which
+    graph_executor.GraphModule takes."""
+
+    def __init__(self, tar, dev):
+        self.tar, self.dev, self.params = tar, dev, {}
 
 
 class ProfileResult:

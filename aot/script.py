@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 
-from .tir.schedule_api import PrimModule
+from .ir.module import IRModule as PrimModule
 from .tir.script import ScriptError, source_of, parse, parse_module
 
 
@@ -41,7 +41,10 @@ class _Namespace:
         return ("Buffer", shape, dtype)
 
     @staticmethod
-    def prim_func(fn):
+    def prim_func(fn=None, private=False, check_well_formed=True):
+        """@T.prim_func, or @T.prim_func(private=True)."""
+        if fn is None:
+            return lambda f: _Namespace.prim_func(f, private, check_well_formed)
         return parse(source_of(fn), _env(fn), where=f"{fn.__module__}.{fn.__qualname__}")
 
     def __getattr__(self, name):
@@ -49,6 +52,20 @@ class _Namespace:
 
 
 tir = _Namespace()
+
+
+class _IrNamespace:
+    """I: `@I.ir_module` as TVM prints a module."""
+
+    @staticmethod
+    def ir_module(cls):
+        return ir_module(cls)
+
+    def __getattr__(self, name):
+        raise ScriptError(f"I.{name} is not supported (I.ir_module is)")
+
+
+ir = _IrNamespace()
 
 
 def ir_module(cls):
@@ -73,4 +90,6 @@ def from_source(text, env=None):
         if isinstance(node, ast.FunctionDef):
             f = parse(ast.get_source_segment(text, node), env)
             funcs[f.name] = f
+        elif isinstance(node, ast.ClassDef):
+            funcs.update(parse_module(ast.get_source_segment(text, node), env).items())
     return PrimModule(funcs)

@@ -263,6 +263,9 @@ def split_targets(spec):
     else:
         items = [t if isinstance(t, Target) else Target(t) for t in spec]
     main = [t for t in items if not t.is_external]
+    hosts = {str(t.host): t.host for t in items if t.is_external and t.host is not None}
+    if not main and len(hosts) == 1:     # TVM's Target("my_npu", host="c"): the host takes the rest
+        main = list(hosts.values())
     if len(main) != 1:
         raise AotError(f"target list '{', '.join(str(t) for t in items)}' must name exactly one code-generation "
                        f"target for what the backends do not take (such as 'c'), not {len(main)}")

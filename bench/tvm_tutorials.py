@@ -23,6 +23,7 @@ import ast
 import contextlib
 import io
 import json
+import linecache
 import os
 import re
 import shutil
@@ -135,6 +136,9 @@ def git_show(repo, ref, path):
 
 def run_statements(name, src, skips, filename, gpu, verbose, cwd=None):
     ns = {"__name__": "__main__", "__file__": filename}
+    # the tutorial's text where inspect finds a running file's (TVMScript's decorators read the
+    # source of the functions they decorate, as they do when the tutorial runs as a file)
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     rows = []
     for text, node in statements(src):
         first = text.strip().splitlines()[0]

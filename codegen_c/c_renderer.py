@@ -19,7 +19,8 @@ from aot.tir.expr import Bin, Call, Cast, Const, Load, Select, Unary, Var, walk
 from aot.tir.intrin import get_intrin
 from aot.tir.intrin import gemmlowp as fx
 from aot.tir.simplify import simplify
-from aot.tir.stmt import Allocate, For, PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
+from aot.tir.op import ExternCall
+from aot.tir.stmt import Allocate, BufferData, For, PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
 
 
 F16_HELPERS = r"""/* float16 is stored as IEEE binary16 bits and computed in float */
@@ -239,12 +240,32 @@ class CRenderer(StmtVisitor):
                 args = [f"&{self.expr(a)}" if k in it.pointer_args else self.expr(a) for k, a in enumerate(e.args)]
                 return f"{name}(" + ", ".join(args) + ")"
             return f"{self.math_fn(e.fn, e.dtype)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
+        if isinstance(e, ExternCall):
+            return self._extern_call(e)
         if isinstance(e, Cast):
             if e.dtype in HALF:   # a value rounded to 16-bit precision, kept as float
                 to_f, to_h = self._half_helpers(e.dtype)
                 return f"{to_f}({to_h}((float){self.expr(e.a)}))"
             return f"(({self.vtype(e.dtype)}){self.expr(e.a)})"
         raise InternalError(f"cannot render {type(e).__name__}")
+
+    def _extern_call(self, e):
+        """tir.call_extern (a UMA backend's TIR pass calling its accelerator): buffer pointers
+        passed as the buffer's element type (an input's const dropped: the callee's C signature
+        decides), other arguments as expressions."""
+        if e.packed:
+            raise AotError(f"{self.func_name}: tir.call_packed('{e.name}') needs a packed-function runtime, which "
+                           "generated C does not have: use tir.call_extern")
+        args = []
+        for a in e.args:
+            if isinstance(a, BufferData):
+                if id(a.buffer) not in self.names:
+                    raise AotError(f"{self.func_name}: call_extern('{e.name}') passes buffer {a.buffer.name}, which "
+                                   "is not a parameter or allocation of the function")
+                args.append(f"({self.types[a.buffer.dtype]}*){self.names[id(a.buffer)]}")
+            else:
+                args.append(self.expr(a))
+        return f"{e.name}({', '.join(args)})"
 
     # -- statements: one visitor method per statement kind ----------------------------------
     def emit(self, text):
@@ -454,6 +475,8 @@ class CRenderer(StmtVisitor):
         for e in stmt_exprs(func.body):
             for x in walk(e):
                 if isinstance(x, Load):
+                    used.add(id(x.buffer))
+                elif isinstance(x, BufferData):      # passed to an external call
                     used.add(id(x.buffer))
         used.update(id(b) for b in _stored_buffers(func.body))
         lines = [self.signature(func, restrict) + " {"] + self.prologue(func, restrict) + \

@@ -196,7 +196,7 @@ class CMain:
         """Prototypes of the external symbols that no shipped header declares."""
         out, seen = [], set()
         for k in self.plan.calls:
-            if type(k).__name__ != "ExternalCall" or k.includes or k.symbol in seen:
+            if type(k).__name__ != "ExternalCall" or k.includes or k.symbol in seen or k.prim_func is not None:
                 continue
             if k.body:
                 raise AotError(f"{k.symbol}: its calls ({', '.join(sorted({c.symbol for c in k.body}))}) need a "
@@ -215,7 +215,9 @@ class CMain:
 def with_external_sources(out, plan):
     """out plus the C files external calls bring: headers to include/, sources to src/."""
     for name, text in sorted(plan.sources.items()):
-        path = f"codegen/host/{'include' if name.endswith('.h') else 'src'}/{name}"
+        # .c files are compiled with the model; anything else (headers, a UMA backend's included
+        # conv2dnchw.cc) is included, so it goes where the include path points
+        path = f"codegen/host/{'src' if name.endswith('.c') else 'include'}/{name}"
         if path in out:
             raise AotError(f"external source '{name}' would replace a generated file")
         out[path] = text
@@ -240,6 +242,10 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     main = CMain(plan)
     functions += [{"comment": comment_safe(f"{c.symbol}: external function (" + ", ".join(e.symbol for e in c.body) + ")"),
                    "text": main.external_function(c)} for c in plan.calls if getattr(c, "body", ())]
+    # UMA's TIR route: the region's function is the PrimFunc its backend's TIR passes left
+    functions += [{"comment": comment_safe(f"{c.symbol}: external function, lowered through its backend TIR passes"),
+                   "text": renderer.function(c.prim_func, restrict=False)}
+                  for c in plan.calls if getattr(c, "prim_func", None) is not None]
     devices = plan.devices
     clash = [d for d in devices if [device_member(e) for e in devices].count(device_member(d)) > 1]
     if clash:

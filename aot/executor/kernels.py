@@ -95,6 +95,7 @@ class ExternalKernel:
     device: str = None
     device_setup: tuple = ()   # (create, destroy) symbols a GPU host makes the device context with
     init_body: tuple = ()      # ExternCalls (literals and the device context only) the host's init makes once
+    prim_func: object = None   # UMA's TIR route: the PrimFunc the emitter renders as symbol's definition
 
 
 @dataclass
@@ -110,7 +111,7 @@ class ExternalCall(ExternalKernel):
         """The call of `ext` with these arguments; its sequences copied as tuples, so that a
         backend's later edits of its own lists do not reach the plan."""
         return cls(ext.symbol, ext.scratch_bytes, tuple(ext.literals), dict(ext.sources), tuple(ext.includes),
-                   tuple(ext.body), ext.device, tuple(ext.device_setup), tuple(ext.init_body),
+                   tuple(ext.body), ext.device, tuple(ext.device_setup), tuple(ext.init_body), ext.prim_func,
                    args=args, num_inputs=num_inputs)
 
 

@@ -176,7 +176,9 @@ def _step(g, fname, step, external, lowering, ops, target, log):
     args = [ops.arg(k, v, params, layouts, ext is not None) for k, v in enumerate(params + list(g.outputs))]
     if ext is not None:
         if ext.scratch_bytes:
-            args.append(ops.scratch(step, f"{ext.symbol} scratch", ext.scratch_bytes, "uint8"))
+            # a UMA TIR-route function's scratch is its last parameter, typed (tir_route.hoist_allocations)
+            dtype = ext.prim_func.params[-1].dtype if ext.prim_func is not None else "uint8"
+            args.append(ops.scratch(step, f"{ext.symbol} scratch", ext.scratch_bytes, dtype))
         return ExternalCall.of(ext, args, len(params))
     func = low.func
     if target.is_device:     # the launch the bound loops ask for, checked (a user's schedule too)

@@ -11,7 +11,10 @@ called matches whatever the inputs are). `match(pattern, value)` says whether it
 values that feed it from outside (its inputs, in the order the pattern binds them), and the
 values it produces for the rest of the graph.
 
-Op names are the graph IR's (the ONNX operator names: Conv, MatMul, Relu, ...). A has_attr
+Op names are TVM's relay names (nn.conv2d, nn.dense, nn.bias_add, add, ...; relay_names.py says
+which graph node each is, with which arguments and attributes) or the graph IR's own (the ONNX
+operator names: Conv, MatMul, Relu, ...). has_attr uses the names of the op the pattern names:
+relay's (strides, padding, groups, ...) for a relay name, the node's for a graph op. A has_attr
 key that the matched op does not have is an error, not a silent mismatch: a pattern written
 against another IR's attribute names would otherwise never match.
 """
@@ -24,6 +27,7 @@ import numpy as np
 
 from ..errors import AotError
 from ..ops import REGISTRY
+from .relay_names import RELAY_OPS, Part
 
 
 class PatternError(AotError):
@@ -77,9 +81,12 @@ class OpPattern(DFPattern):
 
     def __init__(self, *ops):
         for op in ops:
+            if op in RELAY_OPS:
+                continue
             if op not in REGISTRY or getattr(REGISTRY[op], "internal", False):
-                close = difflib.get_close_matches(op, [k for k in REGISTRY if not k.startswith("_")], 1)
-                raise PatternError(f"is_op('{op}'): no such op in the graph IR"
+                names = [k for k in REGISTRY if not k.startswith("_")] + list(RELAY_OPS)
+                close = difflib.get_close_matches(op, names, 1)
+                raise PatternError(f"is_op('{op}'): no such op, neither a relay op nor one of the graph IR"
                                    + (f" (did you mean '{close[0]}'?)" if close else ""))
         self.ops = tuple(ops)
 
@@ -171,10 +178,11 @@ class _State:
     def __init__(self):
         self.nodes, self.inputs = [], []
         self.bound = {}            # id(pattern) -> the value it matched: one pattern object, one value
+        self.named = {}            # id(value) -> the op name its call pattern matched it as
 
     def copy(self):
         s = _State()
-        s.nodes, s.inputs, s.bound = list(self.nodes), list(self.inputs), dict(self.bound)
+        s.nodes, s.inputs, s.bound, s.named = list(self.nodes), list(self.inputs), dict(self.bound), dict(self.named)
         return s
 
 
@@ -197,7 +205,72 @@ def _match(p, v, st: _State) -> _State | None:
     return st
 
 
+def _node_args(op, node):
+    """(the node's arguments as op takes them, nodes looked through) when node is op, else None."""
+    view = RELAY_OPS.get(op)
+    if view is not None:
+        return view.arguments(node) if view.applies(node) else None
+    if node.op != op:
+        return None
+    ins = list(node.inputs)
+    while ins and ins[-1] is None:
+        ins.pop()
+    return ins, []
+
+
+def _part_args(part):
+    """The inner op's arguments of a node that does two relay ops: its inputs but the bias."""
+    return list(part.node.inputs[:2])
+
+
+def _attrs_of(name, node):
+    view = RELAY_OPS.get(name)
+    return view.attributes(node) if view is not None else node.attrs
+
+
+def _match_call(p, index, v, st):
+    if isinstance(v, Part):         # the inner op of a node an outer pattern already took
+        if v.op not in p.op.ops:
+            return None
+        candidates = [(v.op, _part_args(v), [])]
+        node = v.node
+    else:
+        if v is None or v.producer is None:
+            return None
+        node = v.producer
+        if index >= len(node.outputs) or node.outputs[index] is not v or any(n is node for n in st.nodes):
+            return None
+        candidates = []
+        for op in p.op.ops:
+            found = _node_args(op, node)
+            if found is not None:
+                candidates.append((op, found[0], found[1]))
+    for op, args, extra in candidates:
+        if any(n is x for x in extra for n in st.nodes):
+            continue
+        s2 = st.copy() if len(candidates) > 1 else st
+        if not isinstance(v, Part):
+            s2.nodes.append(node)
+            s2.nodes.extend(extra)
+        s2.named[id(v)] = op
+        if p.args is None:
+            for a in args:
+                s2.inputs.extend(_part_args(a) if isinstance(a, Part) else [a] if a is not None else [])
+            return s2
+        if len(args) != len(p.args):
+            continue
+        for a, x in zip(p.args, args):
+            s2 = _match(a, x, s2)
+            if s2 is None:
+                break
+        if s2 is not None:
+            return s2
+    return None
+
+
 def _match_new(p, v, st: _State) -> _State | None:
+    if isinstance(v, Part) and not isinstance(p, (OpPattern, CallPattern, AltPattern, AttrPattern, TypePattern)):
+        return None          # a node's inner op is matched by that op's pattern only
     if isinstance(p, WildcardPattern):
         st.inputs.append(v)
         return st
@@ -221,12 +294,14 @@ def _match_new(p, v, st: _State) -> _State | None:
         st2 = _match(p.pattern, v, st)
         if st2 is None:
             return None
-        node = v.producer
+        node = v.node if isinstance(v, Part) else v.producer
+        name = st2.named.get(id(v), node.op)
+        attrs = _attrs_of(name, node)
         for k, want in p.attrs.items():
-            if k not in node.attrs:
-                raise PatternError(f"has_attr: op {node.op} has no attribute '{k}' (node '{node.name}' has: "
-                                   f"{', '.join(sorted(node.attrs)) or 'none'})")
-            if not _attr_equal(node.attrs[k], want):
+            if k not in attrs:
+                raise PatternError(f"has_attr: op {name} has no attribute '{k}' (node '{node.name}' as {name} has: "
+                                   f"{', '.join(sorted(attrs)) or 'none'})")
+            if not _attr_equal(attrs[k], want):
                 return None
         return st2
     index = 0
@@ -236,27 +311,7 @@ def _match_new(p, v, st: _State) -> _State | None:
         p = CallPattern(p, None)
     if not isinstance(p, CallPattern):
         raise PatternError(f"{p!r} is not a pattern")
-    if v is None or v.producer is None:
-        return None
-    node = v.producer
-    if node.op not in p.op.ops or index >= len(node.outputs) or node.outputs[index] is not v:
-        return None
-    if any(n is node for n in st.nodes):
-        return None
-    st.nodes.append(node)
-    if p.args is None:
-        st.inputs.extend(x for x in node.inputs if x is not None)
-        return st
-    ins = list(node.inputs)
-    while ins and ins[-1] is None:
-        ins.pop()
-    if len(ins) != len(p.args):
-        return None
-    for a, x in zip(p.args, ins):
-        st = _match(a, x, st)
-        if st is None:
-            return None
-    return st
+    return _match_call(p, index, v, st)
 
 
 def match(pattern: DFPattern, value) -> bool:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import AotError
-from .expr import Call, Tuple, TupleWrapper, as_expr
+from .expr import Call, Tuple, TupleWrapper, as_expr, const
+from .printer import defaults
 
 
 @dataclass
@@ -27,9 +28,11 @@ def register(name, lower, param_shapes=None, outputs=1):
     OPS[name] = RelayOp(lower, param_shapes, outputs)
 
 
-def make(name, args, **attrs):
+def make(name, args, _outputs=None, **attrs):
+    """A call of relay op `name`; _outputs: the number of outputs of an op whose count depends on
+    its attributes (split)."""
     call = Call(name, [as_expr(a) for a in args], attrs)
-    n = OPS[name].outputs
+    n = _outputs or OPS[name].outputs
     return TupleWrapper(call, n) if n > 1 else call
 
 
@@ -262,8 +265,263 @@ def _reduction(name):
     return fn
 
 
+for _name in ("sum", "mean", "max", "min", "prod"):
+    defaults(_name, keepdims=False, exclude=False)
+defaults("expand_dims", num_newaxis=1)
+defaults("take", mode="clip")
+defaults("strided_slice", slice_mode="end")
+defaults("argmax", keepdims=False, select_last_index=False)
+defaults("argmin", keepdims=False, select_last_index=False)
 sum = _reduction("sum")      # noqa: A001  (TVM's names)
 mean = _reduction("mean")
 max = _reduction("max")      # noqa: A001
 min = _reduction("min")      # noqa: A001
 prod = _reduction("prod")
+
+
+
+# -- more of TVM's top-level ops ----------------------------------------------------------------------
+def _onnx_dtype_code(dtype):
+    from ..ops.registry import ONNX_DTYPES
+    want = str(np.dtype(dtype))
+    code = next((k for k, v in ONNX_DTYPES.items() if v == want), None)
+    if code is None:
+        raise AotError(f"cast: dtype {want} is not supported")
+    return code
+
+
+def cast(data, dtype):
+    return make("cast", [data], dtype=str(np.dtype(dtype)))
+
+
+register("cast", lambda b, c, ins: b.op("Cast", ins, {"to": _onnx_dtype_code(c.attrs["dtype"])}))
+
+
+def rsqrt(x):
+    return make("rsqrt", [x])
+
+
+register("rsqrt", lambda b, c, ins: b.op("Reciprocal", [b.op("Sqrt", ins)]), same_shape)
+for _name, _onnx in {"less_equal": "LessOrEqual", "greater_equal": "GreaterOrEqual", "logical_and": "And",
+                     "logical_or": "Or", "logical_xor": "Xor"}.items():
+    register(_name, lambda b, c, ins, _o=_onnx: b.op(_o, ins), same_shape)
+register("not_equal", lambda b, c, ins: b.op("Not", [b.op("Equal", ins)]), same_shape)
+register("logical_not", lambda b, c, ins: b.op("Not", ins), same_shape)
+register("where", lambda b, c, ins: b.op("Where", ins))
+
+
+def less_equal(lhs, rhs):
+    return make("less_equal", [lhs, rhs])
+
+
+def greater_equal(lhs, rhs):
+    return make("greater_equal", [lhs, rhs])
+
+
+def not_equal(lhs, rhs):
+    return make("not_equal", [lhs, rhs])
+
+
+def logical_and(lhs, rhs):
+    return make("logical_and", [lhs, rhs])
+
+
+def logical_or(lhs, rhs):
+    return make("logical_or", [lhs, rhs])
+
+
+def logical_xor(lhs, rhs):
+    return make("logical_xor", [lhs, rhs])
+
+
+def logical_not(data):
+    return make("logical_not", [data])
+
+
+def where(condition, x, y):
+    return make("where", [condition, x, y])
+
+
+def take(data, indices, axis=None, batch_dims=0, mode="clip"):
+    """Elements of data at indices along axis (the flattened data when axis is None). TVM's modes:
+    "clip" clamps an index into range, "wrap" takes it modulo the size, "fast" trusts it."""
+    if batch_dims:
+        raise AotError("take: batch_dims is not supported")
+    if mode not in ("clip", "wrap", "fast"):
+        raise AotError(f"take: mode {mode!r} is not one of clip, wrap, fast")
+    return make("take", [data, indices], axis=None if axis is None else int(axis), mode=mode)
+
+
+def _take(b, c, ins):
+    x, ind = ins
+    axis = c.attrs["axis"]
+    if axis is None:
+        x = b.op("Reshape", [x, shape_const(b, [-1])])
+        axis = 0
+    n = x.type.shape[axis % len(x.type.shape)]
+    dt = ind.type.dtype
+    if c.attrs["mode"] == "clip":
+        ind = b.op("Clip", [ind, b.const("lo", np.asarray(0, dt)), b.const("hi", np.asarray(n - 1, dt))])
+    elif c.attrs["mode"] == "wrap":
+        ind = b.op("Mod", [ind, b.const("n", np.asarray(n, dt))], {"fmod": 0})
+    return b.op("Gather", [x, ind], {"axis": axis})
+
+
+register("take", _take)
+
+
+def _arg(name, onnx_op):
+    def fn(data, axis=None, keepdims=False, exclude=False, select_last_index=False):
+        if exclude:
+            raise AotError(f"{name}: exclude=True is not supported")
+        axes = None if axis is None else ints(axis, 1)
+        if axes is not None and len(axes) != 1:
+            raise AotError(f"{name}: one axis at a time (axis={axis})")
+        return make(name, [data], axis=None if axes is None else axes[0], keepdims=bool(keepdims),
+                    select_last_index=bool(select_last_index))
+    fn.__name__ = name
+
+    def lower(b, c, ins):
+        x = ins[0]
+        axis = c.attrs["axis"]
+        if axis is None:          # over all elements: the flattened tensor
+            x = b.op("Reshape", [x, shape_const(b, [-1])])
+            axis = 0
+        y = b.op(onnx_op, [x], {"axis": axis, "keepdims": int(c.attrs["keepdims"]),
+                                "select_last_index": int(c.attrs["select_last_index"])})
+        if c.attrs["axis"] is None and c.attrs["keepdims"]:
+            y = b.op("Reshape", [y, shape_const(b, [1] * len(ins[0].type.shape))])
+        return b.op("Cast", [y], {"to": _onnx_dtype_code("int32")})      # TVM's index type
+    register(name, lower)
+    return fn
+
+
+argmax = _arg("argmax", "ArgMax")
+argmin = _arg("argmin", "ArgMin")
+
+
+def stack(data, axis):
+    fields = data.fields if isinstance(data, Tuple) else list(data)
+    return make("stack", fields, axis=int(axis))
+
+
+def _stack(b, c, ins):
+    rank = len(ins[0].type.shape) + 1
+    axis = c.attrs["axis"] % rank
+    return b.op("Concat", [b.op("Unsqueeze", [x, shape_const(b, [axis])]) for x in ins], {"axis": axis})
+
+
+register("stack", _stack)
+
+
+def split(data, indices_or_sections, axis=0):
+    """A tuple of parts: `indices_or_sections` equal sections, or the indices where parts start."""
+    if isinstance(indices_or_sections, int):
+        n, points = int(indices_or_sections), None
+    else:
+        points = [int(i) for i in indices_or_sections]
+        n = len(points) + 1
+    return make("split", [data], _outputs=n, sections=n if points is None else None, indices=points, axis=int(axis))
+
+
+def _split(b, c, ins):
+    x = ins[0]
+    axis = c.attrs["axis"] % len(x.type.shape)
+    size = x.type.shape[axis]
+    if c.attrs["indices"] is None:
+        n = c.attrs["sections"]
+        if size % n:
+            raise AotError(f"split: {size} elements along axis {axis} do not make {n} equal sections")
+        sizes = [size // n] * n
+    else:
+        bounds = [0] + c.attrs["indices"] + [size]
+        sizes = [hi - lo for lo, hi in zip(bounds, bounds[1:])]
+        if any(s < 0 for s in sizes):
+            raise AotError(f"split: indices {c.attrs['indices']} do not increase within {size}")
+    outs = b.op("Split", [x, shape_const(b, sizes)], {"axis": axis}, n_outputs=len(sizes))
+    return outs if isinstance(outs, list) else [outs]
+
+
+register("split", _split)
+
+
+def strided_slice(data, begin, end, strides=None, axes=None, slice_mode="end"):
+    if slice_mode not in ("end", "size"):
+        raise AotError(f"strided_slice: slice_mode {slice_mode!r} is not one of end, size")
+    begin, end = [int(v) for v in begin], [int(v) for v in end]
+    return make("strided_slice", [data], begin=begin, end=end,
+                strides=None if strides is None else [int(v) for v in strides],
+                axes=None if axes is None else [int(a) for a in axes], slice_mode=slice_mode)
+
+
+def _strided_slice(b, c, ins):
+    a = c.attrs
+    rank = len(ins[0].type.shape)
+    axes = a["axes"] if a["axes"] is not None else list(range(len(a["begin"])))
+    steps = list(a["strides"] or [1]) if a["strides"] is not None else [1]
+    steps = steps * len(axes) if len(steps) == 1 else steps
+    ends = list(a["end"])
+    if a["slice_mode"] == "size":       # end holds sizes; -1: to the end
+        ends = [np.iinfo(np.int64).max if e < 0 else s + e for s, e in zip(a["begin"], ends)]
+    return b.op("Slice", [ins[0], shape_const(b, a["begin"]), shape_const(b, ends),
+                          shape_const(b, [x % rank for x in axes]), shape_const(b, steps)])
+
+
+register("strided_slice", _strided_slice)
+
+
+def tile(data, reps):
+    return make("tile", [data], reps=[int(r) for r in reps])
+
+
+def _tile(b, c, ins):
+    reps = list(c.attrs["reps"])
+    x = ins[0]
+    rank = len(x.type.shape)
+    if len(reps) > rank:           # TVM prepends unit dimensions to the data
+        x = b.op("Reshape", [x, shape_const(b, [1] * (len(reps) - rank) + list(x.type.shape))])
+    reps = [1] * (len(x.type.shape) - len(reps)) + reps
+    return b.op("Tile", [x, shape_const(b, reps)])
+
+
+register("tile", _tile)
+
+
+def full(fill_value, shape=None, dtype="float32"):
+    return make("full", [fill_value], shape=[int(d) for d in shape], dtype=str(np.dtype(dtype)))
+
+
+def zeros(shape, dtype="float32"):
+    return const(np.zeros(tuple(int(d) for d in shape), dtype))
+
+
+def ones(shape, dtype="float32"):
+    return const(np.ones(tuple(int(d) for d in shape), dtype))
+
+
+def _full(b, c, ins):
+    shape, dt = c.attrs["shape"], c.attrs["dtype"]
+    return b.op("Expand", [b.op("Cast", ins, {"to": _onnx_dtype_code(dt)}), shape_const(b, shape)])
+
+
+register("full", _full)
+
+
+def _like(name, fill):
+    def fn(data):
+        return make(name, [data])
+    fn.__name__ = name
+    register(name, lambda b, c, ins: b.const(name, np.full(ins[0].type.shape, fill, ins[0].type.dtype)))
+    return fn
+
+
+zeros_like = _like("zeros_like", 0)
+ones_like = _like("ones_like", 1)
+
+
+def full_like(data, fill_value):
+    return make("full_like", [data, fill_value])
+
+
+register("full_like", lambda b, c, ins: b.op("Expand", [b.op("Cast", [ins[1]], {"to": _onnx_dtype_code(
+    ins[0].type.dtype)}), shape_const(b, list(ins[0].type.shape))]))

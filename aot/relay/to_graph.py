@@ -9,16 +9,22 @@ import numpy as np
 from ..errors import AotError
 from ..frontend.builder import GraphBuilder, check_tensor_size
 from ..ir.graph import TensorType, Value
-from .expr import Call, Constant, Function, IRModule, Tuple, TupleGetItem, TupleWrapper, Var, free_vars
+from .expr import (Call, Constant, Expr, Function, GlobalVar, GraphFunction, IRModule, Tuple, TupleGetItem,
+                   TupleWrapper, Var, clone, free_vars)
 from .op import OPS
 
 
 def main_function(mod):
-    if isinstance(mod, IRModule):
-        mod = mod["main"]
+    """The function to build: a module's "main" (relay's IRModule, or any module holding a relay
+    function under "main", as TVM's one IRModule class does), or a function or expression."""
+    if isinstance(mod, IRModule) or (not isinstance(mod, (Expr, TupleWrapper)) and hasattr(mod, "__getitem__")):
+        try:
+            mod = mod["main"]
+        except (KeyError, AotError):
+            raise AotError("the module has no function 'main' to build") from None
     if isinstance(mod, TupleWrapper):
         mod = mod.astuple()
-    if not isinstance(mod, Function):
+    if not isinstance(mod, (Function, GraphFunction)):
         mod = Function(free_vars(mod), mod)
     return mod
 
@@ -27,18 +33,23 @@ def _array(v):
     return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
 
 
-def to_graph(mod, params=None, name="default"):
-    """(graph, {var name: TensorType of every free variable, bound or not})."""
+def to_graph(mod, params=None, name="default", expr_types=None):
+    """(graph, {var name: TensorType of every free variable, bound or not}). expr_types, a dict,
+    receives {id(expression): its TensorType, or a list of them for a tuple} (relay.transform.InferType)."""
+    module = mod if isinstance(getattr(mod, "functions", None), dict) else None
+    inlining, kept = [], []
     func = main_function(mod)
+    if isinstance(func, GraphFunction):
+        if params:
+            raise AotError("a module a frontend imported takes its params at relay.build")
+        return func.graph, {v.name: v.type for v in func.graph.inputs}
     params = {k: _array(v) for k, v in (params or {}).items()}
     by_name = {}
     for p in func.params:
         if p.name_hint in by_name and by_name[p.name_hint] is not p:
             raise AotError(f"two function parameters are named '{p.name_hint}'")
         by_name[p.name_hint] = p
-    unknown = sorted(set(params) - set(by_name))
-    if unknown:
-        raise AotError(f"params names no function parameter: {', '.join(unknown)}")
+    params = {k: v for k, v in params.items() if k in by_name}     # others bind nothing, as in TVM
     b = GraphBuilder(name)
     b.reserve(by_name)                # inputs keep their names: no node may take one
     values, var_types = {}, {}
@@ -86,7 +97,30 @@ def to_graph(mod, params=None, name="default"):
         values[id(e)] = val
         return val
 
+    def inline(c):
+        """A call of a function (a Function, or a GlobalVar of the module): its body, with its
+        parameters the call's arguments."""
+        callee = c.op
+        if isinstance(callee, GlobalVar):
+            if module is None or callee.name_hint not in module:
+                raise AotError(f"call of @{callee.name_hint}: no such function in the module")
+            callee = module[callee.name_hint]
+            if not isinstance(callee, Function):
+                raise AotError(f"call of @{c.op.name_hint}: it is not a relay function")
+        if len(c.args) != len(callee.params):
+            raise AotError(f"call of a function of {len(callee.params)} parameters with {len(c.args)} arguments")
+        if len(inlining) > 64:
+            raise AotError("function calls nest more than 64 deep (recursion is not supported)")
+        inlining.append(callee)
+        body = clone(callee.body, {id(p): a for p, a in zip(callee.params, c.args)})
+        kept.append(body)          # values are keyed by id(): the copy must outlive the walk
+        out = visit(body)
+        inlining.pop()
+        return out
+
     def lower_call(c):
+        if isinstance(c.op, (Function, GlobalVar)):
+            return inline(c)
         op = OPS.get(c.op)
         if op is None:
             raise AotError(f"relay operator {c.op} is not supported")
@@ -107,6 +141,9 @@ def to_graph(mod, params=None, name="default"):
             raise AotError(f"relay {c.op}: {err}") from None
 
     out = visit(func.body)
+    if expr_types is not None:
+        expr_types.update({k: [x.type for x in v] if isinstance(v, list) else v.type
+                           for k, v in values.items() if v is not None})
     outs = out if isinstance(out, list) else [out]
     for p in func.params:          # parameters no operator reads still are inputs (or bound)
         if id(p) not in values and var_value(p) is None:

@@ -98,7 +98,13 @@ class NDArray:
     def numpy(self):
         return self._data.copy()
 
-    asnumpy = numpy
+    def asnumpy(self):
+        from ..deprecation import warn_once
+        warn_once("NDArray.asnumpy", "NDArray.asnumpy() is TVM 0.6's spelling: use .numpy()", stacklevel=2)
+        return self._data.copy()
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data.astype(dtype) if dtype is not None else self._data.copy()
 
     def copyfrom(self, source):
         a = np.asarray(source.numpy() if hasattr(source, "numpy") else source)

@@ -9,3 +9,4 @@ from .tensor import (CommReducer, IterVar, Range, Reduce, Tensor, TensorRef, bro
 from .tensor import tvm_compute as compute  # noqa: F401
 from ..tir.op import ceil, erf, exp, floor, if_then_else, log, sigmoid, sqrt, tanh  # noqa: F401,E402
 from ..tir.expr import const, floordiv, floormod, indexdiv, indexmod  # noqa: F401,E402
+from ..tir.from_te import create_prim_func  # noqa: F401,E402

@@ -1,47 +1,198 @@
-"""TVM's tir operators that build expressions by name (tvm.tir.if_then_else, tvm.tir.all, ...;
-te re-exports the math ones as te.exp, ...)."""
+"""TVM's tir call intrinsics for code a TIR pass builds: tir.call_extern (a C function called with
+buffer pointers and scalars, as UMA's passes emit), tir.call_packed (refused when built: this
+compiler has no packed-function runtime), and tir.decl_buffer."""
 from __future__ import annotations
 
-import builtins
+import re
 
-from .expr import Call, Select, all_of, or_, wrap
-
-
-def if_then_else(cond, t, f):
-    """cond ? t : f (the branch not taken is not evaluated, as TVM's if_then_else)."""
-    t = wrap(t, getattr(f, "dtype", "float32"))
-    return Select(wrap(cond, "bool"), t, wrap(f, t.dtype))
+from ..errors import AotError
+from .expr import Expr, Var, wrap
+from .stmt import Buffer, BufferData
 
 
-def all(*conds):          # noqa: A001  (TVM's name)
-    return all_of([wrap(c, "bool") for c in conds])
+class ExternCall(Expr):
+    """A call of an external function (TVM's Call of tir.call_extern / tir.call_packed): name, the
+    result's dtype, arguments that are expressions (ints, floats) or buffer data pointers
+    (Buffer.data). It is a statement's value (tir.Evaluate); what a backend renders it as is the
+    backend's (aot/uma: a call_extern kernel)."""
+    __slots__ = ("name", "args", "packed")
+
+    def __init__(self, dtype, name, args, packed=False):
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise AotError(f"call_extern: {name!r} is not a C identifier")
+        self.dtype, self.name, self.packed, self._key = dtype, name, packed, None
+        self.args = tuple(_arg(a, name) for a in args)
+
+    def _make_key(self):
+        return ("extern", self.name, self.dtype, self.packed, tuple(a.key() for a in self.args))
+
+    def _children(self):
+        return self.args
+
+    def _rebuild(self, kids):
+        return ExternCall(self.dtype, self.name, kids, self.packed)
+
+    @property
+    def op(self):
+        return "tir.call_packed" if self.packed else "tir.call_extern"
+
+    def script(self, fmt):
+        args = ", ".join(fmt(a) for a in self.args)
+        if self.packed:
+            return f'T.call_packed("{self.name}"{", " if args else ""}{args})'
+        return f'T.call_extern("{self.dtype}", "{self.name}"{", " if args else ""}{args})'
+
+    def __repr__(self):
+        return f"{'call_packed' if self.packed else 'call_extern'}({self.name}, {list(self.args)})"
 
 
-def any(*conds):          # noqa: A001  (TVM's name)
-    out = None
-    for c in conds:
-        out = wrap(c, "bool") if out is None else or_(out, wrap(c, "bool"))
-    return out if out is not None else wrap(False)
+def _arg(a, fn):
+    if isinstance(a, Buffer):
+        return a.data
+    if isinstance(a, Expr):
+        return a
+    if isinstance(a, bool):
+        return wrap(a)
+    if isinstance(a, int):
+        return wrap(a, "int32")
+    if isinstance(a, float):
+        return wrap(a, "float32")
+    raise AotError(f"call_extern('{fn}'): argument {a!r} is not an expression, a number or a buffer")
 
 
-def _math(fn):
-    def f(x):
-        return Call(fn, [wrap(x, "float32")])
-    f.__name__ = fn
-    f.__doc__ = f"TVM's {fn}(x)."
+def call_extern(dtype, func_name, *args, span=None):
+    """tvm.tir.call_extern("int32", "my_kernel", A.data, B.data, 16)."""
+    return ExternCall(str(dtype), func_name, args)
+
+
+def call_packed(func_name, *args, span=None):
+    """tvm.tir.call_packed: kept in the IR so that a pass can be written and printed; refused when
+    built (there is no packed-function runtime here: use call_extern)."""
+    return ExternCall("int32", func_name, args, packed=True)
+
+
+def decl_buffer(shape, dtype="float32", name="buffer", data=None, strides=None, elem_offset=None, scope="",
+                data_alignment=-1, offset_factor=0, buffer_type="", axis_separators=None, span=None):
+    """tvm.tir.decl_buffer: a new buffer, or (data=) a view of the memory another buffer or an
+    allocation holds, which is that buffer itself here (one buffer per memory)."""
+    if strides or elem_offset is not None:
+        raise AotError(f"decl_buffer {name}: strides and elem_offset are not supported (buffers are compact)")
+    shape = tuple(shape) if isinstance(shape, (list, tuple)) else (shape,)
+    if data is not None:
+        target = data.buffer if isinstance(data, BufferData) else getattr(data, "buffer", None)
+        if target is None:
+            raise AotError(f"decl_buffer {name}: data= must be a buffer's .data or an allocation")
+        return target
+    return Buffer(name, str(dtype), shape, scope or "global")
+
+
+def handle_var(name):
+    return Var(name, "handle")
+
+
+# -- TVM's expression helpers (tvm.tir.const, indexmod, if_then_else, all, ...) -----------------------
+def const(value, dtype=None, span=None):
+    """tvm.tir.const(1, "float32"): a constant; without a dtype, int32 for an int, float32 for a float."""
+    from .expr import Const
+    if dtype is None:
+        dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
+    return Const(value, str(dtype))
+
+
+def _bin(op):
+    def f(a, b, span=None):
+        from .expr import Bin
+        a, b = wrap(a, getattr(b, "dtype", "int32")), wrap(b, getattr(a, "dtype", "int32"))
+        return Bin(op, a, b)
+    f.__name__ = op
     return f
 
 
-exp, log, sqrt, tanh, erf, floor, ceil, round = (_math(n) for n in
-                                                  ("exp", "log", "sqrt", "tanh", "erf", "floor", "ceil", "round"))
-abs = _math("fabs")       # noqa: A001
+indexdiv = floordiv = _bin("floordiv")
+indexmod = floormod = _bin("floormod")
+truncdiv = _bin("/")
+truncmod = _bin("%")
 
 
-def sigmoid(x):
+def if_then_else(cond, t, f, span=None):
+    from .expr import Select
+    return Select(cond, t, f)
+
+
+def all(*conds, span=None):  # noqa: A001  (TVM's name)
+    from .expr import all_of
+    return all_of(conds)
+
+
+def any(*conds, span=None):  # noqa: A001  (TVM's name)
+    from .expr import Const, or_
+    out = None
+    for c in conds:
+        out = c if out is None else or_(out, c)
+    return out if out is not None else Const(False, "bool")
+
+
+def likely(cond, span=None):
+    return cond
+
+
+def min_value(dtype):
+    import numpy as np
+    from .expr import Const, is_float
+    return Const(float("-inf") if is_float(dtype) else np.iinfo(dtype).min, dtype)
+
+
+def max_value(dtype):
+    import numpy as np
+    from .expr import Const, is_float
+    return Const(float("inf") if is_float(dtype) else np.iinfo(dtype).max, dtype)
+
+
+class _ConstKind(type):
+    def __instancecheck__(cls, x):
+        from .expr import Const, is_float
+        return isinstance(x, Const) and (is_float(x.dtype) == cls._float) and x.dtype != "bool"
+
+
+class IntImm(metaclass=_ConstKind):
+    """tvm.tir.IntImm("int32", 3): an integer constant (isinstance works on the loop IR's constants)."""
+    _float = False
+
+    def __new__(cls, dtype, value, span=None):
+        from .expr import Const
+        return Const(int(value), str(dtype))
+
+
+class FloatImm(metaclass=_ConstKind):
+    _float = True
+
+    def __new__(cls, dtype, value, span=None):
+        from .expr import Const
+        return Const(float(value), str(dtype))
+
+
+class ForKind:
+    """tvm.tir.ForKind: the loop kinds, as the loop IR's For.kind strings."""
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorize"
+    UNROLLED = "unroll"
+    THREAD_BINDING = "thread_binding"
+
+
+def _math(fn):
+    def f(x, span=None):
+        from .expr import Call
+        return Call(fn, [wrap(x, "float32")])
+    f.__name__ = fn
+    f.__doc__ = f"TVM's tir.{fn}(x) (te re-exports it)."
+    return f
+
+
+exp, log, sqrt, tanh, erf, floor, ceil = (_math(n) for n in ("exp", "log", "sqrt", "tanh", "erf", "floor", "ceil"))
+
+
+def sigmoid(x, span=None):
     x = wrap(x, "float32")
     return 1.0 / (1.0 + exp(-x))
 
-
-__all__ = ["if_then_else", "all", "any", "exp", "log", "sqrt", "tanh", "erf", "floor", "ceil", "round", "abs",
-           "sigmoid"]
-del builtins

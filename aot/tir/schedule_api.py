@@ -4,32 +4,15 @@ is one function of aot/tir/schedule.py applied at once (a refusal says why). `sc
 transformed module; aot.build builds it."""
 from __future__ import annotations
 
+from ..ir.module import IRModule
 from . import schedule as tsch
 from .expr import Var
-from .script import script
 from .simplify import const_value
-from .stmt import For, PrimFunc, Store, walk_stmts
+from .blocks import erase_blocks
+from .stmt import Block, For, PrimFunc, Store, stmt_children, walk_stmts
 
 
-class PrimModule:
-    """A module of PrimFuncs (what @aot.script.ir_module makes; TVM's IRModule of TIR functions)."""
-
-    def __init__(self, functions):
-        self.functions = dict(functions)
-
-    def __getitem__(self, name):
-        if name not in self.functions:
-            raise tsch.ScheduleError(f"the module has no function '{name}' (it has {', '.join(self.functions)})")
-        return self.functions[name]
-
-    def __setitem__(self, name, func):
-        self.functions[name] = func
-
-    def script(self):
-        return "\n".join(script(f) for f in self.functions.values())
-
-    def __repr__(self):
-        return self.script()
+PrimModule = IRModule     # the earlier name of tvm.ir.IRModule here
 
 
 class BlockRV:
@@ -86,9 +69,39 @@ class Schedule:
         return v
 
     # blocks and loops
+    def _blocks(self):
+        return [s for s in walk_stmts(self.func.body) if isinstance(s, Block)]
+
+    def _erase(self):
+        """Primitives that reason about the loop IR's accesses work on it without blocks: the
+        function loses its blocks (it prints as loops from then on)."""
+        if any(True for _ in self._blocks()):
+            self._set(erase_blocks(self.func.body))
+
+    def get(self, rv):
+        """TVM's sch.get: the For of a loop, the Block of a block, as they are now."""
+        if isinstance(rv, LoopRV):
+            loop = next((s for s in walk_stmts(self.func.body) if isinstance(s, For) and s.var is rv.var), None)
+            if loop is None:
+                raise tsch.ScheduleError(f"get: {rv.var.name} is not a loop of {self.func_name} (any more)")
+            return loop
+        if isinstance(rv, BlockRV):
+            blk = next((b for b in self._blocks() if b.name == rv.name), None)
+            if blk is None:
+                raise tsch.ScheduleError(f"get: {self.func_name} has no block '{rv.name}' (any more)")
+            return blk
+        raise tsch.ScheduleError(f"get takes a LoopRV or a BlockRV, not {type(rv).__name__}")
+
+    def get_child_blocks(self, block_or_loop):
+        node = self.get(block_or_loop)
+        return [BlockRV(b.name, _written(b)) for b in walk_stmts(node.body) if isinstance(b, Block) and b is not node]
+
     def get_block(self, name, func_name=None):
         if func_name:
             self.func_name = func_name
+        blk = next((b for b in self._blocks() if b.name == name), None)
+        if blk is not None:
+            return BlockRV(name, _written(blk))
         blocks = self.func.attrs.get("blocks", {})
         buf = blocks.get(name)
         if buf is None and any(b.name == name for b in self.func.params):
@@ -99,9 +112,13 @@ class Schedule:
         return BlockRV(name, buf)
 
     def get_loops(self, block):
-        """The loops around the block's deepest store, outermost first (a reduction computed into
-        a local accumulator counts the accumulator's stores: its loops are the block's too)."""
+        """The loops around the block, outermost first. Without blocks (a te-lowered function):
+        those around the block's deepest store (a reduction computed into a local accumulator
+        counts the accumulator's stores: its loops are the block's too)."""
         from .expr import Load, walk
+        path = _path_to(self.func.body, lambda s: isinstance(s, Block) and s.name == block.name)
+        if path is not None:
+            return [LoopRV(s.var) for s in path if isinstance(s, For)]
         names = {block.buffer_name}
         for s in walk_stmts(self.func.body):
             if isinstance(s, Store) and s.buffer.name == block.buffer_name:
@@ -145,7 +162,10 @@ class Schedule:
             self._set(body)
             out.insert(0, LoopRV(inner))
             cur = outer
-        return [LoopRV(cur)] + out
+        loops = [LoopRV(cur)] + out
+        for k, lp in enumerate(loops):          # TVM's names: i_0, i_1, ...
+            lp.var.name = f"{v.name}_{k}"
+        return loops
 
     def fuse(self, *loops):
         vs = [self._var(lp, "fuse") for lp in loops]
@@ -161,7 +181,13 @@ class Schedule:
 
     def parallel(self, loop):
         v = self._var(loop, "parallel")
-        self._set(self._apply(lambda b: tsch.parallel(b, v), f"parallel {v.name}"))
+        try:
+            tsch.parallel(erase_blocks(self.func.body), v)       # the check, on the loops as they compute
+        except tsch.ScheduleError:
+            raise
+        except Exception as e:
+            raise tsch.ScheduleError(f"parallel {v.name}: {e}") from None
+        self._set(tsch._set_kind(self.func.body, v, "parallel"))
 
     def vectorize(self, loop):
         v = self._var(loop, "vectorize")
@@ -179,6 +205,7 @@ class Schedule:
     def decompose_reduction(self, block, loop):
         """Accumulate in the output (te-lowered reductions); returns the block."""
         v = self._var(loop, "decompose_reduction")
+        self._erase()
         self._set(self._apply(lambda b: tsch.decompose_reduction(b, v), "decompose_reduction"))
         return block
 
@@ -186,6 +213,7 @@ class Schedule:
     def cache_read(self, block, read_buffer_index, storage_scope):
         """The cache of the block's read_buffer_index-th input buffer (in parameter order of the
         buffers it reads); placed with compute_at."""
+        self._erase()
         reads = []
         for s in walk_stmts(self.func.body):
             if isinstance(s, Store) and s.buffer.name == block.buffer_name:
@@ -221,6 +249,7 @@ class Schedule:
         block keeps writing its buffer (the same values)."""
         if isinstance(block, (_CacheRV, _CacheWriteRV)):
             raise tsch.ScheduleError(f"cache_write: {block.name} is a cache block")
+        self._erase()
         written = [b for b in self.func.params if b.name == block.buffer_name and
                    any(isinstance(s, Store) and s.buffer is b for s in walk_stmts(self.func.body))]
         if write_buffer_index != 0 or not written:
@@ -246,8 +275,24 @@ def _children(s):
     from .stmt import Allocate, IfThenElse, Seq
     if isinstance(s, Seq):
         return s.stmts
-    if isinstance(s, Allocate):
+    if isinstance(s, (Allocate, Block)):
         return [s.body]
     if isinstance(s, IfThenElse):
         return [s.then] + ([s.else_] if s.else_ is not None else [])
     return []
+
+
+def _written(block):
+    stores = [s.buffer.name for s in walk_stmts(block.body) if isinstance(s, Store)]
+    return stores[-1] if stores else block.name
+
+
+def _path_to(s, match):
+    """The statements from s down to the first one matching (both included), or None."""
+    if match(s):
+        return [s]
+    for c in stmt_children(s):
+        p = _path_to(c, match)
+        if p is not None:
+            return [s] + p
+    return None

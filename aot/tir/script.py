@@ -22,12 +22,11 @@ from .expr import (INDEX, MATH_FUNCS, Bin, Call, Cast, Const, Expr, Load, Select
                    or_, transform)
 from .flatten import flat_index
 from .simplify import simplify
-from .stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Store, StmtMutator, StmtVisitor,
-                   walk_stmts)
+from .stmt import (Allocate, Barrier, Block, Buffer, Evaluate, For, IfThenElse, IterVar, PrimFunc, Seq, Store,
+                   StmtMutator, walk_stmts)
 
 
-class ScriptError(AotError):
-    pass
+from .tvmscript import ScriptError  # noqa: E402  (raised by the printer and the parser alike)
 
 
 _KIND_FN = {"serial": "serial", "parallel": "parallel", "vectorize": "vectorized", "unroll": "unroll",
@@ -43,105 +42,10 @@ _CMP_SYM = {v: k for k, v in _PY_CMP.items()}
 
 
 # -- printing -------------------------------------------------------------------------------------------
-class _Printer(StmtVisitor):
-    def __init__(self):
-        self.lines, self.indent, self.names, self.taken = [], 1, {}, set()
-
-    def name(self, obj, base):
-        if id(obj) not in self.names:
-            n, k = base if base.isidentifier() else "v", 1
-            while n in self.taken:
-                n, k = f"{base}_{k}", k + 1
-            self.names[id(obj)] = n
-            self.taken.add(n)
-        return self.names[id(obj)]
-
-    def emit(self, text):
-        self.lines.append("    " * self.indent + text)
-
-    def nested(self, s):
-        self.indent += 1
-        self.visit(s)
-        self.indent -= 1
-
-    def expr(self, e) -> str:
-        if isinstance(e, Var):
-            return self.name(e, e.name)
-        if isinstance(e, Const):
-            if e.dtype == "bool":
-                return "True" if e.value else "False"
-            if e.dtype == INDEX:
-                return repr(e.value)
-            return f"T.{e.dtype}({e.value!r})"
-        if isinstance(e, Bin):
-            a, b = self.expr(e.a), self.expr(e.b)
-            if e.op in ("min", "max"):
-                return f"T.{e.op}({a}, {b})"
-            if e.op == "floordiv":
-                return f"({a} // {b})"
-            if e.op == "floormod":
-                return f"({a} % {b})"
-            if e.op == "/":
-                return f"({a} / {b})" if is_float(e.dtype) else f"T.truncdiv({a}, {b})"
-            if e.op == "%":
-                return f"T.truncmod({a}, {b})"
-            if e.op in ("&&", "||"):
-                return f"T.{'And' if e.op == '&&' else 'Or'}({a}, {b})"
-            return f"({a} {e.op} {b})"
-        if isinstance(e, Unary):
-            return {"neg": "(-{})", "not": "T.Not({})", "bnot": "(~{})"}[e.op].format(self.expr(e.a))
-        if isinstance(e, Select):
-            return f"T.if_then_else({self.expr(e.cond)}, {self.expr(e.t)}, {self.expr(e.f)})"
-        if isinstance(e, Call):
-            args = ", ".join(self.expr(a) for a in e.args)
-            return f"T.{e.fn}({args})" if e.dtype == e.args[0].dtype else f'T.{e.fn}({args}, dtype="{e.dtype}")'
-        if isinstance(e, Cast):
-            return f'T.Cast("{e.dtype}", {self.expr(e.a)})'
-        if isinstance(e, Load):
-            return f"{self.name(e.buffer, e.buffer.name)}[{', '.join(self.expr(i) for i in e.indices)}]"
-        raise ScriptError(f"the script has no form for {type(e).__name__}")
-
-    def visit_For(self, s):
-        v = self.name(s.var, s.var.name)
-        lo, hi = self.expr(s.min), self.expr(simplify(s.min + s.extent))
-        tag = f', thread="{s.thread_tag}"' if s.thread_tag else ""
-        self.emit(f"for {v} in T.{_KIND_FN[s.kind]}({lo}, {hi}{tag}):")
-        self.nested(s.body)
-
-    def visit_Seq(self, s):
-        if not s.stmts:
-            self.emit("pass")
-        for x in s.stmts:
-            self.visit(x)
-
-    def visit_Store(self, s):
-        self.emit(f"{self.name(s.buffer, s.buffer.name)}[{self.expr(s.index)}] = {self.expr(s.value)}")
-
-    def visit_Allocate(self, s):
-        b = s.buffer
-        self.emit(f'with T.allocate({list(b.shape)}, "{b.dtype}", "{b.scope}") as {self.name(b, b.name)}:')
-        self.nested(s.body)
-
-    def visit_IfThenElse(self, s):
-        self.emit(f"if {self.expr(s.cond)}:")
-        self.nested(s.then)
-        if s.else_ is not None:
-            self.emit("else:")
-            self.nested(s.else_)
-
-    def visit_Barrier(self, s):
-        self.emit(f'T.barrier("{s.scope}")')
-
-
 def script(func: PrimFunc) -> str:
-    """The function as a script (decorated with @T.prim_func; parse() reads it back)."""
-    p = _Printer()
-    params = []
-    for b in func.params:
-        params.append(f'{p.name(b, b.name)}: T.Buffer({tuple(b.shape)!r}, "{b.dtype}")')
-    p.emit(f"T.func_attr({{\"global_symbol\": \"{func.name}\", \"num_inputs\": {func.num_inputs}}})")
-    p.visit(func.body)
-    return "\n".join(["@T.prim_func", f"def {func.name}({', '.join(params)}):"] + p.lines) + "\n"
+    """The function as TVM prints a PrimFunc (aot/tir/tvmscript.py; parse() reads it back)."""
+    from .tvmscript import prim_func_script
+    return prim_func_script(func) + "\n"
 
 
 # -- parsing --------------------------------------------------------------------------------------------
@@ -149,7 +53,9 @@ class _Parser:
     def __init__(self, source, env, where):
         self.src, self.env, self.where = source, env, where
         self.scopes = [{}]
-        self.blocks = {}
+        self.block_axes = None
+        self.n_blocks = 0
+        self.loops = {}          # id(loop var) -> (min, extent), for T.axis.remap
 
     def fail(self, node, msg):
         line = getattr(node, "lineno", None)
@@ -189,6 +95,11 @@ class _Parser:
         return None
 
     def literal(self, node):
+        if isinstance(node, ast.Dict):
+            return {self.literal(k): self.literal(v) for k, v in zip(node.keys, node.values)}
+        if isinstance(node, (ast.List, ast.Tuple)):
+            vals = [self.literal(e) for e in node.elts]
+            return vals if isinstance(node, ast.List) else tuple(vals)
         try:
             return ast.literal_eval(node)
         except ValueError:
@@ -206,9 +117,10 @@ class _Parser:
                 b = self.buffer_decl(ann, a.arg)
                 params.append(b)
                 self.bind(a.arg, b)
-            elif ann is not None and self.is_T(ann, "handle"):
+            elif ann is not None and (self.is_T(ann, "handle") or self.t_call(ann) == "handle"):
                 handles[a.arg] = len(params)
                 params.append(None)
+                self.bind(a.arg, _Handle(a.arg))
             else:
                 self.fail(a, f"parameter '{a.arg}' must be annotated T.Buffer(shape, dtype) or T.handle")
         attrs, body = {}, []
@@ -224,8 +136,12 @@ class _Parser:
                 if h not in handles or len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
                     self.fail(st, "T.match_buffer(handle, shape, dtype) binds a T.handle parameter to a name")
                 b = self.buffer_decl(c, st.targets[0].id, skip=1)
+                if b.symbolic:      # printed as a handle again, whose name the printer takes from the buffer's
+                    b.name = h
                 params[handles.pop(h)] = b
                 self.bind(st.targets[0].id, b)
+                continue
+            if isinstance(st, ast.Assign) and self.size_var(st):
                 continue
             body.append(st)
         if handles:
@@ -243,24 +159,107 @@ class _Parser:
         if not written & {id(b) for b in params[n_in:]}:
             self.fail(fn, "the function writes none of its output buffers")
         name = attrs.get("global_symbol", fn.name)
-        return PrimFunc(name, params, stmt, int(n_in), {"blocks": dict(self.blocks)} if self.blocks else {})
+        shown = {k: (bool(v) if k in ("tir.noalias", "from_legacy_te_schedule") else v) for k, v in attrs.items()
+                 if k not in ("global_symbol", "num_inputs")}
+        fattrs = {"func_attr": shown}
+        if shown.get("from_legacy_te_schedule"):
+            fattrs = {}             # printed in the lowered style again
+        return PrimFunc(name, params, stmt, int(n_in), fattrs)
 
-    def buffer_decl(self, call, name, skip=0):
+    def size_var(self, st):
+        """`n = T.int32()`: a symbolic size the buffers' shapes use."""
+        c = self.t_call(st.value)
+        if c in ("int32", "int64") and not st.value.args and len(st.targets) == 1 and \
+                isinstance(st.targets[0], ast.Name):
+            self.bind(st.targets[0].id, Var(st.targets[0].id))
+            return True
+        return False
+
+    def buffer_decl(self, call, name, skip=0, scope="global"):
         args = call.args[skip:]
         kw = {k.arg: k.value for k in call.keywords}
-        shape = self.literal(args[0] if args else kw["shape"])
+        shape_node = args[0] if args else kw["shape"]
+        elts = shape_node.elts if isinstance(shape_node, (ast.Tuple, ast.List)) else [shape_node]
+        shape = []
+        for e in elts:
+            v = self.expr(e)
+            shape.append(v.value if isinstance(v, Const) else v)
         dtype = self.literal(args[1]) if len(args) > 1 else self.literal(kw["dtype"]) if "dtype" in kw else "float32"
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        return Buffer(name, str(np.dtype(dtype)), shape)
+        if "scope" in kw:
+            scope = self.literal(kw["scope"])
+        return Buffer(name, str(np.dtype(dtype)), tuple(shape), scope)
 
     # statements
     def stmts(self, body):
         out = []
-        for st in body:
+        for k, st in enumerate(body):
+            scoping = self.concise(st, body[k + 1:])
+            if scoping is not None:
+                if scoping is not _VIEW:
+                    out.append(scoping)
+                    break
+                continue
             s = self.stmt(st)
             if s is not None:
                 out.append(s)
         return out[0] if len(out) == 1 else Seq(out)
+
+    def concise(self, st, rest):
+        """TVM's concise scoping (`x = T.launch_thread(...)`, `x = T.allocate(...)`,
+        `x = T.alloc_buffer(...)`: the rest of the scope is the body), and buffer views
+        (`A_1 = T.Buffer(shape, data=A.data)`). None when st is an ordinary statement."""
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+            return None
+        name, call = st.targets[0].id, self.t_call(st.value)
+        c = st.value
+        if call == "launch_thread":
+            return self.launch(c, name, lambda: self.scoped(rest, {}), st)
+        if call == "allocate":
+            b = self.allocation(c, name, st)
+            return Allocate(b, self.scoped(rest, {name: b}))
+        if call == "alloc_buffer":
+            b = self.buffer_decl(c, name)
+            return Allocate(b, self.scoped(rest, {name: b}))
+        if call == "Buffer":
+            kw = {k.arg: k.value for k in c.keywords}
+            if "data" not in kw:
+                self.fail(st, "a buffer view is T.Buffer(shape, dtype, data=...)")
+            d = kw["data"]
+            if isinstance(d, ast.Attribute) and d.attr == "data" and isinstance(d.value, ast.Name):
+                target = self.lookup(d, d.value.id)
+            elif isinstance(d, ast.Name):
+                target = self.lookup(d, d.id)
+            else:
+                target = None
+            if not isinstance(target, Buffer):
+                self.fail(st, "T.Buffer(..., data=X): X must be a buffer's data or an allocation")
+            self.bind(name, target)          # the view reads and writes the buffer's own elements
+            return _VIEW
+        return None
+
+    def launch(self, c, name, body_fn, node):
+        tag = self.literal(c.args[0]) if isinstance(c.args[0], ast.Constant) else None
+        if tag is None:
+            self.fail(node, 'T.launch_thread("threadIdx.x", extent)')
+        ext = self.expr(c.args[1])
+        v = Var(name)
+        self.scopes.append({name: v})
+        try:
+            body = body_fn()
+        finally:
+            self.scopes.pop()
+        try:
+            return For(v, 0, ext, body, "thread_binding", tag)
+        except AotError as e:
+            self.fail(node, str(e))
+
+    def allocation(self, c, name, node):
+        shape = self.literal(c.args[0])
+        dtype = self.literal(c.args[1])
+        scope = self.literal(c.args[2]) if len(c.args) > 2 else "global"
+        if scope == "global":
+            scope = "local"          # a function's own array: a C local
+        return Buffer(name, str(np.dtype(dtype)), shape if isinstance(shape, (list, tuple)) else [shape], scope)
 
     def scoped(self, body, names=None):
         self.scopes.append(dict(names or {}))
@@ -285,10 +284,15 @@ class _Parser:
             return IfThenElse(self.cond(st.test), self.scoped(st.body), self.scoped(st.orelse) if st.orelse else None)
         if isinstance(st, ast.With):
             return self.with_(st)
-        if isinstance(st, ast.Expr) and self.t_call(st.value) == "barrier":
+        call = self.t_call(st.value) if isinstance(st, ast.Expr) else None
+        if call in ("barrier", "tvm_storage_sync"):
             return Barrier(self.literal(st.value.args[0]) if st.value.args else "shared")
-        if isinstance(st, ast.Expr) and self.t_call(st.value) in ("reads", "writes", "block_attr"):
+        if call in ("reads", "writes", "block_attr"):
             return None         # access regions are derived, not declared
+        if call == "evaluate" and st.value.args and isinstance(st.value.args[0], ast.Constant):
+            return None         # T.evaluate(0): an empty statement
+        if call == "evaluate":
+            return Evaluate(self.expr(st.value.args[0]))
         self.fail(st, f"statement {type(st).__name__} has no loop-IR form")
 
     def loop(self, st):
@@ -302,6 +306,8 @@ class _Parser:
             if len(names) != len(exts):
                 self.fail(st, "T.grid: as many names as extents")
             vars_ = [Var(n) for n in names]
+            for v, e in zip(vars_, exts):
+                self.loops[id(v)] = (Const(0, INDEX), e)
             body = self.scoped(st.body, dict(zip(names, vars_)))
             for v, e in reversed(list(zip(vars_, exts))):
                 body = For(v, 0, e, body)
@@ -318,6 +324,7 @@ class _Parser:
         kw = {k.arg: k.value for k in it.keywords}
         tag = self.literal(kw["thread"]) if "thread" in kw else None
         v = Var(st.target.id)
+        self.loops[id(v)] = (lo, simplify(hi - lo))
         body = self.scoped(st.body, {st.target.id: v})
         try:
             return For(v, lo, simplify(hi - lo), body, _FN_KIND[kind], tag)
@@ -342,71 +349,85 @@ class _Parser:
             return Store(buf, index, value)
         call = self.t_call(st.value)
         if call in ("axis.spatial", "axis.reduce", "axis.S", "axis.R") and isinstance(tgt, ast.Name):
-            self.bind(tgt.id, self.expr(st.value.args[1]))
+            kind = "R" if call in ("axis.reduce", "axis.R") else "S"
+            self.axis(tgt.id, kind, st.value.args[0], self.expr(st.value.args[1]))
             return None
-        if call == "axis.remap" and isinstance(tgt, ast.Tuple):
+        if call == "axis.remap" and isinstance(tgt, (ast.Tuple, ast.Name)):
             kinds = self.literal(st.value.args[0])
             srcs = st.value.args[1].elts
-            if len(kinds) != len(srcs) or len(srcs) != len(tgt.elts):
+            targets = tgt.elts if isinstance(tgt, ast.Tuple) else [tgt]
+            if len(kinds) != len(srcs) or len(srcs) != len(targets):
                 self.fail(st, "T.axis.remap: one kind letter and one loop per block axis")
-            for t, s in zip(tgt.elts, srcs):
-                self.bind(t.id, self.expr(s))
+            for t, k, src in zip(targets, kinds, srcs):
+                v = self.expr(src)
+                loop = self.loops.get(id(v))
+                if loop is None:
+                    self.fail(st, f"T.axis.remap: {t.id} is bound to {ast.unparse(src)}, which is not a loop")
+                self.axis(t.id, k, loop, v)
             return None
         if isinstance(tgt, ast.Name):       # a scalar let: the name stands for the expression
             self.bind(tgt.id, self.expr(st.value))
             return None
         self.fail(st, "unsupported assignment")
 
+    def axis(self, name, kind, dom, value):
+        """A block iterator: dom is an extent, a (min, max) pair, or (from remap) the loop's (min, extent)."""
+        if self.block_axes is None:
+            self.fail(None, f"T.axis for {name} outside a T.block")
+        if isinstance(dom, tuple):
+            lo, ext = dom
+        elif isinstance(dom, (ast.Tuple, ast.List)):
+            lo, hi = self.expr(dom.elts[0]), self.expr(dom.elts[1])
+            lo, ext = lo, simplify(hi - lo)
+        else:
+            lo, ext = Const(0, INDEX), self.expr(dom)
+        v = Var(name)
+        self.block_axes.append((IterVar(v, ext, kind, lo), value))
+        self.bind(name, v)
+
     def with_(self, st):
         item = st.items[0]
         call = self.t_call(item.context_expr)
         if call == "block":
-            name = self.literal(item.context_expr.args[0]) if item.context_expr.args else f"block{len(self.blocks)}"
+            name = self.literal(item.context_expr.args[0]) if item.context_expr.args else f"block{self.n_blocks}"
             return self.block(st, name)
         if call == "allocate":
-            c = item.context_expr
-            shape = self.literal(c.args[0])
-            dtype = self.literal(c.args[1])
-            scope = self.literal(c.args[2]) if len(c.args) > 2 else "local"
             if not isinstance(item.optional_vars, ast.Name):
                 self.fail(st, "with T.allocate(shape, dtype, scope) as name:")
-            b = Buffer(item.optional_vars.id, str(np.dtype(dtype)), shape if isinstance(shape, (list, tuple))
-                       else [shape], scope)
+            b = self.allocation(item.context_expr, item.optional_vars.id, st)
             return Allocate(b, self.scoped(st.body, {b.name: b}))
-        self.fail(st, "with-statements are T.block(name), T.init() or T.allocate(...)")
+        if call == "launch_thread":
+            if not isinstance(item.optional_vars, ast.Name):
+                self.fail(st, "with T.launch_thread(tag, extent) as name:")
+            return self.launch(item.context_expr, item.optional_vars.id, lambda: self.stmts(st.body), st)
+        self.fail(st, "with-statements are T.block(name), T.init(), T.allocate(...) or T.launch_thread(...)")
 
     def block(self, st, name):
+        self.n_blocks += 1
         self.scopes.append({})
-        reduce_axes, init, body = [], None, []
+        outer_axes, self.block_axes = self.block_axes, []
+        init, pred, body, init_ast, pred_ast = None, None, [], None, None
         try:
             for s in st.body:
-                c = self.t_call(s.value) if isinstance(s, (ast.Assign, ast.Expr)) else None
-                if isinstance(s, ast.Assign) and c in ("axis.reduce", "axis.R"):
-                    reduce_axes.append(self.expr(s.value.args[1]))
-                if isinstance(s, ast.Assign) and c == "axis.remap":
-                    kinds = self.literal(s.value.args[0])
-                    reduce_axes += [self.expr(a) for k, a in zip(kinds, s.value.args[1].elts) if k == "R"]
                 if isinstance(s, ast.With) and self.t_call(s.items[0].context_expr) == "init":
-                    init = self.scoped(s.body)
+                    init_ast = s.body
                     continue
-                r = self.stmt(s)
-                if r is not None:
-                    body.append(r)
+                if isinstance(s, ast.Expr) and self.t_call(s.value) == "where":
+                    pred_ast = s.value.args[0]
+                    continue
+                body.append(s)
+            stmt = self.stmts(body)            # binds the block's axes, which init and where read
+            if init_ast is not None:
+                init = self.scoped(init_ast)
+            if pred_ast is not None:
+                pred = self.cond(pred_ast)
+            axes = self.block_axes
         finally:
             self.scopes.pop()
-        upd = body[0] if len(body) == 1 else Seq(body)
-        written = [s.buffer for s in walk_stmts(upd) if isinstance(s, Store)]
-        if written:
-            self.blocks[name] = written[-1].name
-        if init is None:
-            return upd
-        if not reduce_axes:
+            self.block_axes = outer_axes
+        if init is not None and not any(iv.kind == "R" for iv, _ in axes):
             self.fail(st, f"block {name}: T.init() needs a reduction axis (T.axis.reduce or 'R' in remap)")
-        first = None
-        for a in reduce_axes:        # the first iteration of every reduction axis (loops start at 0 here)
-            c = Bin("==", a, Const(0, a.dtype))
-            first = c if first is None else and_(first, c)
-        return Seq([IfThenElse(first, init), upd])
+        return Block(name, [iv for iv, _ in axes], [v for _, v in axes], stmt, init, pred)
 
     # expressions
     def indices(self, sl):
@@ -505,9 +526,12 @@ class _Parser:
         if fn in ("min", "max"):
             a, b = self.unify(node, self.expr(args[0], hint), self.expr(args[1], hint))
             return Bin(fn, a, b)
-        if fn in ("truncdiv", "truncmod", "floordiv", "floormod"):
+        if fn in ("truncdiv", "truncmod", "floordiv", "floormod", "Div", "FloorDiv", "FloorMod"):
             a, b = self.unify(node, self.expr(args[0]), self.expr(args[1]))
-            return Bin({"truncdiv": "/", "truncmod": "%"}.get(fn, fn), a, b)
+            return Bin({"truncdiv": "/", "truncmod": "%", "Div": "/", "FloorDiv": "floordiv",
+                        "FloorMod": "floormod"}.get(fn, fn), a, b)
+        if fn == "likely":
+            return self.cond(args[0])
         if fn in ("And", "Or"):
             return (and_ if fn == "And" else or_)(self.cond(args[0]), self.cond(args[1]))
         if fn == "Not":
@@ -520,6 +544,16 @@ class _Parser:
             dtype = self.literal(kw["dtype"]) if "dtype" in kw else None
             return Call(fn, vals, dtype)
         self.fail(node, f"T.{fn} is not supported in expressions")
+
+
+class _Handle:
+    """A T.handle parameter before its T.match_buffer."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+_VIEW = object()        # a statement that only names a view of a buffer
 
 
 class _FlatReads(StmtMutator):
@@ -545,6 +579,8 @@ def parse(source: str, env=None, where="script") -> PrimFunc:
     """A PrimFunc from the text of one @T.prim_func function."""
     tree = ast.parse(textwrap.dedent(source))
     fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if not fns:     # a module's text (@I.ir_module class Module:) with one function
+        fns = [n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body if isinstance(n, ast.FunctionDef)]
     if len(fns) != 1:
         raise ScriptError(f"{where}: expected one function definition")
     return _Parser(source, env or {}, f"{where} ({fns[0].name})").function(fns[0])

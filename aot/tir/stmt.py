@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InternalError
+from ..errors import AotError, InternalError
 from .expr import Const, Expr, Var, preorder, wrap
 
 SCOPES = ("global", "local", "shared")
@@ -40,8 +40,26 @@ class Buffer:
             raise InternalError(f"buffer {self.name}: the size of {self!r} is not known before aot.build")
         return int(np.prod(self.shape, dtype=np.int64))
 
+    @property
+    def data(self):
+        """TVM's buffer.data: the pointer variable (a handle) that a call passes for the buffer."""
+        d = self.__dict__.get("_data")
+        if d is None:
+            d = self._data = BufferData(self)
+        return d
+
     def __repr__(self):
         return f"{self.name}:{self.dtype}{list(self.shape)}"
+
+
+class BufferData(Var):
+    """A buffer's data pointer (TVM's `buffer.data`, dtype "handle"): an argument of an external
+    call (tir.call_extern) or a buffer view's `data=`. Not a loop variable, never stored."""
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer):
+        super().__init__(buffer.name, "handle")
+        self.buffer = buffer
 
 
 class Stmt:
@@ -86,6 +104,14 @@ class Seq(Stmt):
                 flat.append(s)
         self.stmts = flat
 
+    @property
+    def seq(self):
+        """TVM's SeqStmt.seq."""
+        return self.stmts
+
+    def __getitem__(self, k):
+        return self.stmts[k]
+
 
 class Allocate(Stmt):
     """A buffer (local or shared scope) live for `body`."""
@@ -117,7 +143,49 @@ class Evaluate(Stmt):
         self.call = call
 
 
-@dataclass
+class IterVar:
+    """A block iterator (TVM's tir.IterVar of a Block): var ranges over [dom_min, dom_min + extent),
+    kind "S" (spatial: one output element per value) or "R" (reduction: values folded together)."""
+
+    def __init__(self, var: Var, extent, kind: str = "S", dom_min=0):
+        if kind not in ("S", "R"):
+            raise AotError(f"block iterator {var.name}: kind {kind!r} is not 'S' (spatial) or 'R' (reduction)")
+        self.var, self.extent, self.kind, self.dom_min = var, wrap(extent), kind, wrap(dom_min)
+
+    @property
+    def dom(self):
+        return (self.dom_min, self.extent)
+
+    def __repr__(self):
+        return f"IterVar({self.var.name}, {self.kind})"
+
+
+class Block(Stmt):
+    """TensorIR's unit of computation (TVM's BlockRealize + Block), kept for scripts,
+    te.create_prim_func and aot.tir.Schedule: the body is written over the block's own iterators,
+    each bound to an expression of the enclosing loops (values); init (a reduction's first
+    value) runs where every reduction iterator is at its first value; predicate guards the block
+    (a split's tail). Lowering erases it (aot/tir/blocks.py: erase_blocks) before any pass that
+    reasons about loop variables, so for everything but the printer and the TensorIR schedule a
+    block is transparent."""
+
+    def __init__(self, name: str, iter_vars, values, body: Stmt, init: Stmt | None = None, predicate=None):
+        if len(iter_vars) != len(values):
+            raise InternalError(f"block {name}: {len(iter_vars)} iterators, {len(values)} bound values")
+        self.name, self.iter_vars, self.values = name, list(iter_vars), [wrap(v) for v in values]
+        self.body, self.init, self.predicate = body, init, predicate
+
+    @property
+    def name_hint(self):
+        return self.name
+
+    def replace(self, values=None, body=None, init=False, predicate=False):
+        return Block(self.name, self.iter_vars, self.values if values is None else values,
+                     self.body if body is None else body, self.init if init is False else init,
+                     self.predicate if predicate is False else predicate)
+
+
+@dataclass(eq=False)
 class PrimFunc:
     name: str
     params: list            # list[Buffer], inputs first, then outputs
@@ -133,9 +201,17 @@ class PrimFunc:
     def outputs(self):
         return self.params[self.num_inputs:]
 
-    def with_body(self, body, params=None, attrs=None):
+    def with_body(self, body, params=None, attrs=None, span=None):
         return PrimFunc(self.name, list(self.params if params is None else params), body, self.num_inputs,
                         dict(self.attrs if attrs is None else attrs))
+
+    @property
+    def buffer_map(self):
+        """TVM's func.buffer_map: each parameter's data handle -> its buffer, in parameter order."""
+        return {b.data: b for b in self.params}
+
+    # script(), show() and str(): TVMScript, attached by aot/tir/tvmscript.py (the printer sits above
+    # this module)
 
 
 # -- the one walker -----------------------------------------------------------------------
@@ -159,6 +235,7 @@ class StmtVisitor:
             self.visit(c)
 
     visit_For = visit_Store = visit_Seq = visit_Allocate = visit_IfThenElse = visit_Barrier = visit_Evaluate = generic
+    visit_Block = generic
 
 
 class StmtMutator:
@@ -209,6 +286,16 @@ class StmtMutator:
         c = self.mutate_expr(s.call)
         return s if c is s.call else Evaluate(c)
 
+    def visit_Block(self, s):
+        values = [self.mutate_expr(v) for v in s.values]
+        pred = self.mutate_expr(s.predicate) if s.predicate is not None else None
+        init = self.visit(s.init) if s.init is not None else None
+        body = self.visit(s.body)
+        if all(a is b for a, b in zip(values, s.values)) and pred is s.predicate and init is s.init and \
+                body is s.body:
+            return s
+        return s.replace(values, body if body is not None else Seq([]), init, pred)
+
 
 def own_exprs(s):
     """The expressions a statement holds itself (not those of its children)."""
@@ -220,6 +307,8 @@ def own_exprs(s):
         return [s.cond]
     if isinstance(s, Evaluate):
         return [s.call]
+    if isinstance(s, Block):
+        return list(s.values) + ([s.predicate] if s.predicate is not None else [])
     return []
 
 
@@ -231,6 +320,8 @@ def stmt_children(s: Stmt):
         return [s.body]
     if isinstance(s, IfThenElse):
         return [s.then] + ([s.else_] if s.else_ is not None else [])
+    if isinstance(s, Block):
+        return ([s.init] if s.init is not None else []) + [s.body]
     return []
 
 

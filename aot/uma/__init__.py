@@ -5,3 +5,4 @@
 """
 from .backend import BackendError, UMABackend, external_lowering, get_backend, partition_for, registered  # noqa: F401
 from .lowering import Call, Tensor, call_extern  # noqa: F401
+from .api.utils import uma_available  # noqa: F401,E402  (TVM's uma package exports it)

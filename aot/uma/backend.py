@@ -52,6 +52,8 @@ class UMABackend:
         self._device = False
         self._device_setup = ()
         self._target_attrs = {}      # name -> default
+        self._tir_passes = []        # (PassPhase, prim_func_pass): TVM's TIR route (aot/uma/tir_route.py)
+        self._relay_passes = []      # (PassPhase.PRE_PARTITIONING, module pass) run by partition(relay module)
         self.target = None           # the Target the build names this backend with
 
     # -- registration (TVM's UMA method names) ---------------------------------------------
@@ -75,14 +77,51 @@ class UMABackend:
     def _register_lowering(self, name, fn):
         self._lowerings[str(name)] = fn
 
+    def _register_tir_pass(self, phase, tir_pass):
+        """TVM's TIR route: a unit with no lowering of its own is lowered from its tensor
+        expressions (topi's computes) to a PrimFunc with blocks, then this pass (a
+        tir.transform.prim_func_pass) rewrites it at `phase` (TIR_PHASE_0..3, in order of
+        registration within a phase); the result is the region's C function."""
+        from .api.utils import TIR_PHASES
+        if phase not in TIR_PHASES:
+            raise BackendError(f"backend '{self._name()}': _register_tir_pass at {phase}: TIR passes run at "
+                               f"{', '.join(p.name for p in TIR_PHASES)}")
+        if not callable(tir_pass) and not hasattr(tir_pass, "transform_function"):
+            raise BackendError(f"backend '{self._name()}': _register_tir_pass takes a tir.transform.prim_func_pass, "
+                               f"not {type(tir_pass).__name__}")
+        self._tir_passes.append((phase, tir_pass))
+
+    def tir_passes(self, phase):
+        """The TIR passes registered at `phase`, in registration order."""
+        return [p for ph, p in self._tir_passes if ph is phase]
+
+    def _register_relay_pass(self, phase, relay_pass):
+        """A relay module pass run by partition() on the relay module before it partitions
+        (PRE_PARTITIONING). The regions are cut from the graph IR, not from a relay module, so
+        the POST_PARTITIONING phases have no module to run on and are refused by name."""
+        from .api.utils import PassPhase
+        if phase is not PassPhase.PRE_PARTITIONING:
+            raise BackendError(f"backend '{self._name()}': _register_relay_pass at {phase}: only PRE_PARTITIONING "
+                               "relay passes run here (the partitioned regions are graph-IR functions, not a relay "
+                               "module); write the change as a TIR pass or a lowering")
+        self._relay_passes.append(relay_pass)
+
+    def _register_operator_strategy(self, op, strategy, plevel=11):
+        """Refused by name: a unit is lowered by its lowering (_register_lowering) or through
+        topi's compute for its op (then the TIR passes); there are no relay strategies to override."""
+        raise BackendError(f"backend '{self._name()}': _register_operator_strategy('{op}'): operator strategies are "
+                           "not supported; lower the op with _register_lowering, or rewrite its PrimFunc with "
+                           "_register_tir_pass")
+
     def _register_codegen(self, fmt="c", includes=None, sources=None):
         """includes: header names the executor includes (or a callable returning #include
         lines, as in TVM); sources: files the MLF ships, paths relative to the backend's module
         (or {name: text}). .c files are compiled with the model, .h files are headers."""
         if fmt != "c":
             raise BackendError(f"backend '{self._name()}': codegen format '{fmt}' is not supported (only 'c')")
+        included = {}
         if callable(includes):
-            includes = _INCLUDE_RE.findall(includes())
+            includes, included = self._included_files(includes)
         self._includes = [str(h) for h in (includes or ())]
         bad = [h for h in self._includes if not _FILE_RE.match(h)]
         if bad:
@@ -108,6 +147,49 @@ class UMABackend:
                 raise BackendError(f"backend '{self._name()}': source '{name}' must be a .c or .h file name "
                                    "of letters, digits, '_', '-' and '.' (not tvmgen_*)")
             self._sources[name] = text
+        for name, text in included.items():
+            if name in self._sources:
+                raise BackendError(f"backend '{self._name()}': included file '{name}' has the name of one of its "
+                                   "sources")
+            self._sources[name] = text
+
+    def _included_files(self, fn):
+        """TVM's includes hook: fn() returns #include lines, which TVM pastes into the generated C.
+        A line naming a file by its path (the template's '#include "/abs/dir/conv2dnchw.cc"')
+        has that file shipped in the MLF's include directory and is included by its name, so
+        that the MLF builds anywhere; other headers are included as written."""
+        try:
+            text = fn()
+        except Exception as e:          # the backend's own code
+            raise BackendError(f"backend '{self._name()}': the includes hook failed: {type(e).__name__}: {e}") from None
+        if not isinstance(text, str):
+            raise BackendError(f"backend '{self._name()}': the includes hook returned {type(text).__name__}, "
+                               "not the text of #include lines")
+        other = [ln.strip() for ln in text.splitlines()
+                 if ln.strip() and not _INCLUDE_RE.match(ln.strip()) and not ln.strip().startswith("//")]
+        if other:
+            raise BackendError(f"backend '{self._name()}': the includes hook returned '{other[0]}', which is not an "
+                               "#include line: ship code as a source (_register_codegen(sources=...)) or in an "
+                               "included file")
+        names, files = [], {}
+        for h in _INCLUDE_RE.findall(text):
+            if os.path.isabs(h) or os.sep in h and os.path.isfile(h):
+                try:
+                    with open(h, encoding="utf-8") as f:
+                        body = f.read()
+                except (OSError, UnicodeDecodeError) as e:
+                    raise BackendError(f"backend '{self._name()}': cannot read included file '{h}': "
+                                       f"{getattr(e, 'strerror', None) or e}") from None
+                base = os.path.basename(h)
+                if not _FILE_RE.match(base) or base.startswith("tvmgen_") or base.endswith(".c"):
+                    raise BackendError(f"backend '{self._name()}': included file '{base}' must be named with "
+                                       "letters, digits, '_', '-' and '.', not end in .c and not start with tvmgen_")
+                if files.get(base, body) != body:
+                    raise BackendError(f"backend '{self._name()}': two included files are named '{base}'")
+                files[base] = body
+                h = base
+            names.append(h)
+        return names, files
 
     def _register_device_context(self, create=None, destroy=None):
         """The backend's calls get a device context. On a C target, run takes it in struct
@@ -170,12 +252,49 @@ class UMABackend:
         return guarded
 
     def partition(self, graph, mod="default", log=None):
-        """graph with what this backend claims cut out into its external functions."""
+        """graph with what this backend claims cut out into its external functions. Given a relay
+        module (TVM's partition(mod, params=None)), it runs the backend's PRE_PARTITIONING relay
+        passes and returns the module marked for this backend: relay.build cuts the regions out
+        when it compiles for a target naming the backend (Target("my_npu", host="c"))."""
+        if hasattr(graph, "functions"):            # a relay IRModule (the relay layer sits above this one)
+            return self._partition_relay(graph, mod if isinstance(mod, dict) else None)
         return partition_for([self], graph, mod, log)
 
+    def _partition_relay(self, mod, params):
+        if params:
+            raise BackendError(f"backend '{self._name()}': partition(mod, params): bind the params in relay.build "
+                               "(params=...) instead")
+        for p in self._relay_passes:
+            try:
+                mod = p(mod)
+            except AotError:
+                raise
+            except Exception as e:      # the backend's own pass
+                raise BackendError(f"backend '{self._name()}': relay pass {getattr(p, '__name__', type(p).__name__)} "
+                                   f"failed: {type(e).__name__}: {e}") from None
+        out = type(mod)(dict(mod.functions))
+        out.partitioned_for = tuple(getattr(mod, "partitioned_for", ())) + (self.target_name,)
+        return out
+
     def lower_function(self, fn) -> ExternalKernel:
-        """A partitioned Function node -> the ExternalKernel the executor calls."""
+        """A partitioned Function node -> the ExternalKernel the executor calls: the calls its
+        units' lowerings return, or, where no unit has a lowering, TVM's TIR route (the region
+        lowered through its tensor expressions and the backend's TIR passes, tir_route.py)."""
         body = fn.attrs["body"]
+        names = [self._unit_name(n) for n in body.nodes]
+        missing = [nm for nm in names if nm not in self._lowerings]
+        if missing and len(missing) == len(names):
+            from .tir_route import lower_region
+            try:
+                func, scratch = lower_region(self, fn)
+            except AotError as e:
+                raise BackendError(f"backend '{self.target_name}': {e}") from None
+            return ExternalKernel(fn.attrs["global_symbol"], scratch_bytes=scratch, sources=dict(self._sources),
+                                  includes=tuple(self._includes), prim_func=func)
+        if missing and self._tir_passes:
+            raise BackendError(f"backend '{self.target_name}': {fn.attrs['global_symbol']} mixes units with lowerings "
+                               f"and units without ({', '.join(sorted(set(missing)))}), which go through the TIR "
+                               "passes: register a lowering for each, or for none")
         n_in = len(body.inputs)
         key = {id(v): ("param", k) for k, v in enumerate(body.inputs)}
         for j, v in enumerate(body.outputs):
@@ -197,6 +316,11 @@ class UMABackend:
                               includes=tuple(self._includes), body=tuple(calls),
                               device=self.target_name if self._device else None, device_setup=self._device_setup,
                               init_body=tuple(inits))
+
+    @staticmethod
+    def _unit_name(n):
+        comp = n.attrs.get("Composite", "") if n.op == "Function" else ""
+        return comp.split(".", 1)[1] if comp else n.op
 
     def _lower_unit(self, fn, step, n, key, bufs, inits):
         """The unit's calls, scratch places still symbolic ("scratch", key, dtype); a scratch the
@@ -342,14 +466,21 @@ def load_backend_file(path):
     names = [n for n, b in registered().items() if before.get(n) is not b]
     for obj in vars(module).values():
         if (isinstance(obj, type) and issubclass(obj, UMABackend) and obj is not UMABackend
-                and obj.__module__ == name and obj.target_name and obj.target_name not in names):
+                and obj.__module__ == name and obj.target_name):
+            # TVM's backends give target_name as a property: only an instance knows it
+            static = None if isinstance(obj.target_name, property) else obj.target_name
+            if static in names:
+                continue
             try:
-                obj().register()
+                inst = obj()
+                if inst.target_name in names:
+                    continue
+                inst.register()
             except AotError as e:
                 raise BackendError(f"--backend '{path}': {e}") from None
             except Exception as e:
                 raise BackendError(f"--backend '{path}': {obj.__name__}() failed: {type(e).__name__}: {e}") from None
-            names.append(obj.target_name)
+            names.append(inst.target_name)
     if not names:
         raise BackendError(f"--backend '{path}' defines no UMABackend subclass with a target_name")
     return names

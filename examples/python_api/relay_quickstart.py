@@ -42,9 +42,9 @@ out = module.get_output(0, tvm.nd.empty(out_shape)).numpy()
 
 # numpy: the conv as a sum over the 3x3 taps of the padded input, then batch norm and relu
 xp = np.pad(data.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
-w = params["weight"].astype(np.float64)
+w = params["weight"].numpy().astype(np.float64)
 ref = sum(np.einsum("nchw,oc->nohw", xp[:, :, i:i + 224, j:j + 224], w[:, :, i, j]) for i in range(3) for j in range(3))
-bn = [params[k].reshape(1, -1, 1, 1) for k in ("bn_gamma", "bn_beta", "bn_mean", "bn_var")]
+bn = [params[k].numpy().reshape(1, -1, 1, 1) for k in ("bn_gamma", "bn_beta", "bn_mean", "bn_var")]
 ref = np.maximum((ref - bn[2]) / np.sqrt(bn[3] + 1e-5) * bn[0] + bn[1], 0)
 err = float(np.abs(out - ref).max())
 print(f"output {out.shape}, first values {out.flatten()[:4]}, max |error| vs numpy {err:.2e}")

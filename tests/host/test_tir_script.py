@@ -74,37 +74,41 @@ def test_matmul_with_init_runs_and_schedules(schedule):
 
 
 EVERY_KIND = '''
+# from tvm.script import tir as T
+
 @T.prim_func
 def every_kind(A: T.Buffer((4, 8), "float32"), X: T.Buffer((8,), "int32"), B: T.Buffer((4, 8), "float32"), Y: T.Buffer((8,), "int32")):
-    T.func_attr({"global_symbol": "every_kind", "num_inputs": 2})
-    for i in T.serial(0, 4):
-        for j in T.vectorized(0, 8):
-            B[((i * 8) + j)] = T.if_then_else(T.And((A[i, j] > T.float32(0.0)), T.Not((j == 3))), T.exp(A[i, j]), (-A[i, j]))
-    for u in T.unroll(0, 2):
-        with T.allocate([2], "float32", "local") as tmp:
-            tmp[0] = T.max(A[u, 0], T.float32(0.5))
-            tmp[1] = T.min((tmp[0] / T.float32(3.0)), T.Cast("float32", X[u]))
-            if T.Or((tmp[0] >= tmp[1]), (u != 1)):
-                B[u] = (B[u] + tmp[1])
-            else:
-                B[u] = T.float32(2.5)
-    for p in T.parallel(0, 8):
-        Y[p] = ((((X[p] // 3) + (X[p] % 3)) + (T.truncdiv(X[p], 3) - T.truncmod(X[p], 3))) + ((((X[p] << 2) >> 1) & 255) | (X[p] ^ (~X[p]))))
-    for q in T.serial(0, 8):
-        Y[q] = (Y[q] + T.rdbpot(T.srdhm(X[q], 1073741824), 1))
-        Y[q] = (Y[q] + T.Cast("int32", (T.Cast("int64", X[q]) * T.int64(3))))
+    for i in range(4):
+        for j in T.vectorized(8):
+            B[i, j] = T.if_then_else(A[i, j] > T.float32(0.0) and not j == 3, T.exp(A[i, j]), -A[i, j])
+    for u in T.unroll(2):
+        tmp = T.allocate([2], "float32", "local")
+        tmp_1 = T.Buffer((2,), data=tmp, scope="local")
+        tmp_1[0] = T.max(A[u, 0], T.float32(0.5))
+        tmp_1[1] = T.min(tmp_1[0] / T.float32(3.0), T.Cast("float32", X[u]))
+        if tmp_1[0] >= tmp_1[1] or u != 1:
+            B[0, u] = B[0, u] + tmp_1[1]
+        else:
+            B[0, u] = T.float32(2.5)
+    for p in T.parallel(8):
+        Y[p] = X[p] // 3 + X[p] % 3 + (T.Div(X[p], 3) - T.truncmod(X[p], 3)) + (X[p] << 2 >> 1 & 255 | X[p] ^ ~X[p])
+    for q in range(8):
+        Y[q] = Y[q] + T.rdbpot(T.srdhm(X[q], 1073741824), 1)
+        Y[q] = Y[q] + T.Cast("int32", T.Cast("int64", X[q]) * T.int64(3))
 '''
 
 GPU_KINDS = '''
+# from tvm.script import tir as T
+
 @T.prim_func
 def gpu_kinds(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
-    T.func_attr({"global_symbol": "gpu_kinds", "num_inputs": 1})
-    for bx in T.thread_binding(0, 2, thread="blockIdx.x"):
-        with T.allocate([32], "float32", "shared") as s:
-            for tx in T.thread_binding(0, 32, thread="threadIdx.x"):
-                s[tx] = A[((bx * 32) + tx)]
-                T.barrier("shared")
-                B[((bx * 32) + tx)] = (s[(31 - tx)] * T.float32(2.0))
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        s = T.allocate([32], "float32", "shared")
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            s_1 = T.Buffer((32,), data=s, scope="shared")
+            s_1[tx] = A[bx * 32 + tx]
+            T.tvm_storage_sync("shared")
+            B[bx * 32 + tx] = s_1[31 - tx] * T.float32(2.0)
 '''
 
 
@@ -241,7 +245,8 @@ def _cache_write_tile(sch, i, j, k):
     sch.vectorize(ji)
     text = sch.mod.script()
     assert 'T.allocate([8, 8], "float32", "local")' in text
-    assert script(parse(text)) == text              # the cached form round-trips
+    once = script(sch.mod["main"])
+    assert script(parse(text)) == once and script(parse(once)) == once     # the cached form round-trips
 
 
 TIR_VALID = {
@@ -279,4 +284,4 @@ def test_bind_and_decompose_reduction_on_a_te_lowered_function():
     aot.build(sch, target="c")(a, c)
     np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-5)
     sch.bind(i, "threadIdx.x")
-    assert "thread_binding(0, 16, thread=\"threadIdx.x\")" in sch.mod.script()
+    assert 'threadIdx_x = T.launch_thread("threadIdx.x", 16)' in sch.mod.script()     # the lowered style

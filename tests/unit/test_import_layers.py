@@ -11,14 +11,14 @@ PACKAGES = ("aot", "codegen_c", "mlf")
 TIERS = (
     ("core", ("aot.errors", "aot.dtypes", "aot.names", "aot.target", "aot.targets", "aot.ir", "aot.tir", "aot.te",
               "aot.ops", "aot.passes", "aot.frontend", "aot.schedules", "aot.topi", "aot.liveness", "aot.executor",
-              "aot.memory_plan", "aot.uma", "aot.topi")),
+              "aot.memory_plan", "aot.uma", "aot.deprecation")),
     ("printers", ("codegen_c", "mlf")),
     ("driver", ("aot.compiler", "aot.cli", "aot.host", "aot.firmware", "aot.project", "aot.debug", "aot.backend",
                 "aot.conformance", "aot.memory_report", "aot.__main__")),
     # TVM's Python API over the driver: relay (its build calls aot.compiler.compile_model), the
     # graph executor, aot.build's modules, TVMScript, and the package's own names
     ("api", ("aot.relay", "aot.contrib", "aot.module", "aot.runtime", "aot.script", "aot.testing", "aot.micro",
-             "aot.transform", "aot")),
+             "aot.transform", "aot.instrument", "aot")),
 )
 IR_LAYERS = TIERS[0][1]
 

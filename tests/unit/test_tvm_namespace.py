@@ -36,7 +36,8 @@ def test_lower_returns_a_printable_module():
     s = te.create_schedule(B.op)
     mod = tvm.lower(s, [A, B], simple_mode=True)
     text = str(mod)
-    assert "def main" in text and "A[" in text and "B[" in text
+    assert "def main(A: T.handle, B: T.handle)" in text and "T.match_buffer(A, (n,))" in text
+    assert "* T.float32(2.0)" in text
     assert mod["main"].name == "main"
 
 

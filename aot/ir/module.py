@@ -1,0 +1,92 @@
+"""tvm.ir.IRModule: a module of TIR functions (PrimFuncs) by global name, as TVM's tutorials make
+and print it (`IRModule({"main": func})`, `mod["main"]`, `mod.script()`, `print(mod)`).
+
+The graph IR (aot/ir/graph.py) is the compiler's; relay's IRModule (aot/relay/expr.py) holds relay
+functions. This one holds the loop IR's PrimFuncs, which print as TVMScript
+(aot/tir/tvmscript.py) and build with aot.build.
+"""
+from __future__ import annotations
+
+from ..errors import AotError
+
+
+class IRModule:
+    def __init__(self, functions=None, type_definitions=None, attrs=None):
+        from ..tir.stmt import PrimFunc
+        self.functions = {}
+        for k, f in dict(functions or {}).items():
+            name = getattr(k, "name_hint", k)
+            if not isinstance(f, PrimFunc):
+                raise AotError(f"IRModule: function {name!r} is a {type(f).__name__}; this module holds TIR "
+                               "functions (relay functions go in aot.relay's IRModule)")
+            self.functions[str(name)] = f
+        self.attrs = dict(attrs or {})
+
+    @staticmethod
+    def from_expr(func):
+        return IRModule({"main": func})
+
+    def __getitem__(self, name):
+        name = getattr(name, "name_hint", name)
+        if name not in self.functions:
+            raise AotError(f"the module has no function '{name}' (it has {', '.join(self.functions) or 'none'})")
+        return self.functions[name]
+
+    def __setitem__(self, name, func):
+        self.functions[getattr(name, "name_hint", name)] = func
+
+    def __contains__(self, name):
+        return getattr(name, "name_hint", name) in self.functions
+
+    def __iter__(self):
+        return iter(self.functions.items())
+
+    def __len__(self):
+        return len(self.functions)
+
+    def update_func(self, name, func):
+        self[name] = func
+
+    def get_global_vars(self):
+        return [GlobalVar(k) for k in self.functions]
+
+    def get_global_var(self, name):
+        if name not in self.functions:
+            raise AotError(f"the module has no function '{name}'")
+        return GlobalVar(name)
+
+    def with_attr(self, key, value):
+        out = IRModule(self.functions, attrs=dict(self.attrs, **{key: value}))
+        return out
+
+    def script(self, **kwargs):
+        from ..tir.tvmscript import module_script
+        return module_script(self.functions)
+
+    def show(self, **kwargs):
+        print(self.script(**kwargs))
+
+    def astext(self, **kwargs):
+        return self.script(**kwargs)
+
+    def __str__(self):
+        return self.script()
+
+    def __repr__(self):
+        return self.script()
+
+
+class GlobalVar:
+    """A function's global name in a module (TVM's GlobalVar: .name_hint)."""
+
+    def __init__(self, name_hint):
+        self.name_hint = name_hint
+
+    def __repr__(self):
+        return f"I.GlobalVar(\"{self.name_hint}\")"
+
+    def __eq__(self, other):
+        return isinstance(other, GlobalVar) and other.name_hint == self.name_hint
+
+    def __hash__(self):
+        return hash(("GlobalVar", self.name_hint))
