@@ -332,14 +332,14 @@ class Lowering:
                 if cross:
                     return in_cross(env)
                 parts.append(guarded(update, data_guards + red_guards + pred))
-                return Seq(parts)
+                return parts[0] if len(parts) == 1 else Seq(parts)
             iv = leaves[pos]
             env2 = dict(env)
             env2[id(loopvar[iv])] = (Const(0, INDEX), simplify(ext[iv] - 1))
             inner = emit(pos + 1, env2, in_cross)
             inner = self.attach(st, iv, inner, env2)
             parts.append(loop(iv, inner))
-            return Seq(parts)
+            return parts[0] if len(parts) == 1 else Seq(parts)
 
         return emit(0, env)
 
