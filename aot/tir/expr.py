@@ -25,6 +25,15 @@ class Expr:
     # _free: ids of the Vars under this node, for substitute to leave alone a subtree without them
     __slots__ = ("dtype", "_key", "_lin", "_canon", "_free")
 
+    def __getstate__(self):
+        """A copy (pickle, deepcopy) leaves the caches out: they hold ids of this process's Vars."""
+        state = {}
+        for cls in type(self).__mro__:
+            for k in getattr(cls, "__slots__", ()):
+                if k not in ("_key", "_lin", "_canon", "_free") and hasattr(self, k):
+                    state[k] = getattr(self, k)
+        return (None, state)
+
     def key(self):
         """Structural identity (hashable)."""
         k = getattr(self, "_key", None)
