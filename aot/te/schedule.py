@@ -192,6 +192,11 @@ class Stage:
             return
         self.iter_attrs.setdefault(iv, {}).update(kind="thread_binding", thread=thread_ivar)
 
+    def tensorize(self, var, tensor_intrin):
+        iv = self._leaf(var, "tensorize")
+        raise ScheduleError(f"tensorize {iv.name}: replacing a te loop nest by a te.decl_tensor_intrin body is not "
+                            "supported (aot.tir.Schedule's tensorize takes aot's registered micro-kernels)")
+
     def set_store_predicate(self, predicate):
         """Only the threads where predicate holds store the result (after a cross-thread reduction)."""
         from ..tir.expr import wrap
