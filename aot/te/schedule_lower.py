@@ -10,7 +10,9 @@ selects store). Stages at the root are computed one after the other, producers f
 attached with compute_at is computed at the start of its parent's loop body, over the region
 the loops inside that point read of it (interval analysis over the nest built so far: exact for
 affine indices), into a buffer of that region's size (unless it is an argument of the function).
-Stages marked inline are substituted into their readers.
+Stages marked inline are substituted into their readers. A scan (te.scan) is its step loop, its
+update and the stages between its states and it attached inside; its init, update and states
+all write and read the scan's own buffer.
 """
 from __future__ import annotations
 
@@ -130,6 +132,10 @@ def _is_reduce(iv):
 
 
 class Lowering:
+    """One lowering of a schedule: buf maps each tensor (by uid) to the buffer its stage writes
+    (a parameter, a root intermediate, or while the nest inside an attach point is built, a
+    provisional whole-tensor buffer that attach() replaces with the region's own)."""
+
     def __init__(self, sch, args, name):
         self.sch, self.name = sch, name
         args = list(args)
@@ -163,8 +169,9 @@ class Lowering:
                     # a stage at the root is computed whole, before its readers: in memory of the function's
                     # (an intermediate of aot.build's plan), whatever scope it was cached in
                     scope = st.scope if st.attach_type == "scope" and st.scope in ("local", "shared") else "global"
+                    # (an attached stage's buffer is made where it is attached, its scope the one
+                    # cache_read/cache_write named, else what the attach point implies)
                     self.buf[t.uid] = Buffer(t.name, t.dtype, t.shape, scope)
-                # cache_read/cache_write name their scope; a stage's own default is decided where it is attached
         self.counter = 0
         # the thread indices (threadIdx) loops are bound to: a shared stage is computed for every
         # thread of the block, so its region spans them
