@@ -275,7 +275,12 @@ class Lowering:
         red_vars = {id(loopvar[iv]) for iv in leaves if _is_reduce(iv)}
         data_guards = [g for g in guards if not (free_vars(g) & red_vars)]
         red_guards = [g for g in guards if free_vars(g) & red_vars]
-        data_guards += self.region_guards(st, mins, exts, vals, env)
+        region = self.region_guards(st, mins, exts, vals, env)
+        # a region buffer of this stage's own (not a parameter) is written whole, also where the
+        # region leaves the tensor (there with a placeholder value that nothing reads): its
+        # readers are guarded alike, and the C compiler then sees no element left unset
+        own = all(getattr(self.buf[t.uid], "region_min", None) is not None for t in st.outputs)
+        data_guards += [] if own else region
         bufs = [self.buf[t.uid] for t in st.outputs]
         buf = bufs[0]
         if cross and len(bufs) > 1:
@@ -322,14 +327,17 @@ class Lowering:
                 update = Allocate(t, update)
             init_stmt = Seq([Store(b, index_of(b)[1], self.convert(x.init, mapping)) for b, x in zip(bufs, bodies)])
         else:
-            update = Seq([Store(b, index_of(b)[1], self.convert(x, mapping)) for b, x in zip(bufs, bodies)])
+            def value(x):
+                v = self.convert(x, mapping)
+                return Select(all_of(region), v, Const(0, v.dtype)) if own and region else v
+            update = Seq([Store(b, index_of(b)[1], value(x)) for b, x in zip(bufs, bodies)])
 
         def emit(pos, env, in_cross=False):
             parts = []
             if pos == red_pos and not in_cross:
                 if cross:
                     return self.cross_reduce(st, body, mapping, leaves, pos, loopvar, ext, env, buf, index,
-                                             data_guards, red_guards, pred, emit)
+                                             data_guards + (region if own else []), red_guards, pred, emit)
                 inits = [iv for iv in leaves[pos:] if not _is_reduce(iv)]
                 s = guarded(init_stmt, data_guards + pred)
                 for iv in reversed(inits):
@@ -338,7 +346,7 @@ class Lowering:
             if pos == len(leaves):
                 if cross:
                     return in_cross(env)
-                parts.append(guarded(update, data_guards + red_guards + pred))
+                parts.append(guarded(update, data_guards + red_guards + pred + (region if own and is_red else [])))
                 return parts[0] if len(parts) == 1 else Seq(parts)
             iv = leaves[pos]
             env2 = dict(env)

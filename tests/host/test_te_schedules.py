@@ -364,3 +364,23 @@ def test_scan_cumulative_sum_and_two_states():
     for t in range(1, 7):
         ref2[t] = ref2[t - 1] + y1[t - 1, 0]
     np.testing.assert_allclose(y2, ref2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("order", ["ki ko ic jc", "ic ko jc ki"])
+def test_a_tail_tile_cache_is_written_whole(order):
+    """A write cache of a tile that passes the tensor's edge (13 x 12 in 3 x 5 tiles): every element
+    of the cache is set (the C compiler sees none read unset) and the result is numpy's."""
+    M, N, K = 13, 12, 9
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), "k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "global")
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 3, 5)
+    s[CC].compute_at(s[C], yo)
+    ko, ki = s[CC].split(s[CC].op.reduce_axis[0], factor=2)
+    ic, jc = s[CC].op.axis
+    named = dict(ko=ko, ki=ki, ic=ic, jc=jc)
+    s[CC].reorder(*[named[v] for v in order.split()])
+    _run(s, [A, B, C], [(M, K), (K, N), (M, N)], lambda a, b: a @ b)
