@@ -57,7 +57,7 @@ TUTORIALS = {
     "intro_topi": (NEW, "gallery/tutorial/intro_topi.py", {
         r"tvm\.cuda\(|_nd\b|func\(a_nd": GPU_RUN}, []),
     "using_external_lib": (NEW, "gallery/how_to/work_with_relay/using_external_lib.py", {
-        r"tvm\.device\(target|module = runtime|module\.|out = module|out_cuda =|out_cudnn =|"
+        r"tvm\.device\(target|^module = runtime|^module\.|^out = module|^out_cuda =|^out_cudnn =|"
         r"assert_allclose\(out_cuda": GPU_RUN}, []),
     "schedule_primitives": (NEW, "gallery/how_to/work_with_schedules/schedule_primitives.py", {}, []),
     "reduction": (NEW, "gallery/how_to/work_with_schedules/reduction.py", {
@@ -79,7 +79,9 @@ EXTRA = {
     "tensorize": (NEW, "gallery/how_to/work_with_schedules/tensorize.py", {}, []),
     "low_level_custom_pass": (NEW, "gallery/how_to/extend_tvm/low_level_custom_pass.py", {}, []),
     "use_pass_infra": (NEW, "gallery/how_to/extend_tvm/use_pass_infra.py", {}, []),
-    "relay_quick_start": (NEW, "gallery/tutorial/relay_quick_start.py", {}, []),
+    "relay_quick_start": (NEW, "gallery/tutorial/relay_quick_start.py", {
+        r"^dev = tvm\.cuda|^module = graph_executor|^module\.|^out = module|^print\(out\.flatten|^out_deploy|"
+        r"^print\(out_deploy|^print\(np\.equal|^tvm\.testing": GPU_RUN}, []),
     "opt_conv_cuda": (NEW, "gallery/how_to/optimize_operators/opt_conv_cuda.py", {
         r"tvm\.cuda\(|^a = tvm\.nd|^w = tvm\.nd|^b = tvm\.nd|^func\(a, w, b\)|^evaluator|^print\(\"Convolution": GPU_RUN}, []),
     "build_gcn": (NEW, "gallery/how_to/work_with_relay/build_gcn.py", {
