@@ -296,15 +296,16 @@ class Lowering:
         def guarded(stmt, conds):
             return IfThenElse(all_of(conds), stmt) if conds else stmt
 
-        def loop(iv, inner):
+        def loop(iv, inner, var=None):
             a = attrs.get(iv, {})
             kind = a.get("kind", "serial")
             if kind == "thread_binding":
                 return For(loopvar[iv], 0, ext[iv], inner, "thread_binding", a["thread"].thread_tag)
+            var = var or loopvar[iv]
             if const_value(ext[iv]) == 1:       # as TVM's loop nests: a one-iteration loop is its body at 0
-                sub = substituter({id(loopvar[iv]): Const(0, INDEX)})
+                sub = substituter({id(var): Const(0, INDEX)})
                 return map_exprs(inner, lambda e: e if sub(e) is e else simplify(sub(e)))
-            return For(loopvar[iv], 0, ext[iv], inner, kind)
+            return For(var, 0, ext[iv], inner, kind)
 
         if is_red and len(bufs) == 1:
             src = self.convert(body.source, mapping)
@@ -340,8 +341,14 @@ class Lowering:
                                              data_guards + (region if own else []), red_guards, pred, emit)
                 inits = [iv for iv in leaves[pos:] if not _is_reduce(iv)]
                 s = guarded(init_stmt, data_guards + pred)
+                # the init nest's loops are loops of their own (TVM names them <var>.init)
+                fresh = {id(loopvar[iv]): Var(f"{loopvar[iv].name}.init", INDEX) for iv in inits
+                         if attrs.get(iv, {}).get("kind") != "thread_binding"}
+                if fresh:
+                    sub = substituter(fresh)
+                    s = map_exprs(s, lambda e: e if sub(e) is e else simplify(sub(e)))
                 for iv in reversed(inits):
-                    s = loop(iv, s)
+                    s = loop(iv, s, fresh.get(id(loopvar[iv])))
                 parts.append(s)
             if pos == len(leaves):
                 if cross:

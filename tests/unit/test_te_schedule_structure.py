@@ -48,7 +48,7 @@ def test_tile_then_reorder_with_the_reduction_in_the_middle():
     assert [v.name for v in s[C].leaf_iter_vars] == ["x.outer", "y.outer", "k.outer", "k.inner", "x.inner", "y.inner"]
     f = te.lower_schedule(s, [A, B, C])
     assert _loops(f.body) == [("x.outer", 2, "serial"), ("y.outer", 2, "serial"),
-                              ("x.inner", 32, "serial"), ("y.inner", 32, "vectorize"),          # the init
+                              ("x.inner.init", 32, "serial"), ("y.inner.init", 32, "vectorize"),   # the init
                               ("k.outer", 16, "serial"), ("k.inner", 4, "serial"),
                               ("x.inner", 32, "serial"), ("y.inner", 32, "vectorize")]
     assert not any(isinstance(x, IfThenElse) for x in walk_stmts(f.body))        # 64 = 2 * 32: no tails
