@@ -192,6 +192,14 @@ class Stage:
             return
         self.iter_attrs.setdefault(iv, {}).update(kind="thread_binding", thread=thread_ivar)
 
+    def double_buffer(self):
+        """Recorded; the values are the same without it (the C is not double-buffered)."""
+        self.pragmas.append(("double_buffer", None))
+
+    def storage_align(self, axis, factor, offset):
+        """Recorded; the buffer keeps its compact layout (alignment changes no value)."""
+        self.pragmas.append(("storage_align", (axis, factor, offset)))
+
     def tensorize(self, var, tensor_intrin):
         iv = self._leaf(var, "tensorize")
         raise ScheduleError(f"tensorize {iv.name}: replacing a te loop nest by a te.decl_tensor_intrin body is not "
