@@ -47,7 +47,7 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
 def lower(inputs, args=None, name="main", binds=None, simple_mode=False):
     """TVM's tvm.lower(s, [A, B, C], simple_mode=True): the scheduled function as a module of one
     PrimFunc, which prints as TVMScript. Also a TensorIR module or function (returned as a module)."""
-    from .te.schedule import Schedule, lower_schedule
+    from .te import Schedule, lower_schedule
     from .tir.schedule_api import PrimModule
     from .tir.stmt import PrimFunc
     if binds:

@@ -297,3 +297,24 @@ def build_object(tar, path, cc=None):
         if r.returncode:
             raise BuildError(f"linking the object file failed ({cc} -r):\n{r.stderr[-4000:]}")
         shutil.copyfile(out, path)
+
+
+def build_data_object(data, symbol, path, cc=None):
+    """A relocatable object holding `data` behind the functions <symbol>() and <symbol>_size()
+    (a symbolic module's save("x.o"): no kernel is compiled before its sizes are known)."""
+    from boards import load_board
+    board = load_board("host")
+    cc = cc or os.environ.get("CC") or board["cc"]
+    src = ("static const unsigned char bytes[] = {%s};\n" % ",".join(str(b) for b in data) +
+           f"const unsigned char* {symbol}(void);\nunsigned long {symbol}_size(void);\n"
+           f"const unsigned char* {symbol}(void) {{ return bytes; }}\n"
+           f"unsigned long {symbol}_size(void) {{ return {len(data)}UL; }}\n")
+    with tempfile.TemporaryDirectory(prefix="aot_obj_") as tmp:
+        c = os.path.join(tmp, "data.c")
+        with open(c, "w") as f:
+            f.write(src)
+        out = os.path.join(tmp, "data.o")
+        r = subprocess.run([cc, "-std=c99", "-fPIC", "-c", c, "-o", out], capture_output=True, text=True)
+        if r.returncode:
+            raise BuildError(f"compiling a module's data object failed ({cc}):\n{r.stderr[-4000:]}")
+        shutil.copyfile(out, path)

@@ -42,17 +42,19 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
         raise AotError(f"aot.build takes a te schedule, a TensorIR module or schedule, not {type(inputs).__name__}")
     sch = inputs
     args = list(args if args is not None else sch.inputs + sch.outputs)
+    if any(not hasattr(t, "is_placeholder") for t in args):
+        raise AotError("aot.build: args are the schedule's tensors (placeholders, then computed tensors)")
     n_in = sum(1 for t in args if t.is_placeholder)
     if [t.is_placeholder for t in args] != [True] * n_in + [False] * (len(args) - n_in):
         raise AotError("aot.build: list the placeholders first, then the computed tensors")
-    missing = [t.name for t in sch.inputs + sch.outputs if not any(t is a for a in args)]
+    missing = [t.name for t in sch.inputs if not any(t is a for a in args)]
     if missing:
-        raise AotError(f"aot.build: args leave out {', '.join(missing)}, which the schedule reads or computes")
+        raise AotError(f"aot.build: args leave out {', '.join(missing)}, which the schedule reads")
     names = [t.name for t in args]
     if len(set(names)) != len(names):
         raise AotError(f"aot.build: two tensors are named alike ({', '.join(names)}): names become the interface")
-    func = sch.func.with_body(sch.func.body, params=[sch.buffer_of(t) for t in args])
-    func.num_inputs = n_in
+    from .te.schedule_lower import lower_schedule
+    func = lower_schedule(sch, args, name)
     return _build_sized(func, target, name, sizes)
 
 
@@ -89,13 +91,15 @@ def _build_bound(func, target, name, svars, values):
 
 
 class SymbolicModule:
-    """What aot.build returns for a function with te.var sizes and no sizes=: the sizes are taken
-    from the arrays of the first call (each parameter's shape gives those of its dimensions
-    that are a plain size variable), the module is built then, and it keeps those sizes."""
+    """What aot.build returns for a function with te.var sizes and no sizes=: each call takes the
+    sizes from its arrays (each parameter's shape gives those of its dimensions that are a plain
+    size variable), as a TVM module does; the C is made for those sizes (constants, so loops
+    and tails fold) once per set of sizes, and kept."""
 
     def __init__(self, func, target, name, svars):
         self.func, self.target, self.name, self.svars = func, target, name, svars
-        self.module = None
+        self.module = None          # the last one called
+        self.modules = {}           # sizes -> module
 
     def _sizes_from(self, arrays):
         from .tir.bind import shape_of
@@ -125,46 +129,147 @@ class SymbolicModule:
 
     def _require(self, what):
         if self.module is None:
-            raise AotError(f"{what}: the module's sizes ({', '.join(v.name for v in self.svars)}) are fixed by its "
-                           "first call or by aot.build(..., sizes={...}); it has not been called yet")
+            raise AotError(f"{what}: the module's sizes ({', '.join(v.name for v in self.svars)}) come from the "
+                           "arrays of a call (or aot.build(..., sizes={...})); it has not been called yet")
         return self.module
 
-    def __call__(self, *arrays):
-        if self.module is None:
-            self.module = _build_bound(self.func, self.target, self.name, self.svars, self._sizes_from(arrays))
-        self._check(arrays)
-        return self.module(*arrays)
+    def _preview(self):
+        """(host text, device text or None): the kernels with the sizes as int32 parameters, what
+        get_source shows before a call has fixed them (each call compiles them with its sizes as
+        constants, so that loops and tails fold)."""
+        from codegen_c.dialects import renderer_for
+        from .names import sanitize
+        from .target import resolve
+        from .tir.flatten import flatten
+        from .tir.legalize import legalize
+        from .tir.stmt import For, walk_stmts
+        target, _ = resolve(str(self.target))
+        sizes = [sanitize(v.name) for v in self.svars]
+        texts = []
+        for f, _, _ in _kernels(self.func):
+            f = legalize(flatten(f))
+            block = [1, 1, 1]
+            for x in walk_stmts(f.body):
+                if isinstance(x, For) and x.kind == "thread_binding" and x.thread_tag.startswith("threadIdx"):
+                    n = getattr(x.extent, "value", None)
+                    block["xyz".index(x.thread_tag[-1])] = n if isinstance(n, int) else 1
+            f = f.with_body(f.body, attrs=dict(f.attrs, launch=((1, 1, 1), tuple(block))))
+            r = renderer_for(target.family)
+            assign, signature = r._assign_names, r.signature
 
-    def _check(self, arrays):
-        sizes = self.module.sizes
-        for (name, shape, _), a in zip(self.module.inputs + self.module.outputs, arrays):
-            if tuple(a.shape) != shape:
-                fixed = ", ".join(f"{k}={n}" for k, n in sizes.items())
-                raise AotError(f"argument {name} has shape {list(a.shape)}, but the module was built for "
-                               f"{fixed} (shape {list(shape)}) at its first call: build it again for other sizes")
+            def names(func, assign=assign, r=r):
+                assign(func)
+                for v, n in zip(self.svars, sizes):
+                    r.names[id(v)] = n
+
+            def sig(func, restrict=True, signature=signature):
+                head = signature(func, restrict)
+                extra = ", ".join(f"int32_t {n}" for n in sizes)
+                return head[:-len("(void)")] + f"({extra})" if head.endswith("(void)") else head[:-1] + f", {extra})"
+            r._assign_names, r.signature = names, sig
+            body = r.function(f)
+            helpers = r.helper_definitions()
+            texts.append((helpers + "\n\n" if helpers else "") + body)
+        note = (f"/* {self.name}: the kernels for sizes {', '.join(v.name for v in self.svars)} as parameters; "
+                "a call compiles them with its arrays' sizes as constants. */\n")
+        text = note + "\n".join(texts)
+        return (text, None) if not target.is_device else (note, text)
+
+    def _for(self, arrays):
+        values = self._sizes_from(arrays)
+        key = tuple(values[id(v)] for v in self.svars)
+        mod = self.modules.get(key)
+        if mod is None:
+            mod = self.modules[key] = _build_bound(self.func, self.target, self.name, self.svars, values)
+        self.module = mod
+        return mod
+
+    def __call__(self, *arrays):
+        return self._for(arrays)(*arrays)
 
     def get_source(self, fmt=""):
-        return self._require("get_source").get_source(fmt)
+        if self.module is None:
+            return self._preview()[0]
+        return self.module.get_source(fmt)
 
     @property
     def imported_modules(self):
-        return self._require("imported_modules").imported_modules
+        if self.module is None:
+            dev = self._preview()[1]
+            from .target import resolve
+            return [_DeviceModule(dev, resolve(str(self.target))[0].kind)] if dev is not None else []
+        return self.module.imported_modules
+
+    def _payload(self):
+        import pickle
+        return pickle.dumps((self.func, str(self.target), self.name, self.svars))
 
     def export_library(self, path, fcompile=None, **kwargs):
-        return self._require("export_library").export_library(path, fcompile, **kwargs)
+        """Saves the module itself, its sizes still symbolic, so that load_module gives back a
+        module serving every size as this one does: a shared library (.so) carrying the function
+        (pickled) as data, or for any other name a tar holding it."""
+        if str(path).endswith((".so", ".dylib", ".dll")):
+            import tempfile
+            from .contrib.cc import create_shared
+            with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
+                obj = os.path.join(tmp, "lib.o")
+                self.save(obj)
+                (fcompile or create_shared)(str(path), [obj])
+            return
+        from .compiler import write_atomic
+        payload = self._payload()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as t:
+            info = tarfile.TarInfo(SYMBOLIC_MEMBER)
+            info.size = len(payload)
+            t.addfile(info, io.BytesIO(payload))
+        write_atomic(path, buf.getvalue())
 
     def save(self, path, fmt=""):
-        return self._require("save").save(path, fmt)
+        """An object file (.o) carrying the function as data (contrib.cc.create_shared links it),
+        or the tar export_library writes for any other name."""
+        if fmt == "o" or str(path).endswith(".o"):
+            from .host import build_data_object
+            build_data_object(self._payload(), SYMBOLIC_SYMBOL, str(path))
+            return
+        self.export_library(path)
 
     entry_name = "run"
 
-    def time_evaluator(self, func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0):
+    def time_evaluator(self, func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0, **kwargs):
         def evaluate(*arrays):
-            if self.module is None:
-                self(*arrays)
-            self._check(arrays)
-            return self.module.time_evaluator(func_name, dev, number, repeat, min_repeat_ms)(*arrays)
+            return self._for(arrays).time_evaluator(func_name, dev, number, repeat, min_repeat_ms)(*arrays)
         return evaluate
+
+
+def _kernels(func):
+    """func as the kernels a plan calls one after the other: a te schedule's function computes its
+    stages at the root in turn, the intermediate ones into buffers allocated around them all (an
+    Allocate at the top); each stage becomes a kernel of its own, its intermediates values of the
+    plan (so the memory plan places them, not the C stack). [(PrimFunc, inputs, outputs)]."""
+    from .tir.expr import Load, walk
+    from .tir.stmt import Allocate, PrimFunc, Seq, Store, stmt_exprs, walk_stmts
+    body, inter = func.body, []
+    while isinstance(body, Allocate) and body.buffer.scope == "global":
+        inter.append(body.buffer)
+        body = body.body
+    if not inter:
+        return [(func, list(func.inputs), list(func.outputs))]
+    nests = body.stmts if isinstance(body, Seq) else [body]
+    out = []
+    for k, nest in enumerate(nests):
+        inside = {id(x.buffer) for x in walk_stmts(nest) if isinstance(x, Allocate)}
+        written, read = [], []
+        for x in walk_stmts(nest):
+            if isinstance(x, Store) and id(x.buffer) not in inside and all(x.buffer is not b for b in written):
+                written.append(x.buffer)
+        for e in stmt_exprs(nest):
+            for x in walk(e):
+                if isinstance(x, Load) and id(x.buffer) not in inside and all(x.buffer is not b for b in read + written):
+                    read.append(x.buffer)
+        f = PrimFunc(f"{func.name}_{k}", read + written, nest, len(read), dict(func.attrs))
+        out.append((f, read, written))
+    return out
 
 
 def _build_func(func, target, name):
@@ -173,8 +278,25 @@ def _build_func(func, target, name):
     from .names import sanitize
     ins = [Value(b.name, TensorType(b.shape, b.dtype)) for b in func.inputs]
     outs = [Value(b.name, TensorType(b.shape, b.dtype)) for b in func.outputs]
-    node = Node("PrimFuncCall", name, ins, outs, {"prim_func": func})
-    graph = Graph(name, ins, outs, [node], 18)
+    kernels = _kernels(func)
+    if len(kernels) == 1:
+        nodes = [Node("PrimFuncCall", name, ins, outs, {"prim_func": func})]
+    else:
+        values = {id(b): v for b, v in zip(func.params, ins + outs)}
+        nodes = []
+        for k, (f, read, written) in enumerate(kernels):
+            kin = [values[id(b)] for b in read]
+            kout = []
+            for b in written:
+                if id(b) not in values:
+                    values[id(b)] = Value(b.name, TensorType(b.shape, b.dtype))
+                kout.append(values[id(b)])
+            nodes.append(Node("PrimFuncCall", f"{name}_{k}", kin, kout, {"prim_func": f}))
+        produced = {id(v) for n in nodes for v in n.outputs}
+        unwritten = [v.name for v in outs if id(v) not in produced]
+        if unwritten:
+            raise AotError(f"aot.build: {', '.join(unwritten)} is an argument that no stage writes (inlined?)")
+    graph = Graph(name, ins, outs, nodes, 18)
     res = compile_model(graph, Options(model_name=sanitize(name) or "default", target=str(target)))
     return Module(res.tar)
 
@@ -256,6 +378,7 @@ class Module:
 
         def evaluate(*arrays):
             means = []
+            self._feeds(arrays)
             for _ in range(repeat):
                 outs, latency_us = run_host(self.tar, self._feeds(arrays), repeat=max(int(number), 2))
                 means.append(latency_us * 1e-6)
@@ -296,8 +419,33 @@ class OnDevice:
 
 
 class ProfileResult:
+    """TVM's time_evaluator result: seconds per call, as the mean, median and each repeat's mean."""
+
     def __init__(self, mean, results):
-        self.mean, self.results = mean, results
+        self.mean, self.results = mean, tuple(results)
+
+    @property
+    def median(self):
+        return float(np.median(self.results))
+
+    @property
+    def max(self):
+        return float(np.max(self.results))
+
+    @property
+    def min(self):
+        return float(np.min(self.results))
+
+    @property
+    def std(self):
+        return float(np.std(self.results))
+
+    def __repr__(self):
+        return f"ProfileResult(mean={self.mean}, results={list(self.results)})"
+
+
+SYMBOLIC_MEMBER = "./aot_symbolic_module.pickle"
+SYMBOLIC_SYMBOL = "aot_module_symbolic"      # the data symbol of a symbolic module's object file
 
 
 class SharedModule(Module):
@@ -305,10 +453,10 @@ class SharedModule(Module):
     calls go to the library's tvmgen_<mod>_run through ctypes; the MLF the library carries
     (aot_module_mlf) gives its interface."""
 
-    def __init__(self, path):
+    def __init__(self, path, lib=None):
         import ctypes
         try:
-            self._lib = ctypes.CDLL(os.path.abspath(path))
+            self._lib = lib or ctypes.CDLL(os.path.abspath(path))
             get, size = self._lib.aot_module_mlf, self._lib.aot_module_mlf_size
         except (OSError, AttributeError) as e:
             raise AotError(f"load_module: '{path}' is not a shared library made from an aot module ({e})") from None
@@ -349,9 +497,16 @@ class SharedModule(Module):
         return evaluate
 
 
+def _symbolic(payload):
+    import pickle
+    func, target, name, svars = pickle.loads(payload)      # what a SymbolicModule's save wrote
+    return SymbolicModule(func, target, name, svars)
+
+
 def load_module(path):
-    """aot.runtime.load_module: a module saved by export_library / save: a shared library, or
-    the Model Library Format tarball."""
+    """aot.runtime.load_module: a module saved by export_library / save: a shared library, the
+    Model Library Format tarball, or a symbolic module's own file."""
+    import ctypes
     from .host import tar_bytes
     try:
         with open(path, "rb") as f:
@@ -359,5 +514,21 @@ def load_module(path):
     except OSError as e:
         raise AotError(f"cannot read '{path}': {e.strerror}") from None
     if magic == b"\x7fELF":
-        return SharedModule(path)
-    return Module(tar_bytes(path))
+        try:
+            lib = ctypes.CDLL(os.path.abspath(path))
+        except OSError as e:
+            raise AotError(f"load_module: '{path}' is not a shared library ({e})") from None
+        if hasattr(lib, SYMBOLIC_SYMBOL):
+            get, size = getattr(lib, SYMBOLIC_SYMBOL), getattr(lib, SYMBOLIC_SYMBOL + "_size")
+            get.restype, size.restype = ctypes.POINTER(ctypes.c_ubyte), ctypes.c_ulong
+            return _symbolic(ctypes.string_at(get(), size()))
+        return SharedModule(path, lib)
+    data = tar_bytes(path)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as t:
+            payload = t.extractfile(SYMBOLIC_MEMBER).read() if SYMBOLIC_MEMBER in t.getnames() else None
+    except tarfile.TarError:
+        raise AotError(f"load_module: '{path}' is not a module saved by aot (export_library or save)") from None
+    if payload is not None:
+        return _symbolic(payload)
+    return Module(data)

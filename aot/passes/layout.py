@@ -35,7 +35,7 @@ def _float4(v):
 
 def _convertible(n):
     """A node whose NHWC form computes the same tensor (transposed)."""
-    if n.attrs.get("layout", "NCHW") != "NCHW" or not _float4(n.inputs[0]) or len(n.outputs) != 1:
+    if n.attrs.get("layout", "NCHW") != "NCHW" or not n.inputs or not _float4(n.inputs[0]) or len(n.outputs) != 1:
         return False
     if n.op == "Conv":
         w = n.inputs[1]

@@ -15,42 +15,122 @@ from ..tir.expr import INDEX, Const, Expr, Var, max_nan, min_nan, wrap
 _uid = itertools.count()
 
 
+class Range:
+    """An iteration domain [min, min + extent) (TVM: IterVar.dom)."""
+
+    def __init__(self, min, extent):
+        self.min, self.extent = wrap(min), wrap(extent)
+
+    def __repr__(self):
+        return f"range(min={self.min!r}, ext={self.extent!r})"
+
+
 class IterVar:
-    def __init__(self, var: Var, min: Expr, extent: Expr):
+    """A loop axis: its variable and domain (TVM's IterVar). In an expression it stands for its
+    variable, so `A[i + di]` works with a reduce axis di."""
+    DataPar, ThreadIndex, CommReduce, Ordered, DimInfo, Unrolled, Vectorized, Parallelized, Tensorized = range(9)
+
+    def __init__(self, var: Var, min: Expr, extent: Expr, iter_type=0, thread_tag=""):
         self.var, self.min, self.extent = var, wrap(min), wrap(extent)
+        self.iter_type, self.thread_tag = iter_type, thread_tag or None
+
+    @property
+    def dom(self):
+        return Range(self.min, self.extent)
+
+    @property
+    def name(self):
+        return self.var.name
+
+    def __repr__(self):
+        return f"iter_var({self.var.name}, {self.dom!r})"
+
+    # arithmetic on the axis is arithmetic on its variable
+    def __add__(self, o): return self.var + o
+    def __radd__(self, o): return wrap(o, self.var.dtype) + self.var
+    def __sub__(self, o): return self.var - o
+    def __rsub__(self, o): return wrap(o, self.var.dtype) - self.var
+    def __mul__(self, o): return self.var * o
+    def __rmul__(self, o): return wrap(o, self.var.dtype) * self.var
+    def __floordiv__(self, o): return self.var // o
+    def __mod__(self, o): return self.var % o
+    def __neg__(self): return -self.var
+
+    def equal(self, o):
+        return self.var.equal(o)
 
 
 class PlaceholderOp:
-    pass
+    """What a placeholder's `.op` is (TVM: PlaceholderOp)."""
 
-
-class ComputeOp:
-    def __init__(self, axes, body):
-        self.axes, self.body = axes, body
-
-    @property
-    def axis(self):
-        """The output's loop variables, outermost first (TVM: C.op.axis)."""
-        return list(self.axes)
-
-    @property
-    def reduce_axis(self):
-        """The loop variables of the reduction, if the body is one (TVM: C.op.reduce_axis)."""
-        return [a.var for a in self.body.axes] if isinstance(self.body, Reduce) else []
+    def __init__(self, name="placeholder"):
+        self.name = name
+        self.input_tensors = []
 
     def output(self, index):
-        """The tensor this op computes (TVM: C.op.output(0))."""
         if index != 0:
-            raise InternalError(f"a compute op has one output, not {index + 1}")
+            raise InternalError(f"a placeholder has one output, not {index + 1}")
         return self.tensor
 
 
+class ComputeOp:
+    tag = ""                 # TVM's op tag (topi's kinds: "elemwise", "broadcast", ...)
+
+    def __init__(self, axes, body, name="compute"):
+        self.axes, self.body, self.name = axes, body, name
+        self._axis = None
+
+    @property
+    def axis(self):
+        """The output's axes, outermost first, as IterVars over [0, shape) (TVM: C.op.axis)."""
+        if self._axis is None:
+            self._axis = [IterVar(v, 0, d) for v, d in zip(self.axes, self.tensor.shape)]
+        return list(self._axis)
+
+    @property
+    def reduce_axis(self):
+        """The axes of the reduction, if the body is one (TVM: C.op.reduce_axis)."""
+        return list(self.body.axes) if isinstance(self.body, Reduce) else []
+
+    @property
+    def input_tensors(self):
+        from ..tir.expr import walk
+        seen, out = set(), []
+        for e in (x for b in self.bodies for x in walk(b)):
+            if isinstance(e, TensorRef) and e.tensor.uid not in seen:
+                seen.add(e.tensor.uid)
+                out.append(e.tensor)
+        return out
+
+    @property
+    def bodies(self):
+        """One expression per output (an op of several outputs: te.compute returning a tuple)."""
+        return getattr(self, "_bodies", None) or [self.body]
+
+    @property
+    def outputs(self):
+        return getattr(self, "_outputs", None) or [self.tensor]
+
+    @property
+    def num_outputs(self):
+        return len(self.outputs)
+
+    def output(self, index):
+        """The tensor this op computes (TVM: C.op.output(0))."""
+        if not 0 <= index < len(self.outputs):
+            raise InternalError(f"{self.name} has {len(self.outputs)} outputs, not {index + 1}")
+        return self.outputs[index]
+
+    def __repr__(self):
+        return f"compute({self.name})"
+
+
 class Tensor:
+    value_index = 0          # which output of its op (an op of several outputs: te.compute of a tuple)
     def __init__(self, name, shape, dtype, op):
         # a dimension is an int or an expression of te.var sizes (fixed by aot.build)
         self.name, self.dtype, self.op = name, dtype, op
-        self.shape = tuple(s if isinstance(s, Expr) and not isinstance(s, Const) else int(getattr(s, "value", s))
-                           for s in shape)
+        self.shape = tuple(_dim(s, name) for s in shape)
         self.uid = next(_uid)
 
     @property
@@ -68,6 +148,10 @@ class Tensor:
             raise IndexError(f"{self.name}: {len(indices)} indices for rank {len(self.shape)}")
         return TensorRef(self, [wrap(i.var if isinstance(i, IterVar) else i) for i in indices])
 
+    @property
+    def axis(self):
+        return self.op.axis
+
     def __getitem__(self, indices):
         """A[i, k] as TVM writes it (a reduce axis may be given as its IterVar)."""
         return self(*indices) if isinstance(indices, tuple) else self(indices)
@@ -77,7 +161,64 @@ class Tensor:
         return TensorRef(self, [wrap(index)], flat=True)
 
     def __repr__(self):
-        return f"Tensor({self.name}, {list(self.shape)}, {self.dtype})"
+        return f"Tensor(shape={list(self.shape)}, op.name={self.name})"
+
+    # TVM's te.Tensor arithmetic: elementwise, numpy broadcasting (topi's add, multiply, ...)
+    def __add__(self, o): return _binary(self, o, "+", "T_add")
+    def __radd__(self, o): return _binary(o, self, "+", "T_add")
+    def __sub__(self, o): return _binary(self, o, "-", "T_subtract")
+    def __rsub__(self, o): return _binary(o, self, "-", "T_subtract")
+    def __mul__(self, o): return _binary(self, o, "*", "T_multiply")
+    def __rmul__(self, o): return _binary(o, self, "*", "T_multiply")
+    def __truediv__(self, o): return _binary(self, o, "/", "T_divide")
+    def __rtruediv__(self, o): return _binary(o, self, "/", "T_divide")
+    def __neg__(self): return compute(self.shape, lambda *i: -self(*i), "T_negative")
+
+
+def _dim(s, what):
+    """A shape entry as an int or an expression of te.var sizes. A float that is a whole number
+    (TVM's tutorials write N / bn) is that integer, as TVM's te takes it."""
+    if isinstance(s, Expr) and not isinstance(s, Const):
+        if s.dtype not in ("int32", "int64"):
+            raise InternalError(f"{what}: a dimension is an integer expression, not {s.dtype}")
+        return s
+    v = getattr(s, "value", s)
+    if isinstance(v, float):
+        if not v.is_integer():
+            from ..errors import AotError
+            raise AotError(f"{what}: dimension {v} is not a whole number")
+    return int(v)
+
+
+def _binary(a, b, op, name):
+    """a op b for tensors or scalars, broadcast as numpy does (right-aligned, size-1 dims stretch)."""
+    from ..errors import AotError
+    ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
+    dtype = a.dtype if ta else b.dtype
+    sa, sb = (a.shape if ta else ()), (b.shape if tb else ())
+    n = len(sa) if len(sa) >= len(sb) else len(sb)
+    pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+    shape = []
+    for x, y in zip(pa, pb):
+        if isinstance(x, int) and x == 1:
+            shape.append(y)
+        elif isinstance(y, int) and y == 1 or x is y or (isinstance(x, int) and isinstance(y, int) and x == y):
+            shape.append(x)
+        elif isinstance(x, Expr) and isinstance(y, Expr) and x.key() == y.key():
+            shape.append(x)
+        else:
+            raise AotError(f"{name}: shapes {list(sa)} and {list(sb)} do not broadcast")
+
+    def read(t, s, idx):
+        if not isinstance(t, Tensor):
+            return wrap(t, dtype)
+        return t(*broadcast_index(idx, s)) if s else t()
+
+    def f(*i):
+        x, y = read(a, sa, list(i)), read(b, sb, list(i))
+        from ..tir.expr import Bin
+        return Bin(op, x, y)
+    return compute(tuple(shape), f, name)
 
 
 class TensorRef(Expr):
@@ -96,6 +237,9 @@ class TensorRef(Expr):
     def _rebuild(self, kids):
         return TensorRef(self.tensor, kids, self.flat)
 
+    def __repr__(self):
+        return f"{self.tensor.name}[{', '.join(repr(i) for i in self.indices)}]"
+
 
 COMBINERS = ("sum", "max", "min", "prod")
 
@@ -104,33 +248,99 @@ def combine(combiner):
     """The loop-IR combining function of a reduction: acc, element -> acc. max/min propagate NaN
     (numpy, the ONNX reference): `a > b ? a : b` would keep or drop a NaN depending on where it
     falls in the loop order."""
+    if isinstance(combiner, CommReducer):
+        return combiner.combine
     return {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "max": max_nan, "min": min_nan}[combiner]
 
 
-class Reduce(Expr):
-    __slots__ = ("combiner", "source", "axes", "init")
+class CommReducer:
+    """te.comm_reducer(fcombine, fidentity, name): a commutative reduction of the user's own;
+    called like te.sum (expr, axis, where=None, init=None)."""
 
-    def __init__(self, combiner, source: Expr, axes, init=None):
-        if combiner not in COMBINERS:
+    def __init__(self, fcombine, fidentity, name="reduce"):
+        self.fcombine, self.fidentity, self.name = fcombine, fidentity, name
+
+    def combine(self, a, b):
+        r = self.fcombine(a, b)
+        if isinstance(r, (tuple, list)):
+            from ..errors import AotError
+            raise AotError(f"comm_reducer {self.name}: a reducer of several values (a tuple) is not supported")
+        return wrap(r, a.dtype)
+
+    def identity(self, dtype):
+        return wrap(self.fidentity(dtype), dtype)
+
+    def __call__(self, expr, axis, where=None, init=None):
+        if isinstance(expr, (tuple, list)):           # a reducer of several values: one Reduce each
+            axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+            srcs = [wrap(e, "float32") for e in expr]
+            if where is not None:
+                from ..tir.expr import Select
+                ids = self.fidentity(*[x.dtype for x in srcs])
+                srcs = [Select(wrap(where, "bool"), x, wrap(i, x.dtype)) for x, i in zip(srcs, ids)]
+            inits = list(init) if init is not None else [None] * len(srcs)
+            return tuple(Reduce(self, x, axes, i, srcs, k) for k, (x, i) in enumerate(zip(srcs, inits)))
+        return _reduce(self, expr, axis, where, init)
+
+    def combine_all(self, xs, ys):
+        """The new values of a reducer of several values, from the old ones and the elements."""
+        r = self.fcombine(tuple(xs), tuple(ys))
+        return [wrap(v, x.dtype) for v, x in zip(r, xs)]
+
+    def __repr__(self):
+        return f"comm_reducer({self.name})"
+
+
+def comm_reducer(fcombine, fidentity, name="reduce"):
+    return CommReducer(fcombine, fidentity, name)
+
+
+class Reduce(Expr):
+    """A reduction over `axes`. A reducer of several values (te.comm_reducer over a tuple, as
+    argmax) gives one Reduce per value, each with all the sources and its value_index."""
+    __slots__ = ("combiner", "sources", "value_index", "axes", "init")
+
+    def __init__(self, combiner, source: Expr, axes, init=None, sources=None, value_index=0):
+        if not isinstance(combiner, CommReducer) and combiner not in COMBINERS:
             raise InternalError(f"unknown combiner {combiner!r}")
-        self.combiner, self.source, self.axes = combiner, source, list(axes)
+        self.combiner, self.axes = combiner, list(axes)
+        self.sources, self.value_index = tuple(sources) if sources is not None else (source,), value_index
         self.dtype = source.dtype
-        self.init = wrap(init, source.dtype) if init is not None else identity(combiner, source.dtype)
+        if init is not None:
+            self.init = wrap(init, source.dtype)
+        elif len(self.sources) > 1:
+            self.init = wrap(combiner.fidentity(*[x.dtype for x in self.sources])[value_index], source.dtype)
+        else:
+            self.init = identity(combiner, source.dtype)
         self._key = None
 
+    @property
+    def source(self):
+        return self.sources[self.value_index]
+
     def _make_key(self):
-        return ("reduce", self.combiner, self.source.key(), tuple(id(a.var) for a in self.axes))
+        c = self.combiner if isinstance(self.combiner, str) else ("comm", id(self.combiner))
+        return ("reduce", c, tuple(x.key() for x in self.sources), self.value_index, tuple(id(a.var) for a in self.axes))
+
+    def __repr__(self):
+        c = self.combiner if isinstance(self.combiner, str) else self.combiner.name
+        axes = ", ".join(repr(a) for a in self.axes)
+        src = ", ".join(repr(x) for x in self.sources)
+        return (f"reduce(combiner={c}, source=[{src}], init=[], axis=[{axes}], where=(bool)1, "
+                f"value_index={self.value_index})")
 
     def _children(self):
-        return (self.source,)
+        return self.sources
 
     def _rebuild(self, kids):
-        return Reduce(self.combiner, kids[0], self.axes, self.init)
+        return Reduce(self.combiner, kids[self.value_index], self.axes, self.init, kids, self.value_index)
 
 
 def identity(combiner, dtype):
     import numpy as np
     from ..tir.expr import is_float
+    if isinstance(combiner, CommReducer):
+        return combiner.identity(dtype)
     if combiner == "sum":
         return Const(0, dtype)
     if combiner == "prod":
@@ -144,8 +354,8 @@ def identity(combiner, dtype):
 
 
 def var(name="tindex", dtype="int32") -> Var:
-    """te.var("n"): a size left symbolic in shapes, extents and indices until aot.build fixes it
-    (from its sizes= argument, or from the arrays of the module's first call)."""
+    """te.var("n"): a size left symbolic in shapes, extents and indices; aot.build makes a module
+    that takes it from its arguments' shapes at each call."""
     if dtype not in ("int32", "int64"):
         raise InternalError(f"te.var {name}: a size is int32 or int64, not {dtype}")
     return Var(name, INDEX)
@@ -155,45 +365,153 @@ size_var = var
 
 
 def placeholder(shape, dtype="float32", name="placeholder") -> Tensor:
-    return Tensor(name, shape, dtype or "float32", PlaceholderOp())
+    shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+    op = PlaceholderOp(name)
+    op.tensor = Tensor(name, shape, dtype or "float32", op)
+    return op.tensor
 
 
 def compute(shape, fcompute, name="compute", axis_names=None) -> Tensor:
+    shape = shape if isinstance(shape, (tuple, list)) else (shape,)
     names = axis_names or [f"i{k}" for k in range(len(shape))]
     axes = [Var(n, INDEX) for n in names]
-    body = wrap(fcompute(*axes), "float32")
-    op = ComputeOp(axes, body)
+    res = fcompute(*axes)
+    if isinstance(res, (tuple, list)):          # several outputs over the same axes (TVM: B.v0, B.v1)
+        bodies = [wrap(b, "float32") for b in res]
+        op = ComputeOp(axes, bodies[0], name)
+        op._bodies = bodies
+        op._outputs = [Tensor(f"{name}.v{k}", shape, b.dtype, op) for k, b in enumerate(bodies)]
+        for k, t in enumerate(op._outputs):
+            t.value_index = k
+        op.tensor = op._outputs[0]
+        return list(op._outputs)
+    body = wrap(res, "float32")
+    op = ComputeOp(axes, body, name)
     op.tensor = Tensor(name, shape, body.dtype, op)
     return op.tensor
 
 
+def min_value(dtype):
+    """The smallest value of dtype (TVM: te.min_value): -inf for floats."""
+    return identity("max", dtype)
+
+
+def max_value(dtype):
+    return identity("min", dtype)
+
+
+def tvm_compute(shape, fcompute, name="compute", tag="", attrs=None):
+    """TVM's te.compute: the axes are named after fcompute's parameters (i0, i1, ... for *args).
+    (A list in tag's place names the axes, as this module's own compute takes them.)"""
+    import inspect
+    shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+    if isinstance(tag, (list, tuple)):
+        return compute(shape, fcompute, name, list(tag))
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if params and all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) \
+            and len(params) == len(shape):
+        names = [p.name for p in params]
+    else:
+        names = [f"i{k}" for k in range(len(shape))]
+    out = compute(shape, fcompute, name, names)
+    op = (out[0] if isinstance(out, list) else out).op
+    op.tag, op.attrs = tag, dict(attrs or {})
+    return out
+
+
 def reduce_axis(extent, name="rv", min=0) -> IterVar:
     """reduce_axis(extent, name) or, as TVM writes it, reduce_axis((lo, hi), name)."""
-    if isinstance(extent, tuple):
+    if isinstance(extent, (tuple, list)):
         lo, hi = extent
         ext = hi - lo if isinstance(lo, int) and isinstance(hi, int) else wrap(hi) - wrap(lo)
-        return IterVar(Var(name, INDEX), lo, ext)
-    return IterVar(Var(name, INDEX), min, extent)
+        return IterVar(Var(name, INDEX), lo, ext, IterVar.CommReduce)
+    return IterVar(Var(name, INDEX), min, extent, IterVar.CommReduce)
 
 
-def sum(expr, axis, init=None):
-    return Reduce("sum", expr, axis if isinstance(axis, (list, tuple)) else [axis], init)
+def _reduce(combiner, expr, axis, where=None, init=None):
+    from ..tir.expr import Select
+    axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+    expr = wrap(expr, "float32")
+    if where is not None:
+        expr = Select(wrap(where, "bool"), expr, identity(combiner, expr.dtype))
+    return Reduce(combiner, expr, axes, init)
 
 
-def max(expr, axis, init=None):
-    return Reduce("max", expr, axis if isinstance(axis, (list, tuple)) else [axis], init)
+def sum(expr, axis, where=None, init=None):
+    return _reduce("sum", expr, axis, where, init)
 
 
-def min(expr, axis, init=None):
-    return Reduce("min", expr, axis if isinstance(axis, (list, tuple)) else [axis], init)
+def max(expr, axis, where=None, init=None):
+    return _reduce("max", expr, axis, where, init)
 
 
-def prod(expr, axis, init=None):
-    return Reduce("prod", expr, axis if isinstance(axis, (list, tuple)) else [axis], init)
+def min(expr, axis, where=None, init=None):
+    return _reduce("min", expr, axis, where, init)
+
+
+def prod(expr, axis, where=None, init=None):
+    return _reduce("prod", expr, axis, where, init)
 
 
 def broadcast_index(out_idx, in_shape):
     """Indices into an input of shape in_shape for numpy-style broadcasting to out_idx."""
     off = len(out_idx) - len(in_shape)
-    return [Const(0, INDEX) if d == 1 else out_idx[off + k] for k, d in enumerate(in_shape)]
+    return [Const(0, INDEX) if isinstance(d, int) and d == 1 else out_idx[off + k] for k, d in enumerate(in_shape)]
 
+
+class ScanOp:
+    """te.scan(init, update, state_placeholder): state[t] for t from init's length on is update's
+    value at t, which may read state at earlier steps; init gives the first steps. Each output is
+    one state (init, update and the state placeholder all stand for its buffer)."""
+
+    def __init__(self, name, init, update, states, inputs):
+        self.name, self.init, self.update, self.states, self.inputs = name, init, update, states, inputs
+        steps, first = states[0].shape[0], init[0].shape[0]
+        ext = steps - first if isinstance(steps, int) and isinstance(first, int) else wrap(steps) - first
+        self.scan_axis = IterVar(Var(f"{name}.idx", INDEX), first, ext, IterVar.Ordered)
+        self._outputs = [Tensor(name if len(states) == 1 else f"{name}.v{k}", s.shape, s.dtype, self)
+                         for k, s in enumerate(states)]
+        for k, t in enumerate(self._outputs):
+            t.value_index = k
+        self.tensor = self._outputs[0]
+
+    axis, reduce_axis, bodies, axes = [], [], [], []
+
+    @property
+    def outputs(self):
+        return list(self._outputs)
+
+    @property
+    def num_outputs(self):
+        return len(self._outputs)
+
+    @property
+    def input_tensors(self):
+        return list(self.init) + list(self.update) + list(self.inputs)
+
+    def output(self, index):
+        if not 0 <= index < len(self._outputs):
+            raise InternalError(f"{self.name} has {len(self._outputs)} outputs, not {index + 1}")
+        return self._outputs[index]
+
+    def __repr__(self):
+        return f"scan({self.name})"
+
+
+def scan(init, update, state_placeholder, inputs=None, name="scan", tag="", attrs=None):
+    """TVM's te.scan: a tensor (a list of them for lists) computed step by step along its first axis."""
+    from ..errors import AotError
+    many = isinstance(init, (list, tuple))
+    init, update = (list(init), list(update)) if many else ([init], [update])
+    states = list(state_placeholder) if many else [state_placeholder]
+    if not (len(init) == len(update) == len(states)):
+        raise AotError(f"scan {name}: init, update and state_placeholder differ in number")
+    for i, u, s in zip(init, update, states):
+        if u.shape[1:] != s.shape[1:] or i.shape[1:] != s.shape[1:] or u.dtype != s.dtype or i.dtype != s.dtype:
+            raise AotError(f"scan {name}: init {i.name}, update {u.name} and state {s.name} differ in shape or type "
+                           "past the scan axis")
+    op = ScanOp(name, init, update, states, list(inputs or []))
+    return op.outputs if many else op.outputs[0]

@@ -69,7 +69,10 @@ def bind_sizes(func: PrimFunc, values: dict) -> PrimFunc:
             return Store(new.get(id(s.buffer), s.buffer), idx, val)
 
         def visit_Allocate(self, s):
-            return Allocate(s.buffer, self.visit(s.body) or Seq([]))
+            b = s.buffer
+            if b.symbolic:          # a te stage's intermediate sized by the sizes
+                new[id(b)] = Buffer(b.name, b.dtype, shape_of(b, values), b.scope)
+            return Allocate(new.get(id(b), b), self.visit(s.body) or Seq([]))
 
     body = simplify_stmt(Bind().visit(func.body)) or Seq([])
     return func.with_body(body, params=[new[id(b)] for b in func.params])

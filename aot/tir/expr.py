@@ -25,6 +25,15 @@ class Expr:
     # _free: ids of the Vars under this node, for substitute to leave alone a subtree without them
     __slots__ = ("dtype", "_key", "_lin", "_canon", "_free")
 
+    def __getstate__(self):
+        """A copy (pickle, deepcopy) leaves the caches out: they hold ids of this process's Vars."""
+        state = {}
+        for cls in type(self).__mro__:
+            for k in getattr(cls, "__slots__", ()):
+                if k not in ("_key", "_lin", "_canon", "_free") and hasattr(self, k):
+                    state[k] = getattr(self, k)
+        return (None, state)
+
     def key(self):
         """Structural identity (hashable)."""
         k = getattr(self, "_key", None)
@@ -46,10 +55,24 @@ class Expr:
     def __mod__(self, o): return Bin("floormod", self, wrap(o, self.dtype))
     def __neg__(self): return Unary("neg", self)
 
+    # TVM's PrimExpr ordering comparisons build expressions (== keeps its Python meaning here: use .equal)
+    def __lt__(self, o): return Bin("<", self, wrap(o, self.dtype))
+    def __le__(self, o): return Bin("<=", self, wrap(o, self.dtype))
+    def __gt__(self, o): return Bin(">", self, wrap(o, self.dtype))
+    def __ge__(self, o): return Bin(">=", self, wrap(o, self.dtype))
+    __hash__ = object.__hash__
+
+    def equal(self, o):
+        """TVM's PrimExpr.equal: the comparison self == o as an expression."""
+        return Bin("==", self, wrap(o, self.dtype))
+
 
 def wrap(x, dtype=INDEX) -> Expr:
     if isinstance(x, Expr):
         return x
+    v = getattr(x, "var", None)         # a te.IterVar stands for its variable
+    if isinstance(v, Var):
+        return v
     if isinstance(x, (bool, np.bool_)):
         return Const(bool(x), "bool")
     if isinstance(x, (int, np.integer)) and not is_float(dtype):
@@ -114,6 +137,12 @@ class Bin(Expr):
 
     def _make_key(self):
         return ("bin", self.op, self.a.key(), self.b.key())
+
+    def __bool__(self):
+        if self.op in ("<", "<=", ">", ">="):
+            raise InternalError(f"the comparison {self!r} is an expression, not a Python bool (builtin min/max or "
+                                "`if` on expressions: use tir.min/max or tir.if_then_else)")
+        return True
 
     def __repr__(self):
         return f"({self.a!r} {self.op} {self.b!r})"
@@ -222,7 +251,17 @@ def max_(a, b): return Bin("max", a, b)
 def select(c, t, f): return Select(c, t, f)
 def cast(dtype, a): return a if a.dtype == dtype else Cast(dtype, a)
 def call(fn, *args, dtype=None): return Call(fn, [wrap(a, args[0].dtype) for a in args], dtype)
-def const(v, dtype): return Const(v, dtype)
+def const(v, dtype=None):
+    if dtype is None:
+        dtype = "bool" if isinstance(v, bool) else INDEX if isinstance(v, (int, np.integer)) else "float32"
+    return Const(v, dtype)
+
+
+# TVM's tir index arithmetic: floor division and modulo (non-negative remainder)
+def indexdiv(a, b): return Bin("floordiv", wrap(a), wrap(b))
+def indexmod(a, b): return Bin("floormod", wrap(a), wrap(b))
+def floordiv(a, b): return Bin("floordiv", wrap(a), wrap(b))
+def floormod(a, b): return Bin("floormod", wrap(a), wrap(b))
 
 
 def max_nan(a, b):

@@ -178,3 +178,21 @@ class ForKind:
     VECTORIZED = "vectorize"
     UNROLLED = "unroll"
     THREAD_BINDING = "thread_binding"
+
+
+def _math(fn):
+    def f(x, span=None):
+        from .expr import Call
+        return Call(fn, [wrap(x, "float32")])
+    f.__name__ = fn
+    f.__doc__ = f"TVM's tir.{fn}(x) (te re-exports it)."
+    return f
+
+
+exp, log, sqrt, tanh, erf, floor, ceil = (_math(n) for n in ("exp", "log", "sqrt", "tanh", "erf", "floor", "ceil"))
+
+
+def sigmoid(x, span=None):
+    x = wrap(x, "float32")
+    return 1.0 / (1.0 + exp(-x))
+

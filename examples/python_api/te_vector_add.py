@@ -1,8 +1,8 @@
 """TVM's tensor-expression vector add, with aot.te: the size a te.var, split by 64, the halves bound
 to blockIdx.x and threadIdx.x, built for a GPU target, its device source printed, saved and
 reloaded, run and checked. Only the imports differ from TVM's tutorial. Without a GPU, pass opencl
-(PoCL runs it). The symbolic size n is fixed when the module is first called (with n = 1024
-arrays): aot emits C with static shapes, so that module then takes only that size.
+(PoCL runs it). The symbolic size n comes from each call's arrays: the module serves every size
+(aot compiles each size it is called with once, with n a constant, so loops and tails fold).
 
 Run:  python examples/python_api/te_vector_add.py [opencl|cuda|c]
 """
@@ -38,7 +38,7 @@ print((fadd.imported_modules[0] if fadd.imported_modules else fadd).get_source()
 
 path = os.path.join(tempfile.mkdtemp(), "myadd.tar")
 fadd.export_library(path)
-fadd2 = tvm.runtime.load_module(path)          # the built module, n = 1024
+fadd2 = tvm.runtime.load_module(path)          # still symbolic: any n
 c2 = tvm.nd.array(np.zeros(n, dtype=C.dtype), dev)
 fadd2(a, b, c2)
 np.testing.assert_allclose(c2.numpy(), a.numpy() + b.numpy())

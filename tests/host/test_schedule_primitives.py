@@ -318,7 +318,7 @@ def test_partition_splits_a_loop_into_consecutive_ranges(tmp_path):
     f = lower([a, b, c], "mm_part")
     i, _ = c.op.axis
     s = tsch.partition(f.body, i, 1, 4)
-    spans = [(const_value(x.min), const_value(x.extent)) for x in walk_stmts(s) if isinstance(x, For) and x.var is i]
+    spans = [(const_value(x.min), const_value(x.extent)) for x in walk_stmts(s) if isinstance(x, For) and x.var is i.var]
     assert spans == [(0, 1), (1, 3), (4, M - 4)]
     (A, B), got, _ = _build_and_run(flatten(f.with_body(s)), tmp_path)
     np.testing.assert_allclose(got.reshape(M, N), A @ B, rtol=1e-5, atol=1e-5)

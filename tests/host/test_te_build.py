@@ -63,19 +63,42 @@ PRIMITIVES = {
     "tile_parallel": lambda s, C, k: _tile(s, C),
     "reorder_reduction": lambda s, C, k: _tutorial_cpu(s, C, k),
     "cache_write_tile": lambda s, C, k: _cache_write_tutorial(s, C, 16),
-    "cache_write_tail": lambda s, C, k: _cache_write_tutorial(s, C, 24, False),   # 64 = 2*24 + 16: guarded tiles
+    "cache_write_tail": lambda s, C, k: _cache_write_tutorial(s, C, 24),   # 64 = 2*24 + 16: guarded tiles
     "cache_write_unplaced": lambda s, C, k: s.cache_write(C, "local"),
+    "cache_write_shared_unplaced": lambda s, C, k: s.cache_write(C, "shared"),
+    "cache_write_placed_twice": lambda s, C, k: [s[cc].compute_at(s[C], C.op.axis[i]) for cc in [s.cache_write(C, "local")]
+                                                 for i in (0, 1)],     # the last placement holds
+    "reorder_reduction_outermost": lambda s, C, k: s[C].reorder(k, C.op.axis[0]),
+    "cache_read_at_tile": lambda s, C, k: _cache_read_at(s, C, k),
 }
 
 
-def _cache_write_tutorial(s, C, bn, reorder=True):
+def _cache_read_at(s, C, k):
+    """A's rows copied into a local cache per row block, B's k-slices per k step."""
+    A, B = C.op.input_tensors
+    AA = s.cache_read(A, "local", [C])
+    BB = s.cache_read(B, "global", [C])
+    io, ii = s[C].split(C.op.axis[0], factor=8)
+    ko, ki = s[C].split(k, factor=8)
+    s[C].reorder(io, ko, ii, C.op.axis[1], ki)
+    s[AA].compute_at(s[C], io)
+    s[BB].compute_at(s[C], ko)
+
+
+def _split_after_attach(s, C):
+    CC = s.cache_write(C, "local")
+    xo, xi = s[C].split(C.op.axis[0], factor=4)
+    s[CC].compute_at(s[C], xo)
+    s[C].split(xo, factor=2)
+    te.lower_schedule(s)
+
+
+def _cache_write_tutorial(s, C, bn):
     """TVM's CPU matmul tutorial, "write cache" step: a tile accumulated in a local buffer,
     written back to C at the tile's loop."""
     CC = s.cache_write(C, "local")
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
     s[CC].compute_at(s[C], yo)
-    if not reorder:           # a tail-guarded tile is not a perfect nest (the guard is inside it)
-        return
     xc, yc = s[CC].op.axis
     (k,) = s[CC].op.reduce_axis
     ko, ki = s[CC].split(k, factor=4)
@@ -116,24 +139,26 @@ INVALID = {
     "split_both": (lambda s, C, k: s[C].split(C.op.axis[0], factor=4, nparts=4), "give factor or nparts"),
     "split_zero": (lambda s, C, k: s[C].split(C.op.axis[0], factor=0), "factor 0 is not positive"),
     "split_gone": (lambda s, C, k: (s[C].split(C.op.axis[0], factor=4), s[C].split(C.op.axis[0], factor=2)),
-                   "no loop over i0"),
+                   "axis i of stage C was already split or fused"),
     "fuse_one": (lambda s, C, k: s[C].fuse(C.op.axis[0]), "two or more axes"),
     "fuse_not_nested": (lambda s, C, k: s[C].fuse(C.op.axis[1], C.op.axis[0]), "is not directly inside"),
     "reorder_twice": (lambda s, C, k: s[C].reorder(C.op.axis[0], C.op.axis[0]), "named twice"),
-    "reorder_imperfect": (lambda s, C, k: s[C].reorder(C.op.axis[0], k), "perfect nest"),
-    "unroll_unknown_axis": (lambda s, C, k: s[C].unroll(te.reduce_axis(3, "nowhere")), "no loop over nowhere"),
+    "unroll_unknown_axis": (lambda s, C, k: s[C].unroll(te.reduce_axis(3, "nowhere")),
+                            "nowhere is not an axis of stage C"),
+    "fuse_reduce_and_data": (lambda s, C, k: s[C].fuse(C.op.axis[1], k), "one is a reduction axis"),
     "bind_not_thread": (lambda s, C, k: s[C].bind(C.op.axis[0], C.op.axis[1]), "thread_axis"),
     "thread_tag": (lambda s, C, k: te.thread_axis("warp.x"), "unknown thread tag"),
     "parallel_reduce": (lambda s, C, k: s[C].parallel(k), "may write the same element"),
-    "compute_at_plain": (lambda s, C, k: s[C].compute_at(s[C], C.op.axis[0]), "only a cache_read or cache_write"),
-    "cache_write_scope": (lambda s, C, k: s.cache_write(C, "shared"), "scope 'shared' is not 'local'"),
+    "compute_at_itself": (lambda s, C, k: s[C].compute_at(s[C], C.op.axis[0]), "cannot be computed inside itself"),
+    "cache_write_scope": (lambda s, C, k: s.cache_write(C, "texture"), "scope 'texture' is not"),
     "cache_write_input": (lambda s, C, k: s.cache_write(C.op.body.source.a.tensor, "local"),
                           "not a computed tensor"),
     "cache_write_at_reduction": (lambda s, C, k: s[s.cache_write(C, "local")].compute_at(s[C], k),
-                                 "the loop does not write C"),
-    "cache_write_twice": (lambda s, C, k: [s[cc].compute_at(s[C], C.op.axis[0]) for cc in [s.cache_write(C, "local")] * 2],
-                          "already placed"),
-    "cache_scope": (lambda s, C, k: s.cache_read(C.op.output(0), "global", [C]), "scope 'global'"),
+                                 "k is not an axis of stage C"),     # C became the copy out of the cache
+    "cache_read_not_read": (lambda s, C, k: s.cache_read(C.op.output(0), "global", [C]), "C does not read C"),
+    "cache_scope": (lambda s, C, k: s.cache_read(C.op.input_tensors[0], "texture", [C]), "scope 'texture'"),
+    "rfactor_data_axis": (lambda s, C, k: s.rfactor(C, C.op.axis[0]), "is not a reduction axis"),
+    "split_after_attach": (lambda s, C, k: _split_after_attach(s, C), "was split or fused after compute_at"),
     "inline_output": (lambda s, C, k: s[C].compute_inline(), "cannot be inlined"),
 }
 
@@ -147,23 +172,28 @@ def test_every_invalid_primitive_use_is_refused_with_a_reason(name):
         fn(s, C, k)
 
 
-def test_compute_at_of_an_intermediate_stage_is_refused_precisely():
+def test_compute_at_of_an_intermediate_stage_computes_its_tile_there():
     A = te.placeholder((64,), name="A")
     B = te.compute((64,), lambda i: A[i] + 1.0, name="B")
     C = te.compute((64,), lambda i: B[i] * 2.0, name="C")
     s = te.create_schedule(C.op)
     xo, xi = s[C].split(C.op.axis[0], factor=16)
-    with pytest.raises(ScheduleError, match="inlines an intermediate stage into its readers"):
-        s[B].compute_at(s[C], xo)
-    _check(s, [A, C], lambda a: (a + 1) * 2)          # left inlined: the pipeline's values
+    s[B].compute_at(s[C], xo)
+    f = te.lower_schedule(s, [A, C])
+    from aot.tir.stmt import Allocate, walk_stmts
+    (alloc,) = [x for x in walk_stmts(f.body) if isinstance(x, Allocate)]
+    assert alloc.buffer.shape == (16,)                 # one tile of B per iteration of xo
+    _check(s, [A, C], lambda a: (a + 1) * 2)
 
 
-def test_a_reduction_with_an_epilogue_is_not_reordered_among_its_outputs():
+def test_a_reduction_read_by_an_epilogue_is_scheduled_in_its_own_stage():
     A, B, C, k = _matmul(8)
     D = te.compute(C.shape, lambda i, j: C[i, j] * 2.0, name="D")
     s = te.create_schedule(D.op)
-    with pytest.raises(ScheduleError, match="not init; reduce; copy out"):
+    with pytest.raises(ScheduleError, match="k is not an axis of stage D"):
         s[D].reorder(k, D.op.axis[1])
+    s[C].reorder(k, C.op.axis[1])
+    _check(s, [A, B, D], lambda a, b: (a @ b) * 2)
 
 
 def test_bound_loops_on_the_c_target_are_refused_by_name():
@@ -230,7 +260,7 @@ def test_a_parallel_loop_is_openmp_guarded_c99_with_and_without_fopenmp(tmp_path
     src = f.get_source()
     assert "#ifdef _OPENMP\n#pragma omp parallel for" in src
     # the loop body is a function of its own whose pointers keep restrict
-    assert "static void tvmgen_mm_fused_prim_func_call_parallel_1(const float* restrict A" in src
+    assert "static void tvmgen_mm_fused_prim_func_call_parallel_0(const float* restrict A" in src
     for extra in ([], ["-fopenmp"]):
         _compile_c(tmp_path / ("omp" if extra else "plain"), f.tar, cc, extra)
 
