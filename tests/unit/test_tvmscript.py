@@ -442,7 +442,7 @@ def test_a_split_guard_in_the_lowered_style_is_t_likely():
     s = te.create_schedule(B.op)
     xo, xi = s[B].split(B.op.axis[0], factor=32)
     text = str(aot.lower(s, [A, B], simple_mode=True))
-    o, i = (getattr(v, "var", v).name for v in (xo, xi))
+    o, i = (getattr(v, "var", v).name.replace(".", "_") for v in (xo, xi))     # TVM's printer: i.outer -> i_outer
     assert f"for {o}, {i} in T.grid((n + 31) // 32, 32):" in text
     assert f"if T.likely({o} * 32 + {i} < n):" in text
     _fixed_point(aot.lower(s, [A, B], simple_mode=True)["main"])
