@@ -443,6 +443,18 @@ def simplify_display(e: Expr, ranges: Ranges | None = None) -> Expr:
                 if m is not lin:
                     return from_linear(m[0], m[1], x.dtype)
         return None
+    def order(x):
+        # the terms of a sum by falling coefficient, as TVM's canonical form orders them (m * 1024 + k)
+        if isinstance(x, Bin) and x.op in ("+", "-") and not is_float(x.dtype) and x.dtype != "bool":
+            lin = _linear(x)
+            if lin is not None and len(lin[0]) > 1:
+                items = list(lin[0].items())
+                ranked = sorted(items, key=lambda kv: -abs(kv[1][1]))
+                if [k for k, _ in ranked] != [k for k, _ in items]:
+                    return from_linear(dict(ranked), lin[1], x.dtype)
+        return None
     e = simplify(e, ranges)
     out = transform(e, merge)
-    return e if out is e else simplify(out, ranges)
+    if out is not e:
+        e = simplify(out, ranges)
+    return transform(e, order)
