@@ -7,6 +7,8 @@ Model Library Format, for microcontrollers.
 """
 from __future__ import annotations
 
+import sys
+
 from .errors import AotError, OpError, UnsupportedError  # noqa: F401
 from .ops.custom import register_op  # noqa: F401
 from . import contrib, runtime, target, te, testing, tir, transform  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
@@ -21,6 +23,11 @@ create_schedule = _alias("tvm.create_schedule", te.create_schedule,
                          "tvm.create_schedule is TVM 0.6's spelling: use tvm.te.create_schedule")
 placeholder = _alias("tvm.placeholder", te.placeholder, "tvm.placeholder is TVM 0.6's spelling: use tvm.te.placeholder")
 compute = _alias("tvm.compute", te.compute, "tvm.compute is TVM 0.6's spelling: use tvm.te.compute")
+
+
+from . import refused as _refused  # noqa: E402
+
+_refused.install(sys.modules[__name__])
 
 
 def __getattr__(name):

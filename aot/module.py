@@ -201,13 +201,25 @@ class SymbolicModule:
         return self.module.imported_modules
 
     def _payload(self):
-        import pickle
-        return pickle.dumps((self.func, str(self.target), self.name, self.svars))
+        """The function as its TVMScript text (JSON with the target and the size names): data,
+        never code, so that loading a module file runs nothing of it. Checked to read back."""
+        import json
+        from .tir.script import parse, script
+        text = script(self.func)
+        try:
+            same = script(parse(text)) == text
+        except AotError:
+            same = False
+        if not same:
+            raise AotError(f"save: the function of module '{self.name}' does not read back from its script form; "
+                           "call the module once and save that (its sizes then fixed), or rebuild it where it is used")
+        return json.dumps({"format": "aot-symbolic-module/1", "script": text, "target": str(self.target),
+                           "name": self.name, "sizes": [v.name for v in self.svars]}).encode()
 
     def export_library(self, path, fcompile=None, **kwargs):
         """Saves the module itself, its sizes still symbolic, so that load_module gives back a
         module serving every size as this one does: a shared library (.so) carrying the function
-        (pickled) as data, or for any other name a tar holding it."""
+        (its script text) as data, or for any other name a tar holding it."""
         if str(path).endswith((".so", ".dylib", ".dll")):
             import tempfile
             from .contrib.cc import create_shared
@@ -444,7 +456,7 @@ class ProfileResult:
         return f"ProfileResult(mean={self.mean}, results={list(self.results)})"
 
 
-SYMBOLIC_MEMBER = "./aot_symbolic_module.pickle"
+SYMBOLIC_MEMBER = "./aot_symbolic_module.json"
 SYMBOLIC_SYMBOL = "aot_module_symbolic"      # the data symbol of a symbolic module's object file
 
 
@@ -498,9 +510,22 @@ class SharedModule(Module):
 
 
 def _symbolic(payload):
-    import pickle
-    func, target, name, svars = pickle.loads(payload)      # what a SymbolicModule's save wrote
-    return SymbolicModule(func, target, name, svars)
+    """The module a SymbolicModule's save wrote (its _payload), read back."""
+    import json
+    from .tir.bind import size_vars
+    from .tir.script import parse
+    try:
+        d = json.loads(payload)
+        if d.get("format") != "aot-symbolic-module/1":
+            raise ValueError("unknown format")
+        func = parse(d["script"])
+        target, name, sizes = str(d["target"]), str(d["name"]), list(d["sizes"])
+    except (ValueError, KeyError, TypeError, AttributeError, SyntaxError, AotError) as e:
+        raise AotError(f"load_module: the module's own file is damaged ({e})") from None
+    svars = {v.name: v for v in size_vars(func)}
+    if sorted(svars) != sorted(sizes):
+        raise AotError(f"load_module: the module's sizes {sizes} are not those of its function ({sorted(svars)})")
+    return SymbolicModule(func, target, name, [svars[n] for n in sizes])
 
 
 def load_module(path):

@@ -57,3 +57,33 @@ def test_load_module_refuses_a_foreign_library(tmp_path):
         tvm.runtime.load_module(str(tmp_path / "x.so"))
     with pytest.raises(tvm.AotError, match="no such object file"):
         cc.create_shared(str(tmp_path / "y.so"), [str(tmp_path / "missing.o")])
+
+
+def test_a_symbolic_module_saves_as_data_and_serves_every_size(tmp_path):
+    import io
+    import tarfile
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute(A.shape, lambda i: A[i] * 3.0, name="B")
+    s = te.create_schedule(B.op)
+    f = tvm.build(s, [A, B], "llvm", name="triple")
+    f.export_library(str(tmp_path / "t.tar"))
+    with tarfile.open(tmp_path / "t.tar") as t:
+        payload = t.extractfile(t.getmembers()[0]).read()
+    assert b'"script"' in payload and b"T.prim_func" in payload      # text, not code
+    g = tvm.runtime.load_module(str(tmp_path / "t.tar"))
+    for size in (5, 17):
+        a = np.arange(size, dtype="float32")
+        b = np.zeros(size, "float32")
+        g(a, b)
+        np.testing.assert_allclose(b, a * 3)
+    bad = io.BytesIO()
+    with tarfile.open(fileobj=bad, mode="w") as t:
+        info = tarfile.TarInfo(t_name := "./aot_symbolic_module.json")
+        data = b'{"format": "aot-symbolic-module/1", "script": "def x(:", "target": "c", "name": "x", "sizes": []}'
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+    (tmp_path / "bad.tar").write_bytes(bad.getvalue())
+    assert t_name
+    with pytest.raises(tvm.AotError, match="load_module"):
+        tvm.runtime.load_module(str(tmp_path / "bad.tar"))

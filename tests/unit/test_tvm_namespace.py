@@ -48,3 +48,12 @@ def test_devices_by_tvm_names():
     assert tvm.cl(0) == tvm.opencl(0) and tvm.device("cuda").device_type == 2
     with pytest.raises(tvm.AotError, match="device 'rocm'"):
         tvm.device("rocm")
+
+
+def test_packages_not_offered_import_and_refuse_by_name():
+    from aot import autotvm, auto_scheduler, rpc      # noqa: F401  (a ported program's imports pass)
+    import aot.meta_schedule                          # noqa: F401
+    with pytest.raises(tvm.AotError, match=r"tvm.autotvm.task: autotuning is not offered"):
+        autotvm.task.create("matmul", args=(), target="llvm")
+    with pytest.raises(tvm.AotError, match=r"tvm.rpc.connect: RPC to a remote device is not offered"):
+        rpc.connect("127.0.0.1", 9090)
