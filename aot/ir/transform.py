@@ -63,17 +63,25 @@ class PassContext:
             warnings.warn("PassContext: " + "; ".join(notes), UserWarning, stacklevel=2)
 
     def __enter__(self):
+        # as TVM: the instruments enter first, and the context is current only once all have
+        _enter_instruments(self)
         _stack().append(self)
-        for inst in self.instruments:
-            inst.enter_pass_ctx()
         return self
 
     def __exit__(self, *exc):
-        for inst in self.instruments:
-            inst.exit_pass_ctx()
         stack = _stack()
         if len(stack) > 1 and stack[-1] is self:
             stack.pop()
+        _exit_instruments(self)
+
+    def override_instruments(self, instruments):
+        """The current instruments leave (exit_pass_ctx), the given ones take their place and enter
+        (enter_pass_ctx), whether or not this context is entered, as TVM's."""
+        if not isinstance(instruments, (list, tuple)):
+            raise AotError(f"override_instruments takes a list of instruments, not {type(instruments).__name__}")
+        _exit_instruments(self)
+        self.instruments = list(instruments)
+        _enter_instruments(self)
 
     @staticmethod
     def current():
@@ -123,17 +131,64 @@ class Pass:
 
 
 def run_instrumented(info, mod, run):
-    """run() -> the new module, between the current context's instruments' hooks (tvm.instrument):
-    a pass an instrument's should_run declines is not run."""
-    instruments = PassContext.current().instruments
-    if not all(i.should_run(mod, info) for i in instruments):
-        return mod
+    """run() -> the new module, between the current context's instruments' hooks: every
+    instrument's should_run is asked (none for a pass the context requires), and a pass one of them
+    declines is not run; then each run_before_pass, the pass, each run_after_pass. A hook that
+    raises stops the pass there (the context's exit still calls every exit_pass_ctx)."""
+    ctx = PassContext.current()
+    instruments = list(ctx.instruments)
+    if info.name not in ctx.required_pass:
+        answers = [_hook(i, "should_run", mod, info) for i in instruments]     # all asked, as TVM's
+        if not all(answers):
+            return mod
     for i in instruments:
-        i.run_before_pass(mod, info)
+        _hook(i, "run_before_pass", mod, info)
     out = run()
     for i in instruments:
-        i.run_after_pass(out, info)
+        _hook(i, "run_after_pass", out, info)
     return out
+
+
+def _hook(inst, hook, *args):
+    """inst.hook(*args). An exception it raises comes out as the same Python exception type, its
+    message's last line `Type: message` (TVM re-raises it through its FFI so, and programs print
+    that line); our own errors come out as they are."""
+    try:
+        return getattr(inst, hook)(*args)
+    except AotError:
+        raise
+    except Exception as e:        # noqa: BLE001  (re-raised, typed as it was)
+        try:
+            again = type(e)(f"pass instrument {type(inst).__name__}.{hook} raised:\n{type(e).__name__}: {e}")
+        except Exception:         # noqa: BLE001  (an exception type that takes other arguments)
+            raise e from None
+        raise again from e
+
+
+def _enter_instruments(ctx):
+    """Each instrument's enter_pass_ctx in order. If one raises, those that entered exit (last
+    first), the context keeps no instruments, and the exception goes on, as in TVM."""
+    entered = []
+    try:
+        for i in ctx.instruments:
+            _hook(i, "enter_pass_ctx")
+            entered.append(i)
+    except BaseException:
+        ctx.instruments = []
+        for i in reversed(entered):
+            _hook(i, "exit_pass_ctx")
+        raise
+
+
+def _exit_instruments(ctx):
+    """Each instrument's exit_pass_ctx in order; if one raises, the rest are not called, the
+    context keeps no instruments, and the exception goes on, as in TVM."""
+    try:
+        for i in ctx.instruments:
+            _hook(i, "exit_pass_ctx")
+    except BaseException:
+        ctx.instruments = []
+        raise
 
 
 class ModulePass(Pass):
@@ -167,8 +222,26 @@ class Sequential(Pass):
                     continue
                 if info.opt_level > ctx.opt_level and info.name not in ctx.required_pass:
                     continue
+                for name in info.required:          # a pass's prerequisites run first, as TVM's
+                    mod = get_pass(name)(mod)
             mod = p(mod)
         return mod
+
+
+# pass name -> a function making that pass, for the passes other passes name as required
+_PASSES: dict = {}
+
+
+def register_pass(name, make):
+    _PASSES[name] = make
+
+
+def get_pass(name):
+    """A new pass of that name (one another pass requires)."""
+    if name not in _PASSES:
+        raise AotError(f"pass {name!r} is required but no pass of that name is registered "
+                       f"(registered: {', '.join(sorted(_PASSES)) or 'none'})")
+    return _PASSES[name]()
 
 
 def module_pass(pass_func=None, opt_level=None, name=None, required=None, traceable=False):

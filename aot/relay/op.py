@@ -206,6 +206,34 @@ register("transpose", lambda b, c, ins: b.op("Transpose", ins, {} if c.attrs["ax
                                              else {"perm": c.attrs["axes"]}))
 
 
+def layout_transform(data, src_layout, dst_layout):
+    """data laid out as src_layout (letters naming its axes, "NCHW") rearranged to dst_layout
+    ("NHWC"). Layouts here are permutations of the same axes; a packed layout (NCHW4c, whose
+    lower-case letters split an axis) is refused, as the graph IR has no such split."""
+    for lay in (src_layout, dst_layout):
+        if not (isinstance(lay, str) and lay.isalpha() and lay.isupper() and len(set(lay)) == len(lay)):
+            raise AotError(f"layout_transform: layout {lay!r} is not supported: only permutations of whole axes "
+                           "(\"NCHW\" to \"NHWC\", ...), not packed layouts such as NCHW4c")
+    if sorted(src_layout) != sorted(dst_layout):
+        raise AotError(f"layout_transform: {src_layout!r} and {dst_layout!r} do not name the same axes")
+    return make("layout_transform", [data], src_layout=src_layout, dst_layout=dst_layout)
+
+
+def layout_perm(src_layout, dst_layout):
+    """The transpose axes taking src_layout to dst_layout."""
+    return [src_layout.index(ax) for ax in dst_layout]
+
+
+def _layout_transform(b, c, ins):
+    src, dst = c.attrs["src_layout"], c.attrs["dst_layout"]
+    if len(ins[0].type.shape) != len(src):
+        raise AotError(f"layout_transform: layout {src!r} has {len(src)} axes, its data {len(ins[0].type.shape)}")
+    return b.op("Transpose", ins, {"perm": layout_perm(src, dst)})
+
+
+register("layout_transform", _layout_transform)
+
+
 def squeeze(data, axis=None):
     return make("squeeze", [data], axis=None if axis is None else [int(a) for a in ints(axis, 1)])
 

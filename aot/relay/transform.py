@@ -26,8 +26,10 @@ class Pass(tvm_transform.Pass):
 
     name = "Pass"
 
+    required = ()
+
     def __init__(self, opt_level=0):
-        super().__init__(tvm_transform.PassInfo(opt_level, self.name))
+        super().__init__(tvm_transform.PassInfo(opt_level, self.name, list(self.required)))
 
     def __call__(self, mod):
         # any module holding its functions by name (TVM has one IRModule class for relay and TIR)
@@ -192,6 +194,156 @@ def function_pass(pass_func=None, opt_level=None, name=None, required=None, trac
             return make
         return module_fn(arg)
     return create(pass_func) if pass_func is not None else create
+
+
+# -- layouts and scales --------------------------------------------------------------------------------
+class _FunctionRewrite(Pass):
+    """A pass applying rewrite(function) to each relay function, on the typed copy (the rewrites
+    read operand types)."""
+
+    def transform_module(self, mod, ctx=None):
+        return _rebuild(_InferType(0).transform_module(mod), self.rewrite)
+
+
+class _ConvertLayout(_FunctionRewrite):
+    name = "ConvertLayout"
+    required = ("InferType", "CanonicalizeOps")
+
+    def __init__(self, desired_layouts):
+        from .convert_layout import _desired
+        super().__init__(3)
+        _desired(desired_layouts)           # refused now rather than when the pass runs
+        self.desired_layouts = dict(desired_layouts)
+
+    def rewrite(self, func):
+        from .convert_layout import convert_layout
+        return convert_layout(func, self.desired_layouts)
+
+
+def ConvertLayout(desired_layouts):     # noqa: N802
+    """Convolutions in the layouts desired_layouts gives ({"nn.conv2d": ["NHWC", "HWIO"]}, a
+    kernel layout "default" being the data layout's usual one), with layout_transform ops where
+    values change layout (aot/relay/convert_layout.py)."""
+    return _ConvertLayout(desired_layouts)
+
+
+class _BackwardFoldScaleAxis(_FunctionRewrite):
+    name = "BackwardFoldScaleAxis"
+    required = ("InferType",)
+
+    def rewrite(self, func):
+        from .fold_scale_axis import backward_fold
+        return backward_fold(func)
+
+
+class _ForwardFoldScaleAxis(_FunctionRewrite):
+    name = "ForwardFoldScaleAxis"
+    required = ("InferType",)
+
+    def rewrite(self, func):
+        from .fold_scale_axis import forward_fold
+        return forward_fold(func)
+
+
+def BackwardFoldScaleAxis():     # noqa: N802
+    return _BackwardFoldScaleAxis(3)
+
+
+def ForwardFoldScaleAxis():     # noqa: N802
+    return _ForwardFoldScaleAxis(3)
+
+
+def FoldScaleAxis():     # noqa: N802
+    """Per-channel constant multiplications around convolutions moved into their weights
+    (aot/relay/fold_scale_axis.py): as TVM's, the sequence BackwardFoldScaleAxis,
+    ForwardFoldScaleAxis (both opt_level 3, so they run only in a context of opt_level 3), then
+    FoldConstant."""
+    return tvm_transform.Sequential([BackwardFoldScaleAxis(), ForwardFoldScaleAxis(), FoldConstant()],
+                                    opt_level=3, name="FoldScaleAxis")
+
+
+class _CanonicalizeOps(_FunctionRewrite):
+    """nn.bias_add as add, the bias expanded to broadcast along its axis, as TVM's."""
+    name = "CanonicalizeOps"
+
+    def rewrite(self, func):
+        from .fold_scale_axis import _rewrite
+        from .op import expand_dims
+
+        def on_call(e, args):
+            if e.op != "nn.bias_add":
+                return None
+            t = getattr(e.args[0], "checked_type", None)
+            if t is None or not hasattr(t, "shape"):
+                raise AotError("CanonicalizeOps: nn.bias_add's data has no known type")
+            rank = len(t.shape)
+            axis = e.attrs.get("axis", 1) % rank
+            bias = args[1] if axis == rank - 1 else expand_dims(args[1], 1, rank - 1 - axis)
+            return Call("add", [args[0], bias])
+        return _rewrite(func, on_call)
+
+
+def CanonicalizeOps():     # noqa: N802
+    return _CanonicalizeOps(3)
+
+
+class _SimplifyInference(_FunctionRewrite):
+    """nn.batch_norm's output [0] as x * scale + shift along its axis (scale = gamma / sqrt(var +
+    eps), shift = beta - mean * scale), and nn.dropout as its input, as TVM's."""
+    name = "SimplifyInference"
+
+    def rewrite(self, func):
+        from .fold_scale_axis import _rewrite
+        from .op import add, divide, expand_dims, multiply, sqrt, subtract
+
+        def norm(e, args):
+            x, gamma, beta, mean, var = args
+            rank = len(e.args[0].checked_type.shape)
+            axis = e.attrs["axis"] % rank
+            eps = Constant(np.asarray(e.attrs["epsilon"], np.float32))
+            scale = divide(gamma, sqrt(add(var, eps))) if e.attrs.get("scale", True) else \
+                divide(Constant(np.float32(1)), sqrt(add(var, eps)))
+            shift = subtract(beta, multiply(mean, scale)) if e.attrs.get("center", True) else \
+                negative_of(multiply(mean, scale))
+            if axis != rank - 1:
+                scale, shift = expand_dims(scale, 1, rank - 1 - axis), expand_dims(shift, 1, rank - 1 - axis)
+            return add(multiply(x, scale), shift)
+
+        def negative_of(v):
+            return Call("negative", [v])
+
+        memo = {}
+
+        def walk(e):
+            if isinstance(e, TupleWrapper):
+                e = e.astuple()
+            if id(e) in memo:
+                return memo[id(e)]
+            if isinstance(e, TupleGetItem) and isinstance(e.tuple_value, Call) and \
+                    e.tuple_value.op == "nn.batch_norm" and e.index == 0:
+                new = norm(e.tuple_value, [walk(a) for a in e.tuple_value.args])
+            elif isinstance(e, TupleGetItem):
+                new = TupleGetItem(walk(e.tuple_value), e.index)
+            elif isinstance(e, Call) and e.op == "nn.dropout":
+                new = walk(e.args[0])
+            elif isinstance(e, Call):
+                new = Call(e.op, [walk(a) for a in e.args], dict(e.attrs))
+            elif isinstance(e, Tuple):
+                new = Tuple([walk(f) for f in e.fields])
+            else:
+                new = e
+            memo[id(e)] = new
+            return new
+        return Function(func.params, walk(func.body), func.ret_type, attrs=func.attrs)
+
+
+def SimplifyInference():     # noqa: N802
+    return _SimplifyInference(0)
+
+
+tvm_transform.register_pass("InferType", InferType)
+tvm_transform.register_pass("CanonicalizeOps", CanonicalizeOps)
+tvm_transform.register_pass("FoldConstant", FoldConstant)
 
 
 # -- FuseOps ------------------------------------------------------------------------------------------
