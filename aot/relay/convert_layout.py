@@ -20,7 +20,7 @@ _POOLS = {"nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.global_m
 _DEFAULT_KERNEL = {"NCHW": "OIHW", "NHWC": "HWIO"}
 
 
-def _desired(desired_layouts):
+def desired_layouts_of(desired_layouts):
     out = {}
     for op, lays in dict(desired_layouts).items():
         if op != "nn.conv2d":
@@ -38,7 +38,7 @@ def _desired(desired_layouts):
 
 
 def convert_layout(func, desired_layouts):
-    want = _desired(desired_layouts)
+    want = desired_layouts_of(desired_layouts)
     memo = {}
     layout = {}      # id(new expr) -> (its layout now, the layout the original expression had)
     norm_layout = {}  # id(converted batch norm) -> the layouts of its [0]

@@ -79,6 +79,15 @@ class Constant(Expr):
         self.data = np.asarray(data)
 
 
+class OpName(str):
+    """An operator of a call: its name, a str (so calls compare and print by it), with TVM's Op
+    attribute .name, which programs read (call.op.name)."""
+
+    @property
+    def name(self):
+        return str(self)
+
+
 class Call(Expr):
     """An operator (its name), a Function or a GlobalVar (another function of the module) applied
     to argument expressions, with TVM's attribute names."""
@@ -89,6 +98,8 @@ class Call(Expr):
         if not isinstance(op, (str, Function, GlobalVar)):
             raise AotError(f"relay.Call: the callee is an operator name, a Function or a GlobalVar, "
                            f"not {type(op).__name__}")
+        if isinstance(op, str) and not isinstance(op, OpName):
+            op = OpName(op)
         self.op, self.args, self.attrs = op, [as_expr(a) for a in args], dict(attrs or {})
 
     def __repr__(self):

@@ -51,7 +51,7 @@ def _uses(body):
     return n
 
 
-def _rewrite(func, on_call):
+def rewrite_calls(func, on_call):
     memo = {}
 
     def walk(e):
@@ -117,7 +117,7 @@ def backward_fold(func):
                 return Call(inner.op, [_scaled_conv(conv, new_inner.args[0].args, vec, "O"), new_bias],
                             dict(inner.attrs))
         return None
-    return _rewrite(func, on_call)
+    return rewrite_calls(func, on_call)
 
 
 def forward_fold(func):
@@ -134,5 +134,5 @@ def forward_fold(func):
             if vec is not None:
                 return _scaled_conv(e, [args[0].args[k], args[1]], vec, "I")
         return None
-    return _rewrite(func, on_call)
+    return rewrite_calls(func, on_call)
 

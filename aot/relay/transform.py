@@ -210,9 +210,9 @@ class _ConvertLayout(_FunctionRewrite):
     required = ("InferType", "CanonicalizeOps")
 
     def __init__(self, desired_layouts):
-        from .convert_layout import _desired
+        from .convert_layout import desired_layouts_of
         super().__init__(3)
-        _desired(desired_layouts)           # refused now rather than when the pass runs
+        desired_layouts_of(desired_layouts)           # refused now rather than when the pass runs
         self.desired_layouts = dict(desired_layouts)
 
     def rewrite(self, func):
@@ -267,7 +267,7 @@ class _CanonicalizeOps(_FunctionRewrite):
     name = "CanonicalizeOps"
 
     def rewrite(self, func):
-        from .fold_scale_axis import _rewrite
+        from .fold_scale_axis import rewrite_calls
         from .op import expand_dims
 
         def on_call(e, args):
@@ -280,7 +280,7 @@ class _CanonicalizeOps(_FunctionRewrite):
             axis = e.attrs.get("axis", 1) % rank
             bias = args[1] if axis == rank - 1 else expand_dims(args[1], 1, rank - 1 - axis)
             return Call("add", [args[0], bias])
-        return _rewrite(func, on_call)
+        return rewrite_calls(func, on_call)
 
 
 def CanonicalizeOps():     # noqa: N802
@@ -293,7 +293,7 @@ class _SimplifyInference(_FunctionRewrite):
     name = "SimplifyInference"
 
     def rewrite(self, func):
-        from .fold_scale_axis import _rewrite
+        from .fold_scale_axis import rewrite_calls
         from .op import add, divide, expand_dims, multiply, sqrt, subtract
 
         def norm(e, args):
