@@ -437,6 +437,17 @@ class Schedule:
         self._insert(bst, st)
         return bf
 
+    def normalize(self):
+        """TVM's s.normalize(): the schedule with every loop rebased to start at 0. Here loops
+        already start at 0 except a reduce axis declared over (lo, hi) with lo != 0, which this
+        engine does not rebase (refused by name); so it is this schedule itself."""
+        for st in self.stages:
+            for iv in st.leaf_iter_vars:
+                if const_value(iv.min) != 0 and iv.iter_type != IterVar.ThreadIndex:
+                    raise ScheduleError(f"normalize: loop {iv.name} of stage {st.name} starts at {iv.min}, and "
+                                        "rebasing a loop to start at 0 is not supported here")
+        return self
+
 
 def _replace_reads(expr, old, new):
     def f(e):

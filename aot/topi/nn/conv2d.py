@@ -121,3 +121,36 @@ def depthwise_conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=No
                                                                     o % Const(mult, "int32"), y, x),
                 "depthwise_filter", "injective")
     return conv(Input, w, stride, padding, dilation, cin, "NCHW", "OIHW", out_dtype)
+
+
+def conv2d_hwcn(Input, Filter, stride, padding, dilation, out_dtype=None):
+    """Convolution of Input [height, width, in_channel, batch] by Filter [kh, kw, in_channel,
+    num_filter] -> [out_height, out_width, num_filter, batch]: a pad stage PaddedInput, then
+    Conv2dOutput (tag conv2d_hwcn) over output axes yy, xx, ff, nn and reduce axes ry, rx, rc,
+    as TVM names them."""
+    if Input.ndim != 4 or Filter.ndim != 4:
+        raise TopiError(f"conv2d_hwcn: data and kernel must be 4-D, not {list(Input.shape)} and {list(Filter.shape)}")
+    out_dtype = out_dtype or Input.dtype
+    sh, sw = _pair(stride, "stride")
+    dh, dw = _pair(dilation, "dilation")
+    ih, iw, cin, batch = get_const_tuple(Input.shape)
+    kh, kw, kcin, cout = get_const_tuple(Filter.shape)
+    if not all(isinstance(d, int) for d in (ih, iw, cin, batch, kh, kw, kcin, cout)):
+        raise TopiError(f"conv2d_hwcn: shapes must be constant, not {list(Input.shape)} and {list(Filter.shape)}")
+    if kcin != cin:
+        raise TopiError(f"conv2d_hwcn: {cin} input channels but a kernel for {kcin}")
+    top, left, bottom, right = get_pad_tuple(padding, ((kh - 1) * dh + 1, (kw - 1) * dw + 1))
+    oh = (ih + top + bottom - (kh - 1) * dh - 1) // sh + 1
+    ow = (iw + left + right - (kw - 1) * dw - 1) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise TopiError(f"conv2d_hwcn: the kernel {kh}x{kw} is larger than the padded input")
+    temp = pad(Input, [top, left, 0, 0], [bottom, right, 0, 0], name="PaddedInput")
+
+    def body(yy, xx, ff, nn):
+        ry = te.reduce_axis((0, kh), name="ry")
+        rx = te.reduce_axis((0, kw), name="rx")
+        rc = te.reduce_axis((0, cin), name="rc")
+        return te.sum(cast(out_dtype, temp(yy * Const(sh, "int32") + ry.var * Const(dh, "int32"),
+                                           xx * Const(sw, "int32") + rx.var * Const(dw, "int32"), rc.var, nn)) *
+                      cast(out_dtype, Filter(ry.var, rx.var, rc.var, ff)), axis=[ry, rx, rc])
+    return compute((oh, ow, cout, batch), body, "Conv2dOutput", "conv2d_hwcn", axis_names=["yy", "xx", "ff", "nn"])
