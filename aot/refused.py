@@ -38,8 +38,75 @@ class RefusedModule(types.ModuleType):
         raise RefusedName(f"tvm.{self.__name__[4:]}.{attr}: {self._why}")
 
 
+_CUTLASS = ("CUTLASS offload (NVIDIA's CUDA template library of GEMM and convolution kernels, built by nvcc and "
+            "profiled on the GPU) is not offered: this compiler makes its own kernels from te schedules; build for "
+            "\"cuda\" with relay.build, or schedule the kernel with te")
+_PIPELINE = ("the pipeline executor (a model split into subgraphs that run as a pipeline of modules on several "
+             "devices, each in its own thread) is not offered: this compiler has one executor, which runs a model "
+             "as one ahead-of-time function; build the model whole with relay.build, or build each subgraph and "
+             "feed one module's outputs to the next yourself")
+
+# dotted name under aot -> (why, the names TVM's module has: importable, refused when used)
+REFUSED_SUBMODULES = {
+    "contrib.cutlass": (_CUTLASS, ("finalize_modules", "finalize_modules_vm", "build_cutlass_kernels",
+                                   "build_cutlass_kernels_vm", "tune_cutlass_kernels", "has_cutlass")),
+    "relay.op.contrib.cutlass": (_CUTLASS, ("partition_for_cutlass",)),
+    "contrib.pipeline_executor": (_PIPELINE, ("PipelineModule", "pipeline_executor_enabled")),
+    "contrib.pipeline_executor_build": (_PIPELINE, ("PipelineConfig", "PipelineExecutorFactoryModule", "build",
+                                                    "pipeline_executor_build_enabled")),
+}
+
+
+class RefusedStandIn:
+    """A name of a refused module, importable (`from tvm.contrib.cutlass import finalize_modules`)
+    so that a program gets past its imports; calling it or reading its attributes is refused."""
+
+    def __init__(self, qualname, why):
+        self._qualname, self._why = qualname, why
+
+    def __call__(self, *args, **kwargs):
+        if self._qualname.endswith("_enabled"):
+            return False            # the question "is it built in?" has an honest answer: no
+        raise RefusedName(f"tvm.{self._qualname}: {self._why}")
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise RefusedName(f"tvm.{self._qualname}.{attr}: {self._why}")
+
+    def __repr__(self):
+        return f"<refused tvm.{self._qualname}>"
+
+
+def submodule(package_name, dotted):
+    """The refused module aot.<dotted> (made once, in sys.modules), with its stand-in names."""
+    full = f"{package_name}.{dotted}"
+    if full not in sys.modules:
+        why, names = REFUSED_SUBMODULES[dotted]
+        mod = RefusedModule(dotted, why)
+        for n in names:
+            setattr(mod, n, RefusedStandIn(f"{dotted}.{n}", why))
+        sys.modules[full] = mod
+    return sys.modules[full]
+
+
 def install(package):
-    """Each refused name as a module of `package` (aot), importable as aot.<name>."""
+    """Each refused name as a module of `package` (aot), importable as aot.<name>; each refused
+    dotted name importable as aot.<a>.<b>, an attribute of its parent where the parent is loaded."""
     for name, why in REFUSED.items():
         mod = sys.modules.setdefault(f"{package.__name__}.{name}", RefusedModule(name, why))
         setattr(package, name, mod)
+    for dotted in REFUSED_SUBMODULES:
+        mod = submodule(package.__name__, dotted)
+        parent_name, _, leaf = f"{package.__name__}.{dotted}".rpartition(".")
+        # a parent that is no package of ours (aot.relay.op.contrib: aot.relay.op is a module) is
+        # a plain namespace in sys.modules, so that the dotted import finds the refused module there
+        setattr(sys.modules.get(parent_name) or namespace(parent_name), leaf, mod)
+
+
+def namespace(name):
+    """The plain module `name` in sys.modules (made once): the parent of refused modules under a
+    module that is no package (aot.relay.op.contrib), which that module takes as its attribute."""
+    if name not in sys.modules:
+        sys.modules[name] = types.ModuleType(name, f"Refused TVM packages under tvm{name[3:]}.")
+    return sys.modules[name]

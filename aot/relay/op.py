@@ -553,3 +553,10 @@ def full_like(data, fill_value):
 
 register("full_like", lambda b, c, ins: b.op("Expand", [b.op("Cast", [ins[1]], {"to": _onnx_dtype_code(
     ins[0].type.dtype)}), shape_const(b, list(ins[0].type.shape))]))
+
+
+# tvm.relay.op.contrib: TVM's BYOC partitioners; those this compiler refuses (cutlass) are
+# installed there by aot/refused.py, importable as aot.relay.op.contrib.<name>
+from ..refused import namespace  # noqa: E402
+
+contrib = namespace(__name__ + ".contrib")
