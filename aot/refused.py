@@ -92,21 +92,26 @@ def submodule(package_name, dotted):
 
 def install(package):
     """Each refused name as a module of `package` (aot), importable as aot.<name>; each refused
-    dotted name importable as aot.<a>.<b>, an attribute of its parent where the parent is loaded."""
+    dotted name as an attribute of its parent module, now if that is loaded, else when it loads
+    (a module that is no package, as aot.relay.op, holds its refused children in namespace())."""
     for name, why in REFUSED.items():
         mod = sys.modules.setdefault(f"{package.__name__}.{name}", RefusedModule(name, why))
         setattr(package, name, mod)
     for dotted in REFUSED_SUBMODULES:
-        mod = submodule(package.__name__, dotted)
         parent_name, _, leaf = f"{package.__name__}.{dotted}".rpartition(".")
-        # a parent that is no package of ours (aot.relay.op.contrib: aot.relay.op is a module) is
-        # a plain namespace in sys.modules, so that the dotted import finds the refused module there
-        setattr(sys.modules.get(parent_name) or namespace(parent_name), leaf, mod)
+        if parent_name in sys.modules:
+            setattr(sys.modules[parent_name], leaf, submodule(package.__name__, dotted))
 
 
 def namespace(name):
-    """The plain module `name` in sys.modules (made once): the parent of refused modules under a
-    module that is no package (aot.relay.op.contrib), which that module takes as its attribute."""
+    """The plain module `name` (made once, in sys.modules) holding the refused modules under it:
+    the parent of refused modules under a module that is no package (aot.relay.op.contrib), which
+    that module takes as its attribute, so that the dotted import finds them."""
     if name not in sys.modules:
-        sys.modules[name] = types.ModuleType(name, f"Refused TVM packages under tvm{name[3:]}.")
+        ns = sys.modules[name] = types.ModuleType(name, f"Refused TVM packages under tvm{name[3:]}.")
+        package, _, under = name.partition(".")
+        for dotted in REFUSED_SUBMODULES:
+            parent, _, leaf = dotted.rpartition(".")
+            if parent == under:
+                setattr(ns, leaf, submodule(package, dotted))
     return sys.modules[name]
