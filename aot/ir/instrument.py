@@ -79,7 +79,9 @@ class PassTimingInstrument(PassInstrument):
         _STACK.pop().end = time.perf_counter()
 
     def exit_pass_ctx(self):
+        # a pass that raised left its entry open: leaving the context forgets it with the rest
         _ROOT.children.clear()
+        _STACK.clear()
 
     @staticmethod
     def render():
