@@ -41,6 +41,35 @@ class Buffer:
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
+    def strides(self):
+        """buf.strides: those decl_buffer declared (ints or te.vars), else a compact row-major
+        buffer's."""
+        got = self.__dict__.get("_strides")
+        if got is not None:
+            return list(got)
+        out, acc = [], Const(1, "int32")
+        for d in reversed(self.shape):
+            out.append(acc)
+            acc = Const(acc.value * d, "int32") if isinstance(acc, Const) and isinstance(d, int) else acc * d
+        return list(reversed(out))
+
+    @strides.setter
+    def strides(self, v):
+        self._strides = list(v)
+
+    def access_ptr(self, access_mask, ptr_type="handle", content_lanes=1, offset=0, extent=None):
+        """TVM's buffer.access_ptr("r" | "w" | "rw"): a pointer to the buffer's first element (at
+        its elem_offset), which an external call takes."""
+        mode = access_mask if isinstance(access_mask, str) else \
+            ("r" if access_mask & 1 else "") + ("w" if access_mask & 2 else "")
+        if not mode or set(mode) - set("rw"):
+            raise AotError(f"access_ptr of {self.name}: the access mask is 'r', 'w' or 'rw', not {access_mask!r}")
+        base = self.__dict__.get("elem_offset")
+        zero = isinstance(offset, int) and offset == 0
+        off = wrap(offset, "int32") if base is None else base if zero else base + offset
+        return AccessPtr(self.data, off, mode)
+
+    @property
     def data(self):
         """TVM's buffer.data: the pointer variable (a handle) that a call passes for the buffer."""
         d = self.__dict__.get("_data")
@@ -60,6 +89,42 @@ class BufferData(Var):
     def __init__(self, buffer):
         super().__init__(buffer.name, "handle")
         self.buffer = buffer
+
+
+class AccessPtr(Expr):
+    """TVM's buffer.access_ptr(mode): the address of the buffer's element at its element offset
+    (plus offset=), as a pointer of its element type, for an external call. Its children are the
+    buffer's data pointer and the offset, so that binding a buffer (a tensor intrinsic's, to a
+    region of a real one) is substituting its data pointer and its offset variable."""
+    __slots__ = ("ptr", "offset", "mode")
+
+    def __init__(self, ptr, offset, mode="rw"):
+        self.ptr, self.offset, self.mode, self.dtype, self._key = ptr, wrap(offset, "int32"), mode, "handle", None
+
+    @property
+    def buffer(self):
+        return self.ptr.buffer
+
+    def _make_key(self):
+        return ("access_ptr", self.ptr.key(), self.offset.key(), self.mode)
+
+    def _children(self):
+        return (self.ptr, self.offset)
+
+    def _rebuild(self, kids):
+        return AccessPtr(kids[0], kids[1], self.mode)
+
+    def script(self, fmt):
+        b = self.buffer
+        size = 1
+        for d in b.shape:
+            size = size * d if isinstance(d, int) else d
+        mask = (1 if "r" in self.mode else 0) | (2 if "w" in self.mode else 0)
+        return (f'T.tvm_access_ptr(T.type_annotation("{b.dtype}"), {fmt(self.ptr)}, {fmt(self.offset)}, '
+                f'{size}, {mask})')
+
+    def __repr__(self):
+        return f"access_ptr({self.ptr.name}, {self.offset!r}, {self.mode!r})"
 
 
 class Stmt:
