@@ -665,6 +665,11 @@ class InProcessModule(SharedModule):
             if r.returncode:
                 raise BuildError(f"module '{name}': compiling the LLVM IR of pragma import_llvm failed:\n"
                                  f"{r.stderr[-4000:]}")
+            # as TVM links each pragma's module only for what is still undefined (LLVM's
+            # LinkOnlyNeeded), a function two of them define is the first one's: weak symbols
+            import shutil
+            if len(lls) > 1 and shutil.which("objcopy"):
+                subprocess.run(["objcopy", "--weaken", obj], capture_output=True)
             objs.append(obj)
         path = os.path.join(d, "module.so")
         create_shared(path, objs)
