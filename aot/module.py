@@ -338,6 +338,12 @@ def _build_func(func, target, name):
     """One PrimFunc (params: inputs, then outputs) as a module."""
     from .compiler import Options, compile_model
     from .names import sanitize
+    from .tir.expr import walk
+    from .tir.op import ExternCall
+    from .tir.stmt import stmt_exprs
+    packed = any(isinstance(x, ExternCall) and x.packed for e in stmt_exprs(func.body) for x in walk(e))
+    if packed:      # this module runs in-process, where aot_packed_call reaches the registered functions
+        func = func.with_body(func.body, attrs=dict(func.attrs, call_packed="in_process"))
     ins = [Value(b.name, TensorType(b.shape, b.dtype)) for b in func.inputs]
     outs = [Value(b.name, TensorType(b.shape, b.dtype)) for b in func.outputs]
     kernels = _kernels(func)
@@ -360,10 +366,6 @@ def _build_func(func, target, name):
             raise AotError(f"aot.build: {', '.join(unwritten)} is an argument that no stage writes (inlined?)")
     graph = Graph(name, ins, outs, nodes, 18)
     res = compile_model(graph, Options(model_name=sanitize(name) or "default", target=str(target)))
-    from .tir.expr import walk
-    from .tir.op import ExternCall
-    from .tir.stmt import stmt_exprs
-    packed = any(isinstance(x, ExternCall) and x.packed for e in stmt_exprs(func.body) for x in walk(e))
     lls = list(func.attrs.get("import_llvm", ()))
     if packed or lls:
         return InProcessModule(res.tar, lls, name)

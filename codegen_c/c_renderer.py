@@ -284,6 +284,10 @@ class CRenderer(StmtVisitor):
         a pointer (buffers), a value (scalars) and a kind ("float32[1024,128]", "int32", ...). The
         module that runs it in-process (aot/module.py) defines aot_packed_call, which hands the
         call to the function registered under that name (aot.register_func)."""
+        if self.packed_mode != "in_process":
+            raise AotError(f"{self.func_name}: tir.call_packed('{e.name}') needs the functions registered in a Python "
+                           "process (aot.build's modules run there); generated C for a device has no packed-function "
+                           "runtime: use tir.call_extern")
         ptrs, vals, kinds = [], [], []
         for a in e.args:
             if isinstance(a, BufferData):
@@ -507,6 +511,7 @@ class CRenderer(StmtVisitor):
         """The definition of func. restrict=False when the caller may pass one buffer twice."""
         self.func_name = func.name
         self.func_params, self.num_inputs, self.use_restrict = func.params, func.num_inputs, restrict
+        self.packed_mode = func.attrs.get("call_packed")
         self.llvm_defs = {m for ll in func.attrs.get("import_llvm", ())
                           for m in re.findall(r'^define\b[^@\n]*@"?([A-Za-z_][A-Za-z0-9_]*)', str(ll), re.M)}
         self.outlined = []              # the bodies of parallel loops, as functions of their own

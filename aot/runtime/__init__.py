@@ -146,6 +146,9 @@ class _Nd:
 
 nd = _Nd()
 
+from . import packed as _packed  # noqa: E402
+_packed.VIEW = NDArray._view
+
 
 def load_module(path):
     """A module saved with export_library (aot.build's result), ready to call."""

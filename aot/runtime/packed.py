@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import AotError
 
 _REGISTRY = {}
+VIEW = None         # aot.runtime sets it: NDArray over an array's own memory (this module never imports it back)
 
 
 def register_func(func_name, f=None, override=False):
@@ -49,7 +50,6 @@ def call_from_c(name, n, ptrs, vals, kinds):
     """One tir.call_packed of a running module: the arguments as aot.nd arrays (buffers, viewing
     the module's memory) or numbers, then the registered function called with them."""
     import ctypes
-    from . import NDArray
     f = _REGISTRY.get(name)
     if f is None:
         raise AotError(f"call_packed: no function is registered as '{name}' (aot.register_func)")
@@ -62,7 +62,7 @@ def call_from_c(name, n, ptrs, vals, kinds):
             shape = tuple(int(x) for x in m.group(2).split(",") if x)
             count = int(np.prod(shape, dtype=np.int64))
             buf = (ctypes.c_byte * (count * dtype.itemsize)).from_address(ptrs[k])
-            args.append(NDArray._view(np.frombuffer(buf, dtype=dtype).reshape(shape)))
+            args.append(VIEW(np.frombuffer(buf, dtype=dtype).reshape(shape)))
         elif kind == "bool":
             args.append(bool(vals[k]))
         elif kind.startswith(("int", "uint")):
