@@ -7,6 +7,8 @@ Model Library Format, for microcontrollers.
 """
 from __future__ import annotations
 
+import sys
+
 from .errors import AotError, OpError, UnsupportedError  # noqa: F401
 from .ops.custom import register_op  # noqa: F401
 from . import contrib, runtime, target, te, testing, tir, transform  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
@@ -22,6 +24,11 @@ create_schedule = _alias("tvm.create_schedule", te.create_schedule,
                          "tvm.create_schedule is TVM 0.6's spelling: use tvm.te.create_schedule")
 placeholder = _alias("tvm.placeholder", te.placeholder, "tvm.placeholder is TVM 0.6's spelling: use tvm.te.placeholder")
 compute = _alias("tvm.compute", te.compute, "tvm.compute is TVM 0.6's spelling: use tvm.te.compute")
+
+
+from . import refused as _refused  # noqa: E402
+
+_refused.install(sys.modules[__name__])
 
 
 def __getattr__(name):
@@ -53,10 +60,11 @@ def lower(inputs, args=None, name="main", binds=None, simple_mode=False):
     from .tir.stmt import PrimFunc
     if binds:
         raise AotError("lower: binds= (buffers bound to tensors) is not supported; the arguments get their own buffers")
-    if isinstance(inputs, PrimModule):
-        return inputs
+    from .tir.blocks import lowered
+    if isinstance(inputs, PrimModule):      # TensorIR lowers to its loops (blocks erased), as TVM's does
+        return PrimModule({k: lowered(f) for k, f in inputs.functions.items()})
     if isinstance(inputs, PrimFunc):
-        return PrimModule({name: inputs})
+        return PrimModule({name: lowered(inputs)})
     if not isinstance(inputs, Schedule):
         raise AotError(f"lower takes a te schedule or a TensorIR module/function, not {type(inputs).__name__}")
     return PrimModule({name: lower_schedule(inputs, args, name)})

@@ -74,7 +74,7 @@ TUTORIALS = {
 EXTRA = {
     "tuple_inputs": (NEW, "gallery/how_to/work_with_schedules/tuple_inputs.py", {}, []),
     "scan": (NEW, "gallery/how_to/work_with_schedules/scan.py", {
-        r"tvm\.cuda\(|^a = tvm\.nd|^s_scan = tvm\.nd|^fscan\(|assert_allclose\(s_scan": GPU_RUN}, []),
+        r"tvm\.cuda\(|^a = tvm\.nd|^b = tvm\.nd|^fscan\(|assert_allclose\(b\.numpy": GPU_RUN}, []),
     "extern_op": (NEW, "gallery/how_to/work_with_schedules/extern_op.py", {}, []),
     "tensorize": (NEW, "gallery/how_to/work_with_schedules/tensorize.py", {}, []),
     "low_level_custom_pass": (NEW, "gallery/how_to/extend_tvm/low_level_custom_pass.py", {}, []),

@@ -77,3 +77,11 @@ def without_blocks(func: PrimFunc) -> PrimFunc:
     attrs = {k: v for k, v in func.attrs.items() if k != "func_attr"}
     return func.with_body(erase_blocks(func.body), attrs=attrs)
 
+
+
+def lowered(func: PrimFunc) -> PrimFunc:
+    """What tvm.lower makes of a TensorIR function: its loops, blocks erased, printed in the
+    lowered style (flat views) with the function's own attributes."""
+    if not has_blocks(func.body):
+        return func
+    return func.with_body(erase_blocks(func.body), attrs=dict(func.attrs, lowered=True))

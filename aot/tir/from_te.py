@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..errors import AotError
 from .expr import Load, Var, substitute, transform, walk
 from .flatten import flat_index
+from .simplify import simplify
 from .stmt import Allocate, Block, Buffer, For, IterVar, PrimFunc, Seq, Store
 
 
@@ -104,7 +105,7 @@ def _stage(t, bufs, te):
         return transform(substitute(e, mapping), f)
 
     out = bufs[t.uid]
-    index = flat_index([iv.var for iv in ivs[:len(axis_vars)]], t.shape)
+    index = simplify(flat_index([iv.var for iv in ivs[:len(axis_vars)]], t.shape))
     if red is None:
         for e in walk(body):
             if isinstance(e, te.Reduce):

@@ -65,6 +65,17 @@ class _Lines(StmtVisitor):
     def visit_Evaluate(self, s):
         self.emit(expr_str(s.call))
 
+    def visit_Block(self, s):
+        binds = ", ".join(f"{iv.var.name}:{iv.kind}={expr_str(v)}" for iv, v in zip(s.iter_vars, s.values))
+        self.emit(f"block {s.name}({binds})" + (f" where {expr_str(s.predicate)}" if s.predicate is not None else "")
+                  + ":")
+        if s.init is not None:
+            self.emit("  init:")
+            self.indent += 1
+            self.nested(s.init)
+            self.indent -= 1
+        self.nested(s.body)
+
 
 def stmt_lines(s, indent=0):
     p = _Lines(indent)

@@ -173,7 +173,14 @@ class Schedule:
         for nxt in vs[1:]:
             body, fused = self._apply(lambda b, f=fused, n=nxt: tsch.fuse(b, f, n), "fuse")
             self._set(body)
+        fused.name = "_".join(v.name for v in vs) + "_fused"       # TVM's name: i_j_fused
         return LoopRV(fused)
+
+    def work_on(self, func_name):
+        self.func_name = func_name
+
+    def show(self, **kwargs):
+        print(self.mod.script())
 
     def reorder(self, *loops):
         vs = [self._var(lp, "reorder") for lp in loops]
@@ -201,6 +208,67 @@ class Schedule:
     def bind(self, loop, thread_axis):
         v = self._var(loop, "bind")
         self._set(self._apply(lambda b: tsch.bind(b, v, thread_axis), f"bind {v.name}"))
+
+    def compute_inline(self, block):
+        """TVM's compute_inline: a block that computes an intermediate buffer element by element
+        (spatial iterators, no init) is dropped with its loops, and each read of the buffer becomes
+        the block's value at the read's indices."""
+        from .expr import Load, substituter, transform as rewrite
+        from .stmt import Allocate, Seq, StmtMutator
+        blk = self.get(block)
+        what = f"compute_inline {blk.name}"
+        if blk.init is not None or any(iv.kind != "S" for iv in blk.iter_vars):
+            raise tsch.ScheduleError(f"{what}: the block is a reduction; only an element-wise block inlines")
+        if not isinstance(blk.body, Store):
+            raise tsch.ScheduleError(f"{what}: the block's body is not one store")
+        buf, value = blk.body.buffer, blk.body.value
+        if any(b is buf for b in self.func.params):
+            raise tsch.ScheduleError(f"{what}: {buf.name} is a parameter of {self.func_name}, not an intermediate")
+        if len(blk.iter_vars) != len(buf.shape):
+            raise tsch.ScheduleError(f"{what}: the block's iterators are not {buf.name}'s dimensions")
+        from .flatten import flat_index
+        from .simplify import simplify
+        want = simplify(flat_index([iv.var for iv in blk.iter_vars], buf.shape))
+        if simplify(blk.body.index).key() != want.key():
+            raise tsch.ScheduleError(f"{what}: the block does not write {buf.name} at its own iterators")
+        if any(isinstance(x, Load) and x.buffer is buf for e in [value] for x in _walk(e)):
+            raise tsch.ScheduleError(f"{what}: the block reads what it writes")
+
+        def inline(x):
+            if not (isinstance(x, Load) and x.buffer is buf):
+                return None
+            if len(x.indices) != len(buf.shape):
+                raise tsch.ScheduleError(f"{what}: a flat read of {buf.name} cannot be inlined")
+            return substituter({id(iv.var): i for iv, i in zip(blk.iter_vars, x.indices)})(value)
+
+        class _Inline(StmtMutator):
+            def visit_For(self, st):
+                if any(b is blk for b in walk_stmts(st)) and all(
+                        not isinstance(b, (Store, Block)) or b is blk or b is blk.body for b in walk_stmts(st)):
+                    return None                   # the producer's own loop nest
+                return super().visit_For(st)
+
+            def visit_Block(self, st):
+                if st is blk:
+                    return None
+                return super().visit_Block(st)
+
+            def visit_Seq(self, st):
+                parts = [p for p in (self.visit(x) for x in st.stmts) if p is not None]
+                return parts[0] if len(parts) == 1 else Seq(parts)
+
+            def visit_Allocate(self, st):
+                body = self.visit(st.body)
+                if st.buffer is buf:
+                    return body
+                return Allocate(st.buffer, body) if body is not st.body else st
+
+            def mutate_expr(self, e):
+                return rewrite(e, inline)
+        body = _Inline().visit(self.func.body)
+        if any(isinstance(x, Load) and x.buffer is buf for e in _exprs(body) for x in _walk(e)):
+            raise tsch.ScheduleError(f"{what}: {buf.name} is still read after inlining")
+        self._set(body)
 
     def decompose_reduction(self, block, loop):
         """Accumulate in the output (te-lowered reductions); returns the block."""
@@ -296,3 +364,13 @@ def _path_to(s, match):
         if p is not None:
             return [s] + p
     return None
+
+
+def _walk(e):
+    from .expr import walk
+    return walk(e)
+
+
+def _exprs(s):
+    from .stmt import stmt_exprs
+    return stmt_exprs(s)

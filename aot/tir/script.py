@@ -55,6 +55,7 @@ class _Parser:
         self.scopes = [{}]
         self.block_axes = None
         self.n_blocks = 0
+        self.lowered = False     # the text is in the lowered style (flat views, T.launch_thread)
         self.loops = {}          # id(loop var) -> (min, extent), for T.axis.remap
 
     def fail(self, node, msg):
@@ -164,6 +165,8 @@ class _Parser:
         fattrs = {"func_attr": shown}
         if shown.get("from_legacy_te_schedule"):
             fattrs = {}             # printed in the lowered style again
+        elif self.lowered:
+            fattrs["lowered"] = True
         return PrimFunc(name, params, stmt, int(n_in), fattrs)
 
     def size_var(self, st):
@@ -213,6 +216,7 @@ class _Parser:
         name, call = st.targets[0].id, self.t_call(st.value)
         c = st.value
         if call == "launch_thread":
+            self.lowered = True
             return self.launch(c, name, lambda: self.scoped(rest, {}), st)
         if call == "allocate":
             b = self.allocation(c, name, st)
@@ -234,6 +238,8 @@ class _Parser:
             if not isinstance(target, Buffer):
                 self.fail(st, "T.Buffer(..., data=X): X must be a buffer's data or an allocation")
             self.bind(name, target)          # the view reads and writes the buffer's own elements
+            if target.scope == "global":
+                self.lowered = True             # flat views of parameters: the lowered style
             return _VIEW
         return None
 
@@ -389,7 +395,7 @@ class _Parser:
         item = st.items[0]
         call = self.t_call(item.context_expr)
         if call == "block":
-            name = self.literal(item.context_expr.args[0]) if item.context_expr.args else f"block{self.n_blocks}"
+            name = self.literal(item.context_expr.args[0]) if item.context_expr.args else ""
             return self.block(st, name)
         if call == "allocate":
             if not isinstance(item.optional_vars, ast.Name):

@@ -284,6 +284,35 @@ def _simplify_node(e: Expr, ranges: Ranges) -> Expr:
     return e
 
 
+def _merge_divmod(lin):
+    """(x // c) * c*k + (x % c) * k == x * k: a fused or split index put back together (the
+    identity x == (x // c) * c + x % c, exact for floor division)."""
+    terms, c0 = lin
+    mods = {(a.a.key(), a.b.value): (key, a, k) for key, (a, k) in terms.items()
+            if isinstance(a, Bin) and a.op == "floormod" and isinstance(a.b, Const) and a.b.value > 0}
+    if not mods:
+        return lin
+    out, changed = dict(terms), False
+    for key, (a, k) in terms.items():
+        if not (isinstance(a, Bin) and a.op == "floordiv" and isinstance(a.b, Const)) or key not in out:
+            continue
+        m = mods.get((a.a.key(), a.b.value))
+        if m is None or m[0] not in out or k != a.b.value * m[2]:
+            continue
+        del out[key], out[m[0]]
+        inner = _linear(a.a)
+        if inner is None:
+            inner = ({a.a.key(): (a.a, 1)}, 0)
+        for ik, (ia, ic) in inner[0].items():
+            old = out.get(ik, (ia, 0))[1]
+            out[ik] = (ia, old + ic * m[2])
+        c0 += inner[1] * m[2]
+        changed = True
+    if not changed:
+        return lin
+    return {k: v for k, v in out.items() if v[1] != 0}, c0
+
+
 def _split_by_factor(lin, cb, op, dtype, ranges):
     """(k*q + r) // cb == q // (cb/k) and (k*q + r) % cb == (q % (cb/k))*k + r, for k dividing cb
     and every value of r in [0, k): a channel index split into lanes that do not straddle a
@@ -398,3 +427,34 @@ class _SimplifyStmt(StmtMutator):
 def simplify_stmt(s: Stmt, ranges: Ranges | None = None) -> Stmt | None:
     """s simplified under the ranges of its enclosing loops, or None when nothing is left."""
     return _SimplifyStmt(dict(ranges or {})).visit(s)
+
+
+def simplify_display(e: Expr, ranges: Ranges | None = None) -> Expr:
+    """simplify, and a fused or split index put back together ((x // c) * c + x % c -> x), as TVM's
+    printer shows indices. Only for printing: the compiler's own expressions (and so the C it
+    generates) keep what simplify gives."""
+    from .expr import transform
+
+    def merge(x):
+        if isinstance(x, Bin) and x.op in ("+", "-") and not is_float(x.dtype) and x.dtype != "bool":
+            lin = _linear(x)
+            if lin is not None:
+                m = _merge_divmod(lin)
+                if m is not lin:
+                    return from_linear(m[0], m[1], x.dtype)
+        return None
+    def order(x):
+        # the terms of a sum by falling coefficient, as TVM's canonical form orders them (m * 1024 + k)
+        if isinstance(x, Bin) and x.op in ("+", "-") and not is_float(x.dtype) and x.dtype != "bool":
+            lin = _linear(x)
+            if lin is not None and len(lin[0]) > 1:
+                items = list(lin[0].items())
+                ranked = sorted(items, key=lambda kv: -abs(kv[1][1]))
+                if [k for k, _ in ranked] != [k for k, _ in items]:
+                    return from_linear(dict(ranked), lin[1], x.dtype)
+        return None
+    e = simplify(e, ranges)
+    out = transform(e, merge)
+    if out is not e:
+        e = simplify(out, ranges)
+    return transform(e, order)

@@ -10,11 +10,14 @@ from ..ir.transform import Pass, PassContext, PassInfo
 
 class PrimFuncPass(Pass):
     def __init__(self, fn, opt_level, name, required=None):
-        self.fn, self.info = fn, PassInfo(opt_level, name, required)
+        super().__init__(PassInfo(opt_level, name, required))
+        self.fn = fn
 
     def transform_module(self, mod, ctx):
         from ..ir.module import IRModule
         from .stmt import PrimFunc
+        if not isinstance(mod, IRModule):
+            raise AotError(f"pass {self.info.name}: takes an IRModule of TIR functions, not {type(mod).__name__}")
         out = {}
         for gname, f in mod.functions.items():
             r = self.fn(f, mod, ctx)

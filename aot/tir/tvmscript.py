@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..errors import AotError
 from .expr import (INDEX, Bin, Call, Cast, Const, Load, Select, Unary, Var, free_vars, is_float, walk)
 from .flatten import flat_index
-from .simplify import const_value, linear_form, simplify
+from .simplify import const_value, linear_form, simplify, simplify_display
 from .stmt import (Allocate, Block, BufferData, For, IfThenElse, PrimFunc, Seq, Store, own_exprs,
                    stmt_children, walk_stmts)
 
@@ -100,13 +100,14 @@ class Printer:
     def __init__(self, func: PrimFunc):
         self.func = func
         self.blocks = has_blocks(func.body)
-        self.legacy = not self.blocks and "func_attr" not in func.attrs
+        self.legacy = not self.blocks and ("func_attr" not in func.attrs or bool(func.attrs.get("lowered")))
         self.names, self.taken = {}, set()
         self.frames = []
         self.views = {}           # id(buffer) -> (view name, declared?) in the lowered style
         self.lca = {}             # id(buffer) -> frame key where its view is declared
         self.allocated = {}       # id(buffer) -> the allocation's data-pointer name
         self.ranges = {}
+        self._loops = {}          # id(loop var) -> (min, extent) of every loop, for T.axis.remap
 
     # -- names ---------------------------------------------------------------------------------------
     def fresh(self, base):
@@ -132,7 +133,7 @@ class Printer:
 
     def index(self, e) -> str:
         """An index, extent or bound: simplified, as TVM's arith leaves them."""
-        return self._expr(simplify(e, self.ranges))[0]
+        return self._expr(simplify_display(e, self.ranges))[0]
 
     def _expr(self, e):
         """(text, precedence)."""
@@ -187,8 +188,11 @@ class Printer:
             return f"T.truncmod({self.expr(e.a)}, {self.expr(e.b)})", 20
         sym = "/" if op == "/" else op if op in _CMP else _SUGAR[op]
         prec = _PREC["cmp"] if op in _CMP else _PREC[sym]
-        a, pa = self._expr(e.a)
-        b, pb = self._expr(e.b)
+        ea, eb = e.a, e.b
+        if op in _CMP and ea.dtype.startswith(("int", "uint")):    # the compared indices, simplified
+            ea, eb = simplify_display(ea, self.ranges), simplify_display(eb, self.ranges)
+        a, pa = self._expr(ea)
+        b, pb = self._expr(eb)
         if op in _CMP:
             a = a if pa > prec else f"({a})"
             b = b if pb > prec else f"({b})"
@@ -220,12 +224,12 @@ class Printer:
         indices = list(indices)
         if id(buf) in self.views:
             idx = indices[0] if len(indices) == 1 else flat_index(indices, buf.shape)
-            return f"{self.view(buf)}[{self.expr(simplify(idx, self.ranges))}]"
+            return f"{self.view(buf)}[{self.index(idx)}]"
         if not self.legacy and len(indices) == 1 and len(buf.shape) > 1:
-            multi = unflatten(simplify(indices[0], self.ranges), buf.shape)
+            multi = unflatten(simplify_display(indices[0], self.ranges), buf.shape)
             if multi is not None:
                 indices = multi
-        return f"{self.name(buf, buf.name)}[{', '.join(self.expr(simplify(i, self.ranges)) for i in indices)}]"
+        return f"{self.name(buf, buf.name)}[{', '.join(self.index(i) for i in indices)}]"
 
     # -- statements ---------------------------------------------------------------------------------
     def emit(self, text):
@@ -239,7 +243,7 @@ class Printer:
     def close(self):
         return self.frames.pop().lines
 
-    def body(self, s, key, concise_into=None):
+    def body(self, s, key):
         """Print s in a new frame; returns its lines (indented by the caller)."""
         self.open(key)
         self.stmt(s, last=True)
@@ -326,7 +330,12 @@ class Printer:
         self.emit(f"{self.access(s.buffer, [s.index])} = {value}")
 
     def s_IfThenElse(self, s, last):
+        if self.blocks and s.else_ is None and isinstance(s.then, Block) and s.then.predicate is None:
+            self.s_Block(s.then.replace(predicate=s.cond), last)     # a split's tail guard: TVM's T.where
+            return
         cond = self.expr(simplify(s.cond, self.ranges))
+        if self.legacy and s.else_ is None and isinstance(s.cond, Bin) and s.cond.op == "<":
+            cond = f"T.likely({cond})"        # a split's tail guard, as te lowering marks it
         self.nested(f"if {cond}:", s.then, (id(s), "then"))
         if s.else_ is not None:
             self.nested("else:", s.else_, (id(s), "else"))
@@ -342,8 +351,7 @@ class Printer:
             self.stmt(s.body, last)
             return
         self.open(id(s))
-        # loops around the block whose bounds a remapped axis must match
-        pending = []
+        pending = []        # iterators bound to a loop with the same bounds: printed as one T.axis.remap
 
         def flush():
             if len(pending) == 1:
@@ -359,8 +367,8 @@ class Printer:
             dom = self.expr(iv.extent) if const_value(iv.dom_min) == 0 else \
                 f"({self.expr(iv.dom_min)}, {self.expr(simplify(iv.dom_min + iv.extent))})"
             kind = "spatial" if iv.kind == "S" else "reduce"
-            self.emit(f"{self.name(iv.var, iv.var.name)} = T.axis.{kind}({dom}, {self.expr(simplify(v, self.ranges))})")
-        loops = self.loop_bounds
+            self.emit(f"{self.name(iv.var, iv.var.name)} = T.axis.{kind}({dom}, {self.index(v)})")
+        loops = self._loops
         for iv, v in zip(s.iter_vars, s.values):
             lp = loops.get(id(v)) if isinstance(v, Var) else None
             if lp is not None and lp[0].key() == iv.dom_min.key() and lp[1].key() == iv.extent.key():
@@ -394,10 +402,6 @@ class Printer:
                 parts.append(f"{self.expr(lo)}:{self.expr(hi)}")
         return f"{self.name(buf, buf.name)}[{', '.join(parts)}]"
 
-    @property
-    def loop_bounds(self):
-        return self._loops
-
     # -- the function ------------------------------------------------------------------------------
     def function(self, in_module=False):
         f = self.func
@@ -422,7 +426,7 @@ class Printer:
             else:
                 args.append(f"{self.name(b, b.name)}: T.Buffer({self.shape(b)}, \"{b.dtype}\")")
         attrs = dict(f.attrs.get("func_attr", {}))
-        if self.legacy:
+        if self.legacy and "func_attr" not in f.attrs:
             attrs = {"from_legacy_te_schedule": True, "tir.noalias": True}
         elif "func_attr" not in f.attrs:
             attrs = {"tir.noalias": True}

@@ -93,3 +93,26 @@ def test_a_bound_tensorir_schedule_builds_for_cuda():
     mod = tvm.build(sch.mod, target="cuda")
     src = mod.imported_modules[0].get_source()
     assert "blockIdx.x" in src and "threadIdx.x" in src
+
+
+def test_compute_inline_folds_the_padding_into_the_convolution():
+    from aot import topi
+    data = te.placeholder((1, 3, 7, 7), name="data")
+    weight = te.placeholder((4, 3, 3, 3), name="weight")
+    conv = topi.nn.conv2d_nchw(data, weight, 1, 1, 1)
+    sch = tir.Schedule(te.create_prim_func([data, weight, conv]))
+    sch.compute_inline(sch.get_block("pad_temp"))
+    text = sch.mod.script()
+    assert "pad_temp" not in text and "T.if_then_else(" in text and 'T.block("conv2d_nchw")' in text
+    with pytest.raises(tvm.AotError, match="compute_inline conv2d_nchw: the block is a reduction"):
+        sch.compute_inline(sch.get_block("conv2d_nchw"))
+    rng = np.random.default_rng(6)
+    d, w = rng.random((1, 3, 7, 7), np.float32), rng.random((4, 3, 3, 3), np.float32)
+    out = np.zeros((1, 4, 7, 7), np.float32)
+    tvm.build(sch.mod, target="llvm")(d, w, out)
+    dp = np.pad(d, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.zeros_like(out)
+    for y in range(7):
+        for x in range(7):
+            ref[0, :, y, x] = np.einsum("cij,fcij->f", dp[0, :, y:y + 3, x:x + 3], w)
+    np.testing.assert_allclose(out, ref, rtol=1e-5)

@@ -36,7 +36,9 @@ def test_lower_returns_a_printable_module():
     s = te.create_schedule(B.op)
     mod = tvm.lower(s, [A, B], simple_mode=True)
     text = str(mod)
-    assert "def main(A: T.handle, B: T.handle)" in text and "T.match_buffer(A, (n,))" in text
+    # a symbolic size: TVM's handles and match_buffer, the body through the matched buffers
+    assert "def main(A: T.handle, B: T.handle):" in text and "n = T.int32()" in text
+    assert "A_1 = T.match_buffer(A, (n,))" in text and "B_1[" in text and "A_1[" in text
     assert "* T.float32(2.0)" in text
     assert mod["main"].name == "main"
 
@@ -46,3 +48,12 @@ def test_devices_by_tvm_names():
     assert tvm.cl(0) == tvm.opencl(0) and tvm.device("cuda").device_type == 2
     with pytest.raises(tvm.AotError, match="device 'rocm'"):
         tvm.device("rocm")
+
+
+def test_packages_not_offered_import_and_refuse_by_name():
+    from aot import autotvm, auto_scheduler, rpc      # noqa: F401  (a ported program's imports pass)
+    import aot.meta_schedule                          # noqa: F401
+    with pytest.raises(tvm.AotError, match=r"tvm.autotvm.task: autotuning is not offered"):
+        autotvm.task.create("matmul", args=(), target="llvm")
+    with pytest.raises(tvm.AotError, match=r"tvm.rpc.connect: RPC to a remote device is not offered"):
+        rpc.connect("127.0.0.1", 9090)

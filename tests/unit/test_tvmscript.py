@@ -337,6 +337,7 @@ def test_a_prim_func_pass_class_rewrites_a_conv_into_an_extern_call():
     with aot.ir.transform.PassContext(opt_level=1):
         assert aot.ir.transform.Sequential([_ReplaceConvByCall()])(mod).script() == mod.script()
         assert _ReplaceConvByCall()(mod).script() == text
+    assert aot.ir.transform.PassContext is aot.transform.PassContext
 
 
 def test_ir_builder_allocates_loops_and_branches():
@@ -384,3 +385,64 @@ def test_iter_var_and_block_basics():
     with pytest.raises(aot.AotError):
         IterVar(v, 8, "X")
     assert T.Buffer((8,), "float32")[0] == "Buffer"
+
+
+def test_lower_of_a_tensorir_module_gives_its_loops_in_the_lowered_style():
+    A = te.placeholder((8, 8), name="A")
+    B = te.compute((8, 8), lambda x, y: A[x, y] + 1.0, name="B")
+    sch = tir.Schedule(IRModule({"main": te.create_prim_func([A, B])}))
+    i, j = sch.get_loops(sch.get_block("B"))
+    fused = sch.fuse(i, j)
+    assert fused.var.name == f"{i.var.name}_{j.var.name}_fused"
+    text = aot.lower(sch.mod).script()
+    f = fused.var.name
+    assert _body(text) == _text(f"""
+        T.func_attr({{"tir.noalias": T.bool(True)}})
+        for {f} in range(64):
+            A_1 = T.Buffer((64,), data=A.data)
+            B_1 = T.Buffer((64,), data=B.data)
+            B_1[{f}] = A_1[{f}] + T.float32(1.0)""")
+    assert 'T.block("B")' in sch.mod.script()         # lowering made a new module
+    _fixed_point(aot.lower(sch.mod)["main"])
+
+
+def test_a_split_tail_prints_as_t_where_and_reads_back():
+    A = te.placeholder((10,), name="A")
+    B = te.compute((10,), lambda i: A[i] * 2.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    o, n = sch.split(i, factors=[None, 4])
+    text = sch.mod.script()
+    assert f"for {o.var.name}, {n.var.name} in T.grid(3, 4):" in text
+    assert f"T.where({o.var.name} * 4 + {n.var.name} < 10)" in text
+    once = _fixed_point(sch.mod["main"])
+    assert "T.where(" in once
+
+
+def test_an_unnamed_block_and_augmented_assignment_read_as_tvm_writes_them():
+    f = parse('''
+@T.prim_func
+def dw(A: T.Buffer((7, 8), "float32"), B: T.Buffer((7, 2), "float32"), C: T.Buffer((7, 7), "float32")) -> None:
+    for j, i, k in T.grid(7, 7, 2):
+        with T.block():
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vj, vi] = T.float32(0)
+            C[vj, vi] += B[vj, vk] * A[vj, vi + vk]
+''')
+    text = _fixed_point(f)
+    assert 'with T.block(""):' in text and "T.reads(B[vj, vk], A[vj, vi + vk])" in text
+    assert "C[vj, vi] = C[vj, vi] + B[vj, vk] * A[vj, vi + vk]" in text
+
+
+def test_a_split_guard_in_the_lowered_style_is_t_likely():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    xo, xi = s[B].split(B.op.axis[0], factor=32)
+    text = str(aot.lower(s, [A, B], simple_mode=True))
+    o, i = (getattr(v, "var", v).name.replace(".", "_") for v in (xo, xi))     # TVM's printer: i.outer -> i_outer
+    assert f"for {o}, {i} in T.grid((n + 31) // 32, 32):" in text
+    assert f"if T.likely({o} * 32 + {i} < n):" in text
+    _fixed_point(aot.lower(s, [A, B], simple_mode=True)["main"])
