@@ -618,7 +618,8 @@ class _BindBuffers(StmtMutator):
                 return None if b is x.buffer else Load(b, x.indices)
             if isinstance(x, AccessPtr):
                 off = simplify(x.offset)
-                return None if off is x.offset else AccessPtr(x.ptr, off, x.mode)
+                ext = simplify(x.extent) if x.extent is not None else None
+                return None if off is x.offset and ext is x.extent else AccessPtr(x.ptr, off, x.mode, ext)
             return None
         return transform(e, f)
 
