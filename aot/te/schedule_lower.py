@@ -734,8 +734,10 @@ class _Tensorize:
     def update(self, env, outer_red):
         """Inside a reduction split around it: the update, or where the intrinsic has no reset,
         its body at the first outer reduction step and the update at the others."""
-        upd = self._bound(self.intrin.reduce_update, "reduce_update (the reduction is split around the "
-                                                    "tensorized loops)")
+        if self.intrin.reduce_update is None:
+            raise ScheduleError(f"{self.what}: the reduction is split around the tensorized loops, and the intrinsic "
+                                f"{self.intrin.name} gives no reduce_update (intrin_func returns a body alone)")
+        upd = self._bound(self.intrin.reduce_update, "reduce_update")
         if self.intrin.reduce_init is not None or not outer_red:
             return upd
         first = all_of([Bin("==", v, Const(0, INDEX)) for v in outer_red])

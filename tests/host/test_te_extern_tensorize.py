@@ -88,6 +88,8 @@ def _gemv(m, l, with_reset):
             ib = tvm.tir.ir_builder.create()
             ib.emit(tvm.tir.call_extern("int32", "gemv_reset", cc.access_ptr("w"), m))
             return ib.get()
+        if with_reset == "no_reset":      # the body at the first outer reduction step, the update after
+            return body(), None, body()
         return (body(), reset(), body()) if with_reset else body()
     return te.decl_tensor_intrin(c.op, intrin_func, binds={a: Ab, b: Bb, c: Cb})
 
@@ -110,7 +112,7 @@ def _matmul_nt(n, m, l):
 
 
 @pytest.mark.skipif(shutil.which("clang") is None, reason="no clang")
-@pytest.mark.parametrize("split_reduction", [False, True])
+@pytest.mark.parametrize("split_reduction", [False, True, "no_reset"])
 def test_tensorize_gemv(split_reduction):
     from aot.contrib import clang
     n, m, l, factor = 24, 32, 48, 16
@@ -122,18 +124,18 @@ def test_tensorize_gemv(split_reduction):
     if split_reduction:
         zo, zi = s[C].split(z, factor=factor)
         s[C].reorder(x, yo, zo, yi, zi)
-        s[C].tensorize(yi, _gemv(factor, factor, True))
+        s[C].tensorize(yi, _gemv(factor, factor, split_reduction))
     else:
         s[C].reorder(x, yo, yi, z)
         s[C].tensorize(yi, _gemv(factor, l, False))
     s[C].pragma(x, "import_llvm", clang.create_llvm(GEMV_CC))
     text = str(tvm.lower(s, [A, B, C], simple_mode=True))
-    assert "gemv_update" in text and ("gemv_reset" in text) == split_reduction
+    assert "gemv_update" in text and ("gemv_reset" in text) == (split_reduction is True)
     f = tvm.build(s, [A, B, C], target="llvm", name="gemv")
     assert "gemv_update(" in f.get_source()
     a = np.random.uniform(size=(n, l)).astype("float32")
     b = np.random.uniform(size=(m, l)).astype("float32")
-    c = np.full((n, m), 0.0 if not split_reduction else 7.0, "float32")   # the reset clears it
+    c = np.full((n, m), 7.0 if split_reduction is True else 0.0, "float32")   # the reset clears it
     f(a, b, c)
     np.testing.assert_allclose(c, a @ b.T, rtol=1e-4)
 
@@ -147,4 +149,15 @@ def test_tensorize_refuses_a_mismatched_region():
     s[C].reorder(x, yo, yi, C.op.reduce_axis[0])
     s[C].tensorize(yi, _gemv(16, l, False))
     with pytest.raises(AotError, match="tensorize"):
+        tvm.lower(s, [A, B, C])
+
+
+def test_tensorize_split_reduction_needs_an_update():
+    A, B, C = _matmul_nt(8, 16, 32)
+    s = te.create_schedule(C.op)
+    x, y = C.op.axis
+    zo, zi = s[C].split(C.op.reduce_axis[0], factor=16)
+    s[C].reorder(x, zo, y, zi)
+    s[C].tensorize(y, _gemv(16, 16, False))
+    with pytest.raises(AotError, match="no reduce_update"):
         tvm.lower(s, [A, B, C])
