@@ -161,3 +161,22 @@ def test_tensorize_split_reduction_needs_an_update():
     s[C].tensorize(y, _gemv(16, 16, False))
     with pytest.raises(AotError, match="no reduce_update"):
         tvm.lower(s, [A, B, C])
+
+
+def test_extern_ir_builder_body_reads_and_writes_the_real_buffers():
+    n = 10
+    A = te.placeholder((n,), name="A")
+
+    def body(ins, outs):
+        ib = tvm.tir.ir_builder.create()
+        a, b = ib.buffer_ptr(ins[0]), ib.buffer_ptr(outs[0])
+        with ib.for_range(0, n, name="i") as i:
+            b[i] = a[i] * 2.0
+        return ib.get()
+    B = te.extern((n,), [A], body, name="B")
+    C = te.compute((n,), lambda i: B[i] + 1.0, name="C")
+    f = tvm.build(te.create_schedule(C.op), [A, C], "llvm")
+    a = np.random.uniform(size=n).astype("float32")
+    c = np.zeros(n, "float32")
+    f(a, c)
+    np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
