@@ -22,6 +22,11 @@ REFUSED = {
 }
 
 
+class RefusedName(AotError, AttributeError):
+    """Raised for any name of a refused package: an AotError with the reason, and an AttributeError,
+    so that getattr(module, name, default) and hasattr still answer as for a missing name."""
+
+
 class RefusedModule(types.ModuleType):
     def __init__(self, name, why):
         super().__init__(f"aot.{name}", f"Refused: tvm.{name}: {why}.")
@@ -30,7 +35,7 @@ class RefusedModule(types.ModuleType):
     def __getattr__(self, attr):
         if attr.startswith("__"):
             raise AttributeError(attr)
-        raise AotError(f"tvm.{self.__name__[4:]}.{attr}: {self._why}")
+        raise RefusedName(f"tvm.{self.__name__[4:]}.{attr}: {self._why}")
 
 
 def install(package):

@@ -84,6 +84,13 @@ EXTRA = {
         r"^print\(out_deploy|^print\(np\.equal|^tvm\.testing": GPU_RUN}, []),
     "opt_conv_cuda": (NEW, "gallery/how_to/optimize_operators/opt_conv_cuda.py", {
         r"tvm\.cuda\(|^a = tvm\.nd|^w = tvm\.nd|^b = tvm\.nd|^func\(a, w, b\)|^evaluator|^print\(\"Convolution": GPU_RUN}, []),
+    "use_pass_instrument": (NEW, "gallery/how_to/extend_tvm/use_pass_instrument.py", {}, []),
+    "using_relay_viz": (NEW, "gallery/how_to/work_with_relay/using_relay_viz.py", {}, []),
+    "using_pipeline_executor": (NEW, "gallery/how_to/work_with_relay/using_pipeline_executor.py", {}, []),
+    "tedd": (NEW, "gallery/how_to/work_with_schedules/tedd.py", {}, []),
+    "autotvm_matmul_x86": (NEW, "gallery/tutorial/autotvm_matmul_x86.py", {
+        r"autotvm\.(template|task|measure|tuner|apply_history_best|LocalRunner|LocalBuilder)|tuner\.|^task = |"
+        r"^measure_option|^with autotvm|^print\(task|^func\(tvm\.nd|assert_allclose\(c_np": "autotuning"}, []),
     "build_gcn": (NEW, "gallery/how_to/work_with_relay/build_gcn.py", {
         r"download|dgl|load_dataset|^data = |^g = |torch": "needs the internet (dgl's dataset download)"}, []),
 }
@@ -123,7 +130,10 @@ def statements(src):
     for st in tree.body:
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
             continue  # docstrings and section texts
-        out.append((ast.get_source_segment(src, st) or ast.unparse(st), st))
+        text = ast.get_source_segment(src, st) or ast.unparse(st)
+        for d in reversed(getattr(st, "decorator_list", [])):    # a decorated def's text starts at "@"
+            text = "@" + (ast.get_source_segment(src, d) or ast.unparse(d)) + "\n" + text
+        out.append((text, st))
     return out
 
 
