@@ -243,7 +243,8 @@ class CRenderer(StmtVisitor):
         if isinstance(e, ExternCall):
             return self._extern_call(e)
         if isinstance(e, AccessPtr):
-            return f"(({self.types[e.buffer.dtype]}*){self._buffer_name(e.buffer, 'access_ptr')} + {self.expr(e.offset)})"
+            ptr = self._buffer_name(e.buffer, "access_ptr")
+            return f"(({self.types[e.buffer.dtype]}*){ptr} + {self.expr(e.offset)})"
         if isinstance(e, Cast):
             if e.dtype in HALF:   # a value rounded to 16-bit precision, kept as float
                 to_f, to_h = self._half_helpers(e.dtype)

@@ -205,7 +205,8 @@ class Stage:
         checks that they compute what the intrinsic's op computes, and binds its buffers)."""
         iv = self._leaf(var, "tensorize")
         if not isinstance(tensor_intrin, TensorIntrin):
-            raise ScheduleError(f"tensorize {iv.name}: takes a te.decl_tensor_intrin, not {type(tensor_intrin).__name__}")
+            raise ScheduleError(f"tensorize {iv.name}: takes a te.decl_tensor_intrin, "
+                                f"not {type(tensor_intrin).__name__}")
         if isinstance(self.op, (ScanOp, ExternOp)) or len(self.outputs) > 1:
             raise ScheduleError(f"tensorize {iv.name}: stage {self.name} is not a te.compute of one output")
         self.iter_attrs.setdefault(iv, {})["tensorize"] = tensor_intrin
