@@ -26,7 +26,7 @@ from ..tir.simplify import const_value, simplify
 from ..tir.stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, StmtMutator, StmtVisitor, Store,
                         map_exprs, own_exprs, walk_stmts)
 from .schedule import Schedule, leaf_values
-from .tensor import ComputeOp, ExternOp, IterVar, Reduce, ScanOp, TensorRef, combine, identity
+from .tensor import ExternOp, IterVar, Reduce, ScanOp, TensorRef, combine, identity
 
 
 # -- symbolic intervals --------------------------------------------------------------------
