@@ -13,6 +13,7 @@ from .errors import AotError, OpError, UnsupportedError  # noqa: F401
 from .ops.custom import register_op  # noqa: F401
 from . import contrib, runtime, target, te, testing, tir, transform  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
 from .runtime import Device, NDArray, cl, cpu, cuda, device, gpu, nd, opencl  # noqa: F401
+from .runtime.packed import get_global_func, list_global_func_names, register_func  # noqa: F401,E402
 from .runtime import executor as _runtime_executor  # noqa: F401,E402  tvm.runtime.executor.aot_executor as attributes
 from . import instrument  # noqa: F401,E402  (tvm.instrument)
 from .deprecation import alias as _alias  # noqa: E402

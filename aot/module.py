@@ -42,10 +42,14 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
         raise AotError(f"aot.build takes a te schedule, a TensorIR module or schedule, not {type(inputs).__name__}")
     sch = inputs
     args = list(args if args is not None else sch.inputs + sch.outputs)
-    if any(not hasattr(t, "is_placeholder") for t in args):
-        raise AotError("aot.build: args are the schedule's tensors (placeholders, then computed tensors)")
-    n_in = sum(1 for t in args if t.is_placeholder)
-    if [t.is_placeholder for t in args] != [True] * n_in + [False] * (len(args) - n_in):
+    # a scalar argument (te.var("bias", dtype="float32")) may stand anywhere among the tensors
+    scalars = [k for k, t in enumerate(args) if isinstance(t, Var)]
+    tensors = [t for t in args if not isinstance(t, Var)]
+    if any(not hasattr(t, "is_placeholder") for t in tensors):
+        raise AotError("aot.build: args are the schedule's tensors (placeholders, then computed tensors) "
+                       "and scalar te.vars")
+    n_in = sum(1 for t in tensors if t.is_placeholder)
+    if [t.is_placeholder for t in tensors] != [True] * n_in + [False] * (len(tensors) - n_in):
         raise AotError("aot.build: list the placeholders first, then the computed tensors")
     missing = [t.name for t in sch.inputs if not any(t is a for a in args)]
     if missing:
@@ -55,7 +59,45 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
         raise AotError(f"aot.build: two tensors are named alike ({', '.join(names)}): names become the interface")
     from .te.schedule_lower import lower_schedule
     func = lower_schedule(sch, args, name)
-    return _build_sized(func, target, name, sizes)
+    mod = _build_sized(func, target, name, sizes)
+    if not scalars:
+        return mod
+    # the function takes the placeholders, the scalars, then the computed tensors
+    tpos = [k for k in range(len(args)) if k not in scalars]
+    order = tpos[:n_in] + scalars + tpos[n_in:]
+    return ScalarArgs(mod, order, {k: args[k].dtype for k in scalars})
+
+
+class ScalarArgs:
+    """A module whose function takes scalars (te.var arguments): called in the order aot.build
+    was given its arguments, each scalar a Python number, as a TVM module is."""
+
+    def __init__(self, module, order, dtypes):
+        self.module, self.order, self.dtypes = module, order, dtypes
+
+    def _args(self, arrays):
+        if len(arrays) != len(self.order):
+            raise AotError(f"the module takes {len(self.order)} arguments, {len(arrays)} given")
+        out = []
+        for k in self.order:
+            a = arrays[k]
+            if k in self.dtypes:
+                if not isinstance(a, (int, float, bool, np.number)):
+                    raise AotError(f"argument {k + 1} is a scalar ({self.dtypes[k]}), not {type(a).__name__}")
+                a = np.array([a], dtype=self.dtypes[k])
+            out.append(a)
+        return out
+
+    def __call__(self, *arrays):
+        return self.module(*self._args(arrays))
+
+    def time_evaluator(self, func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0, **kwargs):
+        def evaluate(*arrays):
+            return self.module.time_evaluator(func_name, dev, number, repeat, min_repeat_ms)(*self._args(arrays))
+        return evaluate
+
+    def __getattr__(self, name):
+        return getattr(self.module, name)
 
 
 def _build_sized(func, target, name, sizes):
@@ -260,7 +302,7 @@ def _kernels(func):
     Allocate at the top); each stage becomes a kernel of its own, its intermediates values of the
     plan (so the memory plan places them, not the C stack). [(PrimFunc, inputs, outputs)]."""
     from .tir.expr import Load, walk
-    from .tir.stmt import Allocate, PrimFunc, Seq, Store, stmt_exprs, walk_stmts
+    from .tir.stmt import Allocate, BufferData, PrimFunc, Seq, Store, stmt_exprs, walk_stmts
     body, inter = func.body, []
     while isinstance(body, Allocate) and body.buffer.scope == "global":
         inter.append(body.buffer)
@@ -275,10 +317,18 @@ def _kernels(func):
         for x in walk_stmts(nest):
             if isinstance(x, Store) and id(x.buffer) not in inside and all(x.buffer is not b for b in written):
                 written.append(x.buffer)
+        # an external call's buffers (te.extern): the function's inputs it reads, the others it writes
+        ins = {id(b) for b in func.inputs}
         for e in stmt_exprs(nest):
             for x in walk(e):
-                if isinstance(x, Load) and id(x.buffer) not in inside and all(x.buffer is not b for b in read + written):
-                    read.append(x.buffer)
+                if isinstance(x, BufferData) and id(x.buffer) not in inside and id(x.buffer) not in ins and \
+                        all(x.buffer is not b for b in written):
+                    written.append(x.buffer)
+        for e in stmt_exprs(nest):
+            for x in walk(e):
+                b = x.buffer if isinstance(x, (Load, BufferData)) else None
+                if b is not None and id(b) not in inside and all(b is not y for y in read + written):
+                    read.append(b)
         f = PrimFunc(f"{func.name}_{k}", read + written, nest, len(read), dict(func.attrs))
         out.append((f, read, written))
     return out
@@ -288,6 +338,12 @@ def _build_func(func, target, name):
     """One PrimFunc (params: inputs, then outputs) as a module."""
     from .compiler import Options, compile_model
     from .names import sanitize
+    from .tir.expr import walk
+    from .tir.op import ExternCall
+    from .tir.stmt import stmt_exprs
+    packed = any(isinstance(x, ExternCall) and x.packed for e in stmt_exprs(func.body) for x in walk(e))
+    if packed:      # this module runs in-process, where aot_packed_call reaches the registered functions
+        func = func.with_body(func.body, attrs=dict(func.attrs, call_packed="in_process"))
     ins = [Value(b.name, TensorType(b.shape, b.dtype)) for b in func.inputs]
     outs = [Value(b.name, TensorType(b.shape, b.dtype)) for b in func.outputs]
     kernels = _kernels(func)
@@ -310,6 +366,9 @@ def _build_func(func, target, name):
             raise AotError(f"aot.build: {', '.join(unwritten)} is an argument that no stage writes (inlined?)")
     graph = Graph(name, ins, outs, nodes, 18)
     res = compile_model(graph, Options(model_name=sanitize(name) or "default", target=str(target)))
+    lls = list(func.attrs.get("import_llvm", ()))
+    if packed or lls:
+        return InProcessModule(res.tar, lls, name)
     return Module(res.tar)
 
 
@@ -557,3 +616,91 @@ def load_module(path):
     if payload is not None:
         return _symbolic(payload)
     return Module(data)
+
+
+_PACKED_SHIM = """#include <stdint.h>
+typedef int32_t (*aot_packed_fn)(const char*, int32_t, void* const*, const double*, const char* const*);
+aot_packed_fn aot_packed_hook = 0;
+int32_t aot_packed_call(const char* name, int32_t n, void* const* ptrs, const double* vals, const char* const* kinds);
+int32_t aot_packed_call(const char* name, int32_t n, void* const* ptrs, const double* vals, const char* const* kinds) {
+  return aot_packed_hook ? aot_packed_hook(name, n, ptrs, vals, kinds) : -1;
+}
+"""
+
+
+class InProcessModule(SharedModule):
+    """A module whose kernels call tir.call_packed functions registered in this Python process
+    (aot.register_func) or functions of LLVM IR a pragma import_llvm gave: its host C, the IR
+    (compiled by clang) and aot_packed_call (which hands each packed call to
+    aot.runtime.packed through a ctypes callback) are linked into a shared library loaded here,
+    and calls run in this process."""
+
+    def __init__(self, tar, lls, name):
+        import ctypes
+        import subprocess
+        import tempfile
+        from .contrib.cc import create_shared
+        from .contrib.clang import find_clang
+        from .errors import BuildError
+        from .host import build_object
+        self._tmp = tempfile.TemporaryDirectory(prefix="aot_inproc_")
+        d = self._tmp.name
+        objs = [os.path.join(d, "module.o")]
+        build_object(tar, objs[0])
+        with open(os.path.join(d, "packed.c"), "w") as f:
+            f.write(_PACKED_SHIM)
+        objs.append(os.path.join(d, "packed.o"))
+        cc = os.environ.get("CC") or "gcc"
+        r = subprocess.run([cc, "-std=c99", "-fPIC", "-c", os.path.join(d, "packed.c"), "-o", objs[-1]],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise BuildError(f"compiling the packed-call entry failed ({cc}):\n{r.stderr[-4000:]}")
+        for k, ll in enumerate(lls):
+            src, obj = os.path.join(d, f"import{k}.ll"), os.path.join(d, f"import{k}.o")
+            with open(src, "w") as f:
+                f.write(ll)
+            clang = find_clang(required=False)
+            if not clang:
+                raise AotError(f"module '{name}': pragma import_llvm gives LLVM IR, and there is no clang here to "
+                               "compile it (set $CLANG)")
+            r = subprocess.run([clang[0], "-O2", "-fPIC", "-c", src, "-o", obj], capture_output=True, text=True)
+            if r.returncode:
+                raise BuildError(f"module '{name}': compiling the LLVM IR of pragma import_llvm failed:\n"
+                                 f"{r.stderr[-4000:]}")
+            # as TVM links each pragma's module only for what is still undefined (LLVM's
+            # LinkOnlyNeeded), a function two of them define is the first one's: weak symbols
+            import shutil
+            if len(lls) > 1 and shutil.which("objcopy"):
+                subprocess.run(["objcopy", "--weaken", obj], capture_output=True)
+            objs.append(obj)
+        path = os.path.join(d, "module.so")
+        create_shared(path, objs)
+        super().__init__(path)
+        self._error = None
+        proto = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p),
+                                 ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_char_p))
+
+        def hook(fname, n, ptrs, vals, kinds):
+            from .runtime.packed import call_from_c
+            try:
+                return call_from_c(fname.decode(), n, ptrs, vals, kinds)
+            except BaseException as e:          # raised again once the run returns
+                self._error = self._error or e
+                return -1
+        self._hook = proto(hook)                # kept: the C holds its address
+        ctypes.c_void_p.in_dll(self._lib, "aot_packed_hook").value = ctypes.cast(self._hook, ctypes.c_void_p).value
+
+    def _call(self, arrays):
+        self._error = None
+        out = super()._call(arrays)
+        if self._error is not None:
+            e, self._error = self._error, None
+            raise e
+        return out
+
+    def _refuse_save(self, *args, **kwargs):
+        raise AotError("save/export_library: this module calls functions of this Python process (call_packed of "
+                       "aot.register_func functions) or LLVM IR linked in here (pragma import_llvm); it runs "
+                       "only where it was built")
+
+    save = export_library = _refuse_save

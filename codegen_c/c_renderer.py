@@ -20,7 +20,7 @@ from aot.tir.intrin import get_intrin
 from aot.tir.intrin import gemmlowp as fx
 from aot.tir.simplify import simplify
 from aot.tir.op import ExternCall
-from aot.tir.stmt import Allocate, BufferData, For, PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
+from aot.tir.stmt import AccessPtr, Allocate, BufferData, For, PrimFunc, StmtVisitor, Store, stmt_exprs, walk_stmts
 
 
 F16_HELPERS = r"""/* float16 is stored as IEEE binary16 bits and computed in float */
@@ -242,6 +242,9 @@ class CRenderer(StmtVisitor):
             return f"{self.math_fn(e.fn, e.dtype)}(" + ", ".join(self.expr(a) for a in e.args) + ")"
         if isinstance(e, ExternCall):
             return self._extern_call(e)
+        if isinstance(e, AccessPtr):
+            ptr = self._buffer_name(e.buffer, "access_ptr")
+            return f"(({self.types[e.buffer.dtype]}*){ptr} + {self.expr(e.offset)})"
         if isinstance(e, Cast):
             if e.dtype in HALF:   # a value rounded to 16-bit precision, kept as float
                 to_f, to_h = self._half_helpers(e.dtype)
@@ -249,23 +252,63 @@ class CRenderer(StmtVisitor):
             return f"(({self.vtype(e.dtype)}){self.expr(e.a)})"
         raise InternalError(f"cannot render {type(e).__name__}")
 
+    def _buffer_name(self, buf, what):
+        if id(buf) not in self.names:
+            raise AotError(f"{self.func_name}: {what} of buffer {buf.name}, which is not a parameter or allocation "
+                           "of the function")
+        return self.names[id(buf)]
+
     def _extern_call(self, e):
-        """tir.call_extern (a UMA backend's TIR pass calling its accelerator): buffer pointers
-        passed as the buffer's element type (an input's const dropped: the callee's C signature
-        decides), other arguments as expressions."""
+        """tir.call_extern (a UMA backend's TIR pass calling its accelerator, a tensor intrinsic):
+        buffer pointers passed as the buffer's element type (an input's const dropped: the
+        callee's C signature decides), other arguments as expressions. A function defined in the
+        LLVM IR a pragma import_llvm links is declared here from the call (its C source is not C).
+        tir.call_packed: see _packed_call."""
         if e.packed:
-            raise AotError(f"{self.func_name}: tir.call_packed('{e.name}') needs a packed-function runtime, which "
-                           "generated C does not have: use tir.call_extern")
-        args = []
+            return self._packed_call(e)
+        args, types = [], []
         for a in e.args:
             if isinstance(a, BufferData):
-                if id(a.buffer) not in self.names:
-                    raise AotError(f"{self.func_name}: call_extern('{e.name}') passes buffer {a.buffer.name}, which "
-                                   "is not a parameter or allocation of the function")
-                args.append(f"({self.types[a.buffer.dtype]}*){self.names[id(a.buffer)]}")
+                t = f"{self.types[a.buffer.dtype]}*"
+                args.append(f"({t}){self._buffer_name(a.buffer, f'call_extern({e.name!r}) passes')}")
             else:
+                t = f"{self.types[a.buffer.dtype]}*" if isinstance(a, AccessPtr) else self.vtype(a.dtype)
                 args.append(self.expr(a))
+            types.append(t)
+        if e.name in getattr(self, "llvm_defs", ()):
+            self.helpers[f"~extern {e.name}"] = \
+                f"{self.vtype(e.dtype)} {e.name}({', '.join(types) or 'void'});"
         return f"{e.name}({', '.join(args)})"
+
+    def _packed_call(self, e):
+        """tir.call_packed: a call of aot_packed_call with the function's name and, per argument,
+        a pointer (buffers), a value (scalars) and a kind ("float32[1024,128]", "int32", ...). The
+        module that runs it in-process (aot/module.py) defines aot_packed_call, which hands the
+        call to the function registered under that name (aot.register_func)."""
+        if self.packed_mode != "in_process":
+            raise AotError(f"{self.func_name}: tir.call_packed('{e.name}') needs the functions registered in a Python "
+                           "process (aot.build's modules run there); generated C for a device has no packed-function "
+                           "runtime: use tir.call_extern")
+        ptrs, vals, kinds = [], [], []
+        for a in e.args:
+            if isinstance(a, BufferData):
+                b = a.buffer
+                ptrs.append(f"(void*){self._buffer_name(b, f'call_packed({e.name!r}) passes')}")
+                vals.append("0.0")
+                kinds.append(f'"{b.dtype}[{",".join(str(d) for d in b.shape)}]"')
+            elif isinstance(a, AccessPtr):
+                raise AotError(f"{self.func_name}: call_packed('{e.name}') passes an access_ptr of {a.buffer.name}; "
+                               "a packed function takes whole buffers (pass the buffer)")
+            else:
+                ptrs.append("(void*)0")
+                vals.append(f"(double){self.expr(a)}")
+                kinds.append(f'"{a.dtype}"')
+        self.helpers["~packed"] = ("int32_t aot_packed_call(const char* name, int32_t n, void* const* ptrs, "
+                                   "const double* vals, const char* const* kinds);")
+        if not ptrs:
+            return f'aot_packed_call("{e.name}", 0, (void* const*)0, (const double*)0, (const char* const*)0)'
+        return (f'aot_packed_call("{e.name}", {len(ptrs)}, (void* const[]){{{", ".join(ptrs)}}}, '
+                f'(const double[]){{{", ".join(vals)}}}, (const char* const[]){{{", ".join(kinds)}}})')
 
     # -- statements: one visitor method per statement kind ----------------------------------
     def emit(self, text):
@@ -469,6 +512,9 @@ class CRenderer(StmtVisitor):
         """The definition of func. restrict=False when the caller may pass one buffer twice."""
         self.func_name = func.name
         self.func_params, self.num_inputs, self.use_restrict = func.params, func.num_inputs, restrict
+        self.packed_mode = func.attrs.get("call_packed")
+        self.llvm_defs = {m for ll in func.attrs.get("import_llvm", ())
+                          for m in re.findall(r'^define\b[^@\n]*@"?([A-Za-z_][A-Za-z0-9_]*)', str(ll), re.M)}
         self.outlined = []              # the bodies of parallel loops, as functions of their own
         self._assign_names(func)
         used = set()

@@ -106,6 +106,21 @@ class NDArray:
     def __array__(self, dtype=None, copy=None):
         return self._data.astype(dtype) if dtype is not None else self._data.copy()
 
+    @classmethod
+    def _view(cls, array):
+        """An NDArray over `array`'s memory itself (a running module's buffer handed to a packed
+        function), not a copy: what is written into it is written there."""
+        out = cls.__new__(cls)
+        out._data, out.device = array, cpu()
+        return out
+
+    def copyto(self, target):
+        """TVM's copyto: into another array (its memory), or onto a device as a new array."""
+        if isinstance(target, NDArray):
+            target.copyfrom(self)
+            return target
+        return NDArray(self._data, target)
+
     def copyfrom(self, source):
         a = np.asarray(source.numpy() if hasattr(source, "numpy") else source)
         if a.shape != self._data.shape:
@@ -130,6 +145,9 @@ class _Nd:
 
 
 nd = _Nd()
+
+from . import packed as _packed  # noqa: E402
+_packed.VIEW = NDArray._view
 
 
 def load_module(path):

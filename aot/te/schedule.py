@@ -17,7 +17,7 @@ from ..tir.expr import INDEX, Bin, Const, Var, lt, transform, wrap
 from ..tir.simplify import const_value, simplify
 from ..tir.schedule import ScheduleError
 from ..tir.stmt import THREAD_TAGS
-from .tensor import ComputeOp, IterVar, Reduce, ScanOp, Tensor, TensorRef, compute, identity
+from .tensor import ComputeOp, ExternOp, IterVar, Reduce, ScanOp, Tensor, TensorIntrin, TensorRef, compute, identity
 
 
 # a virtual thread: its iterations run one after the other in each thread (TVM interleaves them)
@@ -61,7 +61,7 @@ class Stage:
 
     def __init__(self, sch, op, tensor):
         self.sch, self.op, self.tensor = sch, op, tensor
-        self.outputs = list(op.outputs) if len(op.bodies) > 1 or isinstance(op, ScanOp) else [tensor]
+        self.outputs = list(op.outputs) if len(op.bodies) > 1 or isinstance(op, (ScanOp, ExternOp)) else [tensor]
         self.origin_op = tensor.op
         self._reset()
         self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
@@ -201,9 +201,15 @@ class Stage:
         self.pragmas.append(("storage_align", (axis, factor, offset)))
 
     def tensorize(self, var, tensor_intrin):
+        """The loops from var inwards are replaced by the intrinsic's statement(s) (lowering
+        checks that they compute what the intrinsic's op computes, and binds its buffers)."""
         iv = self._leaf(var, "tensorize")
-        raise ScheduleError(f"tensorize {iv.name}: replacing a te loop nest by a te.decl_tensor_intrin body is not "
-                            "supported (aot.tir.Schedule's tensorize takes aot's registered micro-kernels)")
+        if not isinstance(tensor_intrin, TensorIntrin):
+            raise ScheduleError(f"tensorize {iv.name}: takes a te.decl_tensor_intrin, "
+                                f"not {type(tensor_intrin).__name__}")
+        if isinstance(self.op, (ScanOp, ExternOp)) or len(self.outputs) > 1:
+            raise ScheduleError(f"tensorize {iv.name}: stage {self.name} is not a te.compute of one output")
+        self.iter_attrs.setdefault(iv, {})["tensorize"] = tensor_intrin
 
     def set_store_predicate(self, predicate):
         """Only the threads where predicate holds store the result (after a cross-thread reduction)."""

@@ -20,12 +20,13 @@ from ..errors import AotError
 from ..tir.expr import (INDEX, Bin, Cast, Const, Load, Select, Var, all_of, free_vars, ge, lt, substitute, substituter,
                         transform, walk, wrap)
 from ..tir.flatten import flat_index
+from ..tir.op import AccessPtr
 from ..tir.schedule import ScheduleError
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, StmtMutator, StmtVisitor, Store,
                         map_exprs, own_exprs, walk_stmts)
 from .schedule import Schedule, leaf_values
-from .tensor import IterVar, Reduce, ScanOp, TensorRef, combine, identity
+from .tensor import ExternOp, IterVar, Reduce, ScanOp, TensorRef, combine, identity
 
 
 # -- symbolic intervals --------------------------------------------------------------------
@@ -139,9 +140,17 @@ class Lowering:
     def __init__(self, sch, args, name):
         self.sch, self.name = sch, name
         args = list(args)
+        # a scalar argument (te.var("bias", dtype="float32")) is an input buffer of one element:
+        # the function's parameters are the placeholders, the scalars, then the computed tensors
+        scalars = [a for a in args if isinstance(a, Var)]
+        tensors = [a for a in args if not isinstance(a, Var)]
+        ins = [t for t in tensors if t.is_placeholder]
+        args = ins + scalars + [t for t in tensors if not t.is_placeholder]
         self.args = args
-        self.params = [Buffer(t.name, t.dtype, t.shape) for t in args]
-        self.buf = {t.uid: b for t, b in zip(args, self.params)}
+        self.num_inputs = len(ins) + len(scalars)
+        self.params = [Buffer(t.name, t.dtype, (1,) if isinstance(t, Var) else t.shape) for t in args]
+        self.scalar_map = {id(v): Load(b, (Const(0, INDEX),)) for v, b in zip(args, self.params) if isinstance(v, Var)}
+        self.buf = {t.uid: b for t, b in zip(args, self.params) if not isinstance(t, Var)}
         self.arg_ids = set(self.buf)
         self.eff = {}
         # a scan's init, update and state placeholder all are the buffer of its output
@@ -198,7 +207,7 @@ class Lowering:
         return bodies
 
     def convert(self, e, mapping):
-        e = substitute(e, mapping)
+        e = substitute(e, {**self.scalar_map, **mapping} if self.scalar_map else mapping)
 
         def f(x):
             if isinstance(x, TensorRef):
@@ -233,7 +242,30 @@ class Lowering:
                                             "computed (compute it at the root, or attach it where every reader is)")
         for b in reversed(allocs):
             body = Allocate(b, body)
-        return PrimFunc(self.name, self.params, body, sum(1 for t in self.args if t.is_placeholder))
+        attrs = {}
+        # pragma import_llvm: LLVM IR the function's external calls are defined in, linked with it
+        lls = [v for st in self.sch.stages for a in st.iter_attrs.values() for k, v in a.get("pragmas", [])
+               if k == "import_llvm"]
+        if lls:
+            attrs["import_llvm"] = tuple(dict.fromkeys(str(x) for x in lls))
+        return PrimFunc(self.name, self.params, body, self.num_inputs, attrs)
+
+    def extern_nest(self, st):
+        """te.extern's statement, its buffers bound to the tensors' own."""
+        op = st.op
+        binds = {}
+        for t, b in zip(op.inputs, op.input_placeholders):
+            src = self.sch.stage_of(t)
+            if src is not None and src.attach_type == "inline":
+                raise ScheduleError(f"te.extern {op.name}: its input {t.name} is inlined (an external function "
+                                    "reads it from memory: compute it at the root)")
+            binds[id(b)] = self.buf[t.uid]
+        for t, b in zip(op.outputs, op.output_placeholders):
+            binds[id(b)] = self.buf[t.uid]
+        sub = dict(self.scalar_map)
+        for b in op.input_placeholders + op.output_placeholders:
+            sub[id(b.data)] = binds[id(b)].data
+        return _BindBuffers(binds, sub).visit(op.body) or Seq([])
 
     def scan_nest(self, st, env):
         """The scan's step loop; its step's stages are attached inside it."""
@@ -246,6 +278,10 @@ class Lowering:
     def stage_nest(self, st, mins, exts, env):
         if isinstance(st.op, ScanOp):
             return self.scan_nest(st, env)
+        if isinstance(st.op, ExternOp):
+            if st.attach_type == "scope":
+                raise ScheduleError(f"compute_at {st.name}: a te.extern stage is computed whole, at the root")
+            return self.extern_nest(st)
         ext, vals, guards = leaf_values(st, mins, exts)
         attrs = st.iter_attrs
         loopvar, tsub = {}, {}
@@ -333,9 +369,39 @@ class Lowering:
                 return Select(all_of(region), v, Const(0, v.dtype)) if own and region else v
             update = Seq([Store(b, index_of(b)[1], value(x)) for b, x in zip(bufs, bodies)])
 
+        tpos = next((k for k, iv in enumerate(leaves) if "tensorize" in attrs.get(iv, {})), None)
+        if tpos is not None:
+            if cross:
+                raise ScheduleError(f"tensorize {leaves[tpos].name}: a stage whose reduction is bound to threads "
+                                    "cannot be tensorized")
+            intrin = attrs[leaves[tpos]]["tensorize"]
+            tz = _Tensorize(self, st, intrin, leaves, tpos, loopvar, ext, mapping, bodies[0], buf, guards)
+            split_red = is_red and red_pos is not None and tpos > red_pos
+
         def emit(pos, env, in_cross=False):
             parts = []
-            if pos == red_pos and not in_cross:
+            if tpos is not None and pos == tpos:
+                if split_red:
+                    outer_red = [loopvar[iv] for iv in leaves[red_pos:tpos] if _is_reduce(iv)]
+                    return tz.update(env, outer_red)
+                return tz.body(env)
+            if tpos is not None and split_red and pos == red_pos and tz.intrin.reduce_init is not None:
+                # the intrinsic's reset, over the data loops between the reduction's first loop and it
+                inits = [iv for iv in leaves[pos:tpos] if not _is_reduce(iv)]
+                fresh = {id(loopvar[iv]): Var(f"{loopvar[iv].name}.init", INDEX) for iv in inits}
+                s = tz.reset(env)
+                if fresh:
+                    sub = substituter(fresh)
+                    s = map_exprs(s, lambda e: e if sub(e) is e else simplify(sub(e)))
+                for iv in reversed(inits):
+                    s = loop(iv, s, fresh.get(id(loopvar[iv])))
+                parts.append(s)
+                iv = leaves[pos]
+                env2 = dict(env)
+                env2[id(loopvar[iv])] = (Const(0, INDEX), simplify(ext[iv] - 1))
+                parts.append(loop(iv, self.attach(st, iv, emit(pos + 1, env2, in_cross), env2)))
+                return Seq(parts)
+            if pos == red_pos and not in_cross and not (tpos is not None and split_red):
                 if cross:
                     return self.cross_reduce(st, body, mapping, leaves, pos, loopvar, ext, env, buf, index,
                                              data_guards + (region if own else []), red_guards, pred, emit)
@@ -521,6 +587,161 @@ class Lowering:
             for real in reversed(reals):
                 inner = Allocate(real, inner)
         return inner
+
+
+class _BindBuffers(StmtMutator):
+    """A statement written over buffers of its own (te.extern's, a tensor intrinsic's) with those
+    bound: binds {id(own buffer): real buffer}; sub {id(Var): expression} for their data pointers,
+    strides and offsets. refuse: for a tensor intrinsic, whose buffers stand for regions at an
+    offset, the name its element-wise reads and writes are refused under."""
+
+    def __init__(self, binds, sub, refuse=None):
+        self.binds, self.refuse = binds, refuse
+        self.sub = dict(sub)
+        self._subst = substituter(self.sub)
+
+    def _buf(self, b):
+        real = self.binds.get(id(b))
+        if real is None:
+            return b
+        if self.refuse:
+            raise ScheduleError(f"{self.refuse}: the intrinsic reads or writes buffer {b.name} element by element; "
+                                "only its pointer (access_ptr, .data) and strides are bound")
+        return real
+
+    def mutate_expr(self, e):
+        e = self._subst(e) if self.sub else e
+
+        def f(x):
+            if isinstance(x, Load):
+                b = self._buf(x.buffer)
+                return None if b is x.buffer else Load(b, x.indices)
+            if isinstance(x, AccessPtr):
+                off = simplify(x.offset)
+                ext = simplify(x.extent) if x.extent is not None else None
+                return None if off is x.offset and ext is x.extent else AccessPtr(x.ptr, off, x.mode, ext)
+            return None
+        return transform(e, f)
+
+    def visit_Store(self, s):
+        b = self._buf(s.buffer)
+        idx, val = self.mutate_expr(s.index), self.mutate_expr(s.value)
+        if b is s.buffer and idx is s.index and val is s.value:
+            return s
+        return Store(b, idx, val)
+
+
+def _structure(e, tensors):
+    """e's shape as a comparable value: operators, constants and which input each read is of,
+    indices left out (tensorize binds them as regions)."""
+    from ..tir.expr import children
+    if isinstance(e, TensorRef):
+        return ("read", next((k for k, t in enumerate(tensors) if t is e.tensor), -1))
+    if isinstance(e, Reduce):
+        c = e.combiner if isinstance(e.combiner, str) else getattr(e.combiner, "name", "reduce")
+        return ("reduce", c, _structure(e.source, tensors))
+    if isinstance(e, Const):
+        return ("const", e.value, e.dtype)
+    if isinstance(e, Var):
+        return ("var", e.dtype)
+    return (type(e).__name__, getattr(e, "op", None), getattr(e, "fn", None), e.dtype,
+            tuple(_structure(k, tensors) for k in children(e)))
+
+
+class _Tensorize:
+    """s[C].tensorize(axis, intrin): the loops from axis inwards compute what intrin.op computes
+    (checked: the same expression over the same number of inputs, each region the shape of the
+    intrinsic's buffer), so they are replaced by the intrinsic's statement with its buffers bound
+    to those regions (data pointer, element offset, strides), as TVM's tensorize does."""
+
+    def __init__(self, low, st, intrin, leaves, tpos, loopvar, ext, mapping, body, out_buf, guards):
+        self.intrin = intrin
+        self.what = what = f"tensorize {leaves[tpos].name}"
+        op, iop = st.op, intrin.op
+        inner = leaves[tpos:]
+        inner_vars = {id(loopvar[iv]) for iv in inner}
+        rng = {id(loopvar[iv]): (Const(0, INDEX), simplify(ext[iv] - 1)) for iv in inner}
+        if any(free_vars(g) & inner_vars for g in guards):
+            raise ScheduleError(f"{what}: a split inside it does not divide its extent (the region would have a tail)")
+        ins, iins = list(op.input_tensors), list(iop.input_tensors)
+        if len(ins) != len(iins) or _structure(body, ins) != _structure(iop.body, iins):
+            raise ScheduleError(f"{what}: the loops from {leaves[tpos].name} inwards do not compute what the "
+                                f"intrinsic {intrin.name} computes ({iop.name}: {iop.body!r})")
+        inner_red = [iv for iv in inner if _is_reduce(iv)]
+        if bool(inner_red) != bool(iop.reduce_axis):
+            raise ScheduleError(f"{what}: the intrinsic {'reduces' if iop.reduce_axis else 'does not reduce'}, "
+                                f"the loops it replaces {'do' if inner_red else 'do not'}")
+        self.binds, self.sub = {}, {}
+        for t, ib in zip(ins, intrin.buffers[:-1]):
+            los, his = None, None
+            for x in walk(body):
+                if isinstance(x, TensorRef) and x.tensor is t:
+                    idx = [simplify(substitute(i, mapping)) for i in x.indices]
+                    rs = [interval(i, rng) for i in idx]
+                    if any(r is None for r in rs):
+                        raise ScheduleError(f"{what}: the region of {t.name} it reads is not affine in its loops")
+                    lo, hi = [r[0] for r in rs], [r[1] for r in rs]
+                    los = lo if los is None else [_smin(a, b) for a, b in zip(los, lo)]
+                    his = hi if his is None else [_smax(a, b) for a, b in zip(his, hi)]
+            self._bind(ib, low.buf[t.uid], los, his, t.name)
+        vals = [mapping[id(ax.var)] for ax in op.axis]
+        rs = [interval(v, rng) for v in vals]
+        self._bind(intrin.buffers[-1], out_buf, [r[0] for r in rs], [r[1] for r in rs], st.name)
+
+    def _bind(self, ib, real, los, his, name):
+        what = self.what
+        if getattr(real, "region_min", None) is not None:
+            raise ScheduleError(f"{what}: {name} is computed into a region buffer here (compute_at); tensorize "
+                                "binds whole buffers")
+        exts = [simplify(h - lo + 1) for lo, h in zip(los, his)]
+        k = len(ib.shape)
+        lead, trail = exts[:len(exts) - k], exts[len(exts) - k:]
+        if len(exts) < k or any(const_value(e) != 1 for e in lead) or \
+                any(const_value(simplify(e - wrap(d))) != 0 for e, d in zip(trail, ib.shape)):
+            raise ScheduleError(f"{what}: the region of {name} it covers is {[const_value(e) or e for e in exts]}, "
+                                f"the intrinsic's buffer {ib.name} is {list(ib.shape)}")
+        strides = real.strides
+        off = simplify(sum((lo * st for lo, st in zip(los[1:], strides[1:])), los[0] * strides[0]))
+        self.binds[id(ib)] = real
+        self.sub[id(ib.data)] = real.data
+        declared = ib.__dict__.get("_strides")
+        for d in range(k):
+            actual = strides[len(strides) - k + d]
+            want = declared[d] if declared is not None else ib.strides[d]
+            if isinstance(want, Var):
+                self.sub[id(want)] = actual
+            elif const_value(simplify(wrap(want) - actual)) != 0 and not (declared is None and ib.shape[d] == 1):
+                raise ScheduleError(f"{what}: buffer {ib.name}'s stride {d} is {want!r}, that of {name} there is "
+                                    f"{actual!r} (declare it a te.var in decl_buffer's strides to take any)")
+        eo = ib.__dict__.get("elem_offset")
+        if isinstance(eo, Var):
+            self.sub[id(eo)] = off
+        elif const_value(simplify(wrap(eo if eo is not None else 0) - off)) != 0:
+            raise ScheduleError(f"{what}: buffer {ib.name} has a fixed element offset, the region of {name} starts at "
+                                f"{off!r} (declare it with offset_factor= so that its offset is bound)")
+
+    def _bound(self, stmt, which):
+        if stmt is None:
+            raise ScheduleError(f"{self.what}: the intrinsic {self.intrin.name} gives no {which} statement")
+        return _BindBuffers(self.binds, self.sub, self.what).visit(stmt) or Seq([])
+
+    def body(self, env):
+        return self._bound(self.intrin.body, "body")
+
+    def reset(self, env):
+        return self._bound(self.intrin.reduce_init, "reduce_reset")
+
+    def update(self, env, outer_red):
+        """Inside a reduction split around it: the update, or where the intrinsic has no reset,
+        its body at the first outer reduction step and the update at the others."""
+        if self.intrin.reduce_update is None:
+            raise ScheduleError(f"{self.what}: the reduction is split around the tensorized loops, and the intrinsic "
+                                f"{self.intrin.name} gives no reduce_update (intrin_func returns a body alone)")
+        upd = self._bound(self.intrin.reduce_update, "reduce_update")
+        if self.intrin.reduce_init is not None or not outer_red:
+            return upd
+        first = all_of([Bin("==", v, Const(0, INDEX)) for v in outer_red])
+        return IfThenElse(first, self.body(env), upd)
 
 
 def lower_schedule(sch, args=None, name="main"):

@@ -353,12 +353,17 @@ def identity(combiner, dtype):
     return Const(info.min if combiner == "max" else info.max, dtype)
 
 
-def var(name="tindex", dtype="int32") -> Var:
+def var(name="tindex", dtype="int32", span=None) -> Var:
     """te.var("n"): a size left symbolic in shapes, extents and indices; aot.build makes a module
-    that takes it from its arguments' shapes at each call."""
-    if dtype not in ("int32", "int64"):
-        raise InternalError(f"te.var {name}: a size is int32 or int64, not {dtype}")
-    return Var(name, INDEX)
+    that takes it from its arguments' shapes at each call. te.var("bias", dtype="float32"): a
+    scalar that a built function takes as an argument of its own (aot.build(s, [A, B, D, bias]))."""
+    from ..tir.expr import is_float
+    if dtype in ("int32", "int64"):
+        return Var(name, INDEX)
+    if is_float(str(dtype)):
+        return Var(name, str(dtype))
+    from ..errors import AotError
+    raise AotError(f"te.var {name}: a variable is a size (int32, int64) or a float scalar, not {dtype}")
 
 
 size_var = var
@@ -515,3 +520,122 @@ def scan(init, update, state_placeholder, inputs=None, name="scan", tag="", attr
                            "past the scan axis")
     op = ScanOp(name, init, update, states, list(inputs or []))
     return op.outputs if many else op.outputs[0]
+
+
+class ExternOp:
+    """te.extern's op: its outputs are written by a statement of the user's (typically a
+    tir.call_packed or call_extern of the buffers), built once with buffers of its own for the
+    inputs and outputs, which lowering binds to the tensors' real buffers (TVM's ExternOp)."""
+    axis, reduce_axis, bodies, axes = [], [], [], []
+
+    def __init__(self, name, inputs, input_placeholders, output_placeholders, body, shapes, dtypes, tag="",
+                 attrs=None):
+        self.name, self.inputs, self.tag, self.attrs = name, list(inputs), tag, dict(attrs or {})
+        self.input_placeholders, self.output_placeholders = list(input_placeholders), list(output_placeholders)
+        self.body = body
+        self._outputs = [Tensor(name if len(shapes) == 1 else f"{name}.v{k}", sh, dt, self)
+                         for k, (sh, dt) in enumerate(zip(shapes, dtypes))]
+        for k, t in enumerate(self._outputs):
+            t.value_index = k
+        self.tensor = self._outputs[0]
+
+    @property
+    def outputs(self):
+        return list(self._outputs)
+
+    @property
+    def num_outputs(self):
+        return len(self._outputs)
+
+    @property
+    def input_tensors(self):
+        return list(self.inputs)
+
+    def output(self, index):
+        if not 0 <= index < len(self._outputs):
+            raise InternalError(f"{self.name} has {len(self._outputs)} outputs, not {index + 1}")
+        return self._outputs[index]
+
+    def __repr__(self):
+        return f"extern({self.name})"
+
+
+def extern(shape, inputs, fcompute, name="extern", dtype=None, in_buffers=None, out_buffers=None, tag="",
+           attrs=None):
+    """TVM's te.extern: output tensor(s) of `shape` (a list of shapes for several) computed by
+    fcompute(ins, outs) -> a statement (or a call, evaluated), ins and outs being buffers."""
+    from ..errors import AotError
+    from ..tir.expr import Expr as _Expr
+    from ..tir.op import decl_buffer
+    from ..tir.stmt import Evaluate, Stmt
+    many = isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple))
+    shapes = [tuple(x) for x in shape] if many else [tuple(shape) if isinstance(shape, (list, tuple)) else (shape,)]
+    inputs = list(inputs)
+    if any(not isinstance(t, Tensor) for t in inputs):
+        raise AotError(f"te.extern {name}: inputs are tensors")
+    dtypes = dtype if isinstance(dtype, (list, tuple)) else [dtype or (inputs[0].dtype if inputs else "float32")] \
+        * len(shapes)
+    ins = list(in_buffers) if in_buffers is not None else \
+        [decl_buffer(t.shape, t.dtype, t.name) for t in inputs]
+    outs = list(out_buffers) if out_buffers is not None else \
+        [decl_buffer(sh, dt, name if len(shapes) == 1 else f"{name}.v{k}")
+         for k, (sh, dt) in enumerate(zip(shapes, dtypes))]
+    if len(ins) != len(inputs) or len(outs) != len(shapes):
+        raise AotError(f"te.extern {name}: {len(ins)} in_buffers for {len(inputs)} inputs, "
+                       f"{len(outs)} out_buffers for {len(shapes)} outputs")
+    body = fcompute(ins, outs)
+    if isinstance(body, _Expr):
+        body = Evaluate(body)
+    if not isinstance(body, Stmt):
+        raise AotError(f"te.extern {name}: fcompute returns a statement or a call, not {type(body).__name__}")
+    op = ExternOp(name, inputs, ins, outs, body, shapes, dtypes, tag, attrs)
+    return op.outputs if many else op.outputs[0]
+
+
+class TensorIntrin:
+    """te.decl_tensor_intrin's result: the computation `op` it replaces, the buffers its inputs and
+    output are bound through (binds=, else compact ones), and the statements intrin_func gave: the
+    body alone, or (body, reduce_reset, reduce_update)."""
+
+    def __init__(self, op, buffers, body, reset, update, name):
+        self.op, self.buffers, self.body, self.reduce_init, self.reduce_update = op, buffers, body, reset, update
+        self.name = name
+
+    def __repr__(self):
+        return f"TensorIntrin({self.name})"
+
+
+def decl_tensor_intrin(op, fcompute, name="tensor_intrin", binds=None, scalar_params=None, default_buffer_params=None):
+    """TVM's te.decl_tensor_intrin(c.op, intrin_func, binds={a: Ab, ...})."""
+    from ..errors import AotError
+    from ..tir.expr import Expr as _Expr
+    from ..tir.op import decl_buffer
+    from ..tir.stmt import Evaluate, Stmt
+    if not isinstance(op, ComputeOp) or len(op.outputs) != 1:
+        raise AotError(f"decl_tensor_intrin {name}: the op is a te.compute of one output")
+    if scalar_params:
+        raise AotError(f"decl_tensor_intrin {name}: scalar_params are not supported")
+    binds = dict(binds or {})
+    tensors = list(op.input_tensors) + [op.tensor]
+    bufs = []
+    for t in tensors:
+        b = next((v for k, v in binds.items() if k is t), None)
+        bufs.append(b if b is not None else decl_buffer(t.shape, t.dtype, t.name, offset_factor=1))
+    got = fcompute(bufs[:-1], bufs[-1:])
+
+    def stmt(x, what):
+        if x is None:
+            return None
+        if isinstance(x, _Expr):
+            return Evaluate(x)
+        if not isinstance(x, Stmt):
+            raise AotError(f"decl_tensor_intrin {name}: its {what} is a statement, not {type(x).__name__}")
+        return x
+    if isinstance(got, (list, tuple)):
+        if len(got) != 3:
+            raise AotError(f"decl_tensor_intrin {name}: intrin_func returns a body or (body, reset, update), "
+                           f"not {len(got)} statements")
+        body, reset, update = (stmt(x, w) for x, w in zip(got, ("body", "reset", "update")))
+    else:
+        body, reset, update = stmt(got, "body"), None, None
+    return TensorIntrin(op, bufs, body, reset, update, name)

@@ -28,7 +28,8 @@ def size_vars(func: PrimFunc):
     bound = {id(x.var) for x in walk_stmts(func.body) if isinstance(x, For)}
     for e in stmt_exprs(func.body):
         for v in walk(e):
-            if isinstance(v, Var) and id(v) not in bound and id(v) not in seen:
+            # a buffer's data pointer (an external call's argument) is no size
+            if isinstance(v, Var) and v.dtype != "handle" and id(v) not in bound and id(v) not in seen:
                 seen.add(id(v))
                 out.append(v)
     return out

@@ -1,13 +1,13 @@
 """TVM's tir call intrinsics for code a TIR pass builds: tir.call_extern (a C function called with
-buffer pointers and scalars, as UMA's passes emit), tir.call_packed (refused when built: this
-compiler has no packed-function runtime), and tir.decl_buffer."""
+buffer pointers and scalars, as UMA's passes emit), tir.call_packed (a function registered with
+aot.register_func, reached from a module run in-process), and tir.decl_buffer."""
 from __future__ import annotations
 
 import re
 
 from ..errors import AotError
 from .expr import Expr, Var, wrap
-from .stmt import Buffer, BufferData
+from .stmt import AccessPtr, Buffer, BufferData  # noqa: F401  (AccessPtr: tvm.tir's name)
 
 
 class ExternCall(Expr):
@@ -18,8 +18,11 @@ class ExternCall(Expr):
     __slots__ = ("name", "args", "packed")
 
     def __init__(self, dtype, name, args, packed=False):
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise AotError(f"call_extern: {name!r} is not a C identifier")
+        # a packed function is found by its registered name (dotted, as "tvm.contrib.cblas.matmul")
+        pattern = r"[A-Za-z_][A-Za-z0-9_.]*" if packed else r"[A-Za-z_][A-Za-z0-9_]*"
+        if not isinstance(name, str) or not re.fullmatch(pattern, name):
+            raise AotError(f"{'call_packed' if packed else 'call_extern'}: {name!r} is not "
+                           f"{'a function name' if packed else 'a C identifier'}")
         self.dtype, self.name, self.packed, self._key = dtype, name, packed, None
         self.args = tuple(_arg(a, name) for a in args)
 
@@ -66,24 +69,40 @@ def call_extern(dtype, func_name, *args, span=None):
 
 
 def call_packed(func_name, *args, span=None):
-    """tvm.tir.call_packed: kept in the IR so that a pass can be written and printed; refused when
-    built (there is no packed-function runtime here: use call_extern)."""
+    """tvm.tir.call_packed("name", A, B, 1.0): a call of the function registered under name
+    (aot.register_func); a module calling one runs in this process (aot/module.py)."""
     return ExternCall("int32", func_name, args, packed=True)
 
 
 def decl_buffer(shape, dtype="float32", name="buffer", data=None, strides=None, elem_offset=None, scope="",
                 data_alignment=-1, offset_factor=0, buffer_type="", axis_separators=None, span=None):
     """tvm.tir.decl_buffer: a new buffer, or (data=) a view of the memory another buffer or an
-    allocation holds, which is that buffer itself here (one buffer per memory)."""
-    if strides or elem_offset is not None:
-        raise AotError(f"decl_buffer {name}: strides and elem_offset are not supported (buffers are compact)")
+    allocation holds, which is that buffer itself here (one buffer per memory).
+
+    strides= and offset_factor= declare a buffer that a tensor intrinsic
+    (te.decl_tensor_intrin) binds to a region of a larger one: its strides (ints or te.vars, bound
+    to the region's when tensorize matches) and its element offset (a variable when offset_factor
+    is given, as TVM makes it) are what access_ptr and buf.strides give the intrinsic's body."""
     shape = tuple(shape) if isinstance(shape, (list, tuple)) else (shape,)
     if data is not None:
+        if strides or elem_offset is not None:
+            raise AotError(f"decl_buffer {name}: a view (data=) with strides or elem_offset is not supported "
+                           "(a view is the whole buffer it views)")
         target = data.buffer if isinstance(data, BufferData) else getattr(data, "buffer", None)
         if target is None:
             raise AotError(f"decl_buffer {name}: data= must be a buffer's .data or an allocation")
         return target
-    return Buffer(name, str(dtype), shape, scope or "global")
+    b = Buffer(name, str(dtype), shape, scope or "global")
+    if strides:
+        if len(strides) != len(shape):
+            raise AotError(f"decl_buffer {name}: {len(strides)} strides for {len(shape)} dimensions")
+        b.strides = [s if isinstance(s, Expr) else wrap(int(s), "int32") for s in strides]
+    if elem_offset is not None:
+        b.elem_offset = elem_offset if isinstance(elem_offset, Expr) else wrap(int(elem_offset), "int32")
+    elif offset_factor:
+        b.elem_offset = Var(f"{name}_elem_offset", "int32")
+    b.offset_factor = int(offset_factor or 0)
+    return b
 
 
 def handle_var(name):

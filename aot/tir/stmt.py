@@ -41,6 +41,44 @@ class Buffer:
         return int(np.prod(self.shape, dtype=np.int64))
 
     @property
+    def strides(self):
+        """buf.strides: those decl_buffer declared (ints or te.vars), else a compact row-major
+        buffer's."""
+        got = self.__dict__.get("_strides")
+        if got is not None:
+            return list(got)
+        out, acc = [], Const(1, "int32")
+        for d in reversed(self.shape):
+            out.append(acc)
+            acc = Const(acc.value * d, "int32") if isinstance(acc, Const) and isinstance(d, int) else acc * d
+        return list(reversed(out))
+
+    @strides.setter
+    def strides(self, v):
+        self._strides = list(v)
+
+    def access_ptr(self, access_mask, ptr_type="handle", content_lanes=1, offset=0, extent=None):
+        """TVM's buffer.access_ptr("r" | "w" | "rw"): a pointer to the buffer's first element (at
+        its elem_offset), which an external call takes."""
+        mode = access_mask if isinstance(access_mask, str) else \
+            ("r" if access_mask & 1 else "") + ("w" if access_mask & 2 else "")
+        if not mode or set(mode) - set("rw"):
+            raise AotError(f"access_ptr of {self.name}: the access mask is 'r', 'w' or 'rw', not {access_mask!r}")
+        base = self.__dict__.get("elem_offset")
+        zero = isinstance(offset, int) and offset == 0
+        off = wrap(offset, "int32") if base is None else base if zero else base + offset
+        # as TVM: what lies past the pointer, the whole buffer (its first dimension's stride times
+        # its extent when strided), less offset=
+        declared = self.__dict__.get("_strides")
+        if extent is None and declared is not None and self.shape:
+            extent = declared[0] * self.shape[0] if isinstance(declared[0], Expr) else \
+                wrap(self.shape[0], "int32") * declared[0]
+            extent = extent if zero else extent - offset
+        elif extent is None and not self.symbolic:
+            extent = int(np.prod(self.shape, dtype=np.int64)) - (0 if zero else offset)
+        return AccessPtr(self.data, off, mode, extent)
+
+    @property
     def data(self):
         """TVM's buffer.data: the pointer variable (a handle) that a call passes for the buffer."""
         d = self.__dict__.get("_data")
@@ -60,6 +98,42 @@ class BufferData(Var):
     def __init__(self, buffer):
         super().__init__(buffer.name, "handle")
         self.buffer = buffer
+
+
+class AccessPtr(Expr):
+    """TVM's buffer.access_ptr(mode): the address of the buffer's element at its element offset
+    (plus offset=), as a pointer of its element type, for an external call; extent: the elements
+    reachable from there (printed, as TVM's tvm_access_ptr). Its children are the buffer's data
+    pointer, the offset and the extent, so that binding a buffer (a tensor intrinsic's, to a
+    region of a real one) is substituting its data pointer, offset and stride variables."""
+    __slots__ = ("ptr", "offset", "extent", "mode")
+
+    def __init__(self, ptr, offset, mode="rw", extent=None):
+        self.ptr, self.offset, self.mode, self.dtype, self._key = ptr, wrap(offset, "int32"), mode, "handle", None
+        self.extent = wrap(extent, "int32") if extent is not None else None
+
+    @property
+    def buffer(self):
+        return self.ptr.buffer
+
+    def _make_key(self):
+        return ("access_ptr", self.ptr.key(), self.offset.key(), self.extent.key() if self.extent is not None
+                else None, self.mode)
+
+    def _children(self):
+        return (self.ptr, self.offset) + ((self.extent,) if self.extent is not None else ())
+
+    def _rebuild(self, kids):
+        return AccessPtr(kids[0], kids[1], self.mode, kids[2] if len(kids) > 2 else None)
+
+    def script(self, fmt):
+        b = self.buffer
+        ext = fmt(self.extent) if self.extent is not None else str(int(np.prod(b.shape))) if not b.symbolic else "0"
+        mask = (1 if "r" in self.mode else 0) | (2 if "w" in self.mode else 0)
+        return f'T.tvm_access_ptr(T.type_annotation("{b.dtype}"), {fmt(self.ptr)}, {fmt(self.offset)}, {ext}, {mask})'
+
+    def __repr__(self):
+        return f"access_ptr({self.ptr.name}, {self.offset!r}, {self.mode!r})"
 
 
 class Stmt:
