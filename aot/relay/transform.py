@@ -5,6 +5,8 @@ the build does; EliminateCommonSubexpr merges equal calls; function_pass makes a
 function. The build runs its own passes inside relay.build whatever is applied here."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import transform as tvm_transform
@@ -202,6 +204,12 @@ class _FunctionRewrite(Pass):
     read operand types)."""
 
     def transform_module(self, mod, ctx=None):
+        imported = [n for n, f in mod.functions.items() if type(f).__name__ == "GraphFunction"]
+        if imported:
+            # the model's file is what relay.build compiles, in the layouts the target's pipeline picks
+            warnings.warn(f"{self.name}: {', '.join(str(n) for n in imported)} is a model a frontend imported, "
+                          "which this pass leaves as it is (it rewrites relay functions built with relay's API)",
+                          UserWarning, stacklevel=3)
         return _rebuild(_InferType(0).transform_module(mod), self.rewrite)
 
 
