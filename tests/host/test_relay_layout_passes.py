@@ -18,7 +18,8 @@ def _conv(x, w, pad, stride):
     out = np.zeros((x.shape[0], o, oh, ow))
     for i in range(kh):
         for j in range(kw):
-            out += np.einsum("nchw,oc->nohw", xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride], w[:, :, i, j])
+            patch = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
     return out
 
 
