@@ -117,3 +117,41 @@ def test_fold_scale_axis_below_opt_level_3_only_folds_constants(workload):
     with aot.transform.PassContext(opt_level=2):
         out = relay.transform.FoldScaleAxis()(simple)
     assert _ops(out) == _ops(relay.transform.FoldConstant()(simple))
+
+
+@pytest.mark.parametrize("kernel_layout", ["HWIO", "default", "OHWI", "HWOI"])
+def test_grouped_convs_pool_and_broadcast_constants_convert_alike(kernel_layout):
+    """Depthwise and grouped convs, a per-channel scale between them (ForwardFold / BackwardFold
+    candidates), a pool and a broadcast add: converted to NHWC and folded, the same outputs as the
+    module built as it was."""
+    rng = np.random.default_rng(0)
+    x = relay.var("x", shape=(1, 4, 6, 6))
+    y = relay.nn.conv2d(x, relay.const(rng.normal(size=(4, 1, 3, 3)).astype(np.float32)), padding=(1, 1), groups=4,
+                        channels=4, kernel_size=(3, 3))
+    y = relay.nn.relu(y * relay.const(rng.normal(size=(4, 1, 1)).astype(np.float32)))
+    y = relay.nn.conv2d(y, relay.const(rng.normal(size=(6, 2, 3, 3)).astype(np.float32)), padding=(1, 1), groups=2,
+                        channels=6, kernel_size=(3, 3))
+    y = relay.nn.max_pool2d(y, pool_size=(2, 2), strides=(2, 2))
+    y = relay.add(y, relay.const(rng.normal(size=(6, 1, 1)).astype(np.float32)))
+    mod = relay.IRModule.from_expr(relay.Function([x], y))
+    data = rng.normal(size=(1, 4, 6, 6)).astype(np.float32)
+
+    def run(m):
+        lib = relay.build(m, "c")
+        g = graph_executor.GraphModule(lib["default"](aot.cpu(0)))
+        g.set_input("x", data)
+        g.run()
+        return g.get_output(0).numpy()
+    ref = run(mod)
+    with aot.transform.PassContext(opt_level=3):
+        converted = aot.transform.Sequential([relay.transform.ConvertLayout({"nn.conv2d": ["NHWC", kernel_layout]}),
+                                              relay.transform.FoldConstant(), relay.transform.FoldScaleAxis()])(mod)
+    assert {c.attrs["data_layout"] for c in _calls_of(converted, "nn.conv2d")} == {"NHWC"}
+    np.testing.assert_allclose(run(converted), ref, rtol=1e-5, atol=1e-5)
+
+
+def _calls_of(mod, op):
+    out = []
+    relay.analysis.post_order_visit(mod["main"], lambda e: out.append(e) if isinstance(e, relay.Call)
+                                    and e.op == op else None)
+    return out
