@@ -3,10 +3,10 @@ executor it creates. Each run() hands the executor's inputs to the project's bui
 this machine, or the board's firmware under its emulator) and reads its outputs back."""
 from __future__ import annotations
 
-import numpy as np
 
 from ..errors import AotError
-from ..runtime import NDArray, cpu
+from ..runtime import cpu
+from ..runtime.executor.aot_executor import ExecutorState
 
 
 class SessionTerminatedError(AotError):
@@ -116,28 +116,15 @@ class MicroGraphModule:
         return self._aot.get_num_outputs()
 
 
-class AotExecutor:
+class AotExecutor(ExecutorState):
     """The executor a Session creates: the model's inputs and outputs as arrays it owns, one
     inference per run() by the project's runner."""
 
     def __init__(self, session):
         self.session = session
         info = session.transport.project.mlf.aot
-        self.input_info = list(info["inputs"])
         self.output_info = list(info["outputs"])
-        self.inputs = [NDArray(np.zeros(t["shape"], t["dtype"])) for t in self.input_info]
-        self.outputs = [NDArray(np.zeros(t["shape"], t["dtype"])) for t in self.output_info]
-        self.has_run = False
-
-    def input_index(self, key):
-        names = [t["name"] for t in self.input_info]
-        if isinstance(key, (int, np.integer)):
-            if not 0 <= int(key) < len(names):
-                raise AotError(f"input index {key} out of range: the model has {len(names)} input(s)")
-            return int(key)
-        if key not in names:
-            raise AotError(f"the model has no input named '{key}' (its inputs: {', '.join(names)})")
-        return names.index(key)
+        super().__init__(info["inputs"], [(t["shape"], t["dtype"]) for t in self.output_info])
 
     def time_evaluator(self, func_name="run", dev=None, number=1, repeat=1, min_repeat_ms=0):
         """f() -> result with .mean / .results (seconds per run): the wall time of `number` runs

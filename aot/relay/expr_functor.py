@@ -111,3 +111,27 @@ class ExprMutator(ExprFunctor):
 
     def visit_op(self, op):
         return op
+
+
+class CallRewriter(ExprMutator):
+    """The mutator most passes want: each call of a named op, its operands rewritten first, goes to
+    on_call(call, new_args), which returns its replacement or None to keep the call (rebuilt
+    over the new operands)."""
+
+    def __init__(self, on_call):
+        super().__init__()
+        self.on_call = on_call
+
+    def visit_call(self, call):
+        args = [self.visit(a) for a in call.args]
+        new = self.on_call(call, args) if isinstance(call.op, str) else None
+        if new is not None:
+            return new
+        if all(a is b for a, b in zip(args, call.args)):
+            return call
+        return Call(call.op, args, dict(call.attrs))
+
+
+def rewrite_calls(func, on_call):
+    """func with CallRewriter(on_call) applied to its body (its parameters kept)."""
+    return Function(func.params, CallRewriter(on_call).visit(func.body), func.ret_type, attrs=func.attrs)

@@ -9,7 +9,8 @@ as well is left as it is (the others need it unscaled). TVM's forward folding al
 relu with a positive scale; this one folds the direct forms above only."""
 from __future__ import annotations
 
-from .expr import Call, Constant, Function, Tuple, TupleGetItem, TupleWrapper
+from .expr import Call, Constant, Tuple, TupleGetItem, TupleWrapper
+from .expr_functor import rewrite_calls
 
 
 def _channel_scale(const, layout):
@@ -50,27 +51,6 @@ def _uses(body):
     walk(body)
     return n
 
-
-def rewrite_calls(func, on_call):
-    memo = {}
-
-    def walk(e):
-        if isinstance(e, TupleWrapper):
-            e = e.astuple()
-        if id(e) in memo:
-            return memo[id(e)]
-        if isinstance(e, Call):
-            args = [walk(a) for a in e.args]
-            new = (on_call(e, args) if isinstance(e.op, str) else None) or Call(e.op, args, dict(e.attrs))
-        elif isinstance(e, Tuple):
-            new = Tuple([walk(f) for f in e.fields])
-        elif isinstance(e, TupleGetItem):
-            new = TupleGetItem(walk(e.tuple_value), e.index)
-        else:
-            new = e
-        memo[id(e)] = new
-        return new
-    return Function(func.params, walk(func.body), func.ret_type, attrs=func.attrs)
 
 
 def _is_conv(e):

@@ -131,30 +131,15 @@ class _EliminateCommonSubexpr(Pass):
     name = "EliminateCommonSubexpr"
 
     def transform_module(self, mod, ctx=None):
-        def cse(func):
-            memo, seen = {}, {}
+        from .expr_functor import CallRewriter
 
-            def walk(e):
-                if isinstance(e, TupleWrapper):
-                    e = e.astuple()
-                if id(e) in memo:
-                    return memo[id(e)]
-                if isinstance(e, Call):
-                    args = [walk(a) for a in e.args]
-                    op_key = e.op if isinstance(e.op, str) else id(e.op)
-                    key = (op_key, tuple(id(a) for a in args), repr(sorted(e.attrs.items())))
-                    new = seen.get(key)
-                    if new is None:
-                        new = seen[key] = Call(e.op, args, dict(e.attrs))
-                elif isinstance(e, Tuple):
-                    new = Tuple([walk(f) for f in e.fields])
-                elif isinstance(e, TupleGetItem):
-                    new = TupleGetItem(walk(e.tuple_value), e.index)
-                else:
-                    new = e
-                memo[id(e)] = new
-                return new
-            return Function(func.params, walk(func.body), func.ret_type, attrs=func.attrs)
+        def cse(func):
+            seen = {}
+
+            def same_call(e, args):
+                key = (e.op, tuple(id(a) for a in args), repr(sorted(e.attrs.items())))
+                return seen.setdefault(key, Call(e.op, args, dict(e.attrs)))
+            return Function(func.params, CallRewriter(same_call).visit(func.body), func.ret_type, attrs=func.attrs)
         return _rebuild(mod, cse)
 
 
@@ -275,7 +260,7 @@ class _CanonicalizeOps(_FunctionRewrite):
     name = "CanonicalizeOps"
 
     def rewrite(self, func):
-        from .fold_scale_axis import rewrite_calls
+        from .expr_functor import rewrite_calls
         from .op import expand_dims
 
         def on_call(e, args):
@@ -301,7 +286,7 @@ class _SimplifyInference(_FunctionRewrite):
     name = "SimplifyInference"
 
     def rewrite(self, func):
-        from .fold_scale_axis import rewrite_calls
+        from .expr_functor import ExprMutator
         from .op import add, divide, expand_dims, multiply, sqrt, subtract
 
         def norm(e, args):
@@ -320,29 +305,18 @@ class _SimplifyInference(_FunctionRewrite):
         def negative_of(v):
             return Call("negative", [v])
 
-        memo = {}
+        class Simplify(ExprMutator):
+            def visit_tuple_getitem(self, t):
+                bn = t.tuple_value
+                if isinstance(bn, Call) and bn.op == "nn.batch_norm" and t.index == 0:
+                    return norm(bn, [self.visit(a) for a in bn.args])
+                return super().visit_tuple_getitem(t)
 
-        def walk(e):
-            if isinstance(e, TupleWrapper):
-                e = e.astuple()
-            if id(e) in memo:
-                return memo[id(e)]
-            if isinstance(e, TupleGetItem) and isinstance(e.tuple_value, Call) and \
-                    e.tuple_value.op == "nn.batch_norm" and e.index == 0:
-                new = norm(e.tuple_value, [walk(a) for a in e.tuple_value.args])
-            elif isinstance(e, TupleGetItem):
-                new = TupleGetItem(walk(e.tuple_value), e.index)
-            elif isinstance(e, Call) and e.op == "nn.dropout":
-                new = walk(e.args[0])
-            elif isinstance(e, Call):
-                new = Call(e.op, [walk(a) for a in e.args], dict(e.attrs))
-            elif isinstance(e, Tuple):
-                new = Tuple([walk(f) for f in e.fields])
-            else:
-                new = e
-            memo[id(e)] = new
-            return new
-        return Function(func.params, walk(func.body), func.ret_type, attrs=func.attrs)
+            def visit_call(self, call):
+                if call.op == "nn.dropout":
+                    return self.visit(call.args[0])
+                return super().visit_call(call)
+        return Function(func.params, Simplify().visit(func.body), func.ret_type, attrs=func.attrs)
 
 
 def SimplifyInference():     # noqa: N802

@@ -73,16 +73,15 @@ class AotModule:
         return NDArray(a.numpy(), a.device)
 
 
-class _LocalExecutor:
-    """A relay.build module (lib["default"](dev)) run as an AOT executor: each run() builds (once,
-    cached) and runs its MLF with the host runner, or on the GPU its device names."""
+class ExecutorState:
+    """What an executor behind AotModule holds: the model's inputs and outputs as arrays it owns
+    (input_info: [{"name", "shape", "dtype"}]; outputs: [(shape, dtype)]), and input lookup by
+    name or index. Subclasses give run()."""
 
-    def __init__(self, rt):
-        self._rt = rt
-        self.input_info = [{"name": n, "shape": list(rt.input_types[n].shape), "dtype": rt.input_types[n].dtype}
-                           for n in rt.input_names]
+    def __init__(self, input_info, outputs):
+        self.input_info = list(input_info)
         self.inputs = [NDArray(np.zeros(t["shape"], t["dtype"])) for t in self.input_info]
-        self.outputs = [NDArray(np.zeros(t.shape, t.dtype)) for t in rt.output_types]
+        self.outputs = [NDArray(np.zeros(shape, dtype)) for shape, dtype in outputs]
         self.has_run = False
 
     def input_index(self, key):
@@ -94,6 +93,16 @@ class _LocalExecutor:
         if key not in names:
             raise AotError(f"the model has no input named '{key}' (its inputs: {', '.join(names)})")
         return names.index(key)
+
+
+class _LocalExecutor(ExecutorState):
+    """A relay.build module (lib["default"](dev)) run as an AOT executor: each run() builds (once,
+    cached) and runs its MLF with the host runner, or on the GPU its device names."""
+
+    def __init__(self, rt):
+        self._rt = rt
+        super().__init__([{"name": n, "shape": list(rt.input_types[n].shape), "dtype": rt.input_types[n].dtype}
+                          for n in rt.input_names], [(t.shape, t.dtype) for t in rt.output_types])
 
     def run(self):
         from ...host import run_host
