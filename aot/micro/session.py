@@ -3,7 +3,6 @@ executor it creates. Each run() hands the executor's inputs to the project's bui
 this machine, or the board's firmware under its emulator) and reads its outputs back."""
 from __future__ import annotations
 
-
 from ..errors import AotError
 from ..runtime import cpu
 from ..runtime.executor.aot_executor import ExecutorState
