@@ -173,6 +173,19 @@ class Target:
     def mcpu(self):
         return self.get("mcpu")
 
+    # TVM's Target properties over its options
+    @property
+    def arch(self):
+        return self.get("arch")
+
+    @property
+    def model(self):
+        return self.get("model") or "unknown"
+
+    @property
+    def mattr(self):
+        return self.get("mattr") or ()
+
     @property
     def libs(self):
         return self.get("libs") or ()

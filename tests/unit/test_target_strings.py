@@ -97,3 +97,10 @@ def test_tvm_target_api():
         assert aot.target.Target.current() is c
     assert aot.target.Target.current() is None
     assert aot.device(t.kind.name, 0) == aot.cpu(0) and aot.device("cuda -libs=cudnn") == aot.cuda(0)
+
+
+def test_tvm_target_properties_read_the_options():
+    t = aot.target.Target("cuda -arch=sm_80 -model=h100")
+    assert (t.arch, t.model) == ("sm_80", "h100")
+    c = aot.target.Target("c -mcpu=cortex-m55")
+    assert c.arch is None and c.model == "unknown" and c.mattr == () and c.mcpu == "cortex-m55"
