@@ -68,6 +68,14 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
     return ScalarArgs(mod, order, {k: args[k].dtype for k in scalars})
 
 
+def _get_function(module, own_name, name):
+    """TVM's mod.get_function(name): a built te module holds one function, called by the module's
+    name (aot.build's name=) or its entry_name."""
+    if name in (own_name, module.entry_name):
+        return module
+    raise AotError(f"get_function: the module has no function '{name}' (its function: '{own_name}')")
+
+
 class ScalarArgs:
     """A module whose function takes scalars (te.var arguments): called in the order aot.build
     was given its arguments, each scalar a Python number, as a TVM module is."""
@@ -95,6 +103,10 @@ class ScalarArgs:
         def evaluate(*arrays):
             return self.module.time_evaluator(func_name, dev, number, repeat, min_repeat_ms)(*self._args(arrays))
         return evaluate
+
+    def get_function(self, name, query_imports=False):
+        self.module.get_function(name)
+        return self
 
     def __getattr__(self, name):
         return getattr(self.module, name)
@@ -290,6 +302,9 @@ class SymbolicModule:
 
     entry_name = "run"
 
+    def get_function(self, name, query_imports=False):
+        return _get_function(self, self.name, name)
+
     def time_evaluator(self, func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0, **kwargs):
         def evaluate(*arrays):
             return self._for(arrays).time_evaluator(func_name, dev, number, repeat, min_repeat_ms)(*arrays)
@@ -441,6 +456,10 @@ class Module:
         write_atomic(path, self.tar)
 
     entry_name = "run"
+
+    def get_function(self, name, query_imports=False):
+        from mlf import read_mlf
+        return _get_function(self, read_mlf(self.tar).module_name, name)
 
     def time_evaluator(self, func_name=None, dev=None, number=10, repeat=1, min_repeat_ms=0):
         """TVM's module.time_evaluator(...)(a, b, c).mean: seconds per call, from the harness

@@ -87,3 +87,14 @@ def test_a_symbolic_module_saves_as_data_and_serves_every_size(tmp_path):
     assert t_name
     with pytest.raises(tvm.AotError, match="load_module"):
         tvm.runtime.load_module(str(tmp_path / "bad.tar"))
+
+
+def test_get_function_by_the_modules_name(fadd):
+    f = fadd.get_function("mymuladd")
+    assert f is fadd.get_function(fadd.entry_name)
+    a, b, want = _arrays()
+    c = np.zeros(256, "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, want, rtol=1e-6)
+    with pytest.raises(tvm.AotError, match="no function 'other'"):
+        fadd.get_function("other")
