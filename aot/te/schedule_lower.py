@@ -327,7 +327,9 @@ class Lowering:
             multi = tuple(simplify(vals[a] - o) for a, o in zip(st.op.axis, off))
             return multi, simplify(flat_index(multi, b.shape))
         index = index_of(buf)[1]
-        pred = [st.store_predicate] if st.store_predicate is not None else []
+        # the predicate reads the loop axes it names; a bound axis is its thread variable (as TVM rebinds it)
+        pred = [substitute(st.store_predicate, tsub) if tsub else st.store_predicate] \
+            if st.store_predicate is not None else []
 
         def guarded(stmt, conds):
             return IfThenElse(all_of(conds), stmt) if conds else stmt

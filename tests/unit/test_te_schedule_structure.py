@@ -214,3 +214,25 @@ def test_every_store_of_a_tile_reads_inside_its_region():
     (alloc,) = [x for x in walk_stmts(f.body) if isinstance(x, Allocate)]
     assert alloc.buffer.name == "A.local" and alloc.buffer.shape == (8, 32) and alloc.buffer.scope == "local"
     assert any(isinstance(x, Store) and x.buffer is alloc.buffer for x in walk_stmts(alloc))
+
+
+def test_a_store_predicate_on_bound_axes_reads_the_thread_variables():
+    """set_store_predicate over axes later bound to threads: the stored predicate names the thread
+    variables, so nothing of the schedule's own axes is left free in the lowered function."""
+    from aot.te import lower_schedule
+    from aot.tir.bind import size_vars
+    A = te.placeholder((300, 70), name="A")
+    k = te.reduce_axis((0, 70), name="k")
+    B = te.compute((300,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(B.op.reduce_axis[0], factor=32)
+    BF = s.rfactor(B, ki)
+    bo, bi = s[B].split(s[B].op.axis[0], factor=32)
+    s[B].bind(bo, te.thread_axis("blockIdx.x"))
+    s[B].bind(bi, te.thread_axis("threadIdx.y"))
+    tx = te.thread_axis("threadIdx.x")
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(aot.tir.all(tx.var.equal(0), bo.var * 32 + bi.var < 300))
+    func = lower_schedule(s, [A, B], "main")
+    assert size_vars(func) == []
