@@ -69,34 +69,48 @@ class _Problem:
     # -- the searches ---------------------------------------------------------
     def exact(self, segment, done0):
         """Optimal order of `segment` (kernel indices) starting from `done0`, or None when the
-        state space is larger than EXACT_STATE_LIMIT."""
-        memo = {}
+        state space is larger than EXACT_STATE_LIMIT. A depth-first search over the sets of
+        kernels run, memoised by set, on an explicit stack: a wide or long stretch is as deep as
+        it has kernels, which Python's recursion would not take."""
         full = done0
         for k in segment:
             full |= 1 << k
+        if done0 == full:
+            return []
+        memo = {}               # set run -> (peak from there on, the order that reaches it)
+        inside = set(segment)
+        succ = {k: [j for j in segment if self.preds[j] >> k & 1] for k in segment}
 
-        def best(done, live):
-            if done == full:
-                return 0, ()
-            hit = memo.get(done)
-            if hit is not None:
-                return hit
-            if len(memo) > EXACT_STATE_LIMIT:
-                raise _TooBig
-            res = None
-            for k in self.ready(done, segment):
-                add, freed = self.step(done, k)
-                rest, tail = best(done | 1 << k, live + add - freed)
-                cand = max(live + add, rest)
-                if res is None or cand < res[0]:
-                    res = (cand, (k,) + tail)
-            memo[done] = res
-            return res
+        def ready_after(ready, k, nxt):
+            # the ready kernels once k has run, in the segment's order (as ready() lists them),
+            # from the ones before: what k's run makes ready joins them
+            new = [j for j in succ[k] if j in inside and self.preds[j] & ~nxt == 0]
+            rest = [j for j in ready if j != k]
+            return sorted(rest + new) if new else rest
 
-        try:
-            return list(best(done0, self.live(done0))[1])
-        except _TooBig:
-            return None
+        # a frame: [set run, live bytes, ready kernels, next one to try, best so far]
+        stack = [[done0, self.live(done0), self.ready(done0, segment), 0, None]]
+        while stack:
+            frame = stack[-1]
+            done, live, ready, i, res = frame
+            if i == len(ready):
+                memo[done] = res
+                stack.pop()
+                continue
+            k = ready[i]
+            add, freed = self.step(done, k)
+            nxt = done | 1 << k
+            sub = (0, ()) if nxt == full else memo.get(nxt)
+            if sub is None:
+                if len(memo) > EXACT_STATE_LIMIT:
+                    return None
+                stack.append([nxt, live + add - freed, ready_after(ready, k, nxt), 0, None])
+                continue            # k is tried again once its subtree is known
+            cand = max(live + add, sub[0])
+            if res is None or cand < res[0]:
+                frame[4] = (cand, (k,) + sub[1])
+            frame[3] = i + 1
+        return list(memo[done0][1])
 
     def greedy(self, segment, done):
         order = []
@@ -128,10 +142,6 @@ class _Problem:
         if cur:
             segs.append(cur)
         return segs
-
-
-class _TooBig(Exception):
-    pass
 
 
 def order_for_memory(graph, groups, workspace_io=False, log=None):
@@ -170,11 +180,13 @@ def _with_aliases(groups, kernels):
     out, placed = [], set()
 
     def need(v):
+        chain = []              # the aliases v stands on, nearest first (a loop, not recursion)
         g = alias_of.get(id(v))
-        if g is not None and id(g) not in placed:
-            need(g.nodes[0].inputs[0])
+        while g is not None and id(g) not in placed:
             placed.add(id(g))
-            out.append(g)
+            chain.append(g)
+            g = alias_of.get(id(g.nodes[0].inputs[0]))
+        out.extend(reversed(chain))
 
     for g in kernels:
         for v in g.inputs:
