@@ -39,7 +39,7 @@ def _cmd_compile(a):
     opts.in_place = not a.no_in_place
     opts.trace = a.trace
     opts.workspace_pools = parse_pools(a.workspace_pools, a.workspace_pools_size_hint_bytes)
-    refuse_overwriting_input(a.model, a.output)
+    a.output = compile_output(a.model, a.output, a.model_name)
     res = compile_model(a.model, opts, log=log, progress=progress)
     if progress:
         print("\r\033[K", end="", file=sys.stderr)
@@ -52,14 +52,34 @@ def _cmd_compile(a):
     return 0
 
 
-def refuse_overwriting_input(model, output):
+def check_output(flag, output, *inputs):
+    """An output path is never one of the command's input files (compared after resolving links,
+    and as the same file where it exists) nor a directory: refused before anything is written.
+    inputs: (flag, path) of the files the command reads."""
     import os
-    try:
-        same = os.path.exists(output) and os.path.samefile(model, output)
-    except OSError:
-        same = False
-    if same:
-        raise AotError(f"-o '{output}' is the input model itself: choose another output file")
+    if os.path.isdir(output):
+        raise AotError(f"{flag} '{output}' is a directory: give a file name")
+    real = os.path.realpath(output)
+    for in_flag, path in inputs:
+        if not path:
+            continue
+        try:
+            same = real == os.path.realpath(path) or (os.path.exists(output) and os.path.samefile(path, output))
+        except OSError:
+            same = False
+        if same:
+            raise AotError(f"{flag} '{output}' is the {in_flag} itself: choose another output file")
+
+
+def compile_output(model, output, model_name):
+    """`aot compile -o DIR` writes DIR/<model file's name>.tar (DIR/<module>.tar for a model read
+    from standard input), as a directory is never the output file itself."""
+    import os
+    if os.path.isdir(output):
+        stem = os.path.splitext(os.path.basename(str(model)))[0] or model_name
+        output = os.path.join(output, f"{stem}.tar")
+    check_output("-o", output, ("input model", model))
+    return output
 
 
 OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz", "-Og")
@@ -117,6 +137,8 @@ def _cmd_run(a):
     from .host import run_host
     from boards import load_board
     board = load_board(a.board)
+    if a.outputs:
+        check_output("--outputs", a.outputs, ("MLF", a.model), ("--inputs file", a.inputs))
     inputs = load_npz(a.inputs, "inputs", a.model)
     if board.get("kind") == "qemu":
         from .firmware import build_firmware, format_size, run_firmware, size_report
@@ -195,6 +217,8 @@ def _cmd_debug(a):
     if a.mlf and (a.input_shape or a.model_name != "default"):
         raise AotError("--mlf takes the compile options from the instrumented MLF: "
                        "drop --model-name and --input-shape (keep --bind-input: onnxruntime needs the values)")
+    if a.save_mlf:
+        check_output("--save-mlf", a.save_mlf, ("model", a.model), ("--inputs file", a.inputs), ("--mlf", a.mlf))
     inputs = load_npz(a.inputs, "inputs")
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape),
                    bind_inputs=_load_binds(a.bind_input))
@@ -236,6 +260,8 @@ def _cmd_info(a):
     from mlf import read_mlf, validate
 
     from .tir.trace import format_trace, from_json
+    if a.memory_svg:
+        check_output("--memory-svg", a.memory_svg, ("MLF", a.model))
     m = read_mlf(a.model)
     problems = validate(m)
     s = info_summary(m) if not problems else None
@@ -282,7 +308,10 @@ def _cmd_info(a):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="aot", description="Ahead-of-time compiler: ONNX -> C99 + MLF for microcontrollers")
+    from . import __version__
+    p = argparse.ArgumentParser(prog="aot", description="Ahead-of-time compiler: ONNX and TFLite models -> C99 kernels "
+                                "+ a static executor in a Model Library Format tarball, for microcontrollers and GPUs")
+    p.add_argument("--version", action="version", version=f"aot {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("compile", help="compile a model to a Model Library Format tarball")
     c.add_argument("model")

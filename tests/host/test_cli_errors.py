@@ -134,3 +134,40 @@ def test_run_cli_roundtrip(tmp_path):
     np.savez(tmp_path / "bad.npz", x=x[:, :2])
     r = run_cli("run", str(tar), "--inputs", str(tmp_path / "bad.npz"))
     assert r.returncode == 2 and "shape" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_outputs_never_overwrite_an_input(tmp_path):
+    """--outputs naming the MLF or the inputs (directly, or through a link), or a directory, is
+    refused before anything is written: the files keep their bytes."""
+    from test_c_client import small_cnn
+    p = tmp_path / "m.onnx"
+    p.write_bytes(small_cnn().SerializeToString())
+    tar = tmp_path / "m.tar"
+    assert run_cli("compile", str(p), "-o", str(tar)).returncode == 0
+    np.savez(tmp_path / "in.npz", x=np.zeros((1, 3, 16, 16), np.float32))
+    os.symlink(tar, tmp_path / "link.tar")
+    (tmp_path / "outdir").mkdir()
+    before = {f: (tmp_path / f).read_bytes() for f in ("m.tar", "in.npz")}
+    for out, needle in (("m.tar", "is the MLF itself"), ("in.npz", "is the --inputs file itself"),
+                        ("link.tar", "is the MLF itself"), ("outdir", "is a directory")):
+        r = run_cli("run", str(tar), "--inputs", str(tmp_path / "in.npz"), "--outputs", str(tmp_path / out))
+        assert r.returncode == 2 and r.stderr.startswith("error: ") and needle in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+    assert before == {f: (tmp_path / f).read_bytes() for f in ("m.tar", "in.npz")}
+    assert os.listdir(tmp_path / "outdir") == []
+    r = run_cli("compile", str(p), "-o", str(p))
+    assert r.returncode == 2 and "is the input model itself" in r.stderr
+
+
+def test_compile_into_a_directory_and_version(tmp_path):
+    from test_c_client import small_cnn
+    p = tmp_path / "net.onnx"
+    p.write_bytes(small_cnn().SerializeToString())
+    (tmp_path / "out").mkdir()
+    r = run_cli("compile", str(p), "-o", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(tmp_path / "out") == ["net.tar"]
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.startswith("aot ")
+    r = run_cli("--help")
+    assert "TFLite" in r.stdout
