@@ -90,16 +90,58 @@ def check_opt(opt):
         raise AotError(f"--opt '{opt}' is not one of {' '.join(OPT_LEVELS)}")
 
 
+NPZ_LIMIT_BYTES = 1 << 30      # an array of an .npz whose model does not give its size (expected outputs)
+
+
+def npz_limit(model):
+    """The most bytes one array of a model's inputs .npz may hold: its largest input, 8 bytes an
+    element (a float64 or int64 given for a narrower input is refused by name later, not here)."""
+    from .host import read_valid_mlf
+    import numpy as np
+    sizes = [int(np.prod(t["shape"], dtype=np.int64)) * 8 for t in read_valid_mlf(model).aot["inputs"]]
+    return max(sizes, default=0) + 4096
+
+
 def load_npz(path, what, model=None):
-    """{name: array} of an .npz; with model (an MLF path or bytes), its keys must be the model's inputs."""
+    """{name: array} of an .npz; with model (an MLF path or bytes), its keys must be the model's inputs.
+    Read from the zip directory and each .npy header before any data: a member or an array larger
+    than the model's inputs can be (or than NPZ_LIMIT_BYTES) is refused by name, and data is
+    inflated at most to the size its header declares, so a zip bomb costs nothing."""
     import zipfile
     import numpy as np
+    limit = npz_limit(model) if model is not None else NPZ_LIMIT_BYTES
     try:
-        z = np.load(path, allow_pickle=False)
-        if not hasattr(z, "files"):
-            raise AotError(f"{what} '{path}' is a single array, not an .npz keyed by input names")
-        with z:
-            arrays = {k: z[k] for k in z.files}
+        if not zipfile.is_zipfile(path):
+            with open(path, "rb") as f:
+                magic = f.read(6)
+            if magic == b"\x93NUMPY":
+                raise AotError(f"{what} '{path}' is a single array, not an .npz keyed by input names")
+            raise AotError(f"cannot read {what} '{path}': not an .npz (zip) file")
+        arrays = {}
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                if info.file_size > limit:
+                    raise AotError(f"{what} '{path}': member '{info.filename}' declares {info.file_size:,} bytes, "
+                                   f"more than the {limit:,} an array of "
+                                   + ("the model's inputs can hold" if model is not None else "an .npz may hold here"))
+                with z.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, fortran, dtype = read_header(f)
+                    if dtype.hasobject:
+                        raise AotError(f"{what} '{path}': array '{key}' holds Python objects; give numbers")
+                    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize if all(
+                        d < (1 << 40) for d in shape) else 1 << 62
+                    if nbytes > limit:
+                        raise AotError(f"{what} '{path}': array '{key}' claims shape {list(shape)} {dtype} "
+                                       f"({nbytes:,} bytes), more than the {limit:,} allowed")
+                    data = f.read(nbytes + 1)
+                if len(data) != nbytes:
+                    raise AotError(f"{what} '{path}': array '{key}' holds {len(data):,} bytes of data where its "
+                                   f"header says {nbytes:,}")
+                arrays[key] = np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C").copy()
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise AotError(f"cannot read {what} '{path}': {e}")
     if model is not None:

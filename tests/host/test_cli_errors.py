@@ -171,3 +171,36 @@ def test_compile_into_a_directory_and_version(tmp_path):
     assert r.returncode == 0 and r.stdout.startswith("aot ")
     r = run_cli("--help")
     assert "TFLite" in r.stdout
+
+
+def _npy_bytes(shape, payload, descr="<f4"):
+    header = repr({"descr": descr, "fortran_order": False, "shape": tuple(shape)}).encode()
+    header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + payload
+
+
+def test_npz_inputs_are_checked_before_their_data_is_read(tmp_path):
+    """An .npy header claiming 4 TiB over 64 bytes, and a zip bomb (about 1 MB inflating to 1 GiB),
+    are refused from the header and the zip directory, quickly and without the memory."""
+    import time
+    import zipfile
+    from test_c_client import small_cnn
+    p = tmp_path / "m.onnx"
+    p.write_bytes(small_cnn().SerializeToString())
+    tar = tmp_path / "m.tar"
+    assert run_cli("compile", str(p), "-o", str(tar)).returncode == 0
+    with zipfile.ZipFile(tmp_path / "huge_header.npz", "w") as z:
+        z.writestr("x.npy", _npy_bytes((1 << 40,), b"\0" * 64))
+    with zipfile.ZipFile(tmp_path / "bomb.npz", "w", zipfile.ZIP_DEFLATED) as z:
+        with z.open("x.npy", "w", force_zip64=True) as f:
+            f.write(_npy_bytes((1, 3, 16, 16), b""))
+            chunk = b"\0" * (1 << 24)
+            for _ in range(64):
+                f.write(chunk)
+    assert os.path.getsize(tmp_path / "bomb.npz") < 4 << 20
+    for name, needle in (("huge_header.npz", "claims shape [1099511627776]"), ("bomb.npz", "declares 1,073,")):
+        t0 = time.time()
+        r = run_cli("run", str(tar), "--inputs", str(tmp_path / name), "--outputs", str(tmp_path / "o.npz"))
+        assert r.returncode == 2 and r.stderr.startswith("error: ") and needle in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and not os.path.exists(tmp_path / "o.npz")
+        assert time.time() - t0 < 30
