@@ -356,10 +356,13 @@ class UMABackend:
             raise BackendError(f"{what}: lowering failed: {detail}") from None
         inits.extend(ExternCall(c.symbol, tuple(("device",) if isinstance(a, DeviceToken) else a for a in c.args))
                      for c in unit.init_calls)
-        result = [result] if isinstance(result, ExternCall) else list(result or [])
-        if not result or not all(isinstance(c, ExternCall) for c in result):
-            raise BackendError(f"{what}: the lowering must return call_extern(...) or a list of them, "
-                               f"not {result!r}")
+        if isinstance(result, ExternCall):
+            result = [result]
+        if not isinstance(result, (list, tuple)) or not result or \
+                not all(isinstance(c, ExternCall) for c in result):
+            raise BackendError(f"{what}: the lowering {_where(lowering)} must return call_extern(...) or a list of "
+                               f"them, not {result!r:.200}")
+        result = list(result)
         known = {id(t) for t in tensors.values()}
         out = []
         for c in result:
@@ -439,6 +442,15 @@ def external_lowering(backends):
 __all__ = ["UMABackend", "registered", "get_backend", "partition_for", "external_lowering", "DEVICE"]
 
 
+def _where(fn):
+    """'file.py:line' of a plug-in's function, for messages about what it returned."""
+    import inspect
+    try:
+        return f"{os.path.basename(inspect.getsourcefile(fn))}:{fn.__code__.co_firstlineno}"
+    except (TypeError, AttributeError):
+        return repr(getattr(fn, "__name__", fn))
+
+
 def load_backend_file(path):
     """Import a backend module (aot compile --backend FILE.py) and register the UMABackend
     subclasses it defines that it did not register itself. Returns their target names."""
@@ -457,6 +469,9 @@ def load_backend_file(path):
         spec.loader.exec_module(module)
     except AotError as e:
         raise BackendError(f"--backend '{path}': {e}") from None
+    except SystemExit as e:         # a module that exits while loading ends no compile silently
+        raise BackendError(f"--backend '{path}' called sys.exit({e.code!r}) while loading: a backend module "
+                           "defines and registers backends, it does not exit") from None
     except Exception as e:          # the user's module: report where, not our traceback
         import traceback
         tb = traceback.extract_tb(e.__traceback__)

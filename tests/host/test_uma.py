@@ -282,6 +282,9 @@ class Typo(UMABackend):
         self._register_lowering("conv", lambda call: call_extern("f", call.inputs[0]))
 '''
 
+RETURNS_42 = BAD_LOWERING.replace('raise ValueError("the MAC array cannot do that")', "return 42") \
+    .replace("broken_accel", "answer_accel")
+
 
 def _cli(tmp_path, *args):
     return subprocess.run([sys.executable, "-m", "aot", *args], capture_output=True, text=True, cwd=tmp_path,
@@ -293,6 +296,8 @@ def _cli(tmp_path, *args):
     (BAD_ATTR, "typo_accel, c", ["has_attr", "no attribute 'stride'", "strides"]),
     (None, "not_registered, c", ["target kind 'not_registered' is not supported", "--backend"]),
     ("raise RuntimeError('oops')\n", "x, c", ["failed to load at backend.py:1", "RuntimeError: oops"]),
+    (RETURNS_42, "answer_accel, c", ["the lowering backend.py:5 must return call_extern", "not 42"]),
+    ("import sys\nsys.exit(0)\n", "x, c", ["called sys.exit(0) while loading"]),
 ])
 def test_backend_errors_are_clear(tmp_path, source, target, expect):
     onnx.save(conv_model(), str(tmp_path / "m.onnx"))
