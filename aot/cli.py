@@ -350,7 +350,11 @@ def _cmd_info(a):
 
 
 def main(argv=None):
-    from . import __version__
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        __version__ = version("aot")
+    except PackageNotFoundError:        # run from a source tree that was never installed
+        __version__ = "unknown (not installed)"
     p = argparse.ArgumentParser(prog="aot", description="Ahead-of-time compiler: ONNX and TFLite models -> C99 kernels "
                                 "+ a static executor in a Model Library Format tarball, for microcontrollers and GPUs")
     p.add_argument("--version", action="version", version=f"aot {__version__}")

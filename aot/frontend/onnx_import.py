@@ -87,35 +87,17 @@ def check_structure(m):
     if m.ir_version > onnx.IR_VERSION:
         raise AotError(f"model ir_version {m.ir_version} is newer than this onnx ({onnx.__version__}) supports "
                        f"(at most {onnx.IR_VERSION})")
+    from .graph_rules import RuleNode, check_graph
     g = m.graph
-    inits = {}
+    inits = set()
     for i in g.initializer:
         if i.name in inits:
             raise AotError(f"initializer '{i.name}' is defined twice")
-        inits[i.name] = i
-    defined = {}          # name -> what defines it
-    for vi in g.input:
-        if vi.name in defined:
-            raise AotError(f"graph input '{vi.name}' is listed twice")
-        defined[vi.name] = f"graph input '{vi.name}'"
-    for name in inits:
-        defined.setdefault(name, f"initializer '{name}'")
-    for k, n in enumerate(g.node):
-        label = n.name or f"#{k}"
-        for o in n.output:
-            if not o:
-                continue
-            if o in defined:
-                raise AotError(f"node '{label}' ({n.op_type}) writes '{o}', which {defined[o]} already defines "
-                               f"(each tensor must have one producer)")
-            defined[o] = f"node '{label}' ({n.op_type})"
-    seen = set()
-    for vo in g.output:
-        if vo.name in seen:
-            raise AotError(f"graph output '{vo.name}' is listed twice")
-        seen.add(vo.name)
-    if not g.output:
-        raise AotError("the model's graph has no outputs")
+        inits.add(i.name)
+    check_graph([vi.name for vi in g.input], sorted(inits),
+                [RuleNode(f"node '{n.name or f'#{k}'}' ({n.op_type})", [i for i in n.input if i] or [],
+                          [o for o in n.output if o]) for k, n in enumerate(g.node)],
+                [vo.name for vo in g.output], name_of=lambda x: f"'{x}'", constant="initializer")
 
 
 def check_declared_outputs(m, values):

@@ -227,9 +227,21 @@ def _tensor(r, m, sg, k, n_buf):
     return info
 
 
+def check_tflite_graph(inputs, outputs, tensors, ops):
+    """The graph rules ONNX models keep (aot/frontend/graph_rules.py), on the subgraph: inputs and
+    outputs listed once, one producer per tensor, operators in execution order."""
+    from .graph_rules import RuleNode, check_graph
+    by_index = {t.index: t for t in tensors}
+    check_graph([t.index for t in inputs], [t.index for t in tensors if t.data is not None],
+                [RuleNode(f"operator {op.index} ({op.name})", [t.index if t is not None else None for t in op.inputs],
+                          [t.index for t in op.outputs]) for op in ops],
+                [t.index for t in outputs], name_of=lambda i: str(by_index[i]), ordered=True, error=TFLiteError)
+
+
 def import_tflite(data, name="default", log=None):
     """The graph IR of a TFLite model (bytes)."""
     inputs, outputs, tensors, ops = read_model(data)
+    check_tflite_graph(inputs, outputs, tensors, ops)
     problems = [f"{op}: operator {op.name} is not supported" if op.name not in CONVERTERS else
                 f"{op}: the integer (int8) kernel of {op.name} is not supported yet"
                 for op in ops if op.name not in CONVERTERS or (quantised(op) and op.name not in INT8_OPS)]
