@@ -68,6 +68,20 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
     return ScalarArgs(mod, order, {k: args[k].dtype for k in scalars})
 
 
+def _export_shared(module, path, fcompile=None):
+    """export_library to a shared-library name (.so, .dylib, .dll): the module saved as an object
+    file (its save) and linked by fcompile (contrib.cc.create_shared). False for other names."""
+    if not str(path).endswith((".so", ".dylib", ".dll")):
+        return False
+    import tempfile
+    from .contrib.cc import create_shared
+    with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
+        obj = os.path.join(tmp, "lib.o")
+        module.save(obj)
+        (fcompile or create_shared)(str(path), [obj])
+    return True
+
+
 def _get_function(module, own_name, name):
     """TVM's mod.get_function(name): a built te module holds one function, called by the module's
     name (aot.build's name=) or its entry_name."""
@@ -274,13 +288,7 @@ class SymbolicModule:
         """Saves the module itself, its sizes still symbolic, so that load_module gives back a
         module serving every size as this one does: a shared library (.so) carrying the function
         (its script text) as data, or for any other name a tar holding it."""
-        if str(path).endswith((".so", ".dylib", ".dll")):
-            import tempfile
-            from .contrib.cc import create_shared
-            with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
-                obj = os.path.join(tmp, "lib.o")
-                self.save(obj)
-                (fcompile or create_shared)(str(path), [obj])
+        if _export_shared(self, path, fcompile):
             return
         from .compiler import write_atomic
         payload = self._payload()
@@ -435,13 +443,7 @@ class Module:
         """Saves the module for runtime.load_module: a shared library (.so, .dylib, .dll) of its
         host C, linked here; any other path gets its Model Library Format tarball."""
         from .compiler import write_atomic
-        if str(path).endswith((".so", ".dylib", ".dll")):
-            import tempfile
-            from .contrib.cc import create_shared
-            with tempfile.TemporaryDirectory(prefix="aot_lib_") as tmp:
-                obj = os.path.join(tmp, "lib.o")
-                self.save(obj)
-                (fcompile or create_shared)(str(path), [obj])
+        if _export_shared(self, path, fcompile):
             return
         write_atomic(path, self.tar)
 

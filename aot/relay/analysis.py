@@ -29,3 +29,26 @@ def post_order_visit(expr, fvisit):
             visit(e.body)
         fvisit(e)
     visit(expr)
+
+
+def consumers(body):
+    """(the nodes under body in post order, each once; id(node) -> the nodes that read it as an
+    operand: a call's arguments, a tuple's fields, a projection's tuple), for passes that need to
+    know who uses a value (fusion, scale folding)."""
+    order, readers, seen = [], {}, set()
+
+    def walk(e):
+        if isinstance(e, TupleWrapper):
+            e = e.astuple()
+        if id(e) in seen:
+            return
+        seen.add(id(e))
+        kids = e.args if isinstance(e, Call) else e.fields if isinstance(e, Tuple) else \
+            [e.tuple_value] if isinstance(e, TupleGetItem) else []
+        for k in kids:
+            k = k.astuple() if isinstance(k, TupleWrapper) else k
+            walk(k)
+            readers.setdefault(id(k), []).append(e)
+        order.append(e)
+    walk(body)
+    return order, readers

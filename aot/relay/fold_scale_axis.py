@@ -9,7 +9,8 @@ as well is left as it is (the others need it unscaled). TVM's forward folding al
 relu with a positive scale; this one folds the direct forms above only."""
 from __future__ import annotations
 
-from .expr import Call, Constant, Tuple, TupleGetItem, TupleWrapper
+from .analysis import consumers
+from .expr import Call, Constant
 from .expr_functor import rewrite_calls
 
 
@@ -33,24 +34,8 @@ def _along(vec, layout, axis_letter):
 
 
 def _uses(body):
-    n = {}
-    seen = set()
-
-    def walk(e):
-        if isinstance(e, TupleWrapper):
-            e = e.astuple()
-        if id(e) in seen:
-            return
-        seen.add(id(e))
-        kids = e.args if isinstance(e, Call) else e.fields if isinstance(e, Tuple) else \
-            [e.tuple_value] if isinstance(e, TupleGetItem) else []
-        for k in kids:
-            k = k.astuple() if isinstance(k, TupleWrapper) else k
-            n[id(k)] = n.get(id(k), 0) + 1
-            walk(k)
-    walk(body)
-    return n
-
+    """id(value) -> how many operand slots read it."""
+    return {k: len(v) for k, v in consumers(body)[1].items()}
 
 
 def _is_conv(e):

@@ -395,24 +395,9 @@ def FuseOps(fuse_opt_level=-1):     # noqa: N802
 
 
 def fuse_function(func, level):
-    calls, consumers = [], {}
-
-    def walk(e):
-        if isinstance(e, TupleWrapper):
-            e = e.astuple()
-        if id(e) in seen:
-            return
-        seen.add(id(e))
-        kids = list(e.args) if isinstance(e, Call) else list(e.fields) if isinstance(e, Tuple) else \
-            [e.tuple_value] if isinstance(e, TupleGetItem) else []
-        for k in kids:
-            k = k.astuple() if isinstance(k, TupleWrapper) else k
-            walk(k)
-            consumers.setdefault(id(k), []).append(e)
-        if isinstance(e, Call) and isinstance(e.op, str):
-            calls.append(e)
-    seen = set()
-    walk(func.body)
+    from .analysis import consumers as readers_of
+    order, consumers = readers_of(func.body)
+    calls = [e for e in order if isinstance(e, Call) and isinstance(e.op, str)]
     group = {id(c): [c] for c in calls}          # id(call) -> its group (a shared list)
     kind = {id(c): op_pattern(c.op) for c in calls}
 

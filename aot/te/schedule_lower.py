@@ -345,6 +345,19 @@ class Lowering:
                 return map_exprs(inner, lambda e: e if sub(e) is e else simplify(sub(e)))
             return For(var, 0, ext[iv], inner, kind)
 
+        def init_nest(s, inits, keep_threads=False):
+            """s (an init or an intrinsic's reset) under loops of its own over the data axes
+            `inits` (TVM names them <var>.init); keep_threads: thread-bound axes keep their
+            thread variable."""
+            fresh = {id(loopvar[iv]): Var(f"{loopvar[iv].name}.init", INDEX) for iv in inits
+                     if not (keep_threads and attrs.get(iv, {}).get("kind") == "thread_binding")}
+            if fresh:
+                sub = substituter(fresh)
+                s = map_exprs(s, lambda e: e if sub(e) is e else simplify(sub(e)))
+            for iv in reversed(inits):
+                s = loop(iv, s, fresh.get(id(loopvar[iv])))
+            return s
+
         if is_red and len(bufs) == 1:
             src = self.convert(body.source, mapping)
             cur = Load(buf, index_of(buf)[0])
@@ -389,15 +402,7 @@ class Lowering:
                 return tz.body(env)
             if tpos is not None and split_red and pos == red_pos and tz.intrin.reduce_init is not None:
                 # the intrinsic's reset, over the data loops between the reduction's first loop and it
-                inits = [iv for iv in leaves[pos:tpos] if not _is_reduce(iv)]
-                fresh = {id(loopvar[iv]): Var(f"{loopvar[iv].name}.init", INDEX) for iv in inits}
-                s = tz.reset(env)
-                if fresh:
-                    sub = substituter(fresh)
-                    s = map_exprs(s, lambda e: e if sub(e) is e else simplify(sub(e)))
-                for iv in reversed(inits):
-                    s = loop(iv, s, fresh.get(id(loopvar[iv])))
-                parts.append(s)
+                parts.append(init_nest(tz.reset(env), [iv for iv in leaves[pos:tpos] if not _is_reduce(iv)]))
                 iv = leaves[pos]
                 env2 = dict(env)
                 env2[id(loopvar[iv])] = (Const(0, INDEX), simplify(ext[iv] - 1))
@@ -407,17 +412,8 @@ class Lowering:
                 if cross:
                     return self.cross_reduce(st, body, mapping, leaves, pos, loopvar, ext, env, buf, index,
                                              data_guards + (region if own else []), red_guards, pred, emit)
-                inits = [iv for iv in leaves[pos:] if not _is_reduce(iv)]
-                s = guarded(init_stmt, data_guards + pred)
-                # the init nest's loops are loops of their own (TVM names them <var>.init)
-                fresh = {id(loopvar[iv]): Var(f"{loopvar[iv].name}.init", INDEX) for iv in inits
-                         if attrs.get(iv, {}).get("kind") != "thread_binding"}
-                if fresh:
-                    sub = substituter(fresh)
-                    s = map_exprs(s, lambda e: e if sub(e) is e else simplify(sub(e)))
-                for iv in reversed(inits):
-                    s = loop(iv, s, fresh.get(id(loopvar[iv])))
-                parts.append(s)
+                parts.append(init_nest(guarded(init_stmt, data_guards + pred),
+                                       [iv for iv in leaves[pos:] if not _is_reduce(iv)], keep_threads=True))
             if pos == len(leaves):
                 if cross:
                     return in_cross(env)

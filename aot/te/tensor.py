@@ -73,7 +73,22 @@ class PlaceholderOp:
         return self.tensor
 
 
-class ComputeOp:
+class _Op:
+    """What every computing op answers with TVM's names: its output tensors by index (C.op.output(0))
+    and how many there are; subclasses give `outputs`."""
+
+    @property
+    def num_outputs(self):
+        return len(self.outputs)
+
+    def output(self, index):
+        outs = self.outputs
+        if not 0 <= index < len(outs):
+            raise InternalError(f"{self.name} has {len(outs)} outputs, not {index + 1}")
+        return outs[index]
+
+
+class ComputeOp(_Op):
     tag = ""                 # TVM's op tag (topi's kinds: "elemwise", "broadcast", ...)
 
     def __init__(self, axes, body, name="compute"):
@@ -110,16 +125,6 @@ class ComputeOp:
     @property
     def outputs(self):
         return getattr(self, "_outputs", None) or [self.tensor]
-
-    @property
-    def num_outputs(self):
-        return len(self.outputs)
-
-    def output(self, index):
-        """The tensor this op computes (TVM: C.op.output(0))."""
-        if not 0 <= index < len(self.outputs):
-            raise InternalError(f"{self.name} has {len(self.outputs)} outputs, not {index + 1}")
-        return self.outputs[index]
 
     def __repr__(self):
         return f"compute({self.name})"
@@ -467,7 +472,7 @@ def broadcast_index(out_idx, in_shape):
     return [Const(0, INDEX) if isinstance(d, int) and d == 1 else out_idx[off + k] for k, d in enumerate(in_shape)]
 
 
-class ScanOp:
+class ScanOp(_Op):
     """te.scan(init, update, state_placeholder): state[t] for t from init's length on is update's
     value at t, which may read state at earlier steps; init gives the first steps. Each output is
     one state (init, update and the state placeholder all stand for its buffer)."""
@@ -490,17 +495,8 @@ class ScanOp:
         return list(self._outputs)
 
     @property
-    def num_outputs(self):
-        return len(self._outputs)
-
-    @property
     def input_tensors(self):
         return list(self.init) + list(self.update) + list(self.inputs)
-
-    def output(self, index):
-        if not 0 <= index < len(self._outputs):
-            raise InternalError(f"{self.name} has {len(self._outputs)} outputs, not {index + 1}")
-        return self._outputs[index]
 
     def __repr__(self):
         return f"scan({self.name})"
@@ -522,7 +518,7 @@ def scan(init, update, state_placeholder, inputs=None, name="scan", tag="", attr
     return op.outputs if many else op.outputs[0]
 
 
-class ExternOp:
+class ExternOp(_Op):
     """te.extern's op: its outputs are written by a statement of the user's (typically a
     tir.call_packed or call_extern of the buffers), built once with buffers of its own for the
     inputs and outputs, which lowering binds to the tensors' real buffers (TVM's ExternOp)."""
@@ -544,17 +540,8 @@ class ExternOp:
         return list(self._outputs)
 
     @property
-    def num_outputs(self):
-        return len(self._outputs)
-
-    @property
     def input_tensors(self):
         return list(self.inputs)
-
-    def output(self, index):
-        if not 0 <= index < len(self._outputs):
-            raise InternalError(f"{self.name} has {len(self._outputs)} outputs, not {index + 1}")
-        return self._outputs[index]
 
     def __repr__(self):
         return f"extern({self.name})"
