@@ -20,7 +20,9 @@ def _cmd_compile(a):
     from .uma.backend import load_backend_file
     for path in a.backend or ():
         load_backend_file(path)
-    target, backends = split_targets(a.target or "c")
+    if a.target is not None and not a.target.strip():
+        raise AotError("--target '': give a target such as 'c' or 'c -mcpu=cortex-m4' (or leave --target out)")
+    target, backends = split_targets(a.target if a.target is not None else "c")
     if a.board:
         implied = board_target(a.board)
         if a.target is not None and target != implied:
@@ -174,6 +176,34 @@ def parse_pools(names, hints):
     return [(n, given.get(n)) for n in pools]
 
 
+def check_board_target(model, board, allow=False):
+    """An MLF runs on a board only when it was compiled for the board's core: a host-built MLF on a
+    Cortex-M4 misses its DSP kernels (3x the instructions) and a Cortex-M55 one may not run there at
+    all. Refused naming both, or only a warning when the user passed --allow-target-mismatch."""
+    from .compiler import board_target
+    from .host import read_valid_mlf
+    from .target import Target
+    from boards import load_board
+    b = load_board(board) if isinstance(board, str) else board
+    core = b.get("core")
+    m = read_valid_mlf(model)
+    if not core or m.aot.get("device"):        # no core to match; a GPU module is refused by name later
+        return
+    text = (m.aot.get("target") or {}).get("str") or (m.module.get("target") or ["c"])[-1]
+    try:
+        mcpu = Target(text).mcpu
+    except AotError:
+        mcpu = None
+    if mcpu == core:
+        return
+    built = f"target '{text}'" + ("" if mcpu else " (host)")
+    msg = (f"the MLF was built for {built}, board {b['name']} has a {core}: compile with --board {b['name']} "
+           f"or --target '{board_target(b)}'")
+    if not allow:
+        raise AotError(msg + " (or pass --allow-target-mismatch to run it anyway)")
+    print(f"warning: {msg}; running it anyway (--allow-target-mismatch)", file=sys.stderr)
+
+
 def _cmd_run(a):
     import numpy as np
     from .host import run_host
@@ -182,6 +212,7 @@ def _cmd_run(a):
     if a.outputs:
         check_output("--outputs", a.outputs, ("MLF", a.model), ("--inputs file", a.inputs))
     inputs = load_npz(a.inputs, "inputs", a.model)
+    check_board_target(a.model, board, a.allow_target_mismatch)
     if board.get("kind") == "qemu":
         from .firmware import build_firmware, format_size, run_firmware, size_report
         if a.sanitize:
@@ -215,6 +246,7 @@ def _cmd_run(a):
 
 def _cmd_size(a):
     from .firmware import format_size, measure
+    check_board_target(a.model, a.board, a.allow_target_mismatch)
     rep, _ = measure(a.model, a.board, a.opt)
     if a.json:
         print(json.dumps(rep, indent=2))
@@ -349,6 +381,10 @@ def _cmd_info(a):
     return 2 if problems else 0
 
 
+MISMATCH_HELP = ("build an MLF compiled for another core than the board's (a warning instead of an error): it "
+                 "runs without the core's kernels, or not at all")
+
+
 def main(argv=None):
     from importlib.metadata import PackageNotFoundError, version
     try:
@@ -405,13 +441,19 @@ def main(argv=None):
                    "... (or --opt=-Os)")
     r.add_argument("--profile", action="store_true", help="print instructions per inference (QEMU boards)")
     r.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
+    r.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
     r.add_argument("-v", "--verbose", action="store_true", help="print the build commands and the size report")
     r.set_defaults(fn=_cmd_run)
-    z = sub.add_parser("size", help="flash and RAM of the firmware for a board, by part")
-    z.add_argument("model")
-    z.add_argument("--board", default="qemu-cortex-m4")
-    z.add_argument("--opt", default="-O2")
-    z.add_argument("--json", action="store_true")
+    z = sub.add_parser("size", help="flash and RAM of the firmware for a board, by part",
+                       description="Build the MLF into firmware for an emulated board, run it once on zero inputs, "
+                                   "and report flash and RAM by part, the measured stack and the instructions of one "
+                                   "inference.")
+    z.add_argument("model", help="the MLF tarball (from aot compile --board BOARD)")
+    z.add_argument("--board", required=True, help="the emulated board: qemu-cortex-m3/m4/m7/m33/m55 (see boards/)")
+    z.add_argument("--opt", default="-O2", help="optimisation for the firmware build: -O0 -O1 -O2 (default) -O3 -Os "
+                   "-Oz (or --opt=-Os)")
+    z.add_argument("--json", action="store_true", help="print the report as JSON")
+    z.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
     z.set_defaults(fn=_cmd_size)
     j = sub.add_parser("project", help="export a standalone Makefile project for a board")
     j.add_argument("model")
