@@ -28,7 +28,7 @@ def _cmd_compile(a):
         if a.target is not None and target != implied:
             raise AotError(f"--target '{target}' contradicts board '{a.board}', whose target is '{implied}'")
         target = implied
-    target = [b.target for b in backends] + [target]
+    main_target, target = target, [b.target for b in backends] + [target]
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=target,
                    bind_inputs=_load_binds(a.bind_input))
     if a.const_section:
@@ -45,6 +45,9 @@ def _cmd_compile(a):
     res = compile_model(a.model, opts, log=log, progress=progress)
     if progress:
         print("\r\033[K", end="", file=sys.stderr)
+    if backends:        # a backend's broken C source is refused here, not when the MLF is built
+        from .source_check import check_backend_sources
+        check_backend_sources(res.tar, main_target, backends, lambda m: print("warning: " + m, file=sys.stderr))
     for n in res.notes:
         print("note: " + n, file=sys.stderr)
     res.save(a.output)
