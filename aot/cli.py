@@ -285,15 +285,14 @@ def _load_binds(specs):
 
 def _cmd_debug(a):
     from .compiler import Options, write_atomic
-    from .debug import debug, instrument, refuse_tflite
+    from .debug import debug, instrument
     from .frontend.onnx_import import parse_input_shapes
     from .host import tar_bytes
     from boards import load_board
     load_board(a.board)
-    refuse_tflite(a.model)
     if a.mlf and (a.input_shape or a.model_name != "default"):
         raise AotError("--mlf takes the compile options from the instrumented MLF: "
-                       "drop --model-name and --input-shape (keep --bind-input: onnxruntime needs the values)")
+                       "drop --model-name and --input-shape (keep --bind-input: the reference needs the values)")
     if a.save_mlf:
         check_output("--save-mlf", a.save_mlf, ("model", a.model), ("--inputs file", a.inputs), ("--mlf", a.mlf))
     inputs = load_npz(a.inputs, "inputs")
@@ -468,11 +467,14 @@ def main(argv=None):
     j.add_argument("--rtol", type=float, default=1e-4)
     j.add_argument("--atol", type=float, default=1e-5)
     j.set_defaults(fn=_cmd_project)
-    d = sub.add_parser("debug", help="name the first kernel whose output diverges from onnxruntime",
+    d = sub.add_parser("debug", help="name the first kernel whose output diverges from onnxruntime (TFLite Micro "
+                       "for a .tflite model)",
                        description="Compile the model instrumented (same plan as 'aot compile'), run it, and compare "
-                                   "every kernel's output with onnxruntime. Exit status: 0 when every kernel "
-                                   "matches, 1 when a kernel diverges or the run fails, 2 for a user error.")
-    d.add_argument("model", help="ONNX model (.tflite is not supported yet)")
+                                   "every kernel's output with the reference: onnxruntime for an ONNX model, "
+                                   "TensorFlow Lite Micro (the tflite-micro wheel) for a .tflite one. Exit status: 0 "
+                                   "when every kernel matches, 1 when a kernel diverges or the run fails, 2 for a "
+                                   "user error.")
+    d.add_argument("model", help="ONNX or TFLite model")
     d.add_argument("--inputs", required=True, help=".npz keyed by the model's input names")
     d.add_argument("--board", default="host", help="host, or qemu-cortex-m3/m4/m7/m33/m55 (see boards/)")
     d.add_argument("--model-name", default="default")
