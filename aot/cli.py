@@ -284,12 +284,12 @@ def _load_binds(specs):
 
 
 def _cmd_debug(a):
-    from .compiler import Options, write_atomic
+    from .compiler import Options, board_target, write_atomic
     from .debug import debug, instrument
     from .frontend.onnx_import import parse_input_shapes
     from .host import tar_bytes
     from boards import load_board
-    load_board(a.board)
+    board = load_board(a.board)
     if a.mlf and (a.input_shape or a.model_name != "default"):
         raise AotError("--mlf takes the compile options from the instrumented MLF: "
                        "drop --model-name and --input-shape (keep --bind-input: the reference needs the values)")
@@ -298,7 +298,11 @@ def _cmd_debug(a):
     inputs = load_npz(a.inputs, "inputs")
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape),
                    bind_inputs=_load_binds(a.bind_input))
+    if board.get("core"):       # the code the board runs: its core's kernels
+        opts.target = board_target(board)
     log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
+    if a.mlf:
+        check_board_target(a.mlf, board, a.allow_target_mismatch)
     mlf = tar_bytes(a.mlf) if a.mlf else instrument(a.model, opts, log=log).tar
     rep = debug(a.model, inputs, a.board, options=opts, mlf=mlf, sanitize=a.sanitize, opt=a.opt, log=log)
     if a.save_mlf:
@@ -476,7 +480,8 @@ def main(argv=None):
                                    "user error.")
     d.add_argument("model", help="ONNX or TFLite model")
     d.add_argument("--inputs", required=True, help=".npz keyed by the model's input names")
-    d.add_argument("--board", default="host", help="host, or qemu-cortex-m3/m4/m7/m33/m55 (see boards/)")
+    d.add_argument("--board", default="host", help="host, or qemu-cortex-m3/m4/m7/m33/m55 (see boards/): the model "
+                   "is compiled for the board's core")
     d.add_argument("--model-name", default="default")
     d.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...", help="static shape for an input")
     d.add_argument("--bind-input", action="append", metavar="NAME=FILE.npy",
@@ -485,6 +490,7 @@ def main(argv=None):
     d.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
     d.add_argument("--mlf", metavar="FILE", help="use this instrumented MLF (from --save-mlf) instead of compiling")
     d.add_argument("--save-mlf", metavar="FILE", help="write the instrumented MLF")
+    d.add_argument("--allow-target-mismatch", action="store_true", help="with --mlf: " + MISMATCH_HELP)
     d.add_argument("--json", action="store_true", help="print the report as JSON")
     d.add_argument("-v", "--verbose", action="store_true", help="explain the compile and print the build commands")
     d.set_defaults(fn=_cmd_debug)

@@ -96,3 +96,27 @@ def test_board_target_mismatch_refused_by_name(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.startswith("warning: the MLF was built for target 'c' (host), board qemu-cortex-m55 has a cortex-m55")
     assert os.path.exists(tar)
+
+
+def test_debug_on_a_board_compiles_for_its_core(tmp_path, capsys, monkeypatch):
+    import sys
+
+    import aot.debug  # noqa: F401
+    from aot.host import read_valid_mlf
+    mod = sys.modules["aot.debug"]
+    seen = []
+
+    def fake_debug(model, inputs, board, options=None, mlf=None, **kw):
+        seen.append((board, read_valid_mlf(mlf).aot["target"]["str"]))
+        raise SystemExit(77)         # the run itself needs QEMU: tests/board
+    monkeypatch.setattr(mod, "debug", fake_debug)
+    np.savez(tmp_path / "in.npz", x=np.ones((1, 4), np.float32))
+    with pytest.raises(SystemExit):
+        cli(capsys, "debug", _relu(tmp_path), "--inputs", str(tmp_path / "in.npz"), "--board", "qemu-cortex-m55")
+    assert seen == [("qemu-cortex-m55", "c -mcpu=cortex-m55")]
+
+    # an instrumented MLF given with --mlf is checked against the board like aot run's
+    saved = tmp_path / "dbg.tar"
+    saved.write_bytes(mod.instrument(_relu(tmp_path)).tar)
+    refused(capsys, ["debug", _relu(tmp_path), "--inputs", str(tmp_path / "in.npz"), "--board", "qemu-cortex-m4",
+                     "--mlf", str(saved)], "target 'c' (host)", "board qemu-cortex-m4 has a cortex-m4")
