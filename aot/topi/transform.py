@@ -2,7 +2,7 @@
 strided_slice): "injective" stages, each output element a copy of one input element."""
 from __future__ import annotations
 
-from ..tir.expr import Const, Select, ge
+from ..tir.expr import Const, Select, ge, lt
 from . import tag
 from .utils import TopiError, compute, get_const_tuple, normalize_axis, prod
 
@@ -98,7 +98,7 @@ def concatenate(tensors, axis=0):
         out = None
         for k in reversed(range(len(tensors))):
             v = load(k, i)
-            out = v if out is None else Select(ge(i[axis], Const(starts[k], "int32")), v, out)
+            out = v if out is None else Select(lt(i[axis], Const(starts[k] + sizes[k], "int32")), v, out)
         return out
     return compute(tuple(shape), body, "T_concat", tag.INJECTIVE)
 

@@ -2,6 +2,7 @@
 expression walker recurses once per input (a chain of 490 gave a RecursionError), and the kernel,
 the executor and the host harness of 1,000 inputs build warning-free and match onnxruntime."""
 import numpy as np
+import pytest
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
@@ -45,3 +46,19 @@ def test_topi_concatenate_of_700_tensors():
     out = aot.nd.array(np.zeros(2100, "float32"))
     f(*[aot.nd.array(a) for a in arrs], out)
     np.testing.assert_array_equal(out.numpy(), np.concatenate(arrs))
+
+
+@pytest.mark.parametrize("n,shape,axis", [(2, (3,), 0), (3, (2, 3), 1), (5, (2, 3), 0)])
+def test_topi_concatenate_of_a_few_tensors(n, shape, axis):
+    """The chain of a few inputs: each input's loads sit under a test of the range before its end,
+    which the bounds check reads (a test of its start left the first input's loads unbounded)."""
+    from aot import te, topi
+    ts = [te.placeholder(shape, name=f"a{k}") for k in range(n)]
+    c = topi.concatenate(ts, axis)
+    f = aot.build(te.create_schedule(c.op), ts + [c], target="c")
+    rng = np.random.default_rng(n)
+    arrs = [rng.standard_normal(shape).astype("float32") for _ in range(n)]
+    want = np.concatenate(arrs, axis)
+    out = aot.nd.array(np.zeros(want.shape, "float32"))
+    f(*[aot.nd.array(a) for a in arrs], out)
+    np.testing.assert_array_equal(out.numpy(), want)
