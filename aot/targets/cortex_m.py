@@ -84,7 +84,7 @@ class CortexM(Family):
     # cortex-m4+nodsp); a core not in the table is still one, with none of the extensions
     _NAME = re.compile(r"^cortex-m[0-9]+(plus|p)?(\+no[a-z.]+)*\+?$")
     mattrs = ("dsp", "mve", "mve.fp", "fp", "fp.dp", "fp64", "fp16", "fullfp16", "lob", "pacbti", "cdecp0",
-              "thumb2", "vfp4", "vfp4sp", "vfp5")
+              "thumb2", "vfp4", "vfp4sp", "vfp5", "nodsp", "nomve", "nofp")
 
     def knows_mcpu(self, mcpu):
         return bool(mcpu) and bool(self._NAME.match(mcpu))

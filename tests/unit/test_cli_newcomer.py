@@ -45,6 +45,11 @@ def test_empty_target_refused(tmp_path, capsys):
     "llvm -mcpu=core-avx2", "llvm -mcpu=skylake-avx512", "llvm -mcpu=cascadelake", "llvm -mcpu=broadwell",
     "c -mcpu=cortex-a72 -mattr=+neon,+vfp4,+thumb2", "llvm -mattr=+neon,+crc,+lse", "c -mcpu=cortex-a53",
     "c -mcpu=native", "llvm -mcpu=skylake -mattr=+avx2,-avx512f",
+    # what TVM's own tests name (513c2be: tests/python, python/tvm)
+    "llvm -mcpu=knl", "llvm -mcpu=sapphirerapids", "llvm -mcpu=x86-64-v4", "llvm -mcpu=tremont",
+    "llvm -mcpu=bdver4", "llvm -mattr=+v9.2a,+sme", "llvm -mattr=+v8.2a,+dotprod,+i8mm", "llvm -mattr=+sve",
+    "llvm -mattr=-f16c,-avx512f", "llvm -mattr=+sse4.1,+avx2", "c -mcpu=cortex-m55 -mattr=+fp,+mve",
+    "c -mcpu=sifive-u74",
 ])
 def test_known_cpus_and_features_stay_accepted(target):
     from aot.target import Target
