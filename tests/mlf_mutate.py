@@ -68,7 +68,8 @@ def _reseal(files):
         a["digests"] = {p: hashlib.sha256(d).hexdigest() for p, d in sorted(files.items()) if p != "metadata.json"}
     except Exception:       # noqa: BLE001 -- metadata the mutation broke: leave it as it is
         return files
-    return dict(files, **{"metadata.json": json.dumps(meta, indent=2, sort_keys=True).encode()})
+    from mlf.writer import metadata_json
+    return dict(files, **{"metadata.json": metadata_json(meta).encode()})
 
 
 def _num(rng, v):
@@ -213,7 +214,7 @@ def mutate(rng, tar, kind, resealed):
                 what, new = _mutate_value(rng, v, strings)
             _set(meta, path, new)
             desc = f"metadata {'.'.join(map(str, path))[:80]}: {what}"
-        files["metadata.json"] = json.dumps(meta, indent=2, sort_keys=True).encode()
+        files["metadata.json"] = json.dumps(meta, indent=2, sort_keys=True).encode() + b"\n"
     elif kind == "member_drop":
         p = sorted(files)[rng.integers(0, len(files))]
         del files[p]
