@@ -29,12 +29,20 @@ def tar_bytes(tar):
     return read_tar_file(tar)
 
 
+def mlf_problems(m):
+    """Every problem of the MLF `m` (mlf.validate with the header the metadata gives): the one
+    check that info, run, size, project, debug and the Python API share."""
+    from codegen_c.emit import header_from_metadata
+    from mlf import validate
+    return validate(m, header_from_metadata)
+
+
 def read_valid_mlf(data, label=None):
     """The MLF `data` (a path or bytes; label: its path when bytes are given), refused by an
     AotError naming each problem unless it passes every check of mlf.validate."""
-    from mlf import read_mlf, validate
+    from mlf import read_mlf
     m = read_mlf(data)
-    problems = validate(m)
+    problems = mlf_problems(m)
     if problems:
         label = label if label is not None else data if isinstance(data, (str, os.PathLike)) else None
         where = f" '{label}'" if label is not None else ""

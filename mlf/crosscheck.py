@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from aot.dtypes import BYTES as DTYPE_BYTES
+from aot.dtypes import BYTES as DTYPE_BYTES, quant_literals
 
 SRC_DIR = "codegen/host/src/"
 COMPILED = (".c", ".cc", ".cpp", ".cu")       # what a build compiles, where it is listed
@@ -56,21 +56,17 @@ def _prototype(header, fname):
     return None if m is None else " ".join(m.group(1).split())
 
 
-def quant_text(scale, zero_point):
-    """The scale and zero point macros' text, as the header writer prints them."""
-    zp = int(zero_point)
-    return f"{float(np.float32(scale)):.9g}f", f"({zp})" if zp < 0 else str(zp)
-
-
-def cross_problems(mod, info, aot, main, files) -> list:
+def cross_problems(mod, info, aot, main, files, render_header=None) -> list:
+    """render_header(mod, aot, main): the header the metadata gives (codegen_c.emit's
+    header_from_metadata, which a driver passes: this layer does not reach the code printer)."""
     p = []
     MOD = mod.upper()
     hdr = f"codegen/host/include/tvmgen_{mod}.h"
     if hdr in files:
         n = len(p)
         _header(_text(files, hdr), mod, MOD, hdr, aot, main, p)
-        if len(p) == n:         # nothing named: compare it whole with the header its metadata gives
-            _header_whole(_text(files, hdr), mod, hdr, aot, main, p)
+        if len(p) == n and render_header is not None:     # nothing named: compare it whole
+            _header_whole(_text(files, hdr), mod, hdr, aot, main, p, render_header)
     _io_sizes(aot, main, p)
     _members(aot, files, p)
     _build_lists(aot, files, p)
@@ -90,7 +86,7 @@ def _expected_macros(mod, MOD, aot, main):
             C = t["c_name"].upper()
             want[f"TVMGEN_{MOD}_{C}_SIZE"] = (str(n), f"aot.{kind}[{k}] {t['dtype']}{t['shape']}")
             if "scale" in t and not aot.get("device"):     # a device module's header has no quantisation macros
-                s, z = quant_text(t["scale"], t["zero_point"])
+                s, z = quant_literals(t["scale"], t["zero_point"])
                 want[f"TVMGEN_{MOD}_{C}_SCALE"] = (s, f"aot.{kind}[{k}].scale {t['scale']!r}")
                 want[f"TVMGEN_{MOD}_{C}_ZERO_POINT"] = (z, f"aot.{kind}[{k}].zero_point {t['zero_point']!r}")
     want[f"TVMGEN_{MOD}_WORKSPACE_SIZE"] = (str(main["workspace_size_bytes"]),
@@ -160,30 +156,8 @@ def _header(text, mod, MOD, hdr, aot, main, p):
                  f"aot.device is {'absent' if not aot.get('device') else repr(aot['device'].get('api'))}")
 
 
-def header_from_metadata(mod, aot, main):
-    """The header aot writes for this metadata (the same template, given what the metadata says)."""
-    from codegen_c.emit import render_template
-    dev = aot.get("device")
-
-    def io(kind):
-        out = []
-        for t in aot[kind]:
-            e = {"c": t["c_name"], "nbytes": DTYPE_BYTES[t["dtype"]] * int(np.prod(t["shape"], dtype=np.int64))}
-            if "scale" in t and not dev:
-                e["scale"], e["zero_point"] = quant_text(t["scale"], t["zero_point"])
-            out.append(e)
-        return out
-    devices = list(aot.get("devices") or [])
-    return render_template("model.h.j2", inputs=io("inputs"), outputs=io("outputs"), mod=mod, MOD=mod.upper(),
-                           workspace_size=main["workspace_size_bytes"], workspace_io=bool(aot.get("use_workspace_io")),
-                           pools=[dict(q, C=q["c"].upper()) for q in aot.get("workspace_pools") or []],
-                           device_api=dev["api"] if dev else None, devices=devices,
-                           packed=aot.get("interface_api") == "packed", target="",
-                           devices_param=f", struct tvmgen_{mod}_devices* devices" if devices else "")
-
-
-def _header_whole(text, mod, hdr, aot, main, p):
-    want = header_from_metadata(mod, aot, main)
+def _header_whole(text, mod, hdr, aot, main, p, render_header):
+    want = render_header(mod, aot, main)
     if text == want:
         return
     a, b = text.split("\n"), want.split("\n")

@@ -50,7 +50,7 @@ def _header_macros(text):
     return {m.group(1): m.group(2) for m in re.finditer(r"^#define (\w+)[ \t]*(.*?)[ \t]*$", text, re.M)}
 
 
-def metadata_problems(meta, files) -> list:
+def metadata_problems(meta, files, render_header=None) -> list:
     p = []
     if not isinstance(meta, dict):
         return ["metadata.json is not a JSON object"]
@@ -129,7 +129,7 @@ def metadata_problems(meta, files) -> list:
             p.append(f"missing member ./{f}")
     _info_fields(aot, p)
     if not p:       # the cross-checks read the fields checked above
-        p += cross_problems(mod, info, aot, main, files)
+        p += cross_problems(mod, info, aot, main, files, render_header)
     # after the contradictions, which name what disagrees: the digests only say what changed
     return p + digest_problems(aot, files)
 
