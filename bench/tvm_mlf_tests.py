@@ -113,6 +113,17 @@ class _Timeout(Exception):
 
 
 # -- the rewrite ------------------------------------------------------------------------------
+class Swap(ImportSwap):
+    """README's swap; `import tvm.testing` binds `tvm` in TVM, so it also binds aot as tvm here."""
+
+    def visit_Import(self, node):
+        out = super().visit_Import(node)
+        bare = [a for a in node.names if a.asname is None and a.name.startswith("tvm.")]
+        if bare:
+            return [out, ast.copy_location(ast.Import([ast.alias("aot", "tvm")]), node)]
+        return out
+
+
 class Site:
     def __init__(self, key, kind, conds):
         self.key, self.kind, self.conds = key, kind, conds     # conds: [(test expr source, branch taken)]
@@ -254,7 +265,7 @@ def load_module(repo, path, verbose):
     """The test file rewritten and its top-level statements run one by one (a failing one is
     recorded and the next still runs). -> (namespace, rewrite, tree, {def name: error})"""
     src = git_show(repo, REF, path)
-    tree = ImportSwap().visit(ast.parse(src))
+    tree = Swap().visit(ast.parse(src))
     rw = CountAsserts(path, src)
     tree = rw.visit(tree)
     ast.fix_missing_locations(tree)

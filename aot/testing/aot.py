@@ -401,3 +401,23 @@ def get_dtype_range(dtype):
     else:
         raise AotError(f"get_dtype_range: dtype {dtype} is neither floating-point nor integral")
     return info.min, info.max
+
+
+def create_relay_module_and_inputs_from_tflite_file(tflite_model_file, bind_params_by_name=True):
+    """TVM's helper: (relay module, {input name: random data in the input's range}, params) of a
+    .tflite file. The data is seeded, so that a test sees the same inputs each run."""
+    from ..relay import frontend
+    with open(tflite_model_file, "rb") as f:
+        mod, params = frontend.from_tflite(f.read())
+    rng = np.random.default_rng(0)
+    inputs = {}
+    for p in mod["main"].params:
+        t = p.type_annotation
+        dtype = str(t.dtype)
+        shape = tuple(int(d) for d in t.shape)
+        if np.dtype(dtype).kind == "f":
+            inputs[p.name_hint] = rng.uniform(-1, 1, shape).astype(dtype)
+        else:
+            lo, hi = get_dtype_range(dtype)
+            inputs[p.name_hint] = rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
+    return mod, inputs, params
