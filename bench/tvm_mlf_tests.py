@@ -99,12 +99,20 @@ REFUSED = [
     (MLF_FILE, "test_export_model_library_format_workspace", r"graph", "the graph executor's MLF"),
     (MLF_FILE, "test_export_model_library_format_llvm", None, "LLVM object files in the MLF: aot has no LLVM "
      "backend (llvm is its host C path)"),
+    (MLF_FILE, "test_export_byoc_c_module", None, "BYOC's ccompiler codegen (relay.testing.byoc): aot's external "
+     "code comes from plug-in backends (aot.uma)"),
     (MLF_FILE, "test_multiple_relay_modules_graph", None, "the graph executor's MLF"),
     (MLF_FILE, "test_multiple_relay_modules_aot_graph", None, "the graph executor's MLF (one of the modules)"),
     (CRT_AOT, "test_workspace_calculation_cmsis_nn", None, "CMSIS-NN partitioning, and a download"),
     (FWD, "test_external_calls", None, "CMSIS-NN partitioning and the Corstone-300 runner, and a download"),
     (FWD, "test_tensorized_calls", None, "the Corstone-300 reference system (TVM's arm_cpu DSP schedule)"),
 ]
+# assertion (file:line) -> why aot differs there on purpose; counted unmet, with this reason
+BY_DESIGN = {
+    **{f"{MLF_FILE}:{line}": "export_datetime is SOURCE_DATE_EPOCH (1970 unless set), so that an MLF is "
+       "byte-identical for the same model and options; TVM's test wants the time of the build"
+       for line in (77, 200, 293, 384)},
+}
 TIMEOUT_S = 600
 
 
@@ -142,6 +150,7 @@ class CountAsserts(ast.NodeTransformer):
         self.path, self.src, self.conds, self.in_raises = path, src, [], 0
         self.sites = {}        # function name (module level) -> [Site]
         self.decorators = {}   # function name (module level) -> its decorator expressions
+        self.calls = {}        # function name (module level) -> [(callee name, conditions at the call)]
         self.func = None
 
     def _site(self, node, kind):
@@ -191,21 +200,14 @@ class CountAsserts(ast.NodeTransformer):
         return node
 
     def visit_Call(self, node):
+        if self.func is not None and isinstance(node.func, ast.Name):
+            self.calls.setdefault(self.func, []).append((node.func.id, list(self.conds)))
         self.generic_visit(node)
         f = node.func
         if isinstance(f, ast.Attribute) and f.attr == "importorskip" and node.args and \
                 isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             node.args[0] = ast.Constant(ImportSwap._mod(node.args[0].value))
         return node
-
-
-def calls_of(tree):
-    """{module-level function: names it calls}, to follow a test into its helpers."""
-    out = {}
-    for fn in tree.body:
-        if isinstance(fn, ast.FunctionDef):
-            out[fn.name] = {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    return out
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -350,15 +352,17 @@ def stand_in(name, rw, ns):
     return f
 
 
-def sites_of(test, rw, calls):
-    seen, todo, sites = set(), [test], []
+def sites_of(test, rw):
+    """The test's assertion sites and those of the module's functions it calls (a helper's sites
+    carry the conditions under which the test calls it)."""
+    seen, todo, sites = set(), [(test, [])], []
     while todo:
-        f = todo.pop()
+        f, conds = todo.pop(0)
         if f in seen:
             continue
         seen.add(f)
-        sites += rw.sites.get(f, [])
-        todo += sorted(calls.get(f, ()))
+        sites += [Site(s.key, s.kind, conds + s.conds) for s in rw.sites.get(f, [])]
+        todo += [(callee, conds + c) for callee, c in rw.calls.get(f, ()) if callee in rw.sites or callee in rw.calls]
     return sites
 
 
@@ -380,10 +384,10 @@ def _refused(path, test, pid):
     return None
 
 
-def run_test(path, name, ns, rw, calls, errors, verbose):
+def run_test(path, name, ns, rw, errors, verbose):
     rows = []
     func = ns.get(name)
-    sites = sites_of(name, rw, calls)
+    sites = sites_of(name, rw)
     if not sites:
         sites = [Site(f"{path}:{name}:runs to its end", "completes", [])]
     if not callable(func):      # its definition failed (a decorator aot lacks): each parameter set owes its sites
@@ -458,14 +462,13 @@ def main(argv=None):
         print(f"== {group}", flush=True)
         for path, chosen in files.items():
             ns, rw, tree, errors = load_module(args.tvm, path, args.verbose)
-            calls = calls_of(tree)
             names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
             for name in names:
                 if chosen is not None and name not in chosen:
                     continue
                 if args.only and name not in args.only:
                     continue
-                for r in run_test(path, name, ns, rw, calls, errors, args.verbose):
+                for r in run_test(path, name, ns, rw, errors, args.verbose):
                     r["file"] = path
                     rows.append(r)
         report[group] = rows
@@ -476,16 +479,18 @@ def main(argv=None):
         for r in rows:
             for s in r["sites"]:
                 by_key[s["key"]] = by_key.get(s["key"], True) and s["ok"]
-        refused = [r for r in rows if r["refused"]]
-        r_total = sum(len(r["sites"]) for r in refused)
-        r_met = sum(s["ok"] for r in refused for s in r["sites"])
+        refused = [s for r in rows for s in r["sites"] if r["refused"] or BY_DESIGN.get(s["key"])]
+        r_total = len(refused)
+        r_met = sum(s["ok"] for s in refused)
         for r in rows:
             m = sum(s["ok"] for s in r["sites"])
             print(f"   {m:3d}/{len(r['sites']):<3d} {r['test']}[{r['id']}]" +
                   (f"  -- refused by design: {r['refused']}" if r["refused"] else ""))
             for s in r["sites"]:
                 if not s["ok"]:
-                    print(f"           unmet {s['key'].split('/')[-1]}: {s['why']}")
+                    s["by_design"] = BY_DESIGN.get(s["key"])
+                    note = f"  -- by design: {s['by_design']}" if s["by_design"] else ""
+                    print(f"           unmet {s['key'].split('/')[-1]}: {s['why']}{note}")
         line = (f"{group}: {met}/{total} assertions met (per parameter set); {sum(by_key.values())}/{len(by_key)} "
                 f"assertion statements; without what aot refuses by design: {met - r_met}/{total - r_total}")
         lines.append(line)

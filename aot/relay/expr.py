@@ -356,3 +356,13 @@ def const(value, dtype=None):
     elif a.dtype == np.int64 and a.ndim == 0:
         a = a.astype(np.int32)
     return Constant(a)
+
+
+def _register_with_ir():
+    """tvm.ir.IRModule takes relay functions too: aot.ir's module hands them to this one."""
+    from ..ir import module as ir_module
+    if IRModule not in ir_module.RELAY_MODULE:
+        ir_module.RELAY_MODULE.append(IRModule)
+
+
+_register_with_ir()
