@@ -11,13 +11,14 @@ from ..errors import AotError
 
 
 # TVM has one IRModule for relay and TIR (tvm.ir.module.IRModule): relay functions given to this one
-# go to relay's, which aot.relay registers here when it is imported (the IR layers cannot import it)
+# go to relay's, which aot.relay registers here when it is imported (the IR layers cannot import it):
+# [relay's IRModule class, relay's expression base class]
 RELAY_MODULE = []
 
 
 def _relay_module(functions):
-    from ..tir.stmt import PrimFunc
-    if RELAY_MODULE and any(not isinstance(f, PrimFunc) for f in dict(functions or {}).values()):
+    """relay's IRModule class when a function given is a relay expression, else None."""
+    if RELAY_MODULE and any(isinstance(f, RELAY_MODULE[1]) for f in dict(functions or {}).values()):
         return RELAY_MODULE[0]
     return None
 

@@ -361,8 +361,7 @@ def const(value, dtype=None):
 def _register_with_ir():
     """tvm.ir.IRModule takes relay functions too: aot.ir's module hands them to this one."""
     from ..ir import module as ir_module
-    if IRModule not in ir_module.RELAY_MODULE:
-        ir_module.RELAY_MODULE.append(IRModule)
+    ir_module.RELAY_MODULE[:] = [IRModule, Expr]
 
 
 _register_with_ir()
