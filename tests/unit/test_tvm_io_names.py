@@ -100,3 +100,14 @@ def test_output_named_like_an_input_refused():
 def test_model_naming_unchanged():
     res = aot.compile(_add_inputs(["1x", "int"]).SerializeToString())
     assert [c for c, _, _ in res.plan.inputs] == ["_1x", "int_"]
+
+
+def test_cli_refuses_clash_in_one_line_without_output(tmp_path, capsys):
+    from aot.cli import main
+    src, out = tmp_path / "m.onnx", tmp_path / "m.tar"
+    src.write_bytes(_add_inputs(["input:1", "input_1"]).SerializeToString())
+    rc = main(["compile", str(src), "-o", str(out), "--io-names", "tvm"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert "'input:1'" in err and "'input_1'" in err
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
