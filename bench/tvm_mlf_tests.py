@@ -459,6 +459,11 @@ def main(argv=None):
     ap.add_argument("-v", "--verbose", action="count", default=0)
     ap.add_argument("--json", help="write the per-assertion results here")
     args = ap.parse_args(argv)
+    probe = subprocess.run(["git", "-C", str(args.tvm), "cat-file", "-e", f"{REF}^{{commit}}"], capture_output=True)
+    if probe.returncode:
+        print(f"error: no TVM git repository with commit {REF} at {args.tvm} (fetch github:apache/tvm, or --tvm PATH)",
+              file=sys.stderr)
+        return 2
     os.environ.setdefault("AOT_TESTDATA_DIR", str(testdata_dir()))
     report, lines = {}, []
     for group, files in TESTS.items():
