@@ -387,9 +387,9 @@ def _build_func(func, target, name):
     graph = Graph(name, ins, outs, nodes, 18)
     res = compile_model(graph, Options(model_name=sanitize(name) or "default", target=str(target)))
     lls = list(func.attrs.get("import_llvm", ()))
-    if packed or lls:
-        return InProcessModule(res.tar, lls, name)
-    return Module(res.tar)
+    mod = InProcessModule(res.tar, lls, name) if packed or lls else Module(res.tar)
+    mod.operator = (name, func, target)
+    return mod
 
 
 def _members(tar):
@@ -410,6 +410,20 @@ class Module:
     written in place, as a TVM module writes them."""
 
     sizes = {}          # te.var name -> the size it was built for
+    # (name, PrimFunc, target) of a module aot.build made from one function: TVM's OperatorModule,
+    # which export_model_library_format writes in TVM's operator layout; None for a model
+    operator = None
+
+    @property
+    def ir_module_by_target(self):
+        """TVM's OperatorModule.ir_module_by_target: {target: the IRModule of the built function}."""
+        if self.operator is None:
+            raise AotError("ir_module_by_target: this module was compiled from a model, not built from one "
+                           "function (aot.build)")
+        from .target import Target
+        from .tir.schedule_api import PrimModule
+        name, func, target = self.operator
+        return {target if isinstance(target, Target) else Target(str(target)): PrimModule({name: func})}
 
     def __init__(self, tar):
         self.tar = bytes(tar)

@@ -57,6 +57,10 @@ def metadata_problems(meta, files, render_header=None) -> list:
     if meta.get("version") != MLF_VERSION:
         p.append(f"metadata version is {_show(meta.get('version'))}, expected {MLF_VERSION}")
     mods = meta.get("modules")
+    if mods is None and meta.get("style") == "operator":
+        return p + [f"an operator MLF (style 'operator': the C of one function, '{_show(meta.get('model_name'))[1:-1]}')"
+                    " has no executor to build or run; export the module aot.build made with export_library "
+                    "for its full MLF"]
     if not isinstance(mods, dict) or len(mods) != 1:
         return p + ["metadata must have exactly one module"]
     mod, info = next(iter(mods.items()))

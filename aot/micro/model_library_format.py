@@ -15,6 +15,11 @@ class UnsupportedInModelLibraryFormatError(AotError):
     """The object given has no Model Library Format (it was not compiled by aot)."""
 
 
+class MultipleOperatorsError(AotError):
+    """export_model_library_format was given a list holding an operator module (aot.build): its
+    Model Library Format holds one function (TVM's RuntimeError)."""
+
+
 def mlf_bytes(module, what="export_model_library_format"):
     """The MLF tarball (bytes) of what relay.build, aot.build or aot.compile returned, of MLF
     bytes, or of an MLF file's path."""
@@ -41,8 +46,61 @@ def mlf_bytes(module, what="export_model_library_format"):
         "aot.compile returned")
 
 
+def _operator_mlf(module):
+    """TVM's layout for what tvm.build made (style "operator"): metadata.json without "modules"
+    (model_name, memory {function: [one row per parameter buffer]}, executors []), the
+    function's TIR as src/tir-<device type>.txt, and the C as codegen/host/src/lib<N>.c (no module
+    prefix). The C is the module's own (lib0: its entry, lib1: the kernels), with the header it
+    includes; there are no parameters and no runtime, as in TVM's."""
+    import datetime
+    import json
+    from mlf import read_mlf
+    from mlf.writer import source_date_epoch, write_tar
+    from ..dtypes import BYTES
+    from ..runtime import device
+    name, func, target = module.operator
+    m = read_mlf(module.tar)
+    if m.aot.get("device"):
+        raise UnsupportedInModelLibraryFormatError(
+            f"export_model_library_format: operator '{name}' runs on the {m.aot['device'].get('api')} device; "
+            "an operator's Model Library Format holds host C only (as TVM's, for its c and llvm targets)")
+    mod = m.module_name
+    ((tgt, ir_mod),) = module.ir_module_by_target.items()
+    memory = {}
+    for fname, f in ir_mod.functions.items():
+        rows = []
+        for b in f.params:
+            shape = [int(d) for d in b.shape]
+            size = BYTES[str(b.dtype)]
+            for d in shape:
+                size *= d
+            rows.append({"size_bytes": size, "shape": shape, "dtype": str(b.dtype), "input_binding": b.name})
+        memory[fname] = rows
+    when = datetime.datetime.fromtimestamp(source_date_epoch(), datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    meta = {"version": _GENERATED_VERSION, "model_name": name, "export_datetime": when, "memory": memory,
+            "target": [str(tgt)], "executors": [], "style": "operator"}
+    src = f"codegen/host/src/{mod}_lib"
+    files = {"metadata.json": json.dumps(meta, indent=2, sort_keys=True) + "\n",
+             f"src/tir-{int(device(str(tgt)).device_type)}.txt": str(ir_mod)}
+    for path, data in m.files.items():
+        if path.startswith(src) and path.endswith(".c"):
+            files["codegen/host/src/lib" + path[len(src):]] = data
+        elif path.startswith("codegen/host/include/"):
+            files[path] = data
+    return write_tar(files)
+
+
 def export_model_library_format(mod, file_name):
-    """Write the module's MLF tarball to file_name; returns file_name (as TVM)."""
+    """Write the module's MLF tarball to file_name; returns file_name (as TVM). A module aot.build
+    made from one function is written in TVM's operator layout (_operator_mlf)."""
     from ..compiler import write_atomic
+    if isinstance(mod, list):
+        ops = [m for m in mod if getattr(m, "operator", None) is not None]
+        if ops and len(mod) > 1:
+            # TVM's RuntimeError and words: an operator MLF holds one function
+            raise MultipleOperatorsError("Multiple operator is not supported.")
+    if getattr(mod, "operator", None) is not None:
+        write_atomic(str(file_name), _operator_mlf(mod))
+        return file_name
     write_atomic(str(file_name), mlf_bytes(mod))
     return file_name
