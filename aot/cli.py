@@ -299,13 +299,14 @@ def info_summary(m) -> dict:
 
 
 def _cmd_info(a):
-    from mlf import read_mlf, validate
+    from mlf import read_mlf
 
+    from .host import mlf_problems
     from .tir.trace import format_trace, from_json
     if a.memory_svg:
         check_output("--memory-svg", a.memory_svg, ("MLF", a.model))
     m = read_mlf(a.model)
-    problems = validate(m)
+    problems = mlf_problems(m)
     s = info_summary(m) if not problems else None
     if not problems and (a.memory or a.memory_svg):
         from .memory_report import svg, table

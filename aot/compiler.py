@@ -163,7 +163,7 @@ def io_entry(plan, kind, k):
 def compile_model(model, options: Options | None = None, log=None, progress=None) -> CompileResult:
     from codegen_c.dialects import build_fragment
     from codegen_c.emit import emit_c, render_template
-    from mlf.writer import empty_param_dict, make_metadata, metadata_json, source_date_epoch, write_tar
+    from mlf.writer import empty_param_dict, make_metadata, metadata_json, seal, source_date_epoch, write_tar
 
     from .uma import external_lowering, partition_for
     from .passes.partition import external_functions, renumber_functions
@@ -273,7 +273,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         fragment = build_fragment(target.family, tool) if target.is_device else None
         files[f"mlf.{tool}"] = render_template(f"mlf.{tool}.j2", mod=mod, MOD=mod.upper(), sources=src_list,
                                                device=extra.get("device"), fragment=fragment)
-    tar = write_tar(files, epoch)
+    tar = write_tar(seal(files), epoch)
     log(f"mlf: {len(files)} members, {len(tar)} bytes")
     return CompileResult(tar, plan, graph, notes)
 

@@ -416,9 +416,9 @@ class Module:
 
     def __init__(self, tar):
         self.tar = bytes(tar)
-        from mlf import read_mlf
+        from .host import read_valid_mlf
         files = _members(self.tar)
-        info = read_mlf(self.tar).aot
+        info = read_valid_mlf(self.tar).aot
         self.inputs = [(t["name"], tuple(t["shape"]), t["dtype"]) for t in info["inputs"]]
         self.outputs = [(t["name"], tuple(t["shape"]), t["dtype"]) for t in info["outputs"]]
         self.host_source = "\n".join(files[k].decode() for k in sorted(files)

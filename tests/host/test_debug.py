@@ -20,7 +20,7 @@ from onnx import helper
 import aot
 from aot.compiler import Options, compile_model
 from aot.debug import debug_mlf, instrument
-from mlf.writer import write_tar
+from mlf.writer import reseal, write_tar
 from conftest import ROOT, init, make_model, vi
 
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm")
@@ -77,7 +77,7 @@ def corrupt_kernel(tar, kernel, wrong="({v}) * 1.5f + 0.5f"):
     s = stores[-1]
     body = body[:s.start()] + s.group(1) + wrong.format(v=s.group(2)) + ";" + body[s.end():]
     files[path] = (src[:start] + body + src[end:]).encode()
-    return write_tar(files)
+    return reseal(write_tar(files))     # the corruption is the test's own: its digest is recorded
 
 
 @pytest.fixture(scope="module")
