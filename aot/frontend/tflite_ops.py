@@ -661,6 +661,10 @@ def dequantize(cx, op):
         data = dequantise(t) if t.quantised else t.data.astype(np.float32)      # float16 weights in a float model
         return [cx.b.const(_out(op), data)]
     s, z = qparams(t, op)           # (q - zero point) * scale in float32, as TFLite Micro rounds it
+    reach = centred_max(z, t.dtype) * float(s)
+    if reach >= float(np.finfo(np.float32).max):
+        raise QuantRangeError(f"input '{t.name}' scale {fmt(s)} dequantises {t.dtype} values to {reach:.3g}, "
+                              "beyond float32")
     return [cx.node("DequantizeLinear", [cx.value(t, op), cx.b.const("scale", np.float32(s)),
                                          cx.b.const("zero_point", np.asarray(z, t.dtype))], name=_out(op))]
 

@@ -179,3 +179,14 @@ def test_onnx_qlinear_conv_and_contrib_scales_are_checked():
     with pytest.raises(AotError, match=r"node 'add1' \(com.microsoft::QLinearAdd\): A_scale 3e\+38 / C_scale 0\.01 "
                                        "= inf overflows float32"):
         _import_onnx(m)
+
+
+def test_tflite_dequantize_beyond_float32_is_refused_by_operator():
+    from aot.errors import TFLiteError
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, 4], "int8", scale=3e38, zero_point=0)
+    y = mb.tensor("y", [1, 4], "float32")
+    mb.op("DEQUANTIZE", [x], [y])
+    with pytest.raises(TFLiteError, match=r"^operator 0 \(DEQUANTIZE\): input 'x' scale 3e\+38 dequantises int8 "
+                                          r"values to 3\.84e\+40, beyond float32$"):
+        _import_tflite(mb.finish(inputs=[x], outputs=[y]))
