@@ -631,8 +631,8 @@ def softmax(cx, op):
                               "zero point -128 (what TFLite Micro supports)")
         real = np.float64(np.float32(beta)) * np.float64(si) * (1 << 26)
         if not real > 1.0:          # TFLite Micro's Prepare stops there (QuantizeMultiplierGreaterThanOne)
-            raise QuantRangeError(f"input '{op.inputs[0].name}' scale {fmt(si)} * beta {fmt(beta)} * 2^26 = {fmt(real)} "
-                                  "must exceed 1 for TFLite's int8 softmax")
+            raise QuantRangeError(f"input '{op.inputs[0].name}' scale {fmt(si)} * beta {fmt(beta)} * 2^26 = "
+                                  f"{fmt(real)} must exceed 1 for TFLite's int8 softmax")
         exp_t, sum_t, _ = softmax_tables(np.float32(beta), si)
         return [cx.node("QSoftmax", [x, cx.b.const(f"{_out(op)}_exp", exp_t), cx.b.const(f"{_out(op)}_sum", sum_t)],
                         {"out_dtype": "int8"}, name=_out(op))]

@@ -24,7 +24,8 @@ def test_multiplier_shift_limits():
     assert r.requant_multiplier(2.0 ** -32, "s") == (1 << 30, -31)      # the smallest shift kept
     assert r.requant_multiplier(2.0 ** -33, "s") == (0, 0)              # below: flushed to 0, as TFLite does
     assert r.requant_multiplier(1.5 * 2.0 ** 29, "s", bound=1) == (3 << 29, 30)
-    with pytest.raises(r.QuantRangeError, match=r"^s = 1\.073742e\+09 makes a requantisation shift of 31, more than the 30"):
+    with pytest.raises(r.QuantRangeError, match=r"^s = 1\.073742e\+09 makes a requantisation shift of 31, more "
+                                                r"than the 30"):
         r.requant_multiplier(2.0 ** 30, "s", bound=1)
     for bad in (float("inf"), float("nan")):
         with pytest.raises(r.QuantRangeError, match="must be finite"):
