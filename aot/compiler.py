@@ -15,7 +15,7 @@ from .executor import PlanOptions, build_plan, debug_table
 from .frontend import import_model
 from .frontend.onnx_import import check_supported
 from .ir.graph import print_graph
-from .names import MAX_MODEL_NAME, model_c_name, unique_c_names
+from .names import MAX_MODEL_NAME, model_c_name, tvm_c_names, unique_c_names
 from .passes.fold_constants import fold_constants
 from .passes.layout import channels_last
 from .passes.fuse import fuse_ops, group_name
@@ -203,10 +203,13 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         graph = renamed_graph
         groups = fuse_and_order(graph, options, lambda m: None)
 
-    in_c, notes1 = unique_c_names([v.name for v in graph.inputs], reserved=("WORKSPACE",))
-    out_c, notes2 = unique_c_names(tvm_output_names(graph, model) if options.io_names == "tvm" else graph.output_names,
-                                   reserved=["WORKSPACE"] + in_c)
-    notes = notes1 + notes2
+    if options.io_names == "tvm":       # TVM's names exactly: a clash is refused, not renamed
+        in_c, out_c = tvm_c_names([v.name for v in graph.inputs], tvm_output_names(graph, model))
+        notes = []
+    else:
+        in_c, notes1 = unique_c_names([v.name for v in graph.inputs], reserved=("WORKSPACE",))
+        out_c, notes2 = unique_c_names(graph.output_names, reserved=["WORKSPACE"] + in_c)
+        notes = notes1 + notes2
     for n in notes:
         log("note: " + n)
     external = _chain(options.external, external_lowering(backends) if backends else None)

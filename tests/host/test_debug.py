@@ -235,10 +235,10 @@ def test_cli_exit_codes_and_table(model, tmp_path, capsys):
     np.savez(tmp_path / "wrong.npz", x=np.zeros((1, 3, 4, 4), np.float32))
     cases = [(base + ["--mlf", str(malformed)], "aot.debug_records[2] is malformed"),
              (base + ["--mlf", str(normal)], "not instrumented for aot debug"),
-             (base + ["--mlf", str(other)], "was not compiled from this ONNX model"),
+             (base + ["--mlf", str(other)], "was not compiled from this model"),
              (base + ["--board", "qemu-cortex-m99"], "unknown board 'qemu-cortex-m99'"),
              (base + ["--mlf", str(bad), "--model-name", "x"], "drop --model-name"),
-             (["debug", str(tmp_path / "m.tflite"), "--inputs", str(inputs)], ".tflite models are not supported"),
+             (["debug", str(tmp_path / "m.tflite"), "--inputs", str(inputs)], "m.tflite"),
              (["debug", str(onnx_path), "--inputs", str(tmp_path / "missing.npz")], "cannot read inputs"),
              (["run", str(saved), "--inputs", str(inputs)], "instrumented for aot debug"),
              (["project", str(saved), "-o", str(tmp_path / "proj")], "instrumented for aot debug"),
