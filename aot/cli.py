@@ -213,7 +213,7 @@ def _cmd_run(a):
     from boards import load_board
     board = load_board(a.board)
     if a.outputs:
-        check_output("--outputs", a.outputs, ("MLF", a.model), ("--inputs file", a.inputs))
+        check_output("--outputs", a.outputs, ("MLF", getattr(a, "mlf_path", a.model)), ("--inputs file", a.inputs))
     inputs = load_npz(a.inputs, "inputs", a.model)
     check_board_target(a.model, board, a.allow_target_mismatch)
     if board.get("kind") == "qemu":
@@ -342,7 +342,7 @@ def _cmd_info(a):
     from .host import mlf_problems
     from .tir.trace import format_trace, from_json
     if a.memory_svg:
-        check_output("--memory-svg", a.memory_svg, ("MLF", a.model))
+        check_output("--memory-svg", a.memory_svg, ("MLF", getattr(a, "mlf_path", a.model)))
     m = read_mlf(a.model)
     problems = mlf_problems(m)
     s = info_summary(m) if not problems else None
@@ -386,6 +386,28 @@ def _cmd_info(a):
                 print(f"  external {f['name']} on {f['compiler']}: {nodes} -> calls {', '.join(f['calls'])}"
                       + (f", scratch {f['scratch_bytes']} bytes" if f["scratch_bytes"] else ""))
     return 2 if problems else 0
+
+
+MODULE_HELP = "the module to use, in an MLF of several (TVM's export of a list of modules)"
+
+
+def _with_module(a):
+    """Runs the command on the one module --module names, of an MLF of several: the whole MLF is
+    checked first, then that module's MLF (mlf.select_module) stands in for it; the MLF's own
+    path stays the one that outputs must not overwrite."""
+    import os
+    import tempfile
+
+    from mlf import select_module
+
+    from .host import read_valid_mlf
+    read_valid_mlf(a.model).select(a.module)
+    with tempfile.TemporaryDirectory(prefix="aot_module_") as tmp:
+        path = os.path.join(tmp, os.path.basename(a.model))
+        with open(path, "wb") as f:
+            f.write(select_module(a.model, a.module))
+        a.mlf_path, a.model = a.model, path
+        return a.fn(a)
 
 
 MISMATCH_HELP = ("build an MLF compiled for another core than the board's (a warning instead of an error): it "
@@ -450,6 +472,7 @@ def main(argv=None):
     r.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
     r.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
     r.add_argument("-v", "--verbose", action="store_true", help="print the build commands and the size report")
+    r.add_argument("--module", metavar="NAME", help=MODULE_HELP)
     r.set_defaults(fn=_cmd_run)
     z = sub.add_parser("size", help="flash and RAM of the firmware for a board, by part",
                        description="Build the MLF into firmware for an emulated board, run it once on zero inputs, "
@@ -461,6 +484,7 @@ def main(argv=None):
                    "-Oz (or --opt=-Os)")
     z.add_argument("--json", action="store_true", help="print the report as JSON")
     z.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
+    z.add_argument("--module", metavar="NAME", help=MODULE_HELP)
     z.set_defaults(fn=_cmd_size)
     j = sub.add_parser("project", help="export a standalone Makefile project for a board")
     j.add_argument("model")
@@ -471,6 +495,7 @@ def main(argv=None):
     j.add_argument("--opt", default="-O2")
     j.add_argument("--rtol", type=float, default=1e-4)
     j.add_argument("--atol", type=float, default=1e-5)
+    j.add_argument("--module", metavar="NAME", help=MODULE_HELP)
     j.set_defaults(fn=_cmd_project)
     d = sub.add_parser("debug", help="name the first kernel whose output diverges from onnxruntime (TFLite Micro "
                        "for a .tflite model)",
@@ -500,12 +525,15 @@ def main(argv=None):
     i.add_argument("--json", action="store_true")
     i.add_argument("--memory", action="store_true", help="print the workspace plan: every tensor's bytes, lifetime, offset")
     i.add_argument("--memory-svg", metavar="FILE", help="draw the workspace plan (time x offset) as SVG")
+    i.add_argument("--module", metavar="NAME", help=MODULE_HELP)
     i.set_defaults(fn=_cmd_info)
     a = p.parse_args(argv)
     if getattr(a, "opt", None) and not a.opt.startswith("-"):
         a.opt = "-" + a.opt          # --opt Os: argparse would take "-Os" for an option
     try:
         check_opt(getattr(a, "opt", None))
+        if getattr(a, "module", None) is not None:
+            return _with_module(a)
         return a.fn(a)
     except AotError as e:
         print(f"error: {e}", file=sys.stderr)

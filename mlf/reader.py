@@ -28,9 +28,28 @@ class MLF:
     problems: list = field(default_factory=list)   # members refused while reading
     unprefixed: list = field(default_factory=list)
 
+    selected: str | None = None     # the module a consumer uses, in an MLF of several (select)
+
+    @property
+    def module_names(self):
+        return list(self.metadata["modules"])
+
     @property
     def module_name(self):
-        return next(iter(self.metadata["modules"]))
+        names = self.module_names
+        if len(names) == 1:
+            return names[0]
+        if self.selected in names:
+            return self.selected
+        # TVM writes several relay.build results into one MLF; each builds alone
+        raise AotError(f"the MLF holds {len(names)} modules ({', '.join(names)}): name the one to use "
+                       "(--module NAME; mlf.select_module in Python)")
+
+    def select(self, name):
+        """This MLF with `name` as the module its consumers use."""
+        if name not in self.module_names:
+            raise AotError(f"the MLF has no module '{name}' (its modules: {', '.join(self.module_names)})")
+        return MLF(self.metadata, self.files, self.problems, self.unprefixed, name)
 
     @property
     def module(self):

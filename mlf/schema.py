@@ -61,8 +61,10 @@ def metadata_problems(meta, files, render_header=None) -> list:
         return p + [f"an operator MLF (style 'operator': the C of one function, '{_show(meta.get('model_name'))[1:-1]}')"
                     " has no executor to build or run; export the module aot.build made with export_library "
                     "for its full MLF"]
+    if isinstance(mods, dict) and len(mods) > 1:
+        return p + _modules_problems(meta, mods, files, render_header)
     if not isinstance(mods, dict) or len(mods) != 1:
-        return p + ["metadata must have exactly one module"]
+        return p + ["metadata must have at least one module"]
     mod, info = next(iter(mods.items()))
     if not MODULE_RE.match(mod) or len(mod) > MAX_MODULE_NAME:
         return p + [f"module name {_show(mod)} is not [a-z0-9_]+ of at most {MAX_MODULE_NAME} characters"]
@@ -136,6 +138,37 @@ def metadata_problems(meta, files, render_header=None) -> list:
         p += cross_problems(mod, info, aot, main, files, render_header)
     # after the contradictions, which name what disagrees: the digests only say what changed
     return p + digest_problems(aot, files)
+
+
+# members that every module of an MLF may share (the CRT and its templates); any other member
+# (its C, header, parameters, relay text) belongs to one module
+SHARED_DIRS = ("runtime/", "templates/")
+
+
+def _modules_problems(meta, mods, files, render_header):
+    """An MLF of several modules (TVM's export of a list of relay.build results): each module is
+    checked as an MLF of its own, over the members its aot.digests lists, and every member is
+    some module's; a member outside runtime/ and templates/ is one module's only."""
+    p, owner = [], {}
+    for mod, info in mods.items():
+        aot = info.get("aot") if isinstance(info, dict) else None
+        digests = aot.get("digests") if isinstance(aot, dict) else None
+        if not isinstance(digests, dict):
+            p.append(f"module {_show(mod)}: metadata aot.digests is not {{member path: sha256}}: the MLF was not "
+                     "written by this aot release; compile the model again")
+            continue
+        for path in digests:
+            if path in owner and not path.startswith(SHARED_DIRS):
+                p.append(f"member ./{path} is listed by modules '{owner[path]}' and {_show(mod)}: only the CRT "
+                         "(runtime/, templates/) is shared")
+            owner.setdefault(path, mod)
+        own = {f: files[f] for f in files if f in digests or f == "metadata.json"}
+        sub = {"version": MLF_VERSION, "modules": {mod: info}}   # the version is checked once, above
+        p += [f"module {_show(mod)}: {q}" for q in metadata_problems(sub, own, render_header)]
+    if not p:
+        p += [f"member ./{f} is not one aot wrote (no module's aot.digests lists it)"
+              for f in sorted(files) if f != "metadata.json" and f not in owner]
+    return p
 
 
 def _info_fields(aot, p):

@@ -118,3 +118,15 @@ def reseal(tar: bytes) -> bytes:
 
 def metadata_json(meta: dict) -> str:
     return json.dumps(meta, indent=2, sort_keys=True) + "\n"
+
+
+def select_module(data, name) -> bytes:
+    """The MLF of one module of an MLF holding several (TVM's export of a list of modules): the
+    members that module's aot.digests lists, and its metadata; every consumer builds it as it
+    builds an MLF of one module. Check the whole MLF first (aot.host.read_valid_mlf)."""
+    from .reader import read_mlf
+    m = read_mlf(data).select(name)
+    digests = m.module["aot"]["digests"]
+    files = {p: d for p, d in m.files.items() if p in digests}
+    files["metadata.json"] = metadata_json({"version": m.metadata["version"], "modules": {name: m.module}})
+    return write_tar(files)

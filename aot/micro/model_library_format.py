@@ -15,6 +15,10 @@ class UnsupportedInModelLibraryFormatError(AotError):
     """The object given has no Model Library Format (it was not compiled by aot)."""
 
 
+class DuplicateModuleNameError(AotError, AssertionError):
+    """Two modules of one name given to export_model_library_format (TVM asserts it)."""
+
+
 class MultipleOperatorsError(AotError):
     """export_model_library_format was given a list holding an operator module (aot.build): its
     Model Library Format holds one function (TVM's RuntimeError)."""
@@ -99,8 +103,57 @@ def export_model_library_format(mod, file_name):
         if ops and len(mod) > 1:
             # TVM's RuntimeError and words: an operator MLF holds one function
             raise MultipleOperatorsError("Multiple operator is not supported.")
+        if len(mod) == 1:
+            mod = mod[0]
     if getattr(mod, "operator", None) is not None:
         write_atomic(str(file_name), _operator_mlf(mod))
         return file_name
+    if isinstance(mod, list):
+        write_atomic(str(file_name), modules_mlf([mlf_bytes(m) for m in mod]))
+        return file_name
     write_atomic(str(file_name), mlf_bytes(mod))
     return file_name
+
+
+# aot's per-module Make and CMake fragments: an MLF of several modules has one of each name, so
+# they are left out there (TVM's MLF has neither; each module's sources are in its aot.sources)
+_FRAGMENTS = ("mlf.mk", "mlf.cmake")
+
+
+def modules_mlf(tars):
+    """One MLF holding the modules of several (TVM's export of a list of relay.build results):
+    metadata "modules" has each, every module's own members keep their <module>_ names, and the
+    CRT (runtime/, templates/) is written once. Two modules of one name are refused (TVM's
+    AssertionError and words), as are modules whose CRT members differ."""
+    import json
+    from mlf.schema import MLF_VERSION, SHARED_DIRS
+    from mlf.writer import metadata_json, write_tar
+    from ..host import read_valid_mlf
+    if not tars:
+        raise AotError("export_model_library_format: the list of modules is empty")
+    mlfs = [read_valid_mlf(t) for t in tars]
+    names = [m.module_name for m in mlfs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DuplicateModuleNameError(f"Multiple modules should have unique names: '{dup[0]}' is given "
+                                       f"{names.count(dup[0])} times (relay.build's mod_name)")
+    files, meta, first = {}, {"version": MLF_VERSION, "modules": {}}, {}
+    for m in mlfs:
+        mod = m.module_name
+        info = json.loads(json.dumps(m.module))
+        for frag in _FRAGMENTS:
+            info["aot"]["digests"].pop(frag, None)
+        meta["modules"][mod] = info
+        for path, data in m.files.items():
+            if path == "metadata.json" or path in _FRAGMENTS:
+                continue
+            if path in files and files[path] != data:
+                raise AotError(f"export_model_library_format: modules '{first[path]}' and '{mod}' differ in "
+                               f"./{path}" + (": build them for the same target and runtime"
+                                              if path.startswith(SHARED_DIRS) else ""))
+            files[path] = data
+            first.setdefault(path, mod)
+    files["metadata.json"] = metadata_json(meta)
+    out = write_tar(files)
+    read_valid_mlf(out)         # what it wrote passes every check, each module's
+    return out
