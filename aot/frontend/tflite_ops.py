@@ -413,17 +413,13 @@ def batch_matmul(cx, op):
 # -- elementwise ------------------------------------------------------------------------------
 def _qadd(cx, op):
     """TFLite's int8 ADD and SUB: both inputs to twice the larger scale with 20 bits of headroom
-    (ADD's Prepare divides in double, SUB's in float)."""
+    (int16: 15), the scale ratios divided in double by both Prepares (the tflite-micro wheel's SUB
+    agrees with ADD on every tie; dividing in float, as older SUBs did, is 1 LSB off on some)."""
     (s1, z1), (s2, z2) = qparams(op.inputs[0], op), qparams(op.inputs[1], op)
     so, zo = qparams(op.outputs[0], op)
     left = 20 if op.outputs[0].dtype == "int8" else 15
-    if op.name == "SUB":
-        twice = np.float32(2) * max(s1, s2)
-        r1, r2 = float(s1 / twice), float(s2 / twice)
-        ro = float(twice / (np.float32(1 << left) * so))
-    else:
-        twice = 2.0 * np.float64(max(s1, s2))
-        r1, r2, ro = np.float64(s1) / twice, np.float64(s2) / twice, twice / ((1 << left) * np.float64(so))
+    twice = 2.0 * np.float64(max(s1, s2))
+    r1, r2, ro = np.float64(s1) / twice, np.float64(s2) / twice, twice / ((1 << left) * np.float64(so))
     a, b, out = op.inputs[0], op.inputs[1], op.outputs[0]
     x1, x2 = centred_max(z1, a.dtype) << left, centred_max(z2, b.dtype) << left
     (m1, sh1), (m2, sh2) = (requant_multiplier(r, f"input '{t.name}' scale {fmt(s)} / twice the larger input scale",
