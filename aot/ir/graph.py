@@ -145,6 +145,10 @@ def _fmt_attr(v):
         return "[" + ", ".join(_fmt_attr(x) for x in v) + "]"
     if isinstance(v, np.ndarray):
         return f"array{list(v.shape)}"
+    if hasattr(v, "params") and hasattr(v, "body") and isinstance(getattr(v, "name", None), str):
+        # a PrimFunc (aot.build's kernel): its repr holds object addresses, which would make the
+        # MLF differ from run to run; the function is in the C
+        return f"PrimFunc(@{v.name}, params=[{', '.join(f'{b.name}:{b.dtype}{list(b.shape)}' for b in v.params)}])"
     return repr(v)
 
 

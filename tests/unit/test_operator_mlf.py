@@ -65,3 +65,17 @@ def test_an_operator_mlf_is_named_when_aot_is_asked_to_build_it(tmp_path):
     # the module's own MLF (what it runs from) is unchanged: one full-model module
     full = read_mlf(io.BytesIO(mod.tar).getvalue())
     assert full.module["style"] == "full-model" and validate(full) == []
+
+
+def test_a_built_functions_mlf_is_byte_identical_from_run_to_run():
+    # src/<mod>.relay printed the PrimFunc's repr, with its statements' object addresses
+    import subprocess
+    import sys
+    code = ("import hashlib, aot as tvm\n"
+            "A = tvm.te.placeholder((2,), dtype='int8'); B = tvm.te.placeholder((1,), dtype='int8')\n"
+            "C = tvm.te.compute(A.shape, lambda i: A[i] + B[0], name='C')\n"
+            "m = tvm.build(tvm.te.create_schedule(C.op), [A, B, C], name='add')\n"
+            "print(hashlib.sha256(m.tar).hexdigest())\n")
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)}
+    assert len(runs) == 1
