@@ -36,6 +36,9 @@ _refused.install(sys.modules[__name__])
 def __getattr__(name):
     """tvm.IRModule (relay's, which holds TIR functions as aot.tir's module), loaded when first
     reached; tvm.ndarray: TVM 0.6's name of tvm.nd (warns once when reached)."""
+    if name == "support":           # tvm.support (aot/support.py), imported when first reached
+        import importlib
+        return importlib.import_module(".support", __name__)
     if name == "IRModule":
         from .relay.expr import IRModule
         return IRModule

@@ -19,6 +19,37 @@ class DuplicateModuleNameError(AotError, AssertionError):
     """Two modules of one name given to export_model_library_format (TVM asserts it)."""
 
 
+class NotExportableError(UnsupportedInModelLibraryFormatError, AssertionError):
+    """A module with no C (tvm.support.FrontendTestModule: Python functions) given where its C is
+    written out (TVM asserts the module is C or LLVM)."""
+
+
+def _populate_codegen_dir(mods, codegen_dir):
+    """TVM's helper that writes the C of each module into codegen_dir/host/src: a relay.build
+    module's as <module>_lib<N>.c, an aot.build module's as lib<N>.c (TVM's names for each).
+    Returns the paths written."""
+    from mlf import read_mlf
+    from ..compiler import write_atomic
+    written = []
+    for m in mods:
+        try:
+            data = mlf_bytes(m, "_populate_codegen_dir")
+        except UnsupportedInModelLibraryFormatError:
+            kind = getattr(m, "type_key", type(m).__name__)
+            raise NotExportableError(f"Don't know how to export non-c or non-llvm modules; found: {kind}") from None
+        mlf = read_mlf(data)
+        prefix = f"codegen/host/src/{mlf.module_name}_lib"
+        for path, text in sorted(mlf.files.items()):
+            if not path.startswith(prefix):
+                continue
+            name = ("lib" + path[len(prefix):]) if getattr(m, "operator", None) is not None else path.rsplit("/", 1)[1]
+            out = os.path.join(str(codegen_dir), "host", "src", name)
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            write_atomic(out, text)
+            written.append(out)
+    return written
+
+
 class MultipleOperatorsError(AotError):
     """export_model_library_format was given a list holding an operator module (aot.build): its
     Model Library Format holds one function (TVM's RuntimeError)."""

@@ -79,3 +79,32 @@ def test_a_built_functions_mlf_is_byte_identical_from_run_to_run():
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
             for _ in range(2)}
     assert len(runs) == 1
+
+
+def test_populate_codegen_dir_writes_each_modules_c_under_tvms_names(tmp_path):
+    from aot.micro import model_library_format as mlf_mod
+    from aot.relay.backend import Executor, Runtime
+    op, _ = _add()
+    x = tvm.relay.var("x", shape=(4,), dtype="float32")
+    with tvm.transform.PassContext(opt_level=3):
+        fac = tvm.relay.build(tvm.IRModule.from_expr(tvm.relay.nn.relu(x)), target="c", executor=Executor("aot"),
+                              runtime=Runtime("crt"), mod_name="net")
+    mlf_mod._populate_codegen_dir([op], tmp_path / "a")
+    mlf_mod._populate_codegen_dir([fac], tmp_path / "b")
+    assert sorted(p.name for p in (tmp_path / "a/host/src").iterdir()) == ["lib0.c", "lib1.c"]
+    assert sorted(p.name for p in (tmp_path / "b/host/src").iterdir()) == ["net_lib0.c", "net_lib1.c"]
+    files = _members(micro.export_model_library_format(op, tmp_path / "op.tar"))
+    assert (tmp_path / "a/host/src/lib1.c").read_bytes() == files["./codegen/host/src/lib1.c"]
+
+
+def test_a_module_of_python_functions_has_no_c_to_export(tmp_path):
+    from aot.micro import model_library_format as mlf_mod
+    m = tvm.support.FrontendTestModule("f")
+    m["f"] = lambda a: a + 1
+    assert m(2) == 3 and m.get_function("f")(1) == 2
+    # TVM asserts: the module is neither C nor LLVM
+    with pytest.raises(AssertionError, match="non-c or non-llvm modules; found: ffi_testing"):
+        mlf_mod._populate_codegen_dir([m], tmp_path / "codegen")
+    with pytest.raises(micro.UnsupportedInModelLibraryFormatError):
+        micro.export_model_library_format(m, tmp_path / "m.tar")
+    assert not (tmp_path / "codegen").exists() and not (tmp_path / "m.tar").exists()
