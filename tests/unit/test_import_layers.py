@@ -18,7 +18,7 @@ TIERS = (
     # TVM's Python API over the driver: relay (its build calls aot.compiler.compile_model), the
     # graph executor, aot.build's modules, TVMScript, and the package's own names
     ("api", ("aot.relay", "aot.contrib", "aot.module", "aot.runtime", "aot.script", "aot.testing", "aot.micro",
-             "aot.transform", "aot.instrument", "aot.refused", "aot")),
+             "aot.transform", "aot.instrument", "aot.refused", "aot.support", "aot")),
 )
 IR_LAYERS = TIERS[0][1]
 
