@@ -9,7 +9,7 @@ import numpy as np
 
 from ..te import tensor as te
 from ..ir.graph import TensorType
-from ..tir.expr import Cast, Select, ge
+from ..tir.expr import Bin, Cast, Const, Select, ge
 from .conv import ConvTranspose, conv_transpose_sum
 from .dense import MatMul
 from .fixed_point import mbqm, mbqm64, mbqm64_np, mbqm_np
@@ -118,6 +118,44 @@ class QLeakyRelu(Op):
             out = Select(ge(v, i32(0)), pos, i32(0) - neg if am < 0 else neg)
             return clamp_cast(out + i32(a["out_zp"]), node)
         return [te.compute(x.shape, body, "qleaky_relu")]
+
+
+@register
+class FixedPointMultiply(Op):
+    """Relay's fixed_point_multiply (TVM's q_multiply_shift with 31 fractional bits): int32 x
+    times multiplier * 2^(shift - 31), rounded half up, as int32. The product x * multiplier is
+    exact in int64 (both factors are int32); a positive shift only shortens the right shift that
+    divides by 2^31, which gives TVM's value (it shifts x left first) without a shift of a
+    negative value to the left."""
+    name = "FixedPointMultiply"
+    internal = True             # made by relay's fixed_point_multiply, never named by an ONNX model
+    pattern = Pattern.ELEMWISE
+    dtypes = ("int32",)
+
+    def infer(self, node):
+        return [TensorType(node.inputs[0].type.shape, "int32")]
+
+    @staticmethod
+    def _right_shift(node):
+        return 31 - int(node.attrs["shift"])
+
+    def reference(self, node, x):
+        n = self._right_shift(node)
+        p = x.astype(np.int64) * np.int64(node.attrs["multiplier"])
+        if n > 0:
+            p = (p + (np.int64(1) << np.int64(n - 1))) >> np.int64(n)
+        return [p.astype(np.int32)]
+
+    def compute(self, node, x):
+        n = self._right_shift(node)
+        m = Const(int(node.attrs["multiplier"]), "int64")
+
+        def body(*i):
+            p = Cast("int64", x(*i)) * m
+            if n > 0:
+                p = Bin(">>", p + Const(1 << (n - 1), "int64"), Const(n, "int64"))
+            return Cast("int32", p)
+        return [te.compute(x.shape, body, "fixed_point_multiply")]
 
 
 @register

@@ -199,6 +199,26 @@ class ConvInteger(Conv):
         return [conv_sum(node, x, w, xz, _weight_zp_load(wzp), wload_channel=True)]
 
 
+@register
+class ConvInteger16(ConvInteger):
+    """Relay's nn.conv2d of int16 data and weight with out_dtype int32: the sum exact in int64
+    (nine int16 products already pass int32); relay's lowering casts it to int32, which keeps
+    the low 32 bits, as TVM's int32 accumulation does. No zero points."""
+    name = "ConvInteger16"
+    internal = True             # made by relay's nn.conv2d, never named by an ONNX model
+    dtypes = ("int16",)
+
+    def infer(self, node):
+        return [TensorType(ConvInteger.infer(self, node)[0].shape, "int64")]
+
+    def reference(self, node, x, w):
+        return [ConvInteger.reference(self, node, x, w)[0].astype(np.int64)]
+
+    def compute(self, node, x, w):
+        wide = (lambda v: Cast("int64", v))
+        return [conv_sum(node, x, w, wide, lambda v, m: Cast("int64", v), wload_channel=True)]
+
+
 def _weight_zp_load(wzp):
     """w - w_zero_point, the zero point per tensor or per output channel."""
     if wzp is None:

@@ -12,7 +12,7 @@ from .expr_functor import ExprMutator, ExprVisitor  # noqa: F401
 from .expr import (Any, Call, Constant, Expr, Function, GlobalVar, IRModule, TensorType, Tuple,  # noqa: F401
                    TupleGetItem, TupleType, TupleWrapper, Var, const, var)
 from .op import (abs, add, argmax, argmin, cast, ceil, clip, concatenate, cos, divide, equal, erf,  # noqa: F401
-                 exp, expand_dims, floor, full, full_like, greater, greater_equal, layout_transform, less,
+                 exp, expand_dims, fixed_point_multiply, floor, full, full_like, greater, greater_equal, layout_transform, less,
                  less_equal, log,
                  logical_and, logical_not, logical_or, logical_xor, max, maximum, mean, min, minimum,
                  multiply, negative, not_equal, ones, ones_like, power, prod, reshape, round, rsqrt, sigmoid,

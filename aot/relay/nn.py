@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import AotError
 from .expr import Tuple
-from .op import same_shape, ints, make, pads_2d, register, shape_const
+from .op import _onnx_dtype_code, same_shape, ints, make, pads_2d, register, shape_const
 from .printer import defaults
 
 _POOL = dict(strides=[1, 1], dilation=[1, 1], padding=[0, 0, 0, 0], layout="NCHW", ceil_mode=False)
@@ -64,7 +64,7 @@ def conv2d(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups
         raise AotError(f"nn.conv2d: kernel_layout {kernel_layout!r} does not go with data_layout {data_layout!r} "
                        f"(one of {', '.join(expected)})")
     if out_layout not in ("", data_layout) or out_dtype not in ("", "float32", "int32"):
-        raise AotError("nn.conv2d: out_layout and out_dtype other than the input's (or int32 from int8) "
+        raise AotError("nn.conv2d: out_layout and out_dtype other than the input's (or int32 from int8 or int16) "
                        "are not supported")
     return make("nn.conv2d", [data, weight], strides=ints(strides, 2), padding=pads_2d(padding),
                 dilation=ints(dilation, 2), groups=int(groups), channels=channels,
@@ -97,10 +97,12 @@ def _conv2d(b, c, ins):
             w = b.op("Transpose", [w], {"perm": list(perm)})     # folds when the weight is a parameter
         attrs["layout"] = "NHWC"
     if a.get("out_dtype") == "int32":
+        if x.type.dtype == w.type.dtype == "int16":
+            return b.op("Cast", [b.op("ConvInteger16", [x, w], attrs)], {"to": _onnx_dtype_code("int32")})
         # int8/uint8 data and weight summed in int32: ONNX's ConvInteger (no zero points)
         if x.type.dtype not in ("int8", "uint8") or w.type.dtype not in ("int8", "uint8"):
-            raise AotError(f"nn.conv2d: out_dtype int32 takes int8 or uint8 data and weight, not {x.type.dtype} "
-                           f"and {w.type.dtype}")
+            raise AotError(f"nn.conv2d: out_dtype int32 takes int8 or uint8 (or int16) data and weight, not "
+                           f"{x.type.dtype} and {w.type.dtype}")
         return b.op("ConvInteger", [x, w], attrs)
     return b.op("Conv", [x, w], attrs)
 

@@ -182,6 +182,26 @@ def _clip(b, c, ins):
 register("clip", _clip, same_shape)
 
 
+def fixed_point_multiply(x, multiplier, shift):
+    """TVM's fixed_point_multiply: int32 x times multiplier * 2^(shift - 31) (multiplier a Q31
+    number), rounded half up (aot/ops/qarith.py FixedPointMultiply)."""
+    return make("fixed_point_multiply", [x], multiplier=int(multiplier), shift=int(shift))
+
+
+def _fixed_point_multiply(b, c, ins):
+    a = c.attrs
+    if ins[0].type.dtype != "int32":
+        raise AotError(f"fixed_point_multiply: the data is {ins[0].type.dtype}, not int32")
+    if not -(1 << 31) <= a["multiplier"] < (1 << 31):
+        raise AotError(f"fixed_point_multiply: multiplier {a['multiplier']} is not an int32")
+    if not -31 <= a["shift"] <= 31:
+        raise AotError(f"fixed_point_multiply: shift {a['shift']} is not in -31..31")
+    return b.op("FixedPointMultiply", [ins[0]], {"multiplier": a["multiplier"], "shift": a["shift"]})
+
+
+register("fixed_point_multiply", _fixed_point_multiply, same_shape)
+
+
 # -- shapes and data movement -------------------------------------------------------------------------
 def reshape(data, newshape):
     return make("reshape", [data], newshape=[int(d) for d in ints(newshape, 1)])
