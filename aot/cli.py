@@ -126,6 +126,10 @@ def load_npz(path, what, model=None):
         with zipfile.ZipFile(path) as z:
             for info in z.infolist():
                 key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                if key in arrays:          # which of two arrays of one name is meant cannot be told
+                    raise AotError(f"{what} '{path}': member '{info.filename}' appears twice")
+                if info.is_dir():
+                    raise AotError(f"{what} '{path}': member {info.filename!r} is a directory, not an array")
                 if info.file_size > limit:
                     raise AotError(f"{what} '{path}': member '{info.filename}' declares {info.file_size:,} bytes, "
                                    f"more than the {limit:,} an array of "
