@@ -154,8 +154,8 @@ class Target:
 
     @property
     def is_external(self):
-        """A plug-in backend's target (it compiles only what it claims)."""
-        return self.kind in PLUGINS
+        """A plug-in backend's target, or a partition target (cmsis-nn): it compiles only what it claims."""
+        return self.kind in PLUGINS or self.family.partition
 
     @property
     def core(self):
@@ -191,7 +191,18 @@ class Target:
         return self.get("libs") or ()
 
     def _default_keys(self):
-        return (self.kind,) if self.is_external else self.family.keys
+        return (self.kind,) if self.kind in PLUGINS else self.family.keys
+
+    def tvm_str(self):
+        """The target as TVM prints a Target (what TVM's MLF records): the kind, -keys= always,
+        then the other options in name order."""
+        out = [self.kind]
+        if self.keys:
+            out.append(f"-keys={','.join(self.keys)}")
+        for name, value in sorted(self.attrs):
+            if name != "keys":
+                out.append(f"-{name}={','.join(value) if isinstance(value, tuple) else value}")
+        return " ".join(out)
 
     def __str__(self):
         out = [self.kind]
@@ -285,12 +296,30 @@ def split_targets(spec):
     backends = []
     for t in items:
         if t.is_external:
-            b = PLUGINS[t.kind][1]
-            if b in backends:
+            b = PLUGINS[t.kind][1] if t.kind in PLUGINS else _PartitionBackend(t)
+            if b in backends or any(getattr(x, "target_name", None) == t.kind for x in backends):
                 raise AotError(f"target list names backend '{t.kind}' twice")
             b.target = t
             backends.append(b)
     return main[0], backends
+
+
+class _PartitionBackend:
+    """A partition target of a target list (its family's `partition`, e.g. cmsis-nn): what its
+    family claims is compiled by the compiler's own kernels, scheduled for `kernel_target`, into a
+    module file of its own (aot/passes/partition.py: partition_groups)."""
+    renders_kernels = True
+
+    def __init__(self, target):
+        self.target = target
+        self.target_name = str(target.kind)
+
+    def claims(self, node):
+        return self.target.family.claims_node(node)
+
+    @property
+    def kernel_target(self):
+        return Target(self.target.family.kernel_target(self.target))
 
 
 def resolve(spec):

@@ -238,7 +238,22 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     renderer.openmp = Target(target).family.openmp
     # only a generated kernel's call site is known alias-free; anything else prints without restrict
     restrict = {id(c.func): getattr(c, "no_alias", False) for c in plan.calls if hasattr(c, "func")}
-    functions = [{"comment": comment_safe(f.name), "text": renderer.function(f, restrict[id(f)])} for f in plan.funcs]
+    # a partitioned module's kernels go to a file of their own (lib2, ...), numbered by first call
+    module_of = {id(c.func): getattr(c, "module", None) for c in plan.calls if hasattr(c, "func")}
+    modules = {}
+    for c in plan.calls:
+        if getattr(c, "module", None) and c.module not in modules:
+            renderer_m = CRenderer()
+            renderer_m.openmp = renderer.openmp
+            modules[c.module] = (renderer_m, [])
+    module_decls = []
+    for f in plan.funcs:
+        if module_of[id(f)] is not None:
+            r, fs = modules[module_of[id(f)]]
+            fs.append({"comment": comment_safe(f.name), "text": r.function(f, restrict[id(f)])})
+            module_decls.append(r.signature(f, restrict[id(f)]) + ";")
+    functions = [{"comment": comment_safe(f.name), "text": renderer.function(f, restrict[id(f)])} for f in plan.funcs
+                 if module_of[id(f)] is None]
     main = CMain(plan)
     functions += [{"comment": comment_safe(f"{c.symbol}: external function (" + ", ".join(e.symbol for e in c.body) + ")"),
                    "text": main.external_function(c)} for c in plan.calls if getattr(c, "body", ())]
@@ -304,10 +319,13 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
                            externs=main.declarations(), includes=main.includes(),
                            main_prototype=proto, main_unused=unused, calls=calls, debug=debug, hooks=hooks,
                            opens=opens, closes=closes, activate=activate, deactivate=deactivate,
-                           records=records, **common)
+                           records=records, module_decls=module_decls, **common)
     out = {
         f"codegen/host/include/tvmgen_{mod}.h": header,
         f"codegen/host/src/{mod}_lib0.c": lib0,
         f"codegen/host/src/{mod}_lib1.c": lib1,
     }
+    for k, (name, (r, fs)) in enumerate(modules.items()):
+        out[f"codegen/host/src/{mod}_lib{k + 2}.c"] = render_template(
+            "lib_module.c.j2", mod=mod, module=comment_safe(name), functions=fs, helpers=r.helper_definitions())
     return with_external_sources(out, plan)

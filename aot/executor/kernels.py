@@ -63,6 +63,7 @@ class GeneratedKernel(_FromLoopIR):
     no_alias: bool = True      # no two arguments share storage (its pointers may be restrict)
     scratch_bytes: int = 0     # a staged kernel's scratch: its last argument, planned in the workspace
     in_place: InPlace = None   # what its loop IR was proven to write over, when it was staged or shrunk for that
+    module: str = None         # the partitioned module (a C file of its own) it belongs to; None: the host's
 
 
 @dataclass(frozen=True)

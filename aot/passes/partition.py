@@ -237,3 +237,21 @@ def renumber_functions(graph, order, mod="default"):
             body = n.attrs["body"]
             n.attrs["body"] = Graph(sym, body.inputs, body.outputs, body.nodes, body.opset, body.output_names)
     return graph, renamed
+
+
+def partition_groups(groups, backends, mod="default"):
+    """Partitioning for targets whose functions are the compiler's own kernels (a family's
+    `partition`, cmsis-nn): a fused kernel every node of which a backend claims (the first in
+    priority order) becomes that backend's function, named as partition_graph names them, N in
+    execution order (groups: in that order). Returns {id(group): (compiler, symbol)}."""
+    out, counters = {}, {}
+    for g in groups:
+        if g.alias:
+            continue
+        for b in backends:
+            if all(b.claims(n) for n in g.nodes):
+                k = counters.get(b.target_name, 0)
+                counters[b.target_name] = k + 1
+                out[id(g)] = (b.target_name, function_name(mod, b.target_name, k))
+                break
+    return out
