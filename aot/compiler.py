@@ -181,7 +181,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     from mlf.writer import empty_param_dict, make_metadata, metadata_json, source_date_epoch, write_tar
 
     from .uma import external_lowering, partition_for
-    from .passes.partition import external_functions, partition_groups, renumber_functions
+    from .passes.partition import claim_nodes, external_functions, partition_groups, renumber_functions
 
     options = options or Options()
     log = log or (lambda msg: None)
@@ -212,16 +212,18 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     if backends:
         graph = partition_for(backends, graph, mod, log)
     check_supported(graph)
-    groups = fuse_and_order(graph, options, log)
+    claims = claim_nodes(graph, kernel_backends) if kernel_backends else {}
+    groups = fuse_and_order(graph, options, log, claims)
     ext = {id(n) for n in external_functions(graph)}
     order = [g.nodes[0].name for g in groups if id(g.nodes[0]) in ext]
     renamed_graph, renamed = renumber_functions(graph, order, mod)
     if renamed:      # numbered in execution order, which the memory-aware order may change
         log(f"pass renumber_functions: {renamed} external function(s) renamed to follow the execution order")
         graph = renamed_graph
-        groups = fuse_and_order(graph, options, lambda m: None)
+        claims = claim_nodes(graph, kernel_backends) if kernel_backends else {}     # the copy's nodes
+        groups = fuse_and_order(graph, options, lambda m: None, claims)
 
-    modules = partition_groups(groups, kernel_backends, mod)
+    modules = partition_groups(groups, claims, mod)
     if kernel_backends:
         log(f"pass partition_groups: {len(modules)} kernel(s) taken by " + ", ".join(b.target_name for b in kernel_backends))
     kernel_targets = {b.target_name: b.kernel_target for b in kernel_backends}
@@ -319,8 +321,8 @@ def schedule_traces(plan) -> dict:
             if getattr(c, "func", None) is not None and "trace" in c.func.attrs}
 
 
-def fuse_and_order(graph, options, log):
-    groups = fuse_ops(graph)
+def fuse_and_order(graph, options, log, claims=None):
+    groups = fuse_ops(graph, (lambda n: claims.get(id(n))) if claims else None)
     kernels = [g for g in groups if not g.alias]
     log(f"pass fuse_ops: {len(graph.nodes)} nodes -> {len(kernels)} kernels "
         f"({len(groups) - len(kernels)} reshape-like aliases need no kernel)")

@@ -106,7 +106,11 @@ class Target:
         comma starts a new target when a target kind follows it ('c -libs=a,b' stays one)
         -> [Target, ...]"""
         items = []
-        for part in str(text).split(";"):
+        # CMake's Makefile generator writes a quoted argument's spaces as '\ ' (TVM's
+        # zephyr_cmsisnn passes --target="cmsis-nn -mcpu=cortex-m55, c" so), and tvmc reads
+        # the target's words past the backslashes: a backslash before white space is that space
+        text = re.sub(r"\\(\s)", r"\1", str(text))
+        for part in text.split(";"):
             pieces = part.split(",")
             cur = pieces[0]
             for p in pieces[1:]:
