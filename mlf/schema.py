@@ -68,6 +68,10 @@ def metadata_problems(meta, files) -> list:
     for key in ("style", "export_datetime"):
         if key in info and not isinstance(info[key], str):
             p.append(f"'{key}' {_show(info[key])} is not a string")
+    deps = info.get("external_dependencies", [])
+    if not (isinstance(deps, list) and all(isinstance(d, dict) and isinstance(d.get("short_name"), str)
+                                           and isinstance(d.get("url"), str) for d in deps)):
+        p.append(f"external_dependencies {_show(deps)} is not a list of {{short_name, url, ...}}")
     main = _main_memory(info, p)
     aot = info.get("aot")
     if not isinstance(aot, dict):
@@ -247,6 +251,11 @@ def _sources(aot, files, mod, p):
             p.append(f"source '{s}' is not a member of the MLF")
     if len(set(srcs)) != len(srcs):
         p.append("aot.sources lists a file twice")
+    # one C file per module as TVM lays them out (lib0, lib1, then lib2... per partitioned module):
+    # a build from aot.sources must not leave one out
+    lib = re.compile(r"^codegen/host/src/" + re.escape(mod) + r"_lib\d+\.c$")
+    for f in sorted(f for f in files if lib.match(f) and f not in srcs):
+        p.append(f"module file '{f}' is in the MLF but not in aot.sources")
 
 
 def _plan_rows(aot, p):

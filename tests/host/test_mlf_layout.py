@@ -42,8 +42,13 @@ def test_layout_and_metadata():
     meta = m.metadata
     assert meta["version"] == 7 and list(meta["modules"]) == ["default"]
     mod = meta["modules"]["default"]
-    assert mod["executors"] == ["aot"] and mod["style"] == "full-model" and mod["target"] == ["c"]
-    assert mod["external_dependencies"] == []
+    assert mod["executors"] == ["aot"] and mod["style"] == "full-model" and mod["target"] == ["c -keys=cpu"]
+    # TVM's MLF names the CRT it ships as its one external dependency, and has templates/ to start from
+    assert [(d["short_name"], d["url"], d["url_type"]) for d in mod["external_dependencies"]] == \
+        [("tvm_standalone_crt", "./runtime", "mlf_path")]
+    assert "./templates/crt_config.h.template" in names and "./templates/platform.c.template" in names
+    # one C file per module: no partitioned module here, so lib0 and lib1 only
+    assert mod["aot"]["sources"] == ["codegen/host/src/default_lib0.c", "codegen/host/src/default_lib1.c"]
     main = mod["memory"]["functions"]["main"][0]
     assert main["device"] == 1
     assert main["inputs"] == {"x": {"dtype": "float32", "size": 3 * 16 * 16 * 4}}
@@ -134,3 +139,35 @@ def test_cmake_fragment_builds(tmp_path):
     subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b")], check=True, capture_output=True)
     subprocess.run(["cmake", "--build", str(tmp_path / "b")], check=True, capture_output=True)
     assert subprocess.run([str(tmp_path / "b" / "app")], capture_output=True).returncode == 0
+
+
+def test_templates_build_a_firmware_platform(tmp_path):
+    """templates/: crt_config.h filled with runtime/include/crt_config.h's values, and platform.c,
+    compile warning-free (C99, strict) with the MLF's runtime and serve its stack allocator."""
+    import re
+    import string
+    from test_c_client import extract
+    extract(compile_bytes(), tmp_path / "mlf")
+    mlf = tmp_path / "mlf"
+    ours = (mlf / "runtime" / "include" / "crt_config.h").read_text()
+    values = dict(re.findall(r"^#define (TVM_CRT_\w+) (\S+)", ours, re.M))
+    (tmp_path / "cfg").mkdir()
+    filled = string.Template((mlf / "templates" / "crt_config.h.template").read_text()).substitute(values)
+    (tmp_path / "cfg" / "crt_config.h").write_text(filled)
+    (tmp_path / "main.c").write_text(
+        "#include <tvm/runtime/crt/platform.h>\n#include <crt_config.h>\n"
+        "int main(void) {\n  void* p = 0;\n  uint8_t r[4];\n  double s = 1.0;\n"
+        "  if (TVMPlatformInitialize() != kTvmErrorNoError) return 1;\n"
+        "  if (TVMPlatformMemoryAllocate(100, (DLDevice){kDLCPU, 0}, &p) != kTvmErrorNoError || p == 0) return 2;\n"
+        "  if (TVMPlatformMemoryFree(p, (DLDevice){kDLCPU, 0}) != kTvmErrorNoError) return 3;\n"
+        "  if (TVMPlatformGenerateRandom(r, sizeof(r)) != kTvmErrorNoError) return 4;\n"
+        "  if (TVMPlatformTimerStart() != kTvmErrorNoError || TVMPlatformTimerStop(&s) != kTvmErrorNoError) return 5;\n"
+        "  TVMLogf(\"max args %d\\n\", TVM_CRT_MAX_ARGS);\n  return s == 0.0 ? 0 : 6;\n}\n")
+    (tmp_path / "platform.c").write_text((mlf / "templates" / "platform.c.template").read_text())
+    r = subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", str(tmp_path / "cfg"),
+                        "-I", str(mlf / "runtime" / "include"), str(tmp_path / "main.c"), str(tmp_path / "platform.c"),
+                        str(mlf / "runtime" / "src" / "runtime" / "crt" / "memory" / "stack_allocator.c"),
+                        "-o", str(tmp_path / "app")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == f"max args {values['TVM_CRT_MAX_ARGS']}\n", (r.returncode, r.stderr)
