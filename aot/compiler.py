@@ -189,6 +189,9 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     # partition targets (cmsis-nn) take fused kernels of the compiler's own; plug-ins take graph regions
     kernel_backends = [b for b in backends if getattr(b, "renders_kernels", False)]
     backends = [b for b in backends if not getattr(b, "renders_kernels", False)]
+    if kernel_backends and target.is_device:
+        raise AotError(f"target '{kernel_backends[0].target}' partitions a C build: its module is C for a CPU, "
+                       f"not a part of a '{target}' device build (use 'c' as the list's code-generation target)")
     log(f"target: {target}" + "".join(f"; backend {b.target}" for b in backends))
     mod = model_c_name(options.model_name)
     if not mod or mod == "_":

@@ -124,3 +124,14 @@ def test_a_module_file_left_out_of_sources_is_refused():
             t.addfile(info, io.BytesIO(data))
     problems = validate(read_mlf(buf.getvalue()))
     assert any("default_lib2.c" in p and "aot.sources" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("target, msg", [
+    ("cmsis-nn -mcpu=cortex-m55", "exactly one code-generation target"),
+    ("cmsis-nn -mcpu=cortex-m55, cmsis-nn, c", "names backend 'cmsis-nn' twice"),
+    ("cmsis-nn -mcpu=cortex-m55, cuda", "partitions a C build"),
+])
+def test_cmsis_nn_lists_that_cannot_build_are_refused_by_name(target, msg):
+    import aot
+    with pytest.raises(aot.AotError, match=msg):
+        aot.compile(_relu_model(), target=target)
