@@ -257,7 +257,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
             raise AotError(f"aot debug is for C targets, not '{target}'")
         sources = emit_gpu(plan, target)
     else:
-        sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug,
+        sources = emit_c(plan, target.short_str(), options.const_section, options.workspace_section, debug=options.debug,
                          interface_api=options.interface_api)
     src_list = source_order(s for s in sources if s.endswith(".c"))
     extra = {
@@ -298,7 +298,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     epoch = source_date_epoch()
     files = dict(sources)
     files["metadata.json"] = metadata_json(make_metadata(
-        plan, [b.target.tvm_str() for b in kernel_backends + backends] + [target.tvm_str()], epoch, extra))
+        plan, [str(b.target) for b in kernel_backends + backends] + [str(target)], epoch, extra))
     files[f"parameters/{mod}.params"] = empty_param_dict()
     files[f"src/{mod}.relay"] = print_graph(graph)
     files.update(_runtime_files())

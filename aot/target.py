@@ -6,9 +6,9 @@
     Target.list("c -mcpu=cortex-m4; c")           a target list
     Target.list("vanilla_accelerator, c")         tvmc's form: plug-in backends first, C for the rest
 
-The same call shapes as tvm.target.Target. The canonical string (str(t)) is what metadata.json
-and the generated files record: attributes in a fixed order, defaults left out, so equal targets
-print alike. Kinds: "c", "cuda" (-libs=cudnn,cublas), "opencl", and the kinds plug-in backends register.
+The same call shapes as tvm.target.Target. str(t) prints as TVM prints a Target (keys always,
+options by name: metadata.json's target list, as TVM's MLF writes it); t.short_str() leaves the
+default keys out (the generated files' comments, metadata's aot.target). Equal targets print alike. Kinds: "c", "cuda" (-libs=cudnn,cublas), "opencl", and the kinds plug-in backends register.
 
 This is the one module that reads target strings: a target's facts (core features, layouts,
 schedule pipeline, renderer dialect, ...) are its family's (`Target.family`, aot/targets/), and
@@ -36,7 +36,8 @@ def register_kind(name, attrs=(), backend=None):
 
 def _spec(kind):
     """The options target kind `kind` takes, or None for an unknown kind."""
-    return PLUGINS[kind][0] if kind in PLUGINS else targets.kind_attrs(kind)
+    # a plug-in kind takes -keys= too, as TVM prints every target with its keys
+    return {"keys": "list", **PLUGINS[kind][0]} if kind in PLUGINS else targets.kind_attrs(kind)
 
 
 _VALUE_RE = re.compile(r"^[A-Za-z0-9_.+\-]+$")
@@ -99,6 +100,9 @@ class Target:
         object.__setattr__(self, "kind", TargetKind(kind))
         object.__setattr__(self, "attrs", TargetAttrs(attrs))
         object.__setattr__(self, "host", own_host)
+        if tuple(self.get("keys") or ()) == self._default_keys():
+            # the kind's own keys given explicitly (TVM's printed form): the same target as without them
+            object.__setattr__(self, "attrs", TargetAttrs(tuple((n, v) for n, v in attrs if n != "keys")))
 
     @classmethod
     def list(cls, text: str):
@@ -197,9 +201,10 @@ class Target:
     def _default_keys(self):
         return (self.kind,) if self.kind in PLUGINS else self.family.keys
 
-    def tvm_str(self):
-        """The target as TVM prints a Target (what TVM's MLF records): the kind, -keys= always,
-        then the other options in name order."""
+
+    def __str__(self):
+        """The target as TVM prints a Target (and its MLF's metadata.json records it): the kind,
+        -keys= always, then the other options in name order ("c -keys=arm_cpu,cpu -mcpu=cortex-m55")."""
         out = [self.kind]
         if self.keys:
             out.append(f"-keys={','.join(self.keys)}")
@@ -208,20 +213,20 @@ class Target:
                 out.append(f"-{name}={','.join(value) if isinstance(value, tuple) else value}")
         return " ".join(out)
 
-    def __str__(self):
+    def short_str(self):
+        """The target as written, less its kind's default keys, options in the kind's order
+        ("c -mcpu=cortex-m55"): what the generated files' comments and metadata's aot.target record."""
         out = [self.kind]
         for name, value in self.attrs:
-            if name == "keys" and tuple(value) == self._default_keys():
-                continue
             out.append(f"-{name}={','.join(value) if isinstance(value, tuple) else value}")
         return " ".join(out)
 
     def __repr__(self):
-        return f"Target({str(self)!r}" + (f", host={str(self.host)!r})" if self.host else ")")
+        return f"Target({self.short_str()!r}" + (f", host={self.host.short_str()!r})" if self.host else ")")
 
     def export(self) -> dict:
         """The JSON form recorded in metadata.json."""
-        d = {"kind": self.kind, "str": str(self), "keys": list(self.keys)}
+        d = {"kind": self.kind, "str": self.short_str(), "keys": list(self.keys)}
         d.update({k: list(v) if isinstance(v, tuple) else v for k, v in self.attrs if k != "keys"})
         if self.host is not None:
             d["host"] = self.host.export()
