@@ -24,7 +24,8 @@ def _cmd_compile(a):
     if a.board:
         implied = board_target(a.board)
         if a.target is not None and target != implied:
-            raise AotError(f"--target '{target}' contradicts board '{a.board}', whose target is '{implied}'")
+            raise AotError(f"--target '{target.short_str()}' contradicts board '{a.board}', whose target is "
+                           f"'{implied.short_str()}'")
         target = implied
     target = [b.target for b in backends] + [target]
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=target,
