@@ -297,8 +297,10 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         extra["schedule_traces"] = {k: to_json(t) for k, t in traces.items()}
     epoch = source_date_epoch()
     files = dict(sources)
-    files["metadata.json"] = metadata_json(make_metadata(
-        plan, [str(b.target) for b in kernel_backends + backends] + [str(target)], epoch, extra))
+    # TVM's MLF lists the targets relay.build compiled for: tvmc hands a codegen's partition target
+    # ("cmsis-nn", a UMA backend) to its partitioner, not to relay.build; aot.backends and
+    # aot.partitions record those
+    files["metadata.json"] = metadata_json(make_metadata(plan, [str(target)], epoch, extra))
     files[f"parameters/{mod}.params"] = empty_param_dict()
     files[f"src/{mod}.relay"] = print_graph(graph)
     files.update(_runtime_files())

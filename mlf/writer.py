@@ -33,7 +33,7 @@ def empty_param_dict() -> bytes:
 
 
 def make_metadata(plan, target, epoch: int, extra: dict) -> dict:
-    """target: the target string, or the list of them (plug-in backends first, as given)."""
+    """target: the target string, or the list of them, as TVM prints targets (what relay.build compiled for)."""
     mod = plan.model_name
 
     def io_entries(lst, kind):
