@@ -171,3 +171,37 @@ def test_templates_build_a_firmware_platform(tmp_path):
     assert r.returncode == 0, r.stderr
     r = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == f"max args {values['TVM_CRT_MAX_ARGS']}\n", (r.returncode, r.stderr)
+
+
+def test_cmsis_nn_takes_add_and_mul_not_sub_and_matches_tflm():
+    """TVM's CMSIS-NN partition takes int8 ADD and MUL (not SUB): those kernels are lib2's, the SUB
+    lib1's, and the whole model computes what TFLite Micro computes, bit for bit."""
+    import numpy as np
+    import aot
+    from mlf import read_mlf
+    from tflite_build import ModelBuilder
+    from tflm_oracle import run_tflm, tflm_available
+    if not tflm_available():
+        pytest.skip("tflite-micro wheel not installed")
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, 5, 7, 6], "int8", scale=0.04, zero_point=-5)
+    y = mb.tensor("y", [1, 5, 7, 6], "int8", scale=0.03, zero_point=7)
+    a = mb.tensor("a", [1, 5, 7, 6], "int8", scale=0.06, zero_point=1)
+    mb.op("ADD", [x, y], [a], fused_activation_function="NONE")
+    m = mb.tensor("m", [1, 5, 7, 6], "int8", scale=0.09, zero_point=-2)
+    mb.op("MUL", [a, x], [m], fused_activation_function="RELU")
+    z = mb.tensor("z", [1, 5, 7, 6], "int8", scale=0.1, zero_point=3)
+    mb.op("SUB", [m, y], [z], fused_activation_function="NONE")
+    model = mb.finish(inputs=[x, y], outputs=[z])
+    res = aot.compile(model, target="cmsis-nn -mcpu=cortex-m55, c")
+    mlf = read_mlf(res.tar)
+    lib1, lib2 = (mlf.files[f"codegen/host/src/default_lib{k}.c"].decode() for k in (1, 2))
+    # ADD and MUL fuse into one kernel of the module (TVM's would be a function each), the SUB stays apart
+    assert [k for k in mlf.aot["kernels"] if "cmsis_nn" in k] == ["tvmgen_default_cmsis_nn_main_0"]
+    assert "int32_t tvmgen_default_cmsis_nn_main_0(" in lib2
+    host = [k for k in mlf.aot["kernels"] if "cmsis_nn" not in k]
+    assert len(host) == 1 and f"int32_t {host[0]}(" in lib1
+    rng = np.random.default_rng(5)
+    xs = [rng.integers(-128, 128, (1, 5, 7, 6)).astype(np.int8) for _ in range(2)]
+    got = aot.run(res, {"x": xs[0], "y": xs[1]})["z"]
+    np.testing.assert_array_equal(got, run_tflm(model, xs)[0])
