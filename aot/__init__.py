@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 
 from .errors import AotError, OpError, UnsupportedError  # noqa: F401
+# TVM's tests catch tvm.TVMError; aot's refusals are its AotErrors
+TVMError = AotError
 from .ops.custom import register_op  # noqa: F401
 from . import contrib, runtime, target, te, testing, tir, transform  # noqa: F401  (tvm.target, tvm.te, ... as attributes)
 from .runtime import Device, NDArray, cl, cpu, cuda, device, gpu, nd, opencl  # noqa: F401
@@ -44,10 +46,14 @@ def __getattr__(name):
     raise AttributeError(f"module 'aot' has no attribute '{name}'")
 
 
-def build(inputs, args=None, target="c", target_host=None, name="default_function", sizes=None):
+def build(inputs, args=None, target="c", target_host=None, name="default_function", sizes=None, runtime=None,
+          binds=None):
     """aot.build(s, [A, B, C], target="c" | "cuda" | "opencl", name=...): a te schedule as a module
-    callable on arrays (aot/module.py); sizes={n: 1024} fixes te.var sizes (else the first call does)."""
+    callable on arrays (aot/module.py); sizes={n: 1024} fixes te.var sizes (else the first call does).
+    runtime= (TVM's Runtime("crt", {"system-lib": True}), ...) is taken: the module is the same."""
     from .module import build as _build
+    if binds is not None:
+        raise AotError("build: binds= (buffers bound to tensors) is not supported; the arguments get their own buffers")
     return _build(inputs, args, target, target_host, name, sizes)
 
 

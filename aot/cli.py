@@ -20,14 +20,16 @@ def _cmd_compile(a):
     from .uma.backend import load_backend_file
     for path in a.backend or ():
         load_backend_file(path)
-    target, backends = split_targets(a.target or "c")
+    if a.target is not None and not a.target.strip():
+        raise AotError("--target '': give a target such as 'c' or 'c -mcpu=cortex-m4' (or leave --target out)")
+    target, backends = split_targets(a.target if a.target is not None else "c")
     if a.board:
         implied = board_target(a.board)
         if a.target is not None and target != implied:
             raise AotError(f"--target '{target.short_str()}' contradicts board '{a.board}', whose target is "
                            f"'{implied.short_str()}'")
         target = implied
-    target = [b.target for b in backends] + [target]
+    main_target, target = target, [b.target for b in backends] + [target]
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=target,
                    bind_inputs=_load_binds(a.bind_input))
     if a.const_section:
@@ -44,6 +46,9 @@ def _cmd_compile(a):
     res = compile_model(a.model, opts, log=log, progress=progress)
     if progress:
         print("\r\033[K", end="", file=sys.stderr)
+    if backends:        # a backend's broken C source is refused here, not when the MLF is built
+        from .source_check import check_backend_sources
+        check_backend_sources(res.tar, main_target, backends, lambda m: print("warning: " + m, file=sys.stderr))
     for n in res.notes:
         print("note: " + n, file=sys.stderr)
     res.save(a.output)
@@ -175,6 +180,34 @@ def parse_pools(names, hints):
     return [(n, given.get(n)) for n in pools]
 
 
+def check_board_target(model, board, allow=False):
+    """An MLF runs on a board only when it was compiled for the board's core: a host-built MLF on a
+    Cortex-M4 misses its DSP kernels (3x the instructions) and a Cortex-M55 one may not run there at
+    all. Refused naming both, or only a warning when the user passed --allow-target-mismatch."""
+    from .compiler import board_target
+    from .host import read_valid_mlf
+    from .target import Target
+    from boards import load_board
+    b = load_board(board) if isinstance(board, str) else board
+    core = b.get("core")
+    m = read_valid_mlf(model)
+    if not core or m.aot.get("device"):        # no core to match; a GPU module is refused by name later
+        return
+    text = (m.aot.get("target") or {}).get("str") or (m.module.get("target") or ["c"])[-1]
+    try:
+        mcpu = Target(text).mcpu
+    except AotError:
+        mcpu = None
+    if mcpu == core:
+        return
+    built = f"target '{text}'" + ("" if mcpu else " (host)")
+    msg = (f"the MLF was built for {built}, board {b['name']} has a {core}: compile with --board {b['name']} "
+           f"or --target '{board_target(b).short_str()}'")
+    if not allow:
+        raise AotError(msg + " (or pass --allow-target-mismatch to run it anyway)")
+    print(f"warning: {msg}; running it anyway (--allow-target-mismatch)", file=sys.stderr)
+
+
 def _cmd_run(a):
     import numpy as np
     from .host import run_host
@@ -183,6 +216,7 @@ def _cmd_run(a):
     if a.outputs:
         check_output("--outputs", a.outputs, ("MLF", a.model), ("--inputs file", a.inputs))
     inputs = load_npz(a.inputs, "inputs", a.model)
+    check_board_target(a.model, board, a.allow_target_mismatch)
     if board.get("kind") == "qemu":
         from .firmware import build_firmware, format_size, run_firmware, size_report
         if a.sanitize:
@@ -216,6 +250,7 @@ def _cmd_run(a):
 
 def _cmd_size(a):
     from .firmware import format_size, measure
+    check_board_target(a.model, a.board, a.allow_target_mismatch)
     rep, _ = measure(a.model, a.board, a.opt)
     if a.json:
         print(json.dumps(rep, indent=2))
@@ -250,22 +285,25 @@ def _load_binds(specs):
 
 
 def _cmd_debug(a):
-    from .compiler import Options, write_atomic
-    from .debug import debug, instrument, refuse_tflite
+    from .compiler import Options, board_target, write_atomic
+    from .debug import debug, instrument
     from .frontend.onnx_import import parse_input_shapes
     from .host import tar_bytes
     from boards import load_board
-    load_board(a.board)
-    refuse_tflite(a.model)
+    board = load_board(a.board)
     if a.mlf and (a.input_shape or a.model_name != "default"):
         raise AotError("--mlf takes the compile options from the instrumented MLF: "
-                       "drop --model-name and --input-shape (keep --bind-input: onnxruntime needs the values)")
+                       "drop --model-name and --input-shape (keep --bind-input: the reference needs the values)")
     if a.save_mlf:
         check_output("--save-mlf", a.save_mlf, ("model", a.model), ("--inputs file", a.inputs), ("--mlf", a.mlf))
     inputs = load_npz(a.inputs, "inputs")
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape),
                    bind_inputs=_load_binds(a.bind_input))
+    if board.get("core"):       # the code the board runs: its core's kernels
+        opts.target = board_target(board)
     log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
+    if a.mlf:
+        check_board_target(a.mlf, board, a.allow_target_mismatch)
     mlf = tar_bytes(a.mlf) if a.mlf else instrument(a.model, opts, log=log).tar
     rep = debug(a.model, inputs, a.board, options=opts, mlf=mlf, sanitize=a.sanitize, opt=a.opt, log=log)
     if a.save_mlf:
@@ -300,13 +338,14 @@ def info_summary(m) -> dict:
 
 
 def _cmd_info(a):
-    from mlf import read_mlf, validate
+    from mlf import read_mlf
 
+    from .host import mlf_problems
     from .tir.trace import format_trace, from_json
     if a.memory_svg:
         check_output("--memory-svg", a.memory_svg, ("MLF", a.model))
     m = read_mlf(a.model)
-    problems = validate(m)
+    problems = mlf_problems(m)
     s = info_summary(m) if not problems else None
     if not problems and (a.memory or a.memory_svg):
         from .memory_report import svg, table
@@ -348,6 +387,10 @@ def _cmd_info(a):
                 print(f"  external {f['name']} on {f['compiler']}: {nodes} -> calls {', '.join(f['calls'])}"
                       + (f", scratch {f['scratch_bytes']} bytes" if f["scratch_bytes"] else ""))
     return 2 if problems else 0
+
+
+MISMATCH_HELP = ("build an MLF compiled for another core than the board's (a warning instead of an error): it "
+                 "runs without the core's kernels, or not at all")
 
 
 def main(argv=None):
@@ -406,13 +449,19 @@ def main(argv=None):
                    "... (or --opt=-Os)")
     r.add_argument("--profile", action="store_true", help="print instructions per inference (QEMU boards)")
     r.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
+    r.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
     r.add_argument("-v", "--verbose", action="store_true", help="print the build commands and the size report")
     r.set_defaults(fn=_cmd_run)
-    z = sub.add_parser("size", help="flash and RAM of the firmware for a board, by part")
-    z.add_argument("model")
-    z.add_argument("--board", default="qemu-cortex-m4")
-    z.add_argument("--opt", default="-O2")
-    z.add_argument("--json", action="store_true")
+    z = sub.add_parser("size", help="flash and RAM of the firmware for a board, by part",
+                       description="Build the MLF into firmware for an emulated board, run it once on zero inputs, "
+                                   "and report flash and RAM by part, the measured stack and the instructions of one "
+                                   "inference.")
+    z.add_argument("model", help="the MLF tarball (from aot compile --board BOARD)")
+    z.add_argument("--board", required=True, help="the emulated board: qemu-cortex-m3/m4/m7/m33/m55 (see boards/)")
+    z.add_argument("--opt", default="-O2", help="optimisation for the firmware build: -O0 -O1 -O2 (default) -O3 -Os "
+                   "-Oz (or --opt=-Os)")
+    z.add_argument("--json", action="store_true", help="print the report as JSON")
+    z.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
     z.set_defaults(fn=_cmd_size)
     j = sub.add_parser("project", help="export a standalone Makefile project for a board")
     j.add_argument("model")
@@ -424,13 +473,17 @@ def main(argv=None):
     j.add_argument("--rtol", type=float, default=1e-4)
     j.add_argument("--atol", type=float, default=1e-5)
     j.set_defaults(fn=_cmd_project)
-    d = sub.add_parser("debug", help="name the first kernel whose output diverges from onnxruntime",
+    d = sub.add_parser("debug", help="name the first kernel whose output diverges from onnxruntime (TFLite Micro "
+                       "for a .tflite model)",
                        description="Compile the model instrumented (same plan as 'aot compile'), run it, and compare "
-                                   "every kernel's output with onnxruntime. Exit status: 0 when every kernel "
-                                   "matches, 1 when a kernel diverges or the run fails, 2 for a user error.")
-    d.add_argument("model", help="ONNX model (.tflite is not supported yet)")
+                                   "every kernel's output with the reference: onnxruntime for an ONNX model, "
+                                   "TensorFlow Lite Micro (the tflite-micro wheel) for a .tflite one. Exit status: 0 "
+                                   "when every kernel matches, 1 when a kernel diverges or the run fails, 2 for a "
+                                   "user error.")
+    d.add_argument("model", help="ONNX or TFLite model")
     d.add_argument("--inputs", required=True, help=".npz keyed by the model's input names")
-    d.add_argument("--board", default="host", help="host, or qemu-cortex-m3/m4/m7/m33/m55 (see boards/)")
+    d.add_argument("--board", default="host", help="host, or qemu-cortex-m3/m4/m7/m33/m55 (see boards/): the model "
+                   "is compiled for the board's core")
     d.add_argument("--model-name", default="default")
     d.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...", help="static shape for an input")
     d.add_argument("--bind-input", action="append", metavar="NAME=FILE.npy",
@@ -439,6 +492,7 @@ def main(argv=None):
     d.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
     d.add_argument("--mlf", metavar="FILE", help="use this instrumented MLF (from --save-mlf) instead of compiling")
     d.add_argument("--save-mlf", metavar="FILE", help="write the instrumented MLF")
+    d.add_argument("--allow-target-mismatch", action="store_true", help="with --mlf: " + MISMATCH_HELP)
     d.add_argument("--json", action="store_true", help="print the report as JSON")
     d.add_argument("-v", "--verbose", action="store_true", help="explain the compile and print the build commands")
     d.set_defaults(fn=_cmd_debug)

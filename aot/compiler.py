@@ -15,7 +15,7 @@ from .executor import PlanOptions, build_plan, debug_table
 from .frontend import import_model
 from .frontend.onnx_import import check_supported
 from .ir.graph import print_graph
-from .names import MAX_MODEL_NAME, model_c_name, unique_c_names
+from .names import MAX_MODEL_NAME, model_c_name, tvm_c_names, unique_c_names
 from .passes.fold_constants import fold_constants
 from .passes.layout import channels_last
 from .passes.fuse import fuse_ops, group_name
@@ -178,7 +178,7 @@ def io_entry(plan, kind, k, tvm_names=None):
 def compile_model(model, options: Options | None = None, log=None, progress=None) -> CompileResult:
     from codegen_c.dialects import build_fragment
     from codegen_c.emit import emit_c, render_template
-    from mlf.writer import empty_param_dict, make_metadata, metadata_json, source_date_epoch, write_tar
+    from mlf.writer import empty_param_dict, make_metadata, metadata_json, seal, source_date_epoch, write_tar
 
     from .uma import external_lowering, partition_for
     from .passes.partition import claim_nodes, external_functions, partition_groups, renumber_functions
@@ -232,10 +232,14 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     kernel_targets = {b.target_name: b.kernel_target for b in kernel_backends}
     modules = {k: (name, sym, kernel_targets[name]) for k, (name, sym) in modules.items()}
 
-    in_c, notes1 = unique_c_names([v.name for v in graph.inputs], reserved=("WORKSPACE",))
     tvm_names = tvm_output_names(graph, model) if options.io_names == "tvm" else None
-    out_c, notes2 = unique_c_names(tvm_names or graph.output_names, reserved=["WORKSPACE"] + in_c)
-    notes = notes1 + notes2
+    if options.io_names == "tvm":       # TVM's names exactly: a clash is refused, not renamed
+        in_c, out_c = tvm_c_names([v.name for v in graph.inputs], tvm_names)
+        notes = []
+    else:
+        in_c, notes1 = unique_c_names([v.name for v in graph.inputs], reserved=("WORKSPACE",))
+        out_c, notes2 = unique_c_names(graph.output_names, reserved=["WORKSPACE"] + in_c)
+        notes = notes1 + notes2
     for n in notes:
         log("note: " + n)
     external = _chain(options.external, external_lowering(backends) if backends else None)
@@ -309,7 +313,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         fragment = build_fragment(target.family, tool) if target.is_device else None
         files[f"mlf.{tool}"] = render_template(f"mlf.{tool}.j2", mod=mod, MOD=mod.upper(), sources=src_list,
                                                device=extra.get("device"), fragment=fragment)
-    tar = write_tar(files, epoch)
+    tar = write_tar(seal(files), epoch)
     log(f"mlf: {len(files)} members, {len(tar)} bytes")
     return CompileResult(tar, plan, graph, notes)
 

@@ -1,11 +1,14 @@
-"""`aot debug`: name the first kernel whose output diverges from onnxruntime.
+"""`aot debug`: name the first kernel whose output diverges from the reference: onnxruntime for
+an ONNX model, TensorFlow Lite Micro (the tflite-micro wheel) for a .tflite one.
 
 The model is compiled once more with Options.debug, which changes nothing but the AOT main:
 after each kernel it hands the kernel's output to tvmgen_<mod>_debug_record (same fusion,
 memory plan and in-place decisions as the normal compile). A small hook linked in with the
 harness writes every record to a file (host: stdio; Cortex-M under QEMU: semihosting). The
 reference is onnxruntime run on a copy of the model with each kernel's output tensor exposed
-as a graph output; a kernel whose output the importer or a pass made up has no reference.
+as a graph output; a kernel whose output the importer or a pass made up has no reference. For a
+TFLite model, TFLM runs a copy of the flatbuffer whose subgraph lists every operator's output as
+an output (a fused activation's result is the TFLite tensor, the importer's "<name>_act").
 
 Record file: per record, three little-endian uint32 (kernel, output, nbytes), then the bytes.
 
@@ -96,6 +99,7 @@ class DebugReport:
     module: str
     failure: str = None             # the run stopped early (crash, fault): why
     notes: list = field(default_factory=list)
+    reference: str = "onnxruntime"  # what the outputs were compared with
 
     @property
     def first_divergent(self):
@@ -115,8 +119,8 @@ class DebugReport:
         if bad is None and self.failure is None:
             nref = sum(r["status"] == "no reference" for r in self.rows)
             if not compared:
-                return f"no kernel output could be compared: none of the {nref} has an onnxruntime reference"
-            return (f"all {compared} compared kernel outputs match onnxruntime"
+                return f"no kernel output could be compared: none of the {nref} has a reference in {self.reference}"
+            return (f"all {compared} compared kernel outputs match {self.reference}"
                     + (f" ({nref} without a reference)" if nref else ""))
         why = f" ({self.failure.splitlines()[0].rstrip(':')})" if self.failure else ""
         if bad is None:
@@ -226,11 +230,12 @@ def run_instrumented(tar, inputs, board="host", sanitize=False, opt=None, log=No
         return read_records(path), failure
 
 
-def refuse_tflite(model):
-    """TFLite models are refused by name: there is no TFLite frontend (nor TFLM reference) yet."""
-    if isinstance(model, (str, os.PathLike)) and str(model).lower().endswith(".tflite"):
-        raise AotError(f"'{model}': aot debug needs an ONNX model; .tflite models are not supported "
-                       "(there is no TFLite frontend yet)")
+def tflite_bytes(model):
+    """The flatbuffer of a TFLite model (a path or bytes), or None for any other model."""
+    from .frontend import read_tflite
+    if isinstance(model, (bytes, bytearray, str, os.PathLike)):
+        return read_tflite(model)
+    return None
 
 
 def _load_onnx(model):
@@ -240,15 +245,11 @@ def _load_onnx(model):
     if isinstance(model, (bytes, bytearray)):
         data = bytes(model)
     else:
-        refuse_tflite(model)
         try:
             with open(model, "rb") as f:
                 data = f.read()
         except OSError as e:
             raise AotError(f"cannot read '{model}': {e.strerror}")
-    if data[4:8] == b"TFL3":
-        raise AotError("the model is a TFLite flatbuffer: aot debug needs an ONNX model "
-                       "(there is no TFLite frontend yet)")
     try:
         return onnx.load_from_string(data)
     except Exception as e:   # protobuf's DecodeError and friends
@@ -279,6 +280,81 @@ def reference(model, feeds, names):
     except Exception as e:   # onnxruntime raises its own exception types
         raise AotError(f"onnxruntime cannot run the model for the reference: {str(e).splitlines()[0][:300]}")
     return {o.name: np.asarray(v) for o, v in zip(sess.get_outputs(), outs)}
+
+
+def _with_outputs(data, sg_pos, outputs):
+    """The flatbuffer `data` with subgraph 0's output list replaced by `outputs`: the new int32
+    vector is appended and the subgraph's field pointed at it (flatbuffer offsets point forward,
+    so nothing before it moves)."""
+    import struct as st
+    buf = bytearray(data)
+    field = sg_pos
+    at = (len(buf) + 3) & ~3
+    buf += b"\0" * (at - len(buf))
+    buf += st.pack(f"<I{len(outputs)}i", len(outputs), *outputs)
+    st.pack_into("<I", buf, field, at - field)
+    return bytes(buf)
+
+
+def tflite_reference(data, feeds, names, node_names=()):
+    """{tensor name: array} from TensorFlow Lite Micro for those of `names` (the MLF's value names)
+    that are a TFLite operator's output: TFLM runs the model with every operator output listed as
+    a subgraph output. node_names: the MLF's node names (its debug records'), which tell where the
+    importer made a fused activation a node of its own."""
+    import numpy as np
+    from tflite.Model import Model
+
+    from .frontend.tflite_import import read_model
+    try:
+        from tflite_micro.python.tflite_micro import runtime
+    except ImportError:
+        raise AotError("aot debug compares a .tflite model with TensorFlow Lite Micro: install its Python wheel "
+                       "(pip install tflite-micro)") from None
+    inputs, outputs, tensors, ops = read_model(data)
+    # the value name each TFLite tensor has in the MLF: where the importer made an op's fused
+    # activation a node of its own, "<name>_act" is the TFLite tensor and "<name>" the value before
+    # the activation, which TFLite has not; where it folded the activation into the op (an integer
+    # kernel's clamp), "<name>" is the tensor
+    nodes = set(node_names) | set(names)
+    value_of = {}
+    for op in ops:
+        for k, t in enumerate(op.outputs):
+            if t is None:
+                continue
+            fused = (k == 0 and hasattr(op.options, "FusedActivationFunction")
+                     and op.opt("FusedActivationFunction", 0) != 0 and f"{t.name}_act" in nodes)
+            value_of[t.index] = f"{t.name}_act" if fused else t.name
+    wanted = [i for i, v in value_of.items() if v in set(names)]
+    listed = [t.index for t in outputs] + [i for i in wanted if i not in {t.index for t in outputs}]
+    model = Model.GetRootAs(data, 0)
+    sg = model.Subgraphs(0)
+    o = sg._tab.Offset(8)                   # SubGraph field 2: outputs
+    if not o:
+        raise AotError("the TFLite model's subgraph has no output list")
+    patched = _with_outputs(data, sg._tab.Pos + o, listed)
+    itemsize = {t.index: int(np.prod(t.shape or [1], dtype=np.int64)) * np.dtype(t.dtype).itemsize
+                for t in tensors if t.dtype in ("float32", "float16", "int8", "uint8", "int16", "int32", "int64",
+                                                "bool", "float64", "uint16", "uint32")}
+    arena = 64 * 1024 + 2 * sum(itemsize.values())
+    try:
+        it = runtime.Interpreter.from_bytes(patched, arena_size=arena)
+        for k, t in enumerate(inputs):
+            if t.name not in feeds:
+                raise AotError(f"no value given for input '{t.name}'")
+            it.set_input(np.ascontiguousarray(np.asarray(feeds[t.name]).astype(t.dtype, copy=False)), k)
+        it.invoke()
+        got = [np.array(it.get_output(k), copy=True) for k in range(len(listed))]
+    except AotError:
+        raise
+    except Exception as e:   # the wheel raises its own exception types
+        raise AotError(f"TensorFlow Lite Micro cannot run the model for the reference: {str(e).splitlines()[0][:300]}")
+    out = {}
+    for index, arr in zip(listed, got):
+        if index in value_of:
+            out[value_of[index]] = arr
+    for t, arr in zip(outputs, got):        # a graph output is its own name in the MLF
+        out.setdefault(t.name, arr)
+    return out
 
 
 def compare(got, ref, dtype):
@@ -325,15 +401,20 @@ def _check_table(table):
 
 
 def _check_same_model(m, model, bind_inputs):
-    """The MLF's inputs and outputs must be the ONNX model's: else the MLF came from another model."""
-    inits = {i.name for i in model.graph.initializer}
-    onnx_in = {i.name for i in model.graph.input if i.name not in inits}
-    onnx_out = {o.name for o in model.graph.output}
+    """The MLF's inputs and outputs must be the model's: else the MLF came from another model."""
+    if isinstance(model, bytes):        # a TFLite flatbuffer
+        from .frontend.tflite_import import read_model
+        ins, outs, _, _ = read_model(model)
+        onnx_in, onnx_out = {t.name for t in ins}, {t.name for t in outs}
+    else:
+        inits = {i.name for i in model.graph.initializer}
+        onnx_in = {i.name for i in model.graph.input if i.name not in inits}
+        onnx_out = {o.name for o in model.graph.output}
     mlf_in = {t["name"] for t in m.aot["inputs"]}
     mlf_out = {t["name"] for t in m.aot["outputs"]}
     if not mlf_in <= onnx_in or not mlf_out <= onnx_out:
         raise AotError(f"the instrumented MLF (inputs {sorted(mlf_in)}, outputs {sorted(mlf_out)}) was not compiled "
-                       f"from this ONNX model (inputs {sorted(onnx_in)}, outputs {sorted(onnx_out)})")
+                       f"from this model (inputs {sorted(onnx_in)}, outputs {sorted(onnx_out)})")
     unbound = sorted(onnx_in - mlf_in - set(bind_inputs))
     if unbound:
         raise AotError(f"input(s) {', '.join(repr(n) for n in unbound)} were fixed when the MLF was compiled: "
@@ -341,8 +422,8 @@ def _check_same_model(m, model, bind_inputs):
 
 
 def debug_mlf(tar, model, inputs, board="host", sanitize=False, opt=None, bind_inputs=None, log=None):
-    """DebugReport of an instrumented MLF (bytes, path or CompileResult) against onnxruntime
-    running `model` (the ONNX model it was compiled from)."""
+    """DebugReport of an instrumented MLF (bytes, path or CompileResult) against the reference
+    running `model` (the model it was compiled from): onnxruntime for ONNX, TFLM for TFLite."""
     import numpy as np
     from .host import tar_bytes, read_valid_mlf
     if hasattr(tar, "tar"):
@@ -354,14 +435,18 @@ def debug_mlf(tar, model, inputs, board="host", sanitize=False, opt=None, bind_i
         raise AotError("the MLF is not instrumented for aot debug (compile it with Options(debug=True) "
                        "or save one with 'aot debug --save-mlf')")
     _check_table(table)
-    model = _load_onnx(model)
+    tfl = tflite_bytes(model)
+    model = tfl if tfl is not None else _load_onnx(model)
     _check_same_model(m, model, bind_inputs or {})
     records, failure = run_instrumented(data, inputs, board, sanitize=sanitize, opt=opt, log=log)
     if not records and failure is None and table:
         raise BuildError("the instrumented run finished but the debug hook recorded nothing")
     feeds = dict(inputs)
     feeds.update(bind_inputs or {})
-    refs = reference(model, feeds, [r["tensor"] for r in table])
+    names = [r["tensor"] for r in table]
+    refs = (tflite_reference(model, feeds, names, [n["name"] for t in table for n in t["nodes"]])
+            if tfl is not None else reference(model, feeds, names))
+    oracle = "TFLite Micro" if tfl is not None else "onnxruntime"
     rows, notes = [], []
     for t in table:
         row = dict(t, max_abs=None, max_rel=None)
@@ -377,22 +462,22 @@ def debug_mlf(tar, model, inputs, board="host", sanitize=False, opt=None, bind_i
         elif np.dtype(ref.dtype).name != t["dtype"] or ref.size != int(np.prod(t["shape"], dtype=np.int64)):
             row["status"] = "no reference"
             notes.append(f"kernel {t['kernel']}: tensor '{t['tensor']}' is {t['dtype']}{t['shape']} here but "
-                         f"{ref.dtype}{list(ref.shape)} in onnxruntime; not compared")
+                         f"{ref.dtype}{list(ref.shape)} in {oracle}; not compared")
         else:
             got = np.frombuffer(rec, dtype=t["dtype"]).reshape(t["shape"])
             row["max_abs"], row["max_rel"], within = compare(got, ref.reshape(t["shape"]), t["dtype"])
             row["status"] = "ok" if within else "DIVERGES"
         rows.append(row)
-    return DebugReport(rows, board, m.module_name, failure=failure, notes=notes)
+    return DebugReport(rows, board, m.module_name, failure=failure, notes=notes, reference=oracle)
 
 
 def debug(model, inputs, board="host", options=None, mlf=None, sanitize=False, opt=None, log=None):
     """Compile `model` instrumented (with `options`), run it on `board` with `inputs` {name: array},
-    compare every kernel's output with onnxruntime. mlf: an instrumented MLF to use instead of
-    compiling (e.g. one saved earlier and edited by hand). Returns a DebugReport."""
+    compare every kernel's output with the reference (onnxruntime, or TFLM for a .tflite model).
+    mlf: an instrumented MLF to use instead of compiling (e.g. one saved earlier and edited by
+    hand). Returns a DebugReport."""
     from .compiler import Options
     options = options or Options()
-    refuse_tflite(model)
     if mlf is None:
         mlf = instrument(model, options, log=log)
     return debug_mlf(mlf, model, inputs, board, sanitize=sanitize, opt=opt, bind_inputs=options.bind_inputs, log=log)

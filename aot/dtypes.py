@@ -42,3 +42,11 @@ BYTES = {d.name: d.bytes for d in TABLE}
 C_TYPES = {d.name: d.c for d in TABLE}
 C_TAGS = {d.name: d.tag for d in TABLE}
 ONNX_DTYPES = {d.onnx: d.name for d in sorted(TABLE, key=lambda d: d.onnx)}
+
+
+def quant_literals(scale, zero_point):
+    """The header's SCALE and ZERO_POINT macro texts: a float literal that reads back as the
+    model's float32 scale, and the zero point (parenthesised when negative)."""
+    import numpy as np
+    zp = int(zero_point)
+    return f"{float(np.float32(scale)):.9g}f", f"({zp})" if zp < 0 else str(zp)

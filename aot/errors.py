@@ -1,8 +1,9 @@
 """User-facing errors: raised for bad models or options, printed without a traceback."""
 
 
-class AotError(Exception):
-    """An error caused by the user's input (model, options); the CLI prints it and exits 2."""
+class AotError(RuntimeError):
+    """An error caused by the user's input (model, options); the CLI prints it and exits 2.
+    A RuntimeError, as TVM's TVMError (aot.TVMError is this class), so TVM's callers catch it."""
 
 
 class UnsupportedError(AotError):

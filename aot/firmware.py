@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import AotError, BuildError
-from .host import (tar_bytes, cache_dir, cached_build, harness_params, read_valid_mlf, refuse_device,
+from .host import (tar_bytes, label_of, cache_dir, cached_build, harness_params, read_valid_mlf, refuse_device,
                    refuse_instrumented, write_inputs)
 
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
@@ -77,14 +77,14 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None, extra_sourc
         raise AotError(f"optimisation '{opt}' is not one of -O0 -O1 -O2 -O3 -Os -Oz")
     b = load_qemu_board(board)
     data = tar_bytes(tar)
-    refuse_device(read_valid_mlf(data), board)
+    m = read_valid_mlf(data, label_of(tar))
+    refuse_device(m, board)
     _need_tool(b["cc"], "the Arm embedded toolchain builds board firmware")
     files = _board_files(b)
     h = hashlib.sha256(data)
     for name in sorted(files):
         h.update(name.encode() + b"\0" + files[name])
     extra_sources = dict(extra_sources or {})
-    m = read_valid_mlf(data)
     refuse_instrumented(m, extra_sources)
     main_c = render_template("firmware_main.c.j2", **harness_params(m))
     # keyed by everything the build reads: MLF, board files, the harness as rendered, flags

@@ -29,14 +29,29 @@ def tar_bytes(tar):
     return read_tar_file(tar)
 
 
-def read_valid_mlf(data):
-    from mlf import read_mlf, validate
+def mlf_problems(m):
+    """Every problem of the MLF `m` (mlf.validate with the header the metadata gives): the one
+    check that info, run, size, project, debug and the Python API share."""
+    from codegen_c.emit import header_from_metadata
+    from mlf import validate
+    return validate(m, header_from_metadata)
+
+
+def read_valid_mlf(data, label=None):
+    """The MLF `data` (a path or bytes; label: its path when bytes are given), refused by an
+    AotError naming each problem unless it passes every check of mlf.validate."""
+    from mlf import read_mlf
     m = read_mlf(data)
-    problems = validate(m)
+    problems = mlf_problems(m)
     if problems:
-        where = f" '{data}'" if isinstance(data, (str, os.PathLike)) else ""
+        label = label if label is not None else data if isinstance(data, (str, os.PathLike)) else None
+        where = f" '{label}'" if label is not None else ""
         raise AotError(f"invalid MLF{where}: " + "; ".join(problems))
     return m
+
+
+def label_of(tar):
+    return None if isinstance(tar, (bytes, bytearray)) else tar
 
 
 def refuse_instrumented(m, extra_sources):
@@ -230,7 +245,7 @@ def run_host(tar, inputs: dict, sanitize=False, repeat=1, timeout=600, opt=None,
     """Outputs {name: array} of the MLF run on the host with `inputs` {name: array} (env: added
     to the environment of the run; device: see aot.run)."""
     data = tar_bytes(tar)
-    mlf = read_valid_mlf(data)
+    mlf = read_valid_mlf(data, label_of(tar))
     info = mlf.aot
     check_device(info, device)
     exe = build_host(data, sanitize=sanitize, opt=opt, extra_sources=extra_sources, mlf=mlf)

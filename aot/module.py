@@ -54,9 +54,6 @@ def build(inputs, args=None, target="c", target_host=None, name="default_functio
     missing = [t.name for t in sch.inputs if not any(t is a for a in args)]
     if missing:
         raise AotError(f"aot.build: args leave out {', '.join(missing)}, which the schedule reads")
-    names = [t.name for t in args]
-    if len(set(names)) != len(names):
-        raise AotError(f"aot.build: two tensors are named alike ({', '.join(names)}): names become the interface")
     from .te.schedule_lower import lower_schedule
     func = lower_schedule(sch, args, name)
     mod = _build_sized(func, target, name, sizes)
@@ -416,9 +413,9 @@ class Module:
 
     def __init__(self, tar):
         self.tar = bytes(tar)
-        from mlf import read_mlf
+        from .host import read_valid_mlf
         files = _members(self.tar)
-        info = read_mlf(self.tar).aot
+        info = read_valid_mlf(self.tar).aot
         self.inputs = [(t["name"], tuple(t["shape"]), t["dtype"]) for t in info["inputs"]]
         self.outputs = [(t["name"], tuple(t["shape"]), t["dtype"]) for t in info["outputs"]]
         self.host_source = "\n".join(files[k].decode() for k in sorted(files)

@@ -69,3 +69,50 @@ def model_c_name(name: str) -> str:
 def comment_safe(text: str) -> str:
     """Text that cannot end a C comment or start a preprocessor line."""
     return re.sub(r"[^0-9A-Za-z_.:,+=\-\[\] ]", "_", str(text))[:120]
+
+
+def tvm_sanitize(name: str) -> str:
+    """TVM's SanitizeName: every byte of the name (UTF-8) that is not an ASCII letter or digit
+    becomes '_'. So 'x::2' -> 'x__2', 'é' -> '__' (two bytes), and '1x' or 'int' stay as they are."""
+    raw = str(name).encode("utf-8", "surrogatepass")
+    return "".join(chr(b) if chr(b).isascii() and chr(b).isalnum() else "_" for b in raw)
+
+
+# predefined macros (__FILE__, __STDC_VERSION__, ...) have this shape
+_PREDEFINED_MACRO = re.compile(r"^__[A-Za-z]\w*__$")
+
+
+def tvm_c_names(inputs, outputs, macros=("WORKSPACE",)):
+    """--io-names tvm: the I/O members named as TVM's header names them, or an AotError.
+
+    TVM renames nothing after sanitising: two tensors of one struct that sanitise alike are
+    refused ("Sanitized input tensor name clash"), so they are refused here, naming both, where
+    the model mode renames. Names that TVM would write into a header that does not compile (a
+    leading digit, a C keyword or standard macro, an empty name) and size macros
+    (TVMGEN_<MOD>_<NAME>_SIZE) that two tensors, or a tensor and the workspace size, would both
+    define are refused too."""
+    from .errors import AotError
+    taken = {m.upper(): f"the {m.lower()} size macro" for m in macros}
+    result = []
+    for kind, names in (("input", inputs), ("output", outputs)):
+        seen, out = {}, []
+        for n in names:
+            if str(n) == "":
+                raise AotError(f"{kind} tensor name is empty: TVM's naming (--io-names tvm) refuses an empty name")
+            s = tvm_sanitize(n)
+            if s in seen:
+                raise AotError(f"{kind} names '{seen[s]}' and '{n}' both sanitise to '{s}' (Sanitized {kind} "
+                               f"tensor name clash: TVM refuses it); rename one, or use --io-names model")
+            if s[0].isdigit() or s in C_KEYWORDS or s in C_MACROS or _LIMIT_MACRO.match(s) or _PREDEFINED_MACRO.match(s):
+                why = "starts with a digit" if s[0].isdigit() else "is a C keyword or standard macro"
+                raise AotError(f"{kind} name '{n}' is '{s}' in TVM's naming, which {why}: the header would not "
+                               f"compile; rename it, or use --io-names model")
+            macro = s.upper()
+            if macro in taken:
+                raise AotError(f"{kind} name '{n}' ('{s}') and {taken[macro]} give one size macro "
+                               f"..._{macro}_SIZE; rename one, or use --io-names model")
+            seen[s] = n
+            taken[macro] = f"{kind} name '{n}' ('{s}')"
+            out.append(s)
+        result.append(out)
+    return result[0], result[1]

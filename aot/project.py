@@ -13,7 +13,7 @@ import numpy as np
 
 from .errors import AotError
 from .firmware import board_dir, load_qemu_board
-from .host import tar_bytes, harness_params, read_valid_mlf, refuse_device, refuse_instrumented
+from .host import tar_bytes, label_of, harness_params, read_valid_mlf, refuse_device, refuse_instrumented
 
 
 def _test_data(m, inputs, expected, rtol, atol):
@@ -38,7 +38,7 @@ def export_project(tar, board, out_dir, inputs=None, expected=None, opt="-O2", r
     """Writes the project; returns the list of files written (relative paths)."""
     b = load_qemu_board(board)
     data = tar_bytes(tar)
-    m = read_valid_mlf(data)
+    m = read_valid_mlf(data, label_of(tar))
     refuse_instrumented(m, ())
     refuse_device(m, board)
     if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)):

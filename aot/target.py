@@ -17,6 +17,7 @@ compiles with.
 """
 from __future__ import annotations
 
+import sys
 import importlib
 import re
 from dataclasses import dataclass, field
@@ -270,12 +271,36 @@ def _parse(text):
         if bad:
             raise AotError(f"target '{text}': option '-{name}' has an invalid value '{bad[0]}'")
         found[name] = tuple(items) if spec[name] == "list" else value
+    _check_cpu(text, kind, found)
     known = _libraries(kind)
     libs = [lib for lib in found.get("libs", ()) if lib not in known]
     if libs:
         raise AotError(f"target '{text}': library '{libs[0]}' is not supported for kind '{kind}'"
                        + (f" (supported: {', '.join(known)})" if known else " (none is, yet)"))
     return kind, tuple((name, found[name]) for name in spec if name in found)
+
+
+def _check_cpu(text, kind, found):
+    """-mcpu and -mattr name what a family of the kind knows (aot/targets/): a CPU or a feature no
+    family knows is refused by name, with the known ones, rather than compiled as plain C."""
+    fams = [f for f in targets.FAMILIES if f.kind == kind]
+    if not fams:                      # a plug-in backend's kind: its options are its own
+        return
+    mcpu = found.get("mcpu")
+    if mcpu is not None and not any(f.knows_mcpu(mcpu) for f in fams):
+        known = []
+        for f in fams:
+            known += [m for m in f.known_mcpus() if m not in known]
+        raise AotError(f"target '{text}': -mcpu={mcpu} is not a CPU aot knows for kind '{kind}' (known: "
+                       f"{', '.join(known)}" + (", any cortex-m<N>" if any(f.name == 'cortex_m' for f in fams) else "")
+                       + ")")
+    for feature in found.get("mattr", ()):
+        if not feature[:1] in "+-" or not any(f.knows_mattr(feature) for f in fams):
+            known = []
+            for f in fams:
+                known += [m for m in f.mattrs if m not in known]
+            raise AotError(f"target '{text}': -mattr item '{feature}' is not a feature aot knows for kind '{kind}' "
+                           f"(give +name or -name, name one of: {', '.join(known)})")
 
 
 def _libraries(kind):
@@ -377,3 +402,7 @@ def _opts(options):
     if not options:
         return ""
     return " " + (options if isinstance(options, str) else " ".join(options))
+
+
+# TVM's tests reach micro() through tvm.target.target, the module this one stands for
+target = sys.modules[__name__]

@@ -8,6 +8,7 @@ import re
 import jinja2
 import numpy as np
 
+from aot.dtypes import BYTES as DTYPE_BYTES, quant_literals
 from aot.errors import AotError
 from aot.names import comment_safe, sanitize
 from aot.target import Target
@@ -97,8 +98,30 @@ def quant_macros(plan, kind, k):
     q = plan.io_quant.get((kind, k))
     if q is None:
         return {}
-    zp = int(q[1])
-    return {"scale": f"{float(np.float32(q[0])):.9g}f", "zero_point": f"({zp})" if zp < 0 else str(zp)}
+    scale, zero_point = quant_literals(q[0], q[1])
+    return {"scale": scale, "zero_point": zero_point}
+
+
+def header_from_metadata(mod, aot, main):
+    """The header aot writes for an MLF's metadata (its aot block and main function's memory):
+    the MLF cross-check compares a header with it, line by line."""
+    dev = aot.get("device")
+
+    def io(kind):
+        out = []
+        for t in aot[kind]:
+            e = {"c": t["c_name"], "nbytes": DTYPE_BYTES[t["dtype"]] * int(np.prod(t["shape"], dtype=np.int64))}
+            if "scale" in t and not dev:        # a device module's header has no quantisation macros
+                e["scale"], e["zero_point"] = quant_literals(t["scale"], t["zero_point"])
+            out.append(e)
+        return out
+    devices = list(aot.get("devices") or [])
+    return render_template("model.h.j2", inputs=io("inputs"), outputs=io("outputs"), mod=mod, MOD=mod.upper(),
+                           workspace_size=main["workspace_size_bytes"], workspace_io=bool(aot.get("use_workspace_io")),
+                           pools=[dict(q, C=q["c"].upper()) for q in aot.get("workspace_pools") or []],
+                           device_api=dev["api"] if dev else None, devices=devices,
+                           packed=aot.get("interface_api") == "packed", target="",
+                           devices_param=f", struct tvmgen_{mod}_devices* devices" if devices else "")
 
 
 def device_member(backend):

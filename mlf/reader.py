@@ -128,10 +128,11 @@ def read_mlf(path_or_bytes) -> MLF:
     return MLF(meta, files, problems, unprefixed)
 
 
-def validate(mlf: MLF) -> list:
-    """Problems with the members and the metadata (an empty list means valid)."""
+def validate(mlf: MLF, render_header=None) -> list:
+    """Problems with the members and the metadata (an empty list means valid). render_header:
+    see mlf.crosscheck.cross_problems (aot.host.mlf_problems passes it: use that)."""
     from .schema import metadata_problems
     p = list(mlf.problems)
     for b in mlf.unprefixed:
         p.append(f"member '{b}' is not prefixed with './'")
-    return p + metadata_problems(mlf.metadata, mlf.files)
+    return p + metadata_problems(mlf.metadata, mlf.files, render_header)

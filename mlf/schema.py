@@ -12,10 +12,12 @@ import re
 from aot import targets
 from aot.dtypes import BYTES as DTYPE_BYTES
 
+from .crosscheck import cross_problems, digest_problems
+
 MLF_VERSION = 7
 # The "aot" block is the contract between compile and build (run, size, project, debug). Bump it
 # whenever a field is added, removed or changes meaning; a reader accepts only its own version.
-AOT_BLOCK_VERSION = 1
+AOT_BLOCK_VERSION = 2          # 2: aot.digests
 MODULE_RE = re.compile(r"^[a-z0-9_]+$")
 MAX_MODULE_NAME = 100           # same bound as --model-name (aot/names.py)
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -29,6 +31,10 @@ def _is_int(x, lo=0, hi=MAX_BYTES):
     return isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi
 
 
+def _is_dtype(x):
+    return isinstance(x, str) and x in DTYPE_BYTES
+
+
 def _c_ident(x):
     from aot.names import C_KEYWORDS
     return isinstance(x, str) and len(x) <= MAX_IDENT and bool(IDENT_RE.match(x)) and x not in C_KEYWORDS
@@ -40,10 +46,11 @@ def _show(x):
 
 
 def _header_macros(text):
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define (\w+) (\d+)\s*$", text, re.M)}
+    """{macro: its value as written} of the header's #defines."""
+    return {m.group(1): m.group(2) for m in re.finditer(r"^#define (\w+)[ \t]*(.*?)[ \t]*$", text, re.M)}
 
 
-def metadata_problems(meta, files) -> list:
+def metadata_problems(meta, files, render_header=None) -> list:
     p = []
     if not isinstance(meta, dict):
         return ["metadata.json is not a JSON object"]
@@ -124,7 +131,44 @@ def metadata_problems(meta, files) -> list:
               f"parameters/{mod}.params", f"src/{mod}.relay", "runtime/include/tvm/runtime/c_runtime_api.h"):
         if f not in files:
             p.append(f"missing member ./{f}")
-    return p
+    _info_fields(aot, p)
+    if not p:       # the cross-checks read the fields checked above
+        p += cross_problems(mod, info, aot, main, files, render_header)
+    # after the contradictions, which name what disagrees: the digests only say what changed
+    return p + digest_problems(aot, files)
+
+
+def _info_fields(aot, p):
+    """The fields only `aot info` reads, so that it prints any MLF that passes."""
+    ext = aot.get("external_functions", [])
+    ok = isinstance(ext, list) and all(
+        isinstance(f, dict) and isinstance(f.get("name"), str) and isinstance(f.get("compiler"), str)
+        and isinstance(f.get("calls"), list) and all(isinstance(c, str) for c in f["calls"])
+        and _is_int(f.get("scratch_bytes")) and isinstance(f.get("nodes"), list)
+        and all(isinstance(n, dict) and isinstance(n.get("name"), str) and isinstance(n.get("op"), str)
+                and isinstance(n.get("composite", ""), str) for n in f["nodes"]) for f in ext)
+    if not ok:
+        p.append("aot.external_functions is not a list of {name, compiler, nodes: [{name, op}], calls, scratch_bytes}")
+    sched = aot.get("kernel_schedules", {})
+    if not (isinstance(sched, dict) and all(isinstance(v, str) for v in sched.values())):
+        p.append("aot.kernel_schedules is not {kernel: schedule}")
+    traces = aot.get("schedule_traces", {})
+    if not isinstance(traces, dict):
+        p.append("aot.schedule_traces is not {kernel: trace}")
+    else:
+        from aot.tir.trace import format_trace, from_json
+        for k, t in traces.items():
+            try:
+                format_trace(from_json(t), "")
+            except Exception:           # noqa: BLE001 -- any failure means the record is not a trace
+                p.append(f"aot.schedule_traces['{_show(k)[1:-1]}'] is not a schedule trace")
+                break
+    devices = aot.get("devices", [])
+    if not (isinstance(devices, list) and all(_c_ident(d) for d in devices) and len(set(devices)) == len(devices)):
+        p.append(f"aot.devices {_show(devices)} is not a list of distinct C identifiers")
+    notes = aot.get("name_notes", [])
+    if not (isinstance(notes, list) and all(isinstance(n, str) for n in notes)):
+        p.append("aot.name_notes is not a list of strings")
 
 
 def _main_memory(info, p):
@@ -149,7 +193,7 @@ def _main_memory(info, p):
         d = main.get(kind)
         if d is None:
             continue
-        if not isinstance(d, dict) or not all(isinstance(v, dict) and v.get("dtype") in DTYPE_BYTES
+        if not isinstance(d, dict) or not all(isinstance(v, dict) and _is_dtype(v.get("dtype"))
                                               and _is_int(v.get("size")) for v in d.values()):
             p.append(f"memory.functions.main[0].{kind} is not {{name: {{dtype, size}}}}")
     if not (isinstance(ops, list) and all(isinstance(f, dict) and _c_ident(f.get("function_name")) for f in ops)):
@@ -188,7 +232,7 @@ def _tensors(aot, kind, main, macros, mod, c_seen, p):
             p.append(f"{where}: c_name '{c}' collides with another tensor's (case-insensitively)")
         else:
             c_seen.add(c.upper())
-        if dtype not in DTYPE_BYTES:
+        if not _is_dtype(dtype):
             p.append(f"{where}: dtype {_show(dtype)} is not one of {', '.join(sorted(DTYPE_BYTES))}")
             continue
         if ("scale" in t) != ("zero_point" in t):
@@ -216,7 +260,7 @@ def _tensors(aot, kind, main, macros, mod, c_seen, p):
                          f"bytes, aot says {dtype}{shape} ({nbytes} bytes)")
         if isinstance(c, str) and _c_ident(c):
             macro = f"TVMGEN_{mod.upper()}_{c.upper()}_SIZE"
-            if macros.get(macro) != nbytes:
+            if macros.get(macro) != str(nbytes):
                 p.append(f"{where}: the header's {macro} is {macros.get(macro, 'missing')}, "
                          f"not {nbytes} ({dtype}{shape})")
     if declared is not None and set(declared) != keys:
@@ -234,7 +278,7 @@ def _pools(aot, macros, mod, p):
             p.append(f"aot.workspace_pools[{k}] is not {{name, c: C identifier, size: bytes}}")
             continue
         macro = f"TVMGEN_{mod.upper()}_{q['c'].upper()}_WORKSPACE_POOL_SIZE"
-        if macros.get(macro) != q["size"]:
+        if macros.get(macro) != str(q["size"]):
             p.append(f"workspace pool '{q['name']}': the header's {macro} is {macros.get(macro, 'missing')}, "
                      f"not {q['size']}")
 
@@ -251,11 +295,6 @@ def _sources(aot, files, mod, p):
             p.append(f"source '{s}' is not a member of the MLF")
     if len(set(srcs)) != len(srcs):
         p.append("aot.sources lists a file twice")
-    # one C file per module as TVM lays them out (lib0, lib1, then lib2... per partitioned module):
-    # a build from aot.sources must not leave one out
-    lib = re.compile(r"^codegen/host/src/" + re.escape(mod) + r"_lib\d+\.c$")
-    for f in sorted(f for f in files if lib.match(f) and f not in srcs):
-        p.append(f"module file '{f}' is in the MLF but not in aot.sources")
 
 
 def _plan_rows(aot, p):

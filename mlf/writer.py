@@ -103,5 +103,24 @@ def write_tar(files: dict, epoch: int | None = None) -> bytes:
     return buf.getvalue()
 
 
+def seal(files: dict) -> dict:
+    """files with metadata.json recording the sha256 of every other member (aot.digests), so
+    that a reader finds any member changed after aot wrote it."""
+    from .crosscheck import digests_of
+    raw = {p: d.encode("utf-8") if isinstance(d, str) else bytes(d) for p, d in files.items()}
+    meta = json.loads(raw["metadata.json"])
+    aot = next(iter(meta["modules"].values()))["aot"]
+    aot["digests"] = digests_of(raw)
+    return dict(files, **{"metadata.json": metadata_json(meta)})
+
+
+def reseal(tar: bytes) -> bytes:
+    """An MLF whose members were edited on purpose (a test's corrupted kernel), sealed again."""
+    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+        files = {(m.name[2:] if m.name.startswith("./") else m.name): t.extractfile(m).read()
+                 for m in t.getmembers() if m.isfile()}
+    return write_tar(seal(files))
+
+
 def metadata_json(meta: dict) -> str:
     return json.dumps(meta, indent=2, sort_keys=True) + "\n"

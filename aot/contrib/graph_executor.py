@@ -26,12 +26,12 @@ class GraphRuntime:
     types come from the MLF's metadata, the bound parameters from the factory when it has them."""
 
     def __init__(self, module, dev):
-        from mlf import read_mlf
+        from ..host import read_valid_mlf
         from ..ir.graph import TensorType
         self.factory = module
         self.tar = module.tar
         self.dev = _device(dev)
-        info = read_mlf(self.tar).aot
+        info = read_valid_mlf(self.tar).aot
         self.input_names = [t["name"] for t in info["inputs"]]
         self.input_types = {t["name"]: TensorType(t["shape"], t["dtype"]) for t in info["inputs"]}
         self.output_types = [TensorType(t["shape"], t["dtype"]) for t in info["outputs"]]

@@ -1,6 +1,7 @@
 """TVM's tvm.contrib.utils: temporary directories for build products."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -16,7 +17,19 @@ class TempDirectory:
             self.temp_dir = str(custom_path)
         else:
             self.temp_dir = tempfile.mkdtemp(prefix="aot_")
-        self._keep = bool(keep_for_debug or custom_path)
+        self._keep = bool(keep_for_debug or custom_path or TempDirectory._keep_all)
+
+    _keep_all = False
+
+    @classmethod
+    @contextlib.contextmanager
+    def set_keep_for_debug(cls, set_to=True):
+        """TVM's: directories made inside the `with` are kept (for looking at after a failure)."""
+        old, cls._keep_all = cls._keep_all, bool(set_to)
+        try:
+            yield
+        finally:
+            cls._keep_all = old
 
     @property
     def path(self):

@@ -2,4 +2,4 @@
 tvm.ir.IRModule of TIR functions, transform.py its passes (tvm.ir.transform) and instrument.py the
 hooks around them (tvm.ir.instrument)."""
 from . import instrument, module, transform  # noqa: F401,E402  (tvm.ir.instrument, .module, .transform)
-from .module import GlobalVar, IRModule  # noqa: F401,E402
+from .module import DictAttrs, GlobalVar, IRModule, make_node  # noqa: F401,E402

@@ -10,7 +10,26 @@ from __future__ import annotations
 from ..errors import AotError
 
 
+# TVM has one IRModule for relay and TIR (tvm.ir.module.IRModule): relay functions given to this one
+# go to relay's, which aot.relay registers here when it is imported (the IR layers cannot import it):
+# [relay's IRModule class, relay's expression base class]
+RELAY_MODULE = []
+
+
+def _relay_module(functions):
+    """relay's IRModule class when a function given is a relay expression, else None."""
+    if RELAY_MODULE and any(isinstance(f, RELAY_MODULE[1]) for f in dict(functions or {}).values()):
+        return RELAY_MODULE[0]
+    return None
+
+
 class IRModule:
+    def __new__(cls, functions=None, type_definitions=None, attrs=None):
+        relay_module = _relay_module(functions)
+        if relay_module is not None:
+            return relay_module(functions)
+        return super().__new__(cls)
+
     def __init__(self, functions=None, type_definitions=None, attrs=None):
         from ..tir.stmt import PrimFunc
         self.functions = {}
@@ -24,6 +43,9 @@ class IRModule:
 
     @staticmethod
     def from_expr(func):
+        relay_module = _relay_module({"main": func})
+        if relay_module is not None:
+            return relay_module.from_expr(func)
         return IRModule({"main": func})
 
     def __getitem__(self, name):
@@ -90,3 +112,15 @@ class GlobalVar:
 
     def __hash__(self):
         return hash(("GlobalVar", self.name_hint))
+
+
+class DictAttrs(dict):
+    """TVM's DictAttrs: a function's attributes by name (relay.Function(..., attrs=)), e.g.
+    output_tensor_names, which name main's outputs in the MLF and the header."""
+
+
+def make_node(type_key, **fields):
+    """TVM's tvm.ir.make_node, for the node the tests and frontends build by name: DictAttrs."""
+    if type_key != "DictAttrs":
+        raise AotError(f"make_node: node type '{type_key}' is not supported (DictAttrs is)")
+    return DictAttrs(fields)

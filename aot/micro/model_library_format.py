@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 
 from ..errors import AotError
+from mlf.schema import MLF_VERSION
+
+# the metadata.json version this writes (TVM's name, which its tests compare with)
+_GENERATED_VERSION = MLF_VERSION
 
 
 class UnsupportedInModelLibraryFormatError(AotError):

@@ -149,6 +149,11 @@ class Transpose(Op):
         return [te.compute(shape, body, "transpose")]
 
 
+# up to this many inputs a Concat selects its input by a chain of tests (the code aot always
+# generated); more are selected by halving the axis' range
+BALANCED_CONCAT = 64
+
+
 @register
 class Concat(AxisOp):
     name = "Concat"
@@ -176,13 +181,26 @@ class Concat(AxisOp):
 
         def body(*i):
             offs = np.cumsum([0] + [x.shape[axis] for x in parts])
-            expr = None
-            for k in reversed(range(len(parts))):
+
+            def load(k):
                 idx = list(i)
                 idx[axis] = i[axis] - int(offs[k])
-                v = parts[k](*idx)
-                expr = v if expr is None else select(lt(i[axis], Const(int(offs[k + 1]), "int32")), v, expr)
-            return expr
+                return parts[k](*idx)
+            if len(parts) <= BALANCED_CONCAT:
+                expr = None
+                for k in reversed(range(len(parts))):
+                    v = load(k)
+                    expr = v if expr is None else select(lt(i[axis], Const(int(offs[k + 1]), "int32")), v, expr)
+                return expr
+
+            # many inputs: a chain of selects as deep as the inputs are many would overflow the
+            # recursion of every expression walker; halving the range keeps the depth at log2
+            def pick(lo, hi):
+                if hi - lo == 1:
+                    return load(lo)
+                mid = (lo + hi) // 2
+                return select(lt(i[axis], Const(int(offs[mid]), "int32")), pick(lo, mid), pick(mid, hi))
+            return pick(0, len(parts))
         return [te.compute(shape, body, "concat")]
 
 

@@ -6,6 +6,8 @@ graph IR with TVM's op names (ops_table.py)."""
 from . import analysis, backend, build_module, frontend, ir_pass, nn, op, testing, transform  # noqa: F401
 from .backend import Executor, Runtime  # noqa: F401
 from .build_module import create_executor  # noqa: F401
+from .parser import fromtext  # noqa: F401
+from .param_dict import load_param_dict, save_param_dict  # noqa: F401
 from .expr_functor import ExprMutator, ExprVisitor  # noqa: F401
 from .expr import (Any, Call, Constant, Expr, Function, GlobalVar, IRModule, TensorType, Tuple,  # noqa: F401
                    TupleGetItem, TupleType, TupleWrapper, Var, const, var)

@@ -356,3 +356,12 @@ def const(value, dtype=None):
     elif a.dtype == np.int64 and a.ndim == 0:
         a = a.astype(np.int32)
     return Constant(a)
+
+
+def _register_with_ir():
+    """tvm.ir.IRModule takes relay functions too: aot.ir's module hands them to this one."""
+    from ..ir import module as ir_module
+    ir_module.RELAY_MODULE[:] = [IRModule, Expr]
+
+
+_register_with_ir()

@@ -63,12 +63,13 @@ def conv2d(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups
     if kernel_layout not in expected:
         raise AotError(f"nn.conv2d: kernel_layout {kernel_layout!r} does not go with data_layout {data_layout!r} "
                        f"(one of {', '.join(expected)})")
-    if out_layout not in ("", data_layout) or out_dtype not in ("", "float32"):
-        raise AotError("nn.conv2d: out_layout and out_dtype other than the input's are not supported")
+    if out_layout not in ("", data_layout) or out_dtype not in ("", "float32", "int32"):
+        raise AotError("nn.conv2d: out_layout and out_dtype other than the input's (or int32 from int8) "
+                       "are not supported")
     return make("nn.conv2d", [data, weight], strides=ints(strides, 2), padding=pads_2d(padding),
                 dilation=ints(dilation, 2), groups=int(groups), channels=channels,
                 kernel_size=None if kernel_size is None else ints(kernel_size, 2), data_layout=data_layout,
-                kernel_layout=kernel_layout)
+                kernel_layout=kernel_layout, **({"out_dtype": out_dtype} if out_dtype == "int32" else {}))
 
 
 def _conv2d_params(c, shapes):
@@ -95,6 +96,12 @@ def _conv2d(b, c, ins):
         if perm is not None:
             w = b.op("Transpose", [w], {"perm": list(perm)})     # folds when the weight is a parameter
         attrs["layout"] = "NHWC"
+    if a.get("out_dtype") == "int32":
+        # int8/uint8 data and weight summed in int32: ONNX's ConvInteger (no zero points)
+        if x.type.dtype not in ("int8", "uint8") or w.type.dtype not in ("int8", "uint8"):
+            raise AotError(f"nn.conv2d: out_dtype int32 takes int8 or uint8 data and weight, not {x.type.dtype} "
+                           f"and {w.type.dtype}")
+        return b.op("ConvInteger", [x, w], attrs)
     return b.op("Conv", [x, w], attrs)
 
 

@@ -142,12 +142,29 @@ def to_graph(mod, params=None, name="default", expr_types=None):
 
     out = visit(func.body)
     if expr_types is not None:
-        expr_types.update({k: [x.type for x in v] if isinstance(v, list) else v.type
+        expr_types.update({k: [x.type for x in _flat(v)] if isinstance(v, list) else v.type
                            for k, v in values.items() if v is not None})
-    outs = out if isinstance(out, list) else [out]
+    outs = _flat(out) if isinstance(out, list) else [out]     # nested tuples: their leaves, in order
     for p in func.params:          # parameters no operator reads still are inputs (or bound)
         if id(p) not in values and var_value(p) is None:
             raise AotError(f"variable '{p.name_hint}' has no type, and no operator gives it a shape")
     inputs = [values[id(p)] for p in func.params if p.name_hint not in params]
-    names = ["output"] if len(outs) == 1 else [f"output{k}" for k in range(len(outs))]
+    given = func.attrs.get("output_tensor_names")
+    if given is not None:       # TVM's attribute: main's outputs named by the caller, in order
+        given = [str(n) for n in given]
+        if len(given) != len(outs):
+            raise AotError(f"output_tensor_names names {len(given)} outputs ({', '.join(given)}); main has "
+                           f"{len(outs)}")
+        if len(set(given)) != len(given):
+            raise AotError(f"output_tensor_names names an output twice ({', '.join(given)})")
+        names = given
+    else:
+        names = ["output"] if len(outs) == 1 else [f"output{k}" for k in range(len(outs))]
     return b.graph(inputs, outs, names), var_types
+
+
+def _flat(v):
+    """The leaves of a (nested) tuple's values, in order."""
+    if not isinstance(v, list):
+        return [v]
+    return [leaf for x in v for leaf in _flat(x)]

@@ -37,12 +37,9 @@ class Device:
         """Whether this machine has the device (the host CPU always does)."""
         if self.kind == "cpu":
             return True
-        import shutil
-        import subprocess
-        if self.kind == "cuda":
-            return shutil.which("nvidia-smi") is not None and subprocess.run(
-                ["nvidia-smi", "-L"], capture_output=True).returncode == 0
-        return False
+        from ..targets import device_family
+        family = device_family(self.kind)      # its API's own test (a CUDA driver, an OpenCL platform)
+        return family is not None and family.present()
 
     def sync(self):
         """Runs are synchronous: nothing to wait for."""

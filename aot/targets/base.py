@@ -46,6 +46,24 @@ class Family:
         """The code-generation target string a partition target's kernels are scheduled for."""
         return "c"
 
+    # the -mcpu and -mattr values a target of the family may give (aot/target.py refuses others
+    # by name, so that a typo or a CPU no family knows never compiles silently as plain C);
+    # empty: the family does not judge them
+    mcpus: tuple = ()
+    mattrs: tuple = ()
+
+    def knows_mcpu(self, mcpu):
+        """Whether -mcpu=mcpu names a CPU of this family."""
+        return mcpu in self.mcpus if self.mcpus else self.claims(self.kind, mcpu)
+
+    def known_mcpus(self):
+        """The -mcpu values to list when one is refused."""
+        return list(self.mcpus)
+
+    def knows_mattr(self, feature):
+        """Whether -mattr's item `feature` ('+dsp', '-neon', ...) names a feature of this family."""
+        return feature.lstrip("+-") in self.mattrs if self.mattrs else True
+
     def staging_block(self, target):
         """What the executor stages a kernel written over its input by (aot/schedules/inplace_conv.py):
         (channels at a time, the fewest worth a block[, pixels of a row at a time])."""

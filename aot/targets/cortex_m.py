@@ -8,6 +8,7 @@ extensions: plain C, no FPU assumed.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .base import C_ATTRS, Family
@@ -78,6 +79,18 @@ class CortexM(Family):
 
     def core(self, target):
         return core(target.mcpu)
+
+    # an M-profile core by its Arm name: cortex-m<N>, with gcc's suffixes (cortex-m0plus, cortex-m35p,
+    # cortex-m4+nodsp); a core not in the table is still one, with none of the extensions
+    _NAME = re.compile(r"^cortex-m[0-9]+(plus|p)?(\+no[a-z.]+)*\+?$")
+    mattrs = ("dsp", "mve", "mve.fp", "fp", "fp.dp", "fp64", "fp16", "fullfp16", "lob", "pacbti", "cdecp0",
+              "thumb2", "vfp4", "vfp4sp", "vfp5", "nodsp", "nomve", "nofp")
+
+    def knows_mcpu(self, mcpu):
+        return bool(mcpu) and bool(self._NAME.match(mcpu))
+
+    def known_mcpus(self):
+        return sorted(CORES, key=lambda n: (len(n), n))
 
     def staging_block(self, target):
         variant = core(target.mcpu).variant

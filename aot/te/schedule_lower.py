@@ -148,7 +148,8 @@ class Lowering:
         args = ins + scalars + [t for t in tensors if not t.is_placeholder]
         self.args = args
         self.num_inputs = len(ins) + len(scalars)
-        self.params = [Buffer(t.name, t.dtype, (1,) if isinstance(t, Var) else t.shape) for t in args]
+        self.params = [Buffer(n, t.dtype, (1,) if isinstance(t, Var) else t.shape)
+                       for t, n in zip(args, _distinct([t.name for t in args]))]
         self.scalar_map = {id(v): Load(b, (Const(0, INDEX),)) for v, b in zip(args, self.params) if isinstance(v, Var)}
         self.buf = {t.uid: b for t, b in zip(args, self.params) if not isinstance(t, Var)}
         self.arg_ids = set(self.buf)
@@ -740,6 +741,19 @@ class _Tensorize:
             return upd
         first = all_of([Bin("==", v, Const(0, INDEX)) for v in outer_red])
         return IfThenElse(first, self.body(env), upd)
+
+
+def _distinct(names):
+    """Argument names made distinct as TVM's (two te.placeholder left unnamed are placeholder and
+    placeholder_1): they name the function's parameters."""
+    originals, taken, out = set(names), set(), []
+    for n in names:
+        m, k = n, 1
+        while m in taken or (m != n and m in originals):
+            m, k = f"{n}_{k}", k + 1
+        taken.add(m)
+        out.append(m)
+    return out
 
 
 def lower_schedule(sch, args=None, name="main"):

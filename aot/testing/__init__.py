@@ -29,3 +29,52 @@ def device_enabled(target):
         return device(str(target).split()[0]).exist
     except Exception:  # noqa: BLE001 -- an unknown name is simply not enabled
         return False
+
+
+# -- the decorators TVM's own tests wear (tvm.testing.requires_*, skip_if_32bit, main) --------
+def _skip(func, reason):
+    import pytest
+    return pytest.mark.skip(reason=reason)(func)
+
+
+def requires_micro(func):
+    """microTVM's API is aot's: nothing to skip."""
+    return func
+
+
+def requires_llvm(func):
+    """"llvm" is aot's host C path: nothing to skip."""
+    return func
+
+
+def requires_cmsisnn(func):
+    return _skip(func, "CMSIS-NN partitioning (relay.op.contrib.cmsisnn) is not in aot")
+
+
+def requires_corstone300(func):
+    return _skip(func, "the Arm Corstone-300 reference system (an FVP) is not a platform of aot")
+
+
+def requires_package(*packages):
+    """Skip unless every named Python package imports."""
+    import importlib.util
+
+    def wrap(func):
+        absent = [p for p in packages if importlib.util.find_spec(p) is None]
+        return _skip(func, f"needs the Python package(s) {', '.join(absent)}") if absent else func
+    return wrap
+
+
+def skip_if_32bit(reason):
+    import struct
+
+    def wrap(func):
+        return _skip(func, reason) if struct.calcsize("P") == 4 else func
+    return wrap
+
+
+def main():
+    """pytest over the calling test file (TVM's `if __name__ == "__main__": tvm.testing.main()`)."""
+    import sys
+    import pytest
+    sys.exit(pytest.main([sys.argv[0], *sys.argv[1:]]))

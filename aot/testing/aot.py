@@ -129,8 +129,9 @@ def compile_models(models, interface_api, use_unpacked_api, workspace_byte_align
     out = []
     for model in models:
         with PassContext(opt_level=3, config=config):
+            # TVM's test programs name the I/O as TVM does: sanitised, a clash refused (not renamed)
             factory = relay.build(model.module, target=target, params=model.params, mod_name=model.name,
-                                  executor=executor, runtime=runtime)
+                                  executor=executor, runtime=runtime, io_names="tvm")
         out.append(AOTCompiledTestModel(model=model, executor_factory=factory))
     return out
 
@@ -249,7 +250,7 @@ def _model_test_c(m, model):
         raise AotError(f"model '{model.name}': no test value for input(s) {', '.join(missing)} "
                        f"(AOTTestModel.inputs has {', '.join(model.inputs) or 'none'})")
     for t, p in zip(info["inputs"], params["inputs"]):
-        a = np.ascontiguousarray(np.asarray(model.inputs[t["name"]]))
+        a = np.require(np.asarray(model.inputs[t["name"]]), requirements="C")
         if list(a.shape) != list(t["shape"]):
             raise AotError(f"model '{model.name}': input '{t['name']}' is {list(a.shape)}, the module takes "
                            f"{t['shape']}")
@@ -265,7 +266,7 @@ def _model_test_c(m, model):
         raise AotError(f"model '{model.name}': the module has outputs {', '.join(out_names)}; AOTTestModel.outputs "
                        f"names {', '.join(expected)}")
     for t, p, want in zip(info["outputs"], params["outputs"], wants):
-        a = np.ascontiguousarray(np.asarray(want))
+        a = np.require(np.asarray(want), requirements="C")
         if list(a.shape) != list(t["shape"]):
             raise AotError(f"model '{model.name}': expected output '{t['name']}' is {list(a.shape)}, the module "
                            f"gives {t['shape']}")
@@ -401,3 +402,23 @@ def get_dtype_range(dtype):
     else:
         raise AotError(f"get_dtype_range: dtype {dtype} is neither floating-point nor integral")
     return info.min, info.max
+
+
+def create_relay_module_and_inputs_from_tflite_file(tflite_model_file, bind_params_by_name=True):
+    """TVM's helper: (relay module, {input name: random data in the input's range}, params) of a
+    .tflite file. The data is seeded, so that a test sees the same inputs each run."""
+    from ..relay import frontend
+    with open(tflite_model_file, "rb") as f:
+        mod, params = frontend.from_tflite(f.read())
+    rng = np.random.default_rng(0)
+    inputs = {}
+    for p in mod["main"].params:
+        t = p.type_annotation
+        dtype = str(t.dtype)
+        shape = tuple(int(d) for d in t.shape)
+        if np.dtype(dtype).kind == "f":
+            inputs[p.name_hint] = rng.uniform(-1, 1, shape).astype(dtype)
+        else:
+            lo, hi = get_dtype_range(dtype)
+            inputs[p.name_hint] = rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
+    return mod, inputs, params

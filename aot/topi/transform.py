@@ -2,7 +2,7 @@
 strided_slice): "injective" stages, each output element a copy of one input element."""
 from __future__ import annotations
 
-from ..tir.expr import Const, Select, ge
+from ..tir.expr import Const, Select, ge, lt
 from . import tag
 from .utils import TopiError, compute, get_const_tuple, normalize_axis, prod
 
@@ -78,16 +78,32 @@ def concatenate(tensors, axis=0):
     shape = list(tensors[0].shape)
     shape[axis] = sum(sizes)
 
+    starts = [sum(sizes[:k]) for k in range(len(sizes))]
+
+    def load(k, i):
+        idx = list(i)
+        idx[axis] = i[axis] - Const(starts[k], "int32")
+        return tensors[k](*idx)
+
     def body(*i):
-        out, start = None, sum(sizes)
-        for t, sz in reversed(list(zip(tensors, sizes))):
-            start -= sz
-            idx = list(i)
-            idx[axis] = i[axis] - Const(start, "int32")
-            v = t(*idx)
-            out = v if out is None else Select(ge(i[axis], Const(start, "int32")), v, out)
+        if len(tensors) > BALANCED_CONCAT:
+            # a chain as deep as the inputs are many would overflow every expression walker's
+            # recursion: halving the range keeps the depth at log2
+            def pick(lo, hi):
+                if hi - lo == 1:
+                    return load(lo, i)
+                mid = (lo + hi) // 2
+                return Select(ge(i[axis], Const(starts[mid], "int32")), pick(mid, hi), pick(lo, mid))
+            return pick(0, len(tensors))
+        out = None
+        for k in reversed(range(len(tensors))):
+            v = load(k, i)
+            out = v if out is None else Select(lt(i[axis], Const(starts[k] + sizes[k], "int32")), v, out)
         return out
     return compute(tuple(shape), body, "T_concat", tag.INJECTIVE)
+
+
+BALANCED_CONCAT = 64     # more inputs than this: selected by halving the range, not by a chain
 
 
 def strided_slice(a, begin, end, strides=None):

@@ -13,7 +13,14 @@ from aot import relay
 from aot.contrib import graph_executor
 from aot.relay import testing
 
-target = sys.argv[1] if len(sys.argv) > 1 else "c"
+target = sys.argv[1] if len(sys.argv) > 1 else "c"       # the host C target: no GPU or OpenCL needed
+if target.split()[0] not in ("c", "opencl", "cuda"):
+    sys.exit(f"usage: python {sys.argv[0]} [c|opencl|cuda] (not {target!r})")
+dev = {"c": tvm.cpu(0), "opencl": tvm.opencl(0), "cuda": tvm.cuda(0)}[target.split()[0]]
+if not dev.exist:       # asked for a GPU API this machine lacks: say so, before building for it
+    sys.exit(f"error: no {target.split()[0]} device on this machine"
+             + (" (OpenCL on a CPU: install PoCL)" if target.startswith("opencl") else "")
+             + f"; run 'python {sys.argv[0]}' for the host C target")
 out_channels = 16
 batch_size = 1
 data = relay.var("data", relay.TensorType((batch_size, 3, 224, 224), "float32"))
@@ -32,7 +39,6 @@ data_shape = (batch_size, 3, 224, 224)
 net, params = testing.create_workload(simple_net)
 
 lib = relay.build(net, target, params=params)
-dev = {"c": tvm.cpu(0), "opencl": tvm.opencl(0), "cuda": tvm.cuda(0)}[target.split()[0]]
 data = np.random.uniform(-1, 1, size=data_shape).astype("float32")
 module = graph_executor.GraphModule(lib["default"](dev))
 module.set_input("data", data)

@@ -204,3 +204,73 @@ def test_npz_inputs_are_checked_before_their_data_is_read(tmp_path):
         assert r.returncode == 2 and r.stderr.startswith("error: ") and needle in r.stderr, r.stderr
         assert "Traceback" not in r.stderr and not os.path.exists(tmp_path / "o.npz")
         assert time.time() - t0 < 30
+
+
+KWS = os.path.join(ROOT, "..", "shared", "models", "mlperf_tiny", "keyword_spotting", "kws_ref_model.tflite")
+
+
+def _retar(src, dst, edit):
+    """The MLF `src` extracted, one member edited (edit(path, bytes) -> bytes) and tarred again as
+    `tar cf dst ./` does, keeping the './' prefixes."""
+    import io
+    import tarfile
+    with tarfile.open(src) as t, tarfile.open(dst, "w") as out:
+        for m in t.getmembers():
+            raw = t.extractfile(m).read() if m.isfile() else None
+            if raw is not None:
+                raw = edit(m.name, raw)
+                m.size = len(raw)
+            out.addfile(m, io.BytesIO(raw) if raw is not None else None)
+
+
+def _kws_mlf(tmp_path):
+    mlf = str(tmp_path / "kws.tar")
+    r = run_cli("compile", KWS, "-o", mlf)
+    assert r.returncode == 0, r.stderr
+    np.savez(tmp_path / "in.npz", input_1=np.zeros((1, 49, 10, 1), np.int8))
+    return mlf
+
+
+def test_header_workspace_contradicting_metadata_is_refused(tmp_path):
+    """Issue 32, class 1: TVMGEN_DEFAULT_WORKSPACE_SIZE edited from 8640 to 16. info said 'valid',
+    run segfaulted (an internal error), size reported 1.4e18 instructions."""
+    mlf = _kws_mlf(tmp_path)
+    bad = str(tmp_path / "ws16.tar")
+    _retar(mlf, bad, lambda name, raw: raw.replace(b"WORKSPACE_SIZE 8640", b"WORKSPACE_SIZE 16")
+           if name.endswith("tvmgen_default.h") else raw)
+    both = ("TVMGEN_DEFAULT_WORKSPACE_SIZE is 16", "workspace_size_bytes is 8640")
+    r = run_cli("info", bad)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "valid" not in r.stdout.replace("invalid", "")
+    assert all(n in r.stdout for n in both), r.stdout
+    out = str(tmp_path / "o.npz")
+    r = run_cli("run", bad, "--inputs", str(tmp_path / "in.npz"), "--outputs", out)
+    assert_user_error(r, out, "ws16.tar", *both)
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = run_cli("size", bad, "--board", "qemu-cortex-m4")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and all(n in r.stderr for n in both), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not r.stdout
+
+
+def test_sources_without_lib1_are_refused_before_gcc(tmp_path):
+    """Issue 32, class 1: metadata aot.sources without default_lib1.c passed info, then failed in
+    gcc as an internal error."""
+    import json
+    mlf = _kws_mlf(tmp_path)
+    bad = str(tmp_path / "nolib1.tar")
+
+    def edit(name, raw):
+        if name != "./metadata.json":
+            return raw
+        meta = json.loads(raw)
+        meta["modules"]["default"]["aot"]["sources"].remove("codegen/host/src/default_lib1.c")
+        return json.dumps(meta).encode()
+    _retar(mlf, bad, edit)
+    r = run_cli("info", bad)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "default_lib1.c" in r.stdout, r.stdout
+    out = str(tmp_path / "o.npz")
+    r = run_cli("run", bad, "--inputs", str(tmp_path / "in.npz"), "--outputs", out)
+    assert_user_error(r, out, "./codegen/host/src/default_lib1.c is not listed in metadata aot.sources")
+    assert len(r.stderr.strip().splitlines()) == 1
+    proj = str(tmp_path / "proj")
+    r = run_cli("project", bad, "--board", "qemu-cortex-m4", "-o", proj)
+    assert_user_error(r, proj, "default_lib1.c")

@@ -20,7 +20,7 @@ from onnx import helper
 import aot
 from aot.compiler import Options, compile_model
 from aot.debug import debug_mlf, instrument
-from mlf.writer import write_tar
+from mlf.writer import reseal, write_tar
 from conftest import ROOT, init, make_model, vi
 
 BOARD_TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm")
@@ -77,7 +77,7 @@ def corrupt_kernel(tar, kernel, wrong="({v}) * 1.5f + 0.5f"):
     s = stores[-1]
     body = body[:s.start()] + s.group(1) + wrong.format(v=s.group(2)) + ";" + body[s.end():]
     files[path] = (src[:start] + body + src[end:]).encode()
-    return write_tar(files)
+    return reseal(write_tar(files))     # the corruption is the test's own: its digest is recorded
 
 
 @pytest.fixture(scope="module")
@@ -235,10 +235,10 @@ def test_cli_exit_codes_and_table(model, tmp_path, capsys):
     np.savez(tmp_path / "wrong.npz", x=np.zeros((1, 3, 4, 4), np.float32))
     cases = [(base + ["--mlf", str(malformed)], "aot.debug_records[2] is malformed"),
              (base + ["--mlf", str(normal)], "not instrumented for aot debug"),
-             (base + ["--mlf", str(other)], "was not compiled from this ONNX model"),
+             (base + ["--mlf", str(other)], "was not compiled from this model"),
              (base + ["--board", "qemu-cortex-m99"], "unknown board 'qemu-cortex-m99'"),
              (base + ["--mlf", str(bad), "--model-name", "x"], "drop --model-name"),
-             (["debug", str(tmp_path / "m.tflite"), "--inputs", str(inputs)], ".tflite models are not supported"),
+             (["debug", str(tmp_path / "m.tflite"), "--inputs", str(inputs)], "m.tflite"),
              (["debug", str(onnx_path), "--inputs", str(tmp_path / "missing.npz")], "cannot read inputs"),
              (["run", str(saved), "--inputs", str(inputs)], "instrumented for aot debug"),
              (["project", str(saved), "-o", str(tmp_path / "proj")], "instrumented for aot debug"),

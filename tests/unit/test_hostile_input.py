@@ -378,7 +378,7 @@ TAMPER = [
     ("aot.interface_api", "cpp", "interface_api"),
     ("aot.io_names", 1, "io_names"),
     ("aot", KeyError, "'aot'"),
-    ("aot.version", 2, "aot.version is 2, this aot reads version 1"),
+    ("aot.version", 1, "aot.version is 1, this aot reads version 2"),
     ("aot.version", KeyError, "compile the model again"),
     ("memory.functions.main.0.workspace_size_bytes", -1, "workspace_size_bytes"),
     ("memory.functions.main.0.workspace_size_bytes", "big", "workspace_size_bytes"),

@@ -64,3 +64,14 @@ def create_header_file(tensor_name, npy_data, output_path, tar_file):
     info = tarfile.TarInfo(name=str(Path(output_path) / f"{tensor_name}.h"))
     info.size, info.mode = len(text), 0o644
     tar_file.addfile(info, io.BytesIO(text))
+
+
+def get_conv2d_relay_module():
+    """The relay module TVM's MLF and AOT tests build on: main(data int8 [1, 3, 64, 64], weight int8
+    [8, 3, 5, 5]) = conv2d NCHW/OIHW, 5x5, padding 2, 8 channels, int32 out."""
+    from ... import relay
+    data = relay.var("data", relay.TensorType((1, 3, 64, 64), "int8"))
+    weight = relay.var("weight", relay.TensorType((8, 3, 5, 5), "int8"))
+    out = relay.nn.conv2d(data, weight, padding=(2, 2), channels=8, kernel_size=(5, 5), data_layout="NCHW",
+                          kernel_layout="OIHW", out_dtype="int32")
+    return relay.transform.InferType()(relay.IRModule.from_expr(relay.Function([data, weight], out)))
