@@ -222,6 +222,10 @@ class Target:
             out.append(f"-{name}={','.join(value) if isinstance(value, tuple) else value}")
         return " ".join(out)
 
+    def __format__(self, spec):
+        # messages and logs (f-strings) name a target as the user wrote it; str() is TVM's form
+        return format(self.short_str(), spec)
+
     def __repr__(self):
         return f"Target({self.short_str()!r}" + (f", host={self.host.short_str()!r})" if self.host else ")")
 

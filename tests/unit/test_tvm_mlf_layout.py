@@ -34,6 +34,7 @@ def _module(files):
 def test_targets_print_as_tvm_prints_them(text, tvm):
     from aot.target import Target
     assert str(Target(text)) == tvm and Target(tvm) == Target(text)     # and it reads back
+    assert f"{Target(text)}" == Target(text).short_str()       # messages name it as written
 
 
 def test_cmsis_nn_is_a_partition_target_of_a_tvmc_target_list():
