@@ -10,6 +10,7 @@ generation target of the list (lib1).
 from __future__ import annotations
 
 from .base import Family
+from .cortex_m import CORTEX_M
 
 # the graph ops CMSIS-NN's int8 kernels cover (TFLite's int8 builtins, as the importer makes them)
 _OPS = {"QConv", "QDense", "QAvgPool", "MaxPool", "QSoftmax", "QAdd", "QMul"}
@@ -21,6 +22,13 @@ class CmsisNN(Family):
     attrs = {"keys": "list", "mattr": "list", "mcpu": "str", "debug_last_error": "str"}
     keys = ("arm_cpu", "cpu")          # TVM's M-profile parser adds these to the kind's (none)
     partition = True
+    mattrs = CORTEX_M.mattrs          # its kernels are the Cortex-M family's: the same cores and features
+
+    def knows_mcpu(self, mcpu):
+        return CORTEX_M.knows_mcpu(mcpu)
+
+    def known_mcpus(self):
+        return CORTEX_M.known_mcpus()
 
     def claims_node(self, node):
         # int8 in, int8 out (TFLite's int16x8 kernels are other CMSIS-NN functions, not TVM's)

@@ -138,3 +138,11 @@ def test_cmsis_nn_lists_that_cannot_build_are_refused_by_name(target, msg):
     import aot
     with pytest.raises(aot.AotError, match=msg):
         aot.compile(_relu_model(), target=target)
+
+
+def test_cmsis_nn_takes_the_cortex_m_cores_only():
+    from aot.errors import AotError
+    from aot.target import Target
+    assert Target("cmsis-nn -mcpu=cortex-m4 -mattr=+nodsp").mcpu == "cortex-m4"
+    with pytest.raises(AotError, match="-mcpu=pentium is not a CPU aot knows for kind 'cmsis-nn'"):
+        Target("cmsis-nn -mcpu=pentium")
