@@ -200,6 +200,11 @@ def check_board_target(model, board, allow=False):
         mcpu = None
     if mcpu == core:
         return
+    # a cmsis-nn build: the host's part is plain C, the partition's kernels are for the core it names
+    parts = [p.get("kernel_target") for p in m.aot.get("partitions") or [] if isinstance(p, dict)]
+    part_cpus = {t.get("mcpu") for t in parts if isinstance(t, dict)}
+    if mcpu is None and part_cpus == {core}:
+        return
     built = f"target '{text}'" + ("" if mcpu else " (host)")
     msg = (f"the MLF was built for {built}, board {b['name']} has a {core}: compile with --board {b['name']} "
            f"or --target '{board_target(b).short_str()}'")

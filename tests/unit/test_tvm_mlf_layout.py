@@ -146,3 +146,17 @@ def test_cmsis_nn_takes_the_cortex_m_cores_only():
     assert Target("cmsis-nn -mcpu=cortex-m4 -mattr=+nodsp").mcpu == "cortex-m4"
     with pytest.raises(AotError, match="-mcpu=pentium is not a CPU aot knows for kind 'cmsis-nn'"):
         Target("cmsis-nn -mcpu=pentium")
+
+
+def test_a_cmsis_nn_build_runs_on_the_board_of_its_core(tmp_path):
+    """Its host part is plain C and its kernels are for the core cmsis-nn names: the board with that
+    core takes the MLF, another core's board refuses it by name."""
+    import aot
+    from aot.cli import check_board_target
+    from aot.errors import AotError
+    from test_tvm_clients import int8_cnn
+    path = tmp_path / "m.tar"
+    path.write_bytes(aot.compile(int8_cnn(0), target="cmsis-nn -mcpu=cortex-m55, c").tar)
+    check_board_target(str(path), "qemu-cortex-m55")
+    with pytest.raises(AotError, match="board qemu-cortex-m4 has a cortex-m4"):
+        check_board_target(str(path), "qemu-cortex-m4")
