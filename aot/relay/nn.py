@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import AotError
 from .expr import Tuple
-from .op import _onnx_dtype_code, same_shape, ints, make, pads_2d, register, shape_const
+from .op import ints, make, onnx_dtype_code, pads_2d, register, same_shape, shape_const
 from .printer import defaults
 
 _POOL = dict(strides=[1, 1], dilation=[1, 1], padding=[0, 0, 0, 0], layout="NCHW", ceil_mode=False)
@@ -98,7 +98,7 @@ def _conv2d(b, c, ins):
         attrs["layout"] = "NHWC"
     if a.get("out_dtype") == "int32":
         if x.type.dtype == w.type.dtype == "int16":
-            return b.op("Cast", [b.op("ConvInteger16", [x, w], attrs)], {"to": _onnx_dtype_code("int32")})
+            return b.op("Cast", [b.op("ConvInteger16", [x, w], attrs)], {"to": onnx_dtype_code("int32")})
         # int8/uint8 data and weight summed in int32: ONNX's ConvInteger (no zero points)
         if x.type.dtype not in ("int8", "uint8") or w.type.dtype not in ("int8", "uint8"):
             raise AotError(f"nn.conv2d: out_dtype int32 takes int8 or uint8 (or int16) data and weight, not "

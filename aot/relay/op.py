@@ -329,7 +329,7 @@ prod = _reduction("prod")
 
 
 # -- more of TVM's top-level ops ----------------------------------------------------------------------
-def _onnx_dtype_code(dtype):
+def onnx_dtype_code(dtype):
     from ..ops.registry import ONNX_DTYPES
     want = str(np.dtype(dtype))
     code = next((k for k, v in ONNX_DTYPES.items() if v == want), None)
@@ -342,7 +342,7 @@ def cast(data, dtype):
     return make("cast", [data], dtype=str(np.dtype(dtype)))
 
 
-register("cast", lambda b, c, ins: b.op("Cast", ins, {"to": _onnx_dtype_code(c.attrs["dtype"])}))
+register("cast", lambda b, c, ins: b.op("Cast", ins, {"to": onnx_dtype_code(c.attrs["dtype"])}))
 
 
 def rsqrt(x):
@@ -439,7 +439,7 @@ def _arg(name, onnx_op):
                                 "select_last_index": int(c.attrs["select_last_index"])})
         if c.attrs["axis"] is None and c.attrs["keepdims"]:
             y = b.op("Reshape", [y, shape_const(b, [1] * len(ins[0].type.shape))])
-        return b.op("Cast", [y], {"to": _onnx_dtype_code("int32")})      # TVM's index type
+        return b.op("Cast", [y], {"to": onnx_dtype_code("int32")})      # TVM's index type
     register(name, lower)
     return fn
 
@@ -549,7 +549,7 @@ def ones(shape, dtype="float32"):
 
 def _full(b, c, ins):
     shape, dt = c.attrs["shape"], c.attrs["dtype"]
-    return b.op("Expand", [b.op("Cast", ins, {"to": _onnx_dtype_code(dt)}), shape_const(b, shape)])
+    return b.op("Expand", [b.op("Cast", ins, {"to": onnx_dtype_code(dt)}), shape_const(b, shape)])
 
 
 register("full", _full)
@@ -571,7 +571,7 @@ def full_like(data, fill_value):
     return make("full_like", [data, fill_value])
 
 
-register("full_like", lambda b, c, ins: b.op("Expand", [b.op("Cast", [ins[1]], {"to": _onnx_dtype_code(
+register("full_like", lambda b, c, ins: b.op("Expand", [b.op("Cast", [ins[1]], {"to": onnx_dtype_code(
     ins[0].type.dtype)}), shape_const(b, list(ins[0].type.shape))]))
 
 
