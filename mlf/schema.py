@@ -20,6 +20,7 @@ MLF_VERSION = 7
 AOT_BLOCK_VERSION = 2          # 2: aot.digests
 MODULE_RE = re.compile(r"^[a-z0-9_]+$")
 MAX_MODULE_NAME = 100           # same bound as --model-name (aot/names.py)
+MAX_MODULES = 256               # each is checked over every member: bounded, as members are
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_IDENT = 255
 SOURCE_RE = re.compile(r"^codegen/host/src/[A-Za-z0-9_][A-Za-z0-9_.-]*\.c$")
@@ -61,6 +62,8 @@ def metadata_problems(meta, files, render_header=None) -> list:
         return p + [f"an operator MLF (style 'operator': the C of one function, '{_show(meta.get('model_name'))[1:-1]}')"
                     " has no executor to build or run; export the module aot.build made with export_library "
                     "for its full MLF"]
+    if isinstance(mods, dict) and len(mods) > MAX_MODULES:
+        return p + [f"metadata has {len(mods):,} modules, more than any MLF holds (limit {MAX_MODULES})"]
     if isinstance(mods, dict) and len(mods) > 1:
         return p + _modules_problems(meta, mods, files, render_header)
     if not isinstance(mods, dict) or len(mods) != 1:

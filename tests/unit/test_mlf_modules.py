@@ -119,3 +119,15 @@ def test_reseal_of_one_module_still_reads(two):
     # an MLF of one module, edited and resealed, is what it was: the shared-MLF path is not taken
     one = select_module(open(two, "rb").read(), "mod1")
     assert mlf_problems(read_mlf(reseal(one))) == []
+
+
+def test_an_mlf_of_too_many_modules_is_refused_before_each_is_checked(two):
+    from mlf.schema import MAX_MODULES
+
+    def many(files):
+        meta = json.loads(files["metadata.json"])
+        info = meta["modules"]["mod1"]
+        meta["modules"] = {f"m{k}": info for k in range(MAX_MODULES + 1)}
+        files["metadata.json"] = json.dumps(meta).encode()
+    assert mlf_problems(_mutated(two, many)) == [f"metadata has {MAX_MODULES + 1:,} modules, more than any MLF "
+                                                 f"holds (limit {MAX_MODULES})"]
