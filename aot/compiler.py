@@ -51,6 +51,8 @@ class Options:
                                        # external backend (PlanOptions.external; partitioning plugs in here)
     trace: bool = False                # metadata.json records each kernel's schedule trace (schedule_traces);
                                        # off by default so that an MLF does not change with the rules' internals
+    relay_text: str = None             # relay.build's module as relay prints it: src/<mod>.relay holds it,
+                                       # as TVM's MLF does, and the graph aot lowered it to is src/<mod>.graph
 
 
 @dataclass
@@ -306,7 +308,11 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     # aot.partitions record those
     files["metadata.json"] = metadata_json(make_metadata(plan, [str(target)], epoch, extra))
     files[f"parameters/{mod}.params"] = empty_param_dict()
-    files[f"src/{mod}.relay"] = print_graph(graph)
+    if options.relay_text is not None:
+        files[f"src/{mod}.relay"] = options.relay_text
+        files[f"src/{mod}.graph"] = print_graph(graph)
+    else:
+        files[f"src/{mod}.relay"] = print_graph(graph)
     files.update(_runtime_files())
     files.update(_template_files())
     for tool in ("mk", "cmake"):

@@ -278,9 +278,10 @@ def _short(x):
 
 
 def _graph(mod, aot, files, p):
-    """The graph's inputs and outputs (src/<mod>.relay, printed at compile time) against
+    """The graph's inputs and outputs (src/<mod>.graph or .relay, printed at compile time) against
     aot.inputs/aot.outputs, by position: the shapes a harness gives and reads back."""
-    rel = f"src/{mod}.relay"
+    # a relay build's src/<mod>.relay is the relay text (TVM's); the graph is src/<mod>.graph then
+    rel = f"src/{mod}.graph" if f"src/{mod}.graph" in files else f"src/{mod}.relay"
     if rel not in files:
         return
     names = [t.get("name") for t in aot["inputs"] + aot["outputs"]]

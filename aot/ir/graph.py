@@ -153,9 +153,9 @@ def _fmt_attr(v):
 
 
 def print_graph(g: Graph) -> str:
-    """Readable text form (stored in the MLF as src/<mod>.relay). A Function node's body (a
-    partitioned region, a composite) prints after the graph that calls it, named by its
-    global_symbol or node name."""
+    """Readable text form (stored in the MLF as src/<mod>.relay, or as src/<mod>.graph beside a relay
+    build's relay text). A Function node's body (a partitioned region, a composite) prints after
+    the graph that calls it, named by its global_symbol or node name."""
     lines, bodies = [], []
     _print(g, f"graph {g.name}", lines, bodies)
     while bodies:

@@ -187,6 +187,7 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
         model, _ = to_graph(ir_mod if isinstance(getattr(ir_mod, "functions", None), dict) else func, params,
                             name=mod_name)
         bound = params
+        opts.relay_text = str(ir_mod if isinstance(ir_mod, IRModule) else IRModule.from_expr(func))
     res = compile_model(model, opts)
     return ExecutorFactoryModule(res, tgt, mod_name, executor, runtime, bound,
                                  ir_mod if isinstance(ir_mod, IRModule) else IRModule.from_expr(func), opts)
