@@ -356,6 +356,14 @@ def _cmd_info(a):
         check_output("--memory-svg", a.memory_svg, ("MLF", getattr(a, "mlf_path", a.model)))
     m = read_mlf(a.model)
     problems = mlf_problems(m)
+    if not problems and len(m.module_names) > 1 and not (a.memory or a.memory_svg):
+        # an MLF of several modules: each was checked; --module NAME gives one's details
+        names = m.module_names
+        if a.json:
+            print(json.dumps({"valid": True, "problems": [], "modules": names}, indent=2))
+        else:
+            print(f"{len(names)} modules ({', '.join(names)}), MLF version 7, valid; --module NAME for one's details")
+        return 0
     s = info_summary(m) if not problems else None
     if not problems and (a.memory or a.memory_svg):
         from .memory_report import svg, table

@@ -84,7 +84,9 @@ def test_a_consumer_of_one_module_names_the_modules(two, capsys):
     assert m.select("mod2").module_name == "mod2"
     with pytest.raises(AotError, match="no module 'mod3'.*mod1, mod2"):
         m.select("mod3")
-    assert main(["info", str(two)]) == 2
+    assert main(["info", str(two)]) == 0        # info reads every module; it names them
+    assert capsys.readouterr().out == "2 modules (mod1, mod2), MLF version 7, valid; --module NAME for one's details\n"
+    assert main(["info", str(two), "--memory"]) == 2
     assert "2 modules (mod1, mod2)" in capsys.readouterr().err
     assert main(["info", str(two), "--module", "mod2"]) == 0
     assert capsys.readouterr().out.startswith("module mod2 ")
