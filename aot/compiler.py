@@ -393,13 +393,24 @@ def check_plan_fits(plan):
 
 
 def write_atomic(path, data: bytes):
-    """Write via a temporary file in the same directory: no partial output on failure."""
-    d = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(d, f".{os.path.basename(path)}.tmp{os.getpid()}")
+    """Write via a temporary file beside the file a link resolves to: no partial output on
+    failure, and a link stays a link. A device or FIFO (/dev/null, /dev/stdout, a pipe) is written
+    into: renaming over it would put a regular file in its place."""
+    import stat
+    real = os.path.realpath(path)
+    try:
+        if os.path.exists(real) and not stat.S_ISREG(os.stat(real).st_mode):
+            with open(real, "wb") as f:
+                f.write(data)
+            return
+    except OSError as e:
+        raise AotError(f"cannot write '{path}': {e.strerror}")
+    d = os.path.dirname(real)
+    tmp = os.path.join(d, f".{os.path.basename(real)}.tmp{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        os.replace(tmp, real)
     except OSError as e:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -1,5 +1,6 @@
 """Bad input: one clear message naming the culprit, exit code 2, no traceback, no output file."""
 import os
+import stat
 import subprocess
 import sys
 
@@ -227,6 +228,28 @@ def test_npz_with_a_name_twice_or_a_directory_is_refused(tmp_path):
         r = run_cli("run", str(tar), "--inputs", str(tmp_path / name), "--outputs", str(tmp_path / "o.npz"))
         assert r.returncode == 2 and r.stderr.startswith("error: ") and needle in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(tmp_path / "o.npz")
+
+
+def test_outputs_into_a_pipe_or_through_a_link_keep_them(tmp_path):
+    """Writing by rename put a regular file in place of /dev/null (aot run --outputs /dev/null): a
+    FIFO stands in for the device here; a link to a file stays a link, the file gets the data."""
+    import threading
+    from test_c_client import small_cnn
+    p = tmp_path / "m.onnx"
+    p.write_bytes(small_cnn().SerializeToString())
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    r = run_cli("compile", str(p), "-o", str(fifo))
+    reader.join(timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and got and got[0][257:262] == b"ustar"
+    (tmp_path / "real.tar").write_bytes(b"old")
+    os.symlink("real.tar", tmp_path / "link.tar")
+    assert run_cli("compile", str(p), "-o", str(tmp_path / "link.tar")).returncode == 0
+    assert os.path.islink(tmp_path / "link.tar") and (tmp_path / "real.tar").read_bytes()[257:262] == b"ustar"
 
 
 KWS = os.path.join(ROOT, "..", "shared", "models", "mlperf_tiny", "keyword_spotting", "kws_ref_model.tflite")
