@@ -37,7 +37,10 @@ class Options:
                                        # backends (aot.uma) come first: "vanilla_accelerator, c"
     const_section: str = ".rodata.tvm"
     workspace_section: str = ".bss.noinit.tvm"
-    align: int = 16
+    align: int = None                  # the workspace's byte alignment: the target's
+                                       # -workspace-byte-alignment, else 16
+    const_align: int = None            # each constant array's byte alignment: the target's
+                                       # -constants-byte-alignment, else 16
     use_workspace_io: bool = False     # inputs and outputs live inside the workspace (TVM's option)
     in_place: bool = True              # a kernel may write its output over an input that dies there
     workspace_pools: list = None       # user pools [(name, size hint bytes or None)], TVM's option
@@ -213,8 +216,9 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     for n in notes:
         log("note: " + n)
     external = _chain(options.external, external_lowering(backends) if backends else None)
+    align = options.align if options.align is not None else target.attrs.get("workspace-byte-alignment", 16)
     plan = build_plan(graph, groups, mod, in_c, out_c,
-                      PlanOptions(options.align, options.use_workspace_io, options.in_place, pools, target, external,
+                      PlanOptions(align, options.use_workspace_io, options.in_place, pools, target, external,
                                   log if progress is None else progress))
     check_plan_fits(plan)
     plan.io_quant = dict(graph.io_quant)
@@ -231,8 +235,10 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
             raise AotError(f"aot debug is for C targets, not '{target}'")
         sources = emit_gpu(plan, target)
     else:
+        const_align = options.const_align if options.const_align is not None else \
+            target.attrs.get("constants-byte-alignment", 16)
         sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug,
-                         interface_api=options.interface_api)
+                         interface_api=options.interface_api, const_align=const_align)
     src_list = sorted(s for s in sources if s.endswith(".c"))
     extra = {
         "inputs": [io_entry(plan, "input", k) for k in range(len(plan.inputs))],

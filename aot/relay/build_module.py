@@ -75,7 +75,14 @@ class ExecutorFactoryModule:
 
     @property
     def imported_modules(self):
-        return []
+        """As TVM's factory: the modules the host module imports. A device target's are its
+        kernels (CUDA, OpenCL); a C target's is the one C module of the operators, the executor
+        and the constants (the MLF's codegen/host/src/*.c, without the header)."""
+        from ..module import Module, _DeviceModule
+        lib = Module(self.result.tar)
+        if lib.imported_modules:
+            return lib.imported_modules
+        return [_DeviceModule(lib.host_source, "c")]
 
     def export_library(self, path, fcompile=None, addons=None, **kwargs):
         """A shared library of the host C for .so / .dylib / .dll (aot.module's, which

@@ -191,6 +191,16 @@ class TupleType:
         return f"TupleType([{', '.join(repr(f) for f in self.fields)}])"
 
 
+class FuncType:
+    """A function's type after InferType: its parameters' types and its result's."""
+
+    def __init__(self, arg_types, ret_type):
+        self.arg_types, self.ret_type = list(arg_types), ret_type
+
+    def __repr__(self):
+        return f"FuncType([{', '.join(repr(a) for a in self.arg_types)}], {self.ret_type!r})"
+
+
 class IRModule:
     """Functions by name, "main" the one relay.build builds (IRModule.from_expr); keys may be
     names or GlobalVars, as TVM's. TVM has one IRModule for relay and TIR: given TIR functions

@@ -198,6 +198,22 @@ def _reshape(b, c, ins):
 register("reshape", _reshape)
 
 
+def reshape_like(data, shape_like):
+    """data with the shape of shape_like (the same number of elements)."""
+    return make("reshape_like", [data, shape_like])
+
+
+def _reshape_like(b, c, ins):
+    src, like = ins[0].type.shape, ins[1].type.shape
+    if int(np.prod(src)) != int(np.prod(like)):
+        raise AotError(f"reshape_like: data of shape {list(src)} has {int(np.prod(src))} elements, shape_like "
+                       f"{list(like)} has {int(np.prod(like))}")
+    return b.op("Reshape", [ins[0], shape_const(b, list(like))])
+
+
+register("reshape_like", _reshape_like)
+
+
 def transpose(data, axes=None):
     return make("transpose", [data], axes=None if axes is None else [int(a) for a in axes])
 
