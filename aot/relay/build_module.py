@@ -84,6 +84,17 @@ class ExecutorFactoryModule:
             return lib.imported_modules
         return [_DeviceModule(lib.host_source, "c")]
 
+    @property
+    def lowered_ir_mods(self):
+        """As TVM's factory: {target: the lowered IRModule}, here the executor's main as TIR
+        (__tvm_main__, aot.executor.main_tir); .items() is a list, as a TVM Map's."""
+        from ..executor.main_tir import MAIN, main_prim_func
+        from .expr import IRModule as _Mod
+        plan = getattr(self.result, "plan", None)
+        if plan is None:
+            raise AotError("lowered_ir_mods: this module was not built here (it has no executor plan)")
+        return _TargetMap({self.target: _Mod({MAIN: main_prim_func(plan)})})
+
     def export_library(self, path, fcompile=None, addons=None, **kwargs):
         """A shared library of the host C for .so / .dylib / .dll (aot.module's, which
         runtime.load_module reads back), else the Model Library Format tarball (what firmware
@@ -105,6 +116,19 @@ class ExecutorFactoryModule:
     def __repr__(self):
         return (f"<ExecutorFactoryModule '{self.module_name}' target='{self.target}' "
                 f"executor={self.executor.name} runtime={self.runtime.name}>")
+
+
+class _TargetMap(dict):
+    """A TVM Map keyed by target: items(), keys() and values() are lists."""
+
+    def items(self):
+        return list(super().items())
+
+    def keys(self):
+        return list(super().keys())
+
+    def values(self):
+        return list(super().values())
 
 
 def _target(target, target_host):
