@@ -43,5 +43,11 @@ class BuildError(Exception):
     """Generated code failed to build or run: a compiler bug, never a user error."""
 
 
+class QuantRangeError(AotError):
+    """A quantisation parameter (scale, zero point, requantisation multiplier) outside what the
+    integer kernels represent (aot/ops/quant_rules.py); the message names the tensors, not the
+    operator, which the frontend prefixes."""
+
+
 class TFLiteError(AotError):
     """A .tflite file the frontend cannot read: malformed, or outside what it supports."""

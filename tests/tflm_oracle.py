@@ -30,13 +30,14 @@ def tflm_available():
 
 def _arena_size(model):
     # The wheel's default (10x the model size) is too small for models that are mostly
-    # activations; all tensors at once, twice over, plus room for TFLM's own bookkeeping.
+    # activations; all tensors at once, twice over, plus room for TFLM's own bookkeeping (which
+    # grows with the operators: a sweep's model holds a few hundred).
     sg = model.Subgraphs(0)
     total = 0
     for i in range(sg.TensorsLength()):
         t = sg.Tensors(i)
         total += int(np.prod(t.ShapeAsNumpy() if t.ShapeLength() else [1])) * _ITEMSIZE.get(t.Type(), 8)
-    return 64 * 1024 + 2 * total
+    return 64 * 1024 + 2 * total + 2048 * sg.OperatorsLength()
 
 
 def run_tflm(model_bytes, inputs, arena_size=None):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OpError
+from ..errors import OpError, QuantRangeError
 from ..ir.graph import TensorType, Value
+from ..ops.quant_rules import centred_max, check_scale
 from ..ops.qlinear import QLINEAR_TYPES, leaky_relu_table, requant_table, sigmoid_table, softmax_exp_table
 
 DOMAIN = "com.microsoft"
@@ -41,7 +42,18 @@ class _Conv:
         a = np.asarray(v.const)
         if a.size != 1 or a.dtype != np.float32:
             self.error(f"{what} (input {i}) must be one float32 value (per-tensor), got {a.dtype}{list(a.shape)}")
-        return np.float32(a.reshape(()))
+        try:
+            return check_scale(np.float32(a.reshape(())), f"{what} (input {i})")
+        except QuantRangeError as e:
+            self.error(str(e))
+
+    def ratio(self, value, what):
+        """A float32 ratio of scales the kernel multiplies by: finite (0 * inf would be NaN)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = np.float32(value)
+        if not np.isfinite(r):
+            self.error(f"{what} = {float(r)} overflows float32: the requantisation ratio must be finite")
+        return r
 
     def zero_point(self, i, what, dtype):
         """A per-tensor zero point; an omitted one is 0 (of the data's dtype, as onnxruntime reads it)."""
@@ -70,9 +82,11 @@ def _binary(kind):
         attrs = {"kind": kind, "a_zp": c.zero_point(2, "A_zero_point", dt), "b_zp": c.zero_point(5, "B_zero_point", dt),
                  "out_zp": c.zero_point(7, "C_zero_point", dt), "out_dtype": dt}
         if kind == "add":
-            attrs.update(a_ratio=float(np.float32(sa / sc)), b_ratio=float(np.float32(sb / sc)))
+            attrs.update(a_ratio=float(c.ratio(sa / sc, f"A_scale {sa:.7g} / C_scale {sc:.7g}")),
+                         b_ratio=float(c.ratio(sb / sc, f"B_scale {sb:.7g} / C_scale {sc:.7g}")))
         else:
-            attrs["ratio"] = float(np.float32(np.float32(sa * sb) / sc))
+            attrs["ratio"] = float(c.ratio(c.ratio(sa * sb, f"A_scale {sa:.7g} * B_scale {sb:.7g}") / sc,
+                                           f"A_scale {sa:.7g} * B_scale {sb:.7g} / C_scale {sc:.7g}"))
         return c.add("QLinearBinary", [a, b], attrs, c.pn.output[0])
     return convert
 
@@ -126,7 +140,8 @@ def _global_avg_pool(c):
         c.error(f"input rank {len(shape)} is below 3")
     count = int(np.prod(shape[1:-1] if last else shape[2:]))
     xs, ys = c.scale(1, "x_scale"), c.scale(3, "y_scale")
-    scale = np.float32(xs / np.float32(ys * np.float32(count)))
+    scale = c.ratio(xs / c.ratio(ys * np.float32(count), f"y_scale {ys:.7g} * {count}"),
+                    f"x_scale {xs:.7g} / (y_scale {ys:.7g} * {count})")
     attrs = {"x_zp": c.zero_point(2, "x_zero_point", dt), "out_zp": c.zero_point(4, "y_zero_point", dt),
              "scale": float(scale), "out_dtype": dt, "channels_last": last}
     return c.add("QLinearGlobalAvgPool", [x], attrs, c.pn.output[0])
@@ -145,10 +160,14 @@ def _avg_pool(c):
     xz, yz = c.zero_point(2, "x_zero_point", dt), c.zero_point(4, "y_zero_point", dt)
     if kernel == sp and not any(pads) and c.attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID"):
         count = int(np.prod(sp))
-        attrs = {"x_zp": xz, "out_zp": yz, "scale": float(np.float32(xs / np.float32(ys * np.float32(count)))),
+        scale = c.ratio(xs / c.ratio(ys * np.float32(count), f"y_scale {ys:.7g} * {count}"),
+                        f"x_scale {xs:.7g} / (y_scale {ys:.7g} * {count})")
+        attrs = {"x_zp": xz, "out_zp": yz, "scale": float(scale),
                  "out_dtype": dt, "channels_last": last}
         return c.add("QLinearGlobalAvgPool", [x], attrs, c.pn.output[0])
     attrs = {k: v for k, v in c.attrs.items() if k != "channels_last"}
+    c.ratio(xs * np.float32(centred_max(xz, dt)) * np.float32(np.prod(kernel or [1])),
+            f"x_scale {xs:.7g} * the window's largest sum")       # dequantised window sums stay finite
     attrs.update(x_zp=xz, out_zp=yz, x_scale=float(xs), y_scale=float(ys), out_dtype=dt,
                  layout="NHWC" if last else "NCHW")
     return c.add("QLinearAvgPool", [x], attrs, c.pn.output[0])
@@ -170,7 +189,7 @@ def _softmax(c):
     axes = list(range(axis, rank)) if old else [axis]
     row_len = int(np.prod([x.type.shape[d] for d in axes]))
     xs, ys = c.scale(1, "X_scale"), c.scale(3, "Y_scale")
-    attrs = {"axes": axes, "scale": float(np.floor(np.float32(1.0) / ys)),
+    attrs = {"axes": axes, "scale": float(np.floor(c.ratio(np.float32(1.0) / ys, f"1 / Y_scale {ys:.7g}"))),
              "out_zp": c.zero_point(4, "Y_zero_point", dt), "out_dtype": dt}
     c.zero_point(2, "X_zero_point", dt)     # checked; a shift of every x cancels in a softmax
     return c.add("QLinearSoftmax", [x, c.const("exp", softmax_exp_table(xs, row_len))], attrs, c.pn.output[0])

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import AotError, TFLiteError, UnsupportedError
+from ..errors import AotError, QuantRangeError, TFLiteError, UnsupportedError
+from ..ops.quant_rules import zero_point_problem
 from .builder import GraphBuilder
 from .tflite_ops import CONVERTERS, INT8_OPS, Converter, quantised
 
@@ -238,6 +239,11 @@ def check_tflite_graph(inputs, outputs, tensors, ops):
                 [t.index for t in outputs], name_of=lambda i: str(by_index[i]), ordered=True, error=TFLiteError)
 
 
+def _refusal(problems):
+    """Quantisation parameters out of range: one line for one, all of them listed for more."""
+    return TFLiteError(problems[0]) if len(problems) == 1 else UnsupportedError(problems)
+
+
 def import_tflite(data, name="default", log=None):
     """The graph IR of a TFLite model (bytes)."""
     inputs, outputs, tensors, ops = read_model(data)
@@ -245,8 +251,11 @@ def import_tflite(data, name="default", log=None):
     problems = [f"{op}: operator {op.name} is not supported" if op.name not in CONVERTERS else
                 f"{op}: the integer (int8) kernel of {op.name} is not supported yet"
                 for op in ops if op.name not in CONVERTERS or (quantised(op) and op.name not in INT8_OPS)]
+    refused = [p for p in (zero_point_problem(t.zero_point, t.dtype, str(t)) for t in tensors if t.quantised) if p]
     if problems:
-        raise UnsupportedError(problems)
+        raise UnsupportedError(problems + refused)
+    if refused:
+        raise _refusal(refused)
     b = GraphBuilder(name)
     values, graph_inputs = {}, []
     for t in inputs:
@@ -257,7 +266,15 @@ def import_tflite(data, name="default", log=None):
         graph_inputs.append(v)
     cx = Converter(b, values)
     for op in ops:
-        cx.convert(op)
+        try:
+            cx.convert(op)
+        except QuantRangeError as e:
+            # listed with the others; the op's outputs stand in as inputs so later ops still convert
+            refused.append(f"{op}: {e}")
+            for t in op.outputs:
+                values.setdefault(t.index, b.input(f"refused_{t.index}", t.shape, t.dtype))
+    if refused:
+        raise _refusal(refused)
     missing = [t for t in outputs if t.index not in values]
     if missing:
         raise TFLiteError(f"{missing[0]}: a subgraph output that no operator produces")

@@ -6,12 +6,15 @@ NHWC: Conv and the pools take layout="NHWC", weights keep TFLite's OHWI order (a
 filter [1, H, W, C*M] is re-ordered once at import, being a constant)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..errors import TFLiteError
+from ..errors import QuantRangeError, TFLiteError
 from ..ops import qlut, qsigmoid16, qsoftmax16
 from ..ops.qarith import mean_multiplier
 from ..ops.fixed_point import activation_range, quantize_multiplier, softmax_tables
+from ..ops.quant_rules import centred_max, check_pair, dot_bounds, fmt, requant_multiplier, requant_multipliers
 
 CONVERTERS: dict = {}
 # ops that only move or compare int8 values: TFLite Micro requires their inputs and output to share
@@ -184,18 +187,47 @@ def qparams(t, op):
     return np.float32(t.scale[0]), int(t.zero_point[0])
 
 
-def requant_attrs(op, x, out, reals):
+def requant_attrs(op, x, out, reals, filt, rows=None, bias=None, wide=False):
     """The attributes (and per-channel constant inputs) of a requantising integer op: reals are
-    the per-tensor or per-channel real multipliers, in float64 as TFLite Micro computes them."""
+    the per-tensor or per-channel real multipliers, in float64 as TFLite Micro computes them, of
+    input x, the weights filt and output out; rows (filt's values, one row per output channel)
+    and bias bound each channel's accumulator, which the multiplier's left shift must keep
+    inside int32 (quant_rules)."""
     xs, xz = qparams(x, op)
     os_, oz = qparams(out, op)
     lo, hi = activation_range(op.opt("FusedActivationFunction", 0), os_, oz, out.dtype)
     attrs = {"x_zp": xz, "out_zp": oz, "act_min": lo, "act_max": hi, "out_dtype": out.dtype}
-    pairs = [quantize_multiplier(float(r)) for r in np.atleast_1d(reals)]
+    reals = np.atleast_1d(reals)
+    bounds = None if rows is None else dot_bounds(rows, centred_max(xz, x.dtype), bias)
+    if bounds is not None and len(reals) == 1:
+        bounds = bounds.max(initial=0)              # one multiplier for every channel
+    ws = filt.scale
+
+    def what(k):
+        ch = f" (channel {k})" if len(reals) > 1 else ""
+        return (f"input '{x.name}' scale {fmt(xs)} * filter '{filt.name}' scale {fmt(ws[min(k, len(ws) - 1)])} / "
+                f"output '{out.name}' scale {fmt(os_)}{ch}")
+    pairs = requant_multipliers(reals, what, bounds, wide)
     if len(pairs) == 1:
         attrs["multiplier"], attrs["shift"] = pairs[0]
         return attrs, []
     return attrs, [np.array([p[0] for p in pairs], np.int32), np.array([p[1] for p in pairs], np.int32)]
+
+
+def _ratio(x, xs, out, os_, extra=""):
+    """The scales a requantisation multiplier comes from, as a refusal names them."""
+    return f"input '{x.name}' scale {fmt(xs)}{extra} / output '{out.name}' scale {fmt(os_)}"
+
+
+def _bias_data(op, t):
+    """The int32/int64 bias of a requantising op as stored (TFLite's kernels add it raw: a zero
+    point other than 0 would be ignored, so it is refused), or None."""
+    if t is None:
+        return None
+    if t.quantised and np.any(t.zero_point != 0):
+        raise QuantRangeError(f"bias '{t.name}' has zero point {int(t.zero_point[np.argmax(t.zero_point != 0)])}; "
+                              "TFLite's integer kernels add the bias as stored (zero point 0)")
+    return t.data
 
 
 def _weights_scales(w, op):
@@ -234,8 +266,12 @@ def _conv_node(cx, op, x, w, b, attrs):
     ws = _weights_scales(op.inputs[1], op)
     os_ = qparams(op.outputs[0], op)[0]
     reals = np.float64(xs) * ws.astype(np.float64) / np.float64(os_)
-    qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals)
-    qa.update(_accumulator(op, op.inputs[0], op.inputs[2] if len(op.inputs) > 2 else None))
+    acc = _accumulator(op, op.inputs[0], op.inputs[2] if len(op.inputs) > 2 else None)
+    wq = op.inputs[1].data
+    rows = wq.reshape(-1, wq.shape[-1]).T if op.name == "DEPTHWISE_CONV_2D" and wq is not None else wq  # per channel
+    qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals, op.inputs[1], rows,
+                              _bias_data(op, op.inputs[2] if len(op.inputs) > 2 else None), bool(acc))
+    qa.update(acc)
     ins = [x, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
     while ins and ins[-1] is None:
         ins.pop()
@@ -305,8 +341,10 @@ def transpose_conv(cx, op):
     xs = qparams(xt, op)[0]
     ws = _weights_scales(wt, op)
     os_ = qparams(op.outputs[0], op)[0]
-    qa, extra = requant_attrs(op, xt, op.outputs[0], np.float64(xs) * ws.astype(np.float64) / np.float64(os_))
-    qa.update(_accumulator(op, xt, bt))
+    acc = _accumulator(op, xt, bt)
+    qa, extra = requant_attrs(op, xt, op.outputs[0], np.float64(xs) * ws.astype(np.float64) / np.float64(os_),
+                              wt, wt.data, _bias_data(op, bt), bool(acc))
+    qa.update(acc)
     ins = [x, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
     while ins and ins[-1] is None:
         ins.pop()
@@ -329,8 +367,11 @@ def fully_connected(cx, op):
         ws = _weights_scales(op.inputs[1], op)
         xs, os_ = qparams(op.inputs[0], op)[0], qparams(op.outputs[0], op)[0]
         reals = np.float64(xs) * ws.astype(np.float64) / np.float64(os_)
-        qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals)
-        qa.update(_accumulator(op, op.inputs[0], op.inputs[2] if len(op.inputs) > 2 else None))
+        bt = op.inputs[2] if len(op.inputs) > 2 else None
+        acc = _accumulator(op, op.inputs[0], bt)
+        qa, extra = requant_attrs(op, op.inputs[0], op.outputs[0], reals, op.inputs[1], op.inputs[1].data,
+                                  _bias_data(op, bt), bool(acc))
+        qa.update(acc)
         ins = [rows, w, b] + [cx.b.const(f"{_out(op)}_{k}", a) for k, a in zip(("multiplier", "shift"), extra)]
         while ins and ins[-1] is None:
             ins.pop()
@@ -355,7 +396,13 @@ def batch_matmul(cx, op):
     if quantised(op):
         (s1, z1), (s2, z2) = qparams(op.inputs[0], op), qparams(op.inputs[1], op)
         so, zo = qparams(op.outputs[0], op)
-        m, sh = quantize_multiplier(float(s1 * s2) / np.float64(so))         # the scale product in float
+        ta, tb = op.inputs[0], op.inputs[1]
+        depth = ta.shape[-2] if op.opt("AdjX") else ta.shape[-1]
+        m, sh = requant_multiplier(float(s1 * s2) / np.float64(so),         # the scale product in float
+                                   f"input '{ta.name}' scale {fmt(s1)} * input '{tb.name}' scale {fmt(s2)} / output "
+                                   f"'{op.outputs[0].name}' scale {fmt(so)}",
+                                   depth * centred_max(z1, ta.dtype) * centred_max(z2, tb.dtype),
+                                   wide=op.outputs[0].dtype == "int16")
         attrs = {"x_zp": z1, "y_zp": z2, "out_zp": zo, "multiplier": m, "shift": sh, "out_dtype": op.outputs[0].dtype}
         if op.outputs[0].dtype == "int16":
             attrs["acc_dtype"] = "int64"            # TFLite Micro sums int16 products in int64
@@ -366,18 +413,20 @@ def batch_matmul(cx, op):
 # -- elementwise ------------------------------------------------------------------------------
 def _qadd(cx, op):
     """TFLite's int8 ADD and SUB: both inputs to twice the larger scale with 20 bits of headroom
-    (ADD's Prepare divides in double, SUB's in float)."""
+    (int16: 15), the scale ratios divided in double by both Prepares (the tflite-micro wheel's SUB
+    agrees with ADD on every tie; dividing in float, as older SUBs did, is 1 LSB off on some)."""
     (s1, z1), (s2, z2) = qparams(op.inputs[0], op), qparams(op.inputs[1], op)
     so, zo = qparams(op.outputs[0], op)
     left = 20 if op.outputs[0].dtype == "int8" else 15
-    if op.name == "SUB":
-        twice = np.float32(2) * max(s1, s2)
-        r1, r2 = float(s1 / twice), float(s2 / twice)
-        ro = float(twice / (np.float32(1 << left) * so))
-    else:
-        twice = 2.0 * np.float64(max(s1, s2))
-        r1, r2, ro = np.float64(s1) / twice, np.float64(s2) / twice, twice / ((1 << left) * np.float64(so))
-    (m1, sh1), (m2, sh2), (mo, sho) = (quantize_multiplier(r) for r in (r1, r2, ro))
+    twice = 2.0 * np.float64(max(s1, s2))
+    r1, r2, ro = np.float64(s1) / twice, np.float64(s2) / twice, twice / ((1 << left) * np.float64(so))
+    a, b, out = op.inputs[0], op.inputs[1], op.outputs[0]
+    x1, x2 = centred_max(z1, a.dtype) << left, centred_max(z2, b.dtype) << left
+    (m1, sh1), (m2, sh2) = (requant_multiplier(r, f"input '{t.name}' scale {fmt(s)} / twice the larger input scale",
+                                               bound) for r, t, s, bound in ((r1, a, s1, x1), (r2, b, s2, x2)))
+    total = int(np.ceil(x1 * r1)) + int(np.ceil(x2 * r2)) + 2           # the rescaled inputs' sum, rounding included
+    mo, sho = requant_multiplier(ro, f"twice the larger input scale {fmt(max(s1, s2))} / 2^{left} / output "
+                                     f"'{out.name}' scale {fmt(so)}", total)
     lo, hi = activation_range(op.opt("FusedActivationFunction", 0), so, zo, op.outputs[0].dtype)
     attrs = {"x_zp": z1, "y_zp": z2, "out_zp": zo, "left_shift": left, "x_multiplier": m1, "x_shift": sh1,
              "y_multiplier": m2, "y_shift": sh2, "multiplier": mo, "shift": sho, "act_min": lo, "act_max": hi,
@@ -395,7 +444,11 @@ def _qmul(cx, op):
     """TFLite's int8 MUL: real multiplier double(s1) * double(s2) / double(out scale)."""
     (s1, z1), (s2, z2) = qparams(op.inputs[0], op), qparams(op.inputs[1], op)
     so, zo = qparams(op.outputs[0], op)
-    m, sh = quantize_multiplier(np.float64(s1) * np.float64(s2) / np.float64(so))
+    a, b = op.inputs[0], op.inputs[1]
+    m, sh = requant_multiplier(np.float64(s1) * np.float64(s2) / np.float64(so),
+                               f"input '{a.name}' scale {fmt(s1)} * input '{b.name}' scale {fmt(s2)} / output "
+                               f"'{op.outputs[0].name}' scale {fmt(so)}",
+                               centred_max(z1, a.dtype) * centred_max(z2, b.dtype))
     lo, hi = activation_range(op.opt("FusedActivationFunction", 0), so, zo, op.outputs[0].dtype)
     attrs = {"x_zp": z1, "y_zp": z2, "out_zp": zo, "multiplier": m, "shift": sh, "act_min": lo, "act_max": hi,
              "out_dtype": op.outputs[0].dtype}
@@ -457,7 +510,8 @@ def _relu16(cx, op):
     (si, _), (so, zo) = qparams(x, op), qparams(out, op)
     v = cx.value(x, op)
     if op.name == "RELU":
-        m, s = quantize_multiplier(float(np.float32(si) / np.float32(so)))      # the ratio in float
+        m, s = requant_multiplier(float(np.float32(si) / np.float32(so)),      # the ratio in float
+                                  _ratio(x, si, out, so), centred_max(0, "int16"))
         v = cx.node("QQuantize", [v], {"x_zp": 0, "out_zp": zo, "multiplier": m, "shift": s, "out_dtype": "int16"},
                     name=f"{_out(op)}_requant")
     lo, hi = activation_range(1 if op.name == "RELU" else 3, so, zo, "int16")
@@ -468,8 +522,10 @@ def _relu16(cx, op):
 def _leaky_relu16(cx, op):
     """TFLite Micro's int16 LEAKY_RELU: two multipliers, their real ratios computed in float."""
     (si, zi), (so, zo) = qparams(op.inputs[0], op), qparams(op.outputs[0], op)
-    m, s = quantize_multiplier(float(np.float32(si) / np.float32(so)))
-    am, ash = quantize_multiplier(float(np.float32(si) * np.float32(op.opt("Alpha")) / np.float32(so)))
+    x, out = op.inputs[0], op.outputs[0]
+    m, s = requant_multiplier(float(np.float32(si) / np.float32(so)), _ratio(x, si, out, so), centred_max(zi, x.dtype))
+    am, ash = requant_multiplier(float(np.float32(si) * np.float32(op.opt("Alpha")) / np.float32(so)),
+                                 _ratio(x, si, out, so, f" * alpha {fmt(op.opt('Alpha'))}"), centred_max(zi, x.dtype))
     attrs = {"x_zp": zi, "out_zp": zo, "multiplier": m, "shift": s, "alpha_multiplier": am, "alpha_shift": ash,
              "out_dtype": "int16"}
     return [cx.node("QLeakyRelu", [cx.value(op.inputs[0], op)], attrs, name=_out(op))]
@@ -489,21 +545,33 @@ def _lookup(cx, op):
     if fixed and (so, zo) != (np.float32(fixed[0]), fixed[1]):
         raise TFLiteError(f"{op}: an int8 {op.name} needs an output of scale 1/{round(1 / fixed[0])} and zero point "
                           f"{fixed[1]} (what TFLite Micro computes)")
+    if fixed:
+        # TFLite Micro's Prepare shifts 1LL by frexp's exponent of scale * 2^27 (CalculateInputRadius):
+        # defined for 0..62 only
+        shift = math.frexp(float(np.float64(si) * (1 << 27)))[1]
+        if not 0 <= shift <= 62:
+            raise QuantRangeError(f"input '{x.name}' scale {fmt(si)} * 2^27 makes an input shift of {shift} for "
+                                  f"TFLite's int8 {op.name}, outside the 0..62 it takes (scales 2^-28..2^35)")
     if op.name == "LOGISTIC":
         table = qlut.logistic_table(si, zi)
     elif op.name == "TANH":
         table = qlut.tanh_table(si, zi)
     elif op.name == "RELU":
+        requant_multiplier(qlut.float_ratio(si, so), _ratio(x, si, out, so), centred_max(zi, "int8"))
         table = qlut.relu_table(si, zi, so, zo)
     elif op.name == "RELU6":
         table = qlut.relu6_table(si, zi)
     elif op.name == "LEAKY_RELU":
-        table = qlut.leaky_relu_table(si, zi, so, zo, np.float32(op.opt("Alpha")))
+        alpha = np.float32(op.opt("Alpha"))
+        requant_multiplier(qlut.float_ratio(si, so), _ratio(x, si, out, so), centred_max(zi, "int8"))
+        requant_multiplier(float(np.float32(si) * alpha / np.float32(so)),
+                           _ratio(x, si, out, so, f" * alpha {fmt(alpha)}"), centred_max(zi, "int8"))
+        table = qlut.leaky_relu_table(si, zi, so, zo, alpha)
     else:
         try:
             table = qlut.hard_swish_table(si, zi, so, zo)
         except ValueError as e:
-            raise TFLiteError(f"{op}: {e}") from None
+            raise QuantRangeError(f"{_ratio(x, si, out, so)}: {e}") from None
     return [cx.node("QLookup", [cx.value(x, op), cx.b.const(f"{_out(op)}_table", table)], name=_out(op))]
 
 
@@ -533,8 +601,12 @@ def prelu(cx, op):
     if quantised(op):
         (si, zi), (sa, za) = qparams(op.inputs[0], op), qparams(op.inputs[1], op)
         so, zo = qparams(op.outputs[0], op)
-        m1, s1 = quantize_multiplier(np.float64(si) / np.float64(so))
-        m2, s2 = quantize_multiplier(np.float64(si) * np.float64(sa) / np.float64(so))
+        x, al, out = op.inputs[0], op.inputs[1], op.outputs[0]
+        xm = centred_max(zi, x.dtype)
+        m1, s1 = requant_multiplier(np.float64(si) / np.float64(so), _ratio(x, si, out, so), xm)
+        m2, s2 = requant_multiplier(np.float64(si) * np.float64(sa) / np.float64(so),
+                                    _ratio(x, si, out, so, f" * alpha '{al.name}' scale {fmt(sa)}"),
+                                    xm * centred_max(za, al.dtype))
         attrs = {"x_zp": zi, "y_zp": za, "out_zp": zo, "multiplier": m1, "shift": s1, "alpha_multiplier": m2,
                  "alpha_shift": s2, "out_dtype": op.outputs[0].dtype}
         return [cx.node("QPRelu", _int_inputs(cx, op, 2), attrs, name=_out(op))]
@@ -553,6 +625,10 @@ def softmax(cx, op):
         if op.inputs[0].dtype != "int8" or op.outputs[0].dtype != "int8" or so != np.float32(1 / 256) or zo != -128:
             raise TFLiteError(f"{op}: an int8 softmax needs an int8 input and an int8 output of scale 1/256 and "
                               "zero point -128 (what TFLite Micro supports)")
+        real = np.float64(np.float32(beta)) * np.float64(si) * (1 << 26)
+        if not real > 1.0:          # TFLite Micro's Prepare stops there (QuantizeMultiplierGreaterThanOne)
+            raise QuantRangeError(f"input '{op.inputs[0].name}' scale {fmt(si)} * beta {fmt(beta)} * 2^26 = "
+                                  f"{fmt(real)} must exceed 1 for TFLite's int8 softmax")
         exp_t, sum_t, _ = softmax_tables(np.float32(beta), si)
         return [cx.node("QSoftmax", [x, cx.b.const(f"{_out(op)}_exp", exp_t), cx.b.const(f"{_out(op)}_sum", sum_t)],
                         {"out_dtype": "int8"}, name=_out(op))]
@@ -567,7 +643,8 @@ def _softmax16(cx, op, x, beta):
     if op.outputs[0].dtype != "int16" or zi or zo or abs(so - np.float32(1 / 32768)) > np.float32(0.001 / 32768):
         raise TFLiteError(f"{op}: an int16 softmax needs an int16 output of scale 1/32768 and zero points 0 (what "
                           "TFLite Micro supports)")
-    m, sh = quantize_multiplier(float(np.float64(si) * np.float64(np.float32(beta)) / (10.0 / 65535.0)))
+    m, sh = requant_multiplier(float(np.float64(si) * np.float64(np.float32(beta)) / (10.0 / 65535.0)),
+                               f"input '{op.inputs[0].name}' scale {fmt(si)} * beta {fmt(beta)} / (10 / 65535)", 65535)
     exp_t, recip_t = qsoftmax16.softmax16_tables()
     return [cx.node("QSoftmax16", [x, cx.b.const(f"{_out(op)}_exp", exp_t), cx.b.const(f"{_out(op)}_recip", recip_t)],
                     {"multiplier": m, "shift": sh}, name=_out(op))]
@@ -580,6 +657,10 @@ def dequantize(cx, op):
         data = dequantise(t) if t.quantised else t.data.astype(np.float32)      # float16 weights in a float model
         return [cx.b.const(_out(op), data)]
     s, z = qparams(t, op)           # (q - zero point) * scale in float32, as TFLite Micro rounds it
+    reach = centred_max(z, t.dtype) * float(s)
+    if reach >= float(np.finfo(np.float32).max):
+        raise QuantRangeError(f"input '{t.name}' scale {fmt(s)} dequantises {t.dtype} values to {reach:.3g}, "
+                              "beyond float32")
     return [cx.node("DequantizeLinear", [cx.value(t, op), cx.b.const("scale", np.float32(s)),
                                          cx.b.const("zero_point", np.asarray(z, t.dtype))], name=_out(op))]
 
@@ -594,7 +675,8 @@ def quantize(cx, op):
         attrs["scale"] = float(so)
     else:
         si, zi = qparams(t, op)
-        m, s = quantize_multiplier(float(np.float64(si) / np.float64(so)))
+        m, s = requant_multiplier(float(np.float64(si) / np.float64(so)), _ratio(t, si, out, so),
+                                  centred_max(zi, t.dtype))
         attrs.update(x_zp=zi, multiplier=m, shift=s)
     return [cx.node("QQuantize", [x], attrs, name=_out(op))]
 
@@ -623,8 +705,12 @@ def reduce(cx, op):
         rank = len(x.type.shape)
         axes = sorted({a % rank for a in axes})
         (si, zi), (so, zo) = qparams(op.inputs[0], op), qparams(op.outputs[0], op)
-        m, sh = mean_multiplier(*quantize_multiplier(np.float64(si) / np.float64(so)),
-                                int(np.prod([x.type.shape[a] for a in axes])))
+        count = int(np.prod([x.type.shape[a] for a in axes]))
+        ratio = np.float64(si) / np.float64(so)
+        what = _ratio(op.inputs[0], si, op.outputs[0], so, f" / count {count}")
+        requant_multiplier(ratio, what)                                 # finite
+        m, sh = check_pair(*mean_multiplier(*quantize_multiplier(ratio), count), ratio / count, what,
+                           count * centred_max(zi, op.inputs[0].dtype))
         attrs = {"axes": axes, "keepdims": int(bool(op.opt("KeepDims", False))), "x_zp": zi, "out_zp": zo,
                  "multiplier": m, "shift": sh, "out_dtype": op.outputs[0].dtype}
         return [cx.node("QMean", [x], attrs, name=_out(op))]

@@ -10,7 +10,7 @@ from ..te import tensor as te
 from ..errors import OpError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const
-from .quant import per_axis, check_scale_shape, expand_scale, scale_attrs
+from .quant import check_const_scales, check_scale_shape, expand_scale, per_axis, scale_attrs
 from .registry import Op, Pattern, register
 
 
@@ -96,6 +96,7 @@ class DequantizeLinear(Op):
     def canon(self, ctx):
         axis, block = scale_attrs(ctx, len(ctx.input(0).type.shape))
         ctx.attrs = {"axis": axis, "block": block} if block else {"axis": axis}
+        check_const_scales(ctx, (1,), dequantise=(0, 2))
 
     def infer(self, node):
         x, s = node.inputs[0].type, node.inputs[1].type

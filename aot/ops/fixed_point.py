@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ..errors import QuantRangeError
 from ..tir.expr import Bin, Call, Cast, Const, Select, ge, gt, lt
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -45,7 +46,11 @@ def activation_range(code, scale, zero_point, dtype="int8"):
     info = np.iinfo(dtype)
 
     def q(v):
-        return int(zero_point) + int(tflite_round(np.float32(v) / np.float32(scale)))
+        steps = np.float32(v) / np.float32(scale)
+        if not np.isfinite(steps) or abs(float(steps)) >= 2.0 ** 31:     # TFLite converts it to int32
+            raise QuantRangeError(f"output scale {float(scale):.7g} puts the fused activation's bound {v:g} at "
+                                  f"{float(steps):.3g} steps, beyond int32")
+        return int(zero_point) + int(tflite_round(steps))
     if code == 1:
         return max(int(info.min), q(0.0)), int(info.max)
     if code == 3:

@@ -83,8 +83,11 @@ def _round_then_zp_np(v, zp, dtype):
 
 # -- compile-time tables ---------------------------------------------------------------------------
 def quantize_np(v, scale, zp, dtype):
-    """onnxruntime's MlasQuantizeLinear: v / scale in float32, rounded half to even, + zp, saturated."""
-    q = np.rint(np.asarray(v, np.float32) / np.float32(scale)).astype(np.int64) + int(zp)
+    """onnxruntime's MlasQuantizeLinear: v / scale in float32, rounded half to even, + zp, saturated
+    (the quotient bounded before its conversion, so a tiny scale's inf saturates too)."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        f = np.rint(np.asarray(v, np.float32) / np.float32(scale))
+    q = np.clip(np.nan_to_num(f), -2.0 ** 40, 2.0 ** 40).astype(np.int64) + int(zp)
     return _saturate_np(q, dtype)
 
 

@@ -57,7 +57,7 @@ def _inputs(dtype="int8"):
     return np.arange(info.min, info.max + 1, dtype=np.int64)
 
 
-def _float_ratio(a, b):
+def float_ratio(a, b):
     """double(a / b) with the division in float32, as TFLite Micro's Prepare writes it."""
     return float(np.float32(a) / np.float32(b))
 
@@ -91,7 +91,7 @@ def tanh_table(in_scale, in_zp):
 
 def relu_table(in_scale, in_zp, out_scale, out_zp):
     """RELU: requantised to the output's scale, clamped below at the output's real zero."""
-    m, s = quantize_multiplier(_float_ratio(in_scale, out_scale))
+    m, s = quantize_multiplier(float_ratio(in_scale, out_scale))
     out = out_zp + mbqm_np(_inputs() - in_zp, m, s)
     return np.clip(out, max(INT8.min, out_zp), INT8.max).astype(np.int8)
 
@@ -103,7 +103,7 @@ def relu6_table(in_scale, in_zp):
 
 
 def leaky_relu_table(in_scale, in_zp, out_scale, out_zp, alpha):
-    m_id, s_id = quantize_multiplier(_float_ratio(in_scale, out_scale))
+    m_id, s_id = quantize_multiplier(float_ratio(in_scale, out_scale))
     m_a, s_a = quantize_multiplier(float(np.float32(in_scale) * np.float32(alpha) / np.float32(out_scale)))
     v = _inputs() - in_zp
     neg = mbqm_np(v, abs(m_a), s_a)
@@ -135,10 +135,18 @@ def _to_int16_multiplier(m):
 def hard_swish_table(in_scale, in_zp, out_scale, out_zp):
     """HARD_SWISH: TFLite's 16-bit fixed-point x * relu6(x + 3) / 6."""
     hires = np.float32(1.0 / 128.0) * np.float32(in_scale)
-    m_out, e_out = quantize_multiplier(float(hires / np.float32(out_scale)))
-    m_rel, e_rel = quantize_multiplier(float(hires / np.float32(3.0 / 32768.0)))
+    with np.errstate(over="ignore"):
+        ratios = [float(hires / np.float32(out_scale)), float(hires / np.float32(3.0 / 32768.0))]
+    if not all(map(math.isfinite, ratios)):
+        raise ValueError(f"input scale {float(in_scale):g} / output scale {float(out_scale):g} overflows float32 in "
+                         "TFLite's int8 hard-swish")
+    (m_out, e_out), (m_rel, e_rel) = (quantize_multiplier(r) for r in ratios)
     if e_out > 0:
-        raise ValueError("the output scale is too small for TFLite's int8 hard-swish")
+        raise ValueError(f"the output scale is too small for TFLite's int8 hard-swish: an output shift of {e_out}, "
+                         "more than the 0 it takes")
+    if e_rel > 16:          # its int16 reluish value is shifted left by e_rel - 1 in int32
+        raise ValueError(f"input scale {float(in_scale):g} makes a reluish shift of {e_rel}, more than the 16 TFLite's "
+                         "int8 hard-swish takes")
     m_out, m_rel = _to_int16_multiplier(m_out), _to_int16_multiplier(m_rel)
     out = []
     for q in _inputs():

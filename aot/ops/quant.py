@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..te import tensor as te
-from ..errors import OpError
+from ..errors import OpError, QuantRangeError
 from ..ir.graph import TensorType
 from ..tir.expr import Cast, Const, call, max_, min_
 from .conv import Conv, conv_sum
+from .quant_rules import centred_max, check_scale
 from .registry import ONNX_DTYPES, Op, Pattern, norm_axis, register
 
 QTYPES = ("int8", "uint8", "int16", "uint16")
@@ -60,6 +61,31 @@ def scale_attrs(ctx, rank):
     return axis, block
 
 
+def check_const_scales(ctx, ks, dequantise=None):
+    """In canon: constant scales among inputs ks are finite and positive (quant_rules.check_scale);
+    with dequantise=(data input, zero point input), the dequantised values must stay finite in
+    float32 too. A scale computed at run time is the model's to keep in range."""
+    for k in ks:
+        v = ctx.inputs[k] if k < len(ctx.inputs) else None
+        if v is None or not v.is_const:
+            continue
+        try:
+            check_scale(v.const, f"input {k} ('{v.name}')")
+        except QuantRangeError as e:
+            ctx.error(str(e))
+        if dequantise is not None:
+            x = ctx.inputs[dequantise[0]]
+            zp = ctx.inputs[dequantise[1]] if len(ctx.inputs) > dequantise[1] else None
+            if x.type.dtype not in ("int8", "uint8", "int16", "uint16") or (zp is not None and not zp.is_const):
+                continue
+            z = np.zeros(1, np.int64) if zp is None else np.asarray(zp.const, np.int64).reshape(-1)
+            s = np.asarray(v.const, np.float64).reshape(-1)
+            reach = max(centred_max(int(zz), x.type.dtype) for zz in z) * s.max()
+            if reach >= float(np.finfo(np.float32).max):
+                ctx.error(f"input {k} ('{v.name}') scale {s.max():.7g} dequantises {x.type.dtype} values to "
+                          f"{reach:.3g}, beyond float32")
+
+
 def _saturate(v, dtype):
     info = np.iinfo(dtype)
     return Cast(dtype, min_(max_(v, Const(float(info.min), v.dtype)), Const(float(info.max), v.dtype)))
@@ -79,6 +105,7 @@ class QuantizeLinear(Op):
         if out not in QTYPES:
             ctx.error(f"quantising to {out} is not supported")
         ctx.attrs = {"axis": axis, "out": out, "block": block}
+        check_const_scales(ctx, (1,))
 
     def infer(self, node):
         x = node.inputs[0].type
@@ -195,6 +222,10 @@ class QLinearMatMul(Op):
     dtypes = ("int8", "uint8")
     min_inputs = 8
 
+    def canon(self, ctx):
+        super().canon(ctx)
+        check_const_scales(ctx, (1, 4, 6))
+
     def infer(self, node):
         a, b = node.inputs[0].type, node.inputs[3].type
         if len(a.shape) < 2 or len(b.shape) < 2 or a.shape[-1] != b.shape[-2]:
@@ -251,6 +282,7 @@ class QLinearConv(Conv):
     min_inputs = 8
 
     def canon(self, ctx):
+        check_const_scales(ctx, (1, 4, 6))
         x, w = ctx.inputs[0], ctx.inputs[3]
         ctx.inputs = [x, w] + ctx.inputs[1:3] + ctx.inputs[4:]
         Conv.canon(self, ctx)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorType, Value
 from ..ops.fixed_point import tflite_round
+from ..ops.quant_rules import centred_max, dot_bounds
 from . import graph_pass
 
 MOVES = ("Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "MaxPool")   # exact on raw integers
@@ -41,8 +42,8 @@ class _Match:
             return None
         s = np.asarray(n.inputs[1].const, np.float32).reshape(-1)
         z = np.zeros(s.shape, np.int64) if zp is None else np.asarray(zp.const, np.int64).reshape(-1)
-        if per_tensor and s.size != 1:
-            return None
+        if (per_tensor and s.size != 1) or not _scales_ok(s):
+            return None             # a bad scale: the DequantizeLinear stays, and its check refuses it
         return n.inputs[0], s, z, n.attrs.get("axis", 1)
 
 
@@ -54,7 +55,31 @@ def _q_out(node):
     s, z = node.inputs[1], node.inputs[2] if len(node.inputs) > 2 else None
     if not s.is_const or s.type.size != 1 or z is None or not z.is_const or z.type.dtype not in QDTYPES:
         return None
+    if not _scales_ok(s.const):
+        return None
     return np.float32(np.asarray(s.const).reshape(())), int(np.asarray(z.const).reshape(())), z.type.dtype
+
+
+def _scales_ok(s):
+    s = np.asarray(s, np.float64)
+    return bool(np.all(np.isfinite(s)) and np.all(s > 0))
+
+
+# the float requantisations convert nearbyint(acc * scale) to int32 before clamping: every
+# product must stay inside int32 (a margin for float32's rounding of acc and the product)
+FLOAT_REQUANT_LIMIT = float(2 ** 31) * (1 - 2.0 ** -20)
+
+
+def _fits_int32(bounds, scales):
+    """Whether |acc| <= bounds times the float32 scales stays below int32's limit (per channel)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = np.asarray(bounds, np.float64) * np.abs(np.asarray(scales, np.float32).astype(np.float64))
+    return bool(np.all(np.isfinite(v)) and np.all(v < FLOAT_REQUANT_LIMIT))
+
+
+def _finite32(values):
+    """Whether float32 holds each value (float64 magnitudes) without overflowing to inf."""
+    return bool(np.all(np.abs(np.asarray(values, np.float64)) < float(np.finfo(np.float32).max) / 2))
 
 
 def _dtype_range(dtype):
@@ -66,8 +91,10 @@ def _act_range(act, scale, zp, dtype):
     """The clamp of an activation between the op and its QuantizeLinear, in the output's integers."""
     lo, hi = _dtype_range(dtype)
 
-    def q(v):
-        return zp + int(tflite_round(np.float32(v) / scale))
+    def q(v):        # saturated in float first: a tiny scale puts the bound beyond any integer
+        with np.errstate(over="ignore"):
+            steps = np.float32(v) / scale
+        return zp + int(np.clip(tflite_round(steps), lo - zp - 1, hi - zp + 1))
     if act is None:
         return lo, hi
     if act.op == "Relu":
@@ -149,7 +176,10 @@ def _fold_conv(m, q, out, act, conv):
     b = _bias(m, conv.inputs[2] if len(conv.inputs) > 2 else None, xs[0], ws, n_out)
     if len(conv.inputs) > 2 and conv.inputs[2] is not None and b is None:
         return None
-    attrs, extra = _requant(m, np.float32(xs[0]) * ws.astype(np.float32) / out[0], xz[0], out, act, q.name)
+    scales = np.float32(xs[0]) * ws.astype(np.float32) / out[0]
+    if not _fits_int32(dot_bounds(w.const, centred_max(xz[0], x.type.dtype), None if b is None else b.const), scales):
+        return None
+    attrs, extra = _requant(m, scales, xz[0], out, act, q.name)
     attrs.update({k: v for k, v in conv.attrs.items() if k in ("kernel_shape", "strides", "pads", "dilations",
                                                                  "group", "layout")})
     ins = [x, w, b] + extra
@@ -194,8 +224,11 @@ def _fold_dense(m, q, out, act, core):
     b = _bias(m, bias, xs[0], ws, n_out)
     if bias is not None and b is None:
         return None
+    scales = np.float32(xs[0]) * ws.astype(np.float32) / out[0]
+    if not _fits_int32(dot_bounds(wq, centred_max(xz[0], x.type.dtype), None if b is None else b.const), scales):
+        return None
     w = Value(f"{dw[0].name}_rows", TensorType(wq.shape, "int8"), np.ascontiguousarray(wq).astype(np.int8))
-    attrs, extra = _requant(m, np.float32(xs[0]) * ws.astype(np.float32) / out[0], xz[0], out, act, q.name)
+    attrs, extra = _requant(m, scales, xz[0], out, act, q.name)
     ins = [x, w, b] + extra
     while ins and ins[-1] is None:
         ins.pop()
@@ -207,6 +240,9 @@ def _fold_add(m, q, out, act, add):
     if da is None or db is None:
         return None
     (a, s1, z1, _), (b, s2, z2, _) = da, db
+    terms = [centred_max(z1[0], a.type.dtype) * np.float64(s1[0]), centred_max(z2[0], b.type.dtype) * np.float64(s2[0])]
+    if not (_finite32(terms) and _fits_int32([sum(terms)], [1 / np.float64(out[0])])):
+        return None                         # each dequantised input, and their sum requantised
     lo, hi = _act_range(act, out[0], out[1], out[2])
     attrs = {"x_zp": int(z1[0]), "y_zp": int(z2[0]), "out_zp": out[1], "x_scale": float(np.float32(s1[0])),
              "y_scale": float(np.float32(s2[0])), "out_scale": float(out[0]), "act_min": lo, "act_max": hi,
@@ -223,6 +259,8 @@ def _fold_pool(m, q, out, act, pool):
     if act is not None or not _same(d, out):
         return None
     x = d[0]
+    if not _finite32([centred_max(d[2][0], x.type.dtype) * int(np.prod(x.type.shape[2:])) * np.float64(d[1][0])]):
+        return None                         # the window's dequantised sum, in float32
     if pool.op == "GlobalAveragePool":
         sp = list(x.type.shape[2:])
         attrs = {"kernel_shape": sp, "strides": [1] * len(sp), "pads": [0] * (2 * len(sp)),
