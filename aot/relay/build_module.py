@@ -78,11 +78,11 @@ class ExecutorFactoryModule:
         """As TVM's factory: the modules the host module imports. A device target's are its
         kernels (CUDA, OpenCL); a C target's is the one C module of the operators, the executor
         and the constants (the MLF's codegen/host/src/*.c, without the header)."""
-        from ..module import Module, _DeviceModule
+        from ..module import Module, SourceModule
         lib = Module(self.result.tar)
         if lib.imported_modules:
             return lib.imported_modules
-        return [_DeviceModule(lib.host_source, "c")]
+        return [SourceModule(lib.host_source, "c")]
 
     @property
     def lowered_ir_mods(self):
