@@ -160,3 +160,27 @@ def test_infer_type_gives_the_function_type():
     t = mod["main"].checked_type
     assert [[int(d) for d in a.shape] for a in t.arg_types] == [[1, 10], [1, 10]]
     assert [int(d) for d in t.ret_type.shape] == [1, 10] and t.ret_type.dtype == "float32"
+
+
+def test_tflite_main_names_its_outputs_as_tvm_and_ref_data_follows():
+    from tflite_build import ModelBuilder
+
+    from aot.testing.aot import generate_ref_data
+    mb = ModelBuilder()
+    x = mb.tensor("input", [1, 4], "float32")
+    a = mb.tensor("StatefulPartitionedCall:0", [1, 4], "float32")
+    b = mb.tensor("out/tanh", [1, 4], "float32")
+    mb.op("RELU", [x], [a])
+    mb.op("TANH", [x], [b])
+    mod, _ = relay.frontend.from_tflite(mb.finish(inputs=[x], outputs=[a, b]))
+    # TVM's frontend: each byte that is not an ASCII letter or digit becomes '_'
+    assert list(mod["main"].attrs["output_tensor_names"]) == ["StatefulPartitionedCall_0", "out_tanh"]
+    v = np.array([[-1.0, 0.5, 2.0, -3.0]], "float32")
+    ref = generate_ref_data(mod, {"input": v})
+    assert list(ref) == ["StatefulPartitionedCall_0", "out_tanh"]
+    np.testing.assert_allclose(ref["StatefulPartitionedCall_0"], np.maximum(v, 0))
+    np.testing.assert_allclose(ref["out_tanh"], np.tanh(v), rtol=1e-6)
+    # and the generated C names the outputs so (TVM's test_output_tensor_names greps for them)
+    src = _build(mod, executor=Executor("aot", {"interface-api": "c", "unpacked-api": True}),
+                 ).imported_modules[0].get_source()
+    assert "StatefulPartitionedCall_0" in src and "out_tanh" in src
