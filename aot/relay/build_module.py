@@ -85,6 +85,13 @@ class ExecutorFactoryModule:
         return [SourceModule(lib.host_source, "c")]
 
     @property
+    def function_metadata(self):
+        """As TVM's factory: {function name: FunctionInfo} of main ("__tvm_main__") and each
+        operator, with their byte sizes by target (aot.micro.function_memory)."""
+        from ..micro.function_memory import function_metadata
+        return function_metadata(self.result.tar, self.target)
+
+    @property
     def lowered_ir_mods(self):
         """As TVM's factory: {target: the lowered IRModule}, here the executor's main as TIR
         (__tvm_main__, aot.executor.main_tir); .items() is a list, as a TVM Map's."""

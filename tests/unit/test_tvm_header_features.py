@@ -184,3 +184,31 @@ def test_tflite_main_names_its_outputs_as_tvm_and_ref_data_follows():
     src = _build(mod, executor=Executor("aot", {"interface-api": "c", "unpacked-api": True}),
                  ).imported_modules[0].get_source()
     assert "StatefulPartitionedCall_0" in src and "out_tanh" in src
+
+
+def test_function_memory_map_is_the_mlf_memory_table():
+    import io
+    import json
+    import tarfile
+
+    from aot.micro import model_library_format as mlf
+    mod, params = relay.testing.synthetic.get_workload()
+    lib = _build(mod, params=params, executor=Executor("aot", {"workspace-byte-alignment": 256}))
+    with tarfile.open(fileobj=io.BytesIO(lib.tar)) as t:
+        table = json.load(t.extractfile("./metadata.json"))["modules"]["default"]["memory"]["functions"]
+    got = mlf._build_function_memory_map(lib.function_metadata)
+    assert got == table
+    # every intermediate is 3456 bytes; three live at once at most, each start 256-aligned
+    assert got["main"][0]["workspace_size_bytes"] == 2 * (-(-3456 // 256) * 256) + 3456
+    assert got["main"][0]["io_size_bytes"] == 2 * 3456
+
+
+def test_function_memory_map_adds_the_largest_operator_workspace_to_main():
+    from aot.micro.function_memory import FunctionInfo, build_function_memory_map
+    c = Target("c")
+    meta = {"__tvm_main__": FunctionInfo({c: 100}, {c: 8}, {c: 4}),
+            "f": FunctionInfo({c: 30}, tir_primfuncs={c: "f"}), "g": FunctionInfo({c: 70}, tir_primfuncs={c: "g"}),
+            "byoc": FunctionInfo({c: 999})}          # no TIR: TVM leaves it out
+    got = build_function_memory_map(meta)
+    assert got["main"] == [{"device": 1, "workspace_size_bytes": 170, "constants_size_bytes": 4, "io_size_bytes": 8}]
+    assert [f["function_name"] for f in got["operator_functions"]] == ["f", "g"]
