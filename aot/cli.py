@@ -261,6 +261,7 @@ def _cmd_size(a):
 
 def _cmd_project(a):
     from .project import export_project
+    check_board_target(a.model, a.board, a.allow_target_mismatch)
     inputs = load_npz(a.inputs, "inputs", a.model) if a.inputs else None
     expected = load_npz(a.expected, "expected outputs") if a.expected else None
     files = export_project(a.model, a.board, a.output, inputs=inputs, expected=expected, opt=a.opt,
@@ -463,14 +464,16 @@ def main(argv=None):
     z.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
     z.set_defaults(fn=_cmd_size)
     j = sub.add_parser("project", help="export a standalone Makefile project for a board")
-    j.add_argument("model")
-    j.add_argument("--board", default="qemu-cortex-m4")
+    j.add_argument("model", help="the MLF tarball (from aot compile --board BOARD)")
+    j.add_argument("--board", required=True, help="the emulated board the project builds for: "
+                   "qemu-cortex-m3/m4/m7/m33/m55 (see boards/)")
     j.add_argument("-o", "--output", required=True, help="directory to create")
     j.add_argument("--inputs", help=".npz test input (default: seeded random)")
     j.add_argument("--expected", help=".npz expected outputs (default: the host build's outputs for the input)")
-    j.add_argument("--opt", default="-O2")
-    j.add_argument("--rtol", type=float, default=1e-4)
-    j.add_argument("--atol", type=float, default=1e-5)
+    j.add_argument("--opt", default="-O2", help="optimisation flag of the firmware build (default -O2)")
+    j.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of the project's self-check")
+    j.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance of the project's self-check")
+    j.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
     j.set_defaults(fn=_cmd_project)
     d = sub.add_parser("debug", help="name the first kernel whose output diverges from onnxruntime (TFLite Micro "
                        "for a .tflite model)",

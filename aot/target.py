@@ -277,8 +277,7 @@ def _check_cpu(text, kind, found):
         for f in fams:
             known += [m for m in f.known_mcpus() if m not in known]
         raise AotError(f"target '{text}': -mcpu={mcpu} is not a CPU aot knows for kind '{kind}' (known: "
-                       f"{', '.join(known)}" + (", any cortex-m<N>" if any(f.name == 'cortex_m' for f in fams) else "")
-                       + ")")
+                       f"{', '.join(known)})")
     for feature in found.get("mattr", ()):
         if not feature[:1] in "+-" or not any(f.knows_mattr(feature) for f in fams):
             known = []

@@ -283,6 +283,9 @@ def _graph(mod, aot, files, p):
     rel = f"src/{mod}.relay"
     if rel not in files:
         return
+    names = [t.get("name") for t in aot["inputs"] + aot["outputs"]]
+    if any(not isinstance(n, str) or "\n" in n or "\r" in n for n in names):
+        return          # the printer writes names raw: a line break in one leaves nothing to parse by line
     text = _text(files, rel)
     end = text.find("\n}\n")
     body = text[:end if end >= 0 else len(text)]

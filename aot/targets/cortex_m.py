@@ -80,17 +80,19 @@ class CortexM(Family):
     def core(self, target):
         return core(target.mcpu)
 
-    # an M-profile core by its Arm name: cortex-m<N>, with gcc's suffixes (cortex-m0plus, cortex-m35p,
-    # cortex-m4+nodsp); a core not in the table is still one, with none of the extensions
-    _NAME = re.compile(r"^cortex-m[0-9]+(plus|p)?(\+no[a-z.]+)*\+?$")
+    # an M-profile core by its Arm name, with gcc's suffixes (cortex-m0plus, cortex-m35p, cortex-m4+nodsp):
+    # one of the table's, or another Arm M-profile core, compiled with none of the extensions
+    _NAME = re.compile(r"^(cortex-m[0-9]+(?:plus|p)?)(?:\+no[a-z.]+)*\+?$")
+    OTHER_CORES = ("cortex-m1", "cortex-m23", "cortex-m52")
     mattrs = ("dsp", "mve", "mve.fp", "fp", "fp.dp", "fp64", "fp16", "fullfp16", "lob", "pacbti", "cdecp0",
               "thumb2", "vfp4", "vfp4sp", "vfp5", "nodsp", "nomve", "nofp")
 
     def knows_mcpu(self, mcpu):
-        return bool(mcpu) and bool(self._NAME.match(mcpu))
+        m = self._NAME.match(mcpu or "")
+        return bool(m) and (m.group(1) in CORES or m.group(1) in self.OTHER_CORES)
 
     def known_mcpus(self):
-        return sorted(CORES, key=lambda n: (len(n), n))
+        return sorted(set(CORES) | set(self.OTHER_CORES), key=lambda n: (len(n), n))
 
     def staging_block(self, target):
         variant = core(target.mcpu).variant

@@ -181,6 +181,6 @@ def test_cli_size_run_and_project(tmp_path):
         np.testing.assert_allclose(z["y"], ort_run(m, feeds)["y"], rtol=1e-4, atol=1e-5)
     r = run_cli("run", tar, "--board", "qemu-cortex-m99", "--inputs", str(tmp_path / "in.npz"))
     assert r.returncode == 2 and "unknown board 'qemu-cortex-m99'" in r.stderr
-    r = run_cli("project", tar, "--board", "qemu-cortex-m4", "-o", str(tmp_path / "p"))
+    r = run_cli("project", tar, "--board", "qemu-cortex-m4", "--allow-target-mismatch", "-o", str(tmp_path / "p"))
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "p" / "Makefile").exists()

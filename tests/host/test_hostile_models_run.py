@@ -52,8 +52,8 @@ def test_bogus_opt_and_unwritable_project(tmp_path, capsys, mlf_bytes):
     tar.write_bytes(mlf_bytes)
     np.savez(tmp_path / "in.npz", x=np.zeros((2, 3), np.float32))
     refused(capsys, ["run", tar, "--inputs", tmp_path / "in.npz", "--opt=-fbogus-flag"], "--opt", "-fbogus-flag")
-    refused(capsys, ["size", tar, "--opt", "Ofast-please"], "--opt")
-    refused(capsys, ["project", tar, "-o", "/proc/aot-project"], "/proc/aot-project")
+    refused(capsys, ["size", tar, "--board", "qemu-cortex-m4", "--allow-target-mismatch", "--opt", "Ofast-please"], "--opt")
+    refused(capsys, ["project", tar, "--board", "qemu-cortex-m4", "--allow-target-mismatch", "-o", "/proc/aot-project"], "/proc/aot-project")
 
 
 def test_nan_and_inf_inputs_run(tmp_path, capsys):

@@ -125,3 +125,19 @@ def test_debug_on_a_board_compiles_for_its_core(tmp_path, capsys, monkeypatch):
     saved.write_bytes(mod.instrument(_relu(tmp_path)).tar)
     refused(capsys, ["debug", _relu(tmp_path), "--inputs", str(tmp_path / "in.npz"), "--board", "qemu-cortex-m4",
                      "--mlf", str(saved)], "target 'c' (host)", "board qemu-cortex-m4 has a cortex-m4")
+
+
+@pytest.mark.parametrize("mcpu", ["cortex-m99", "cortex-m5", "cortex-m4plusplus"])
+def test_an_arm_m_core_that_does_not_exist_is_refused(mcpu):
+    """Only Arm's M-profile cores are M cores: a made-up cortex-m<N> is not compiled as plain C."""
+    from aot.target import Target
+    from aot.errors import AotError
+    with pytest.raises(AotError, match=f"-mcpu={mcpu} is not a CPU aot knows"):
+        Target(f"c -mcpu={mcpu}")
+
+
+@pytest.mark.parametrize("mcpu", ["cortex-m0+", "cortex-m0plus", "cortex-m1", "cortex-m23", "cortex-m52",
+                                  "cortex-m4+nodsp", "cortex-m85"])
+def test_every_arm_m_core_is_known(mcpu):
+    from aot.target import Target
+    assert Target(f"c -mcpu={mcpu}").mcpu == mcpu
