@@ -145,7 +145,7 @@ def test_imported_module_is_the_host_c_without_the_header():
 def test_lowered_main_checks_each_call_return():
     lib = _build(_add_module())
     lowered = lib.lowered_ir_mods.items()
-    assert len(lowered) == 1 and str(lowered[0][0]) == "c"
+    assert len(lowered) == 1 and lowered[0][0].kind == "c"
     main = lowered[0][1]["__tvm_main__"]
     assert repr(main.body.value) == ('T.tvm_check_return(0, -1, T.call_extern("int32", "tvmgen_default_fused_add",'
                                      ' x_buffer_var, y_buffer_var, output_buffer_var))')
