@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import AotError
 from .executor import PlanOptions, build_plan, debug_table
@@ -186,6 +186,10 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
             raise AotError(f"{what} section name '{sec}' may only contain letters, digits, '.' and '_'")
 
     check_interface(options)
+    # the byte alignments the options leave open are the target's (TVM's target attributes), else 16
+    options = replace(options, **{f: getattr(options, f) if getattr(options, f) is not None else
+                                  target.attrs.get(attr, 16) for f, attr in
+                                  (("align", "workspace-byte-alignment"), ("const_align", "constants-byte-alignment"))})
     pools = check_pools(options.workspace_pools)
     graph = import_model(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
@@ -216,12 +220,12 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     for n in notes:
         log("note: " + n)
     external = _chain(options.external, external_lowering(backends) if backends else None)
-    align = options.align if options.align is not None else target.attrs.get("workspace-byte-alignment", 16)
     plan = build_plan(graph, groups, mod, in_c, out_c,
-                      PlanOptions(align, options.use_workspace_io, options.in_place, pools, target, external,
+                      PlanOptions(options.align, options.use_workspace_io, options.in_place, pools, target, external,
                                   log if progress is None else progress))
     check_plan_fits(plan)
     plan.io_quant = dict(graph.io_quant)
+    plan.const_align = options.const_align
     traces = schedule_traces(plan)
     for symbol, trace in traces.items():
         log(f"schedule: {symbol}: pipeline {trace['pipeline']}" + ("" if trace["steps"] else ", no rule applied"))
@@ -235,10 +239,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
             raise AotError(f"aot debug is for C targets, not '{target}'")
         sources = emit_gpu(plan, target)
     else:
-        const_align = options.const_align if options.const_align is not None else \
-            target.attrs.get("constants-byte-alignment", 16)
         sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug,
-                         interface_api=options.interface_api, const_align=const_align)
+                         interface_api=options.interface_api)
     src_list = sorted(s for s in sources if s.endswith(".c"))
     extra = {
         "inputs": [io_entry(plan, "input", k) for k in range(len(plan.inputs))],

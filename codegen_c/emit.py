@@ -248,10 +248,10 @@ def with_external_sources(out, plan):
 
 
 def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm", debug=False,
-           interface_api="c", const_align=16):
+           interface_api="c"):
     """{relative path: text} for the codegen/host tree. debug: main hands every kernel output
     to tvmgen_<mod>_debug_record(kernel, output, data, nbytes) right after the kernel (aot debug).
-    const_align: each constant array's aligned() (TVM's constants-byte-alignment)."""
+    Each constant array is aligned to plan.const_align bytes (TVM's constants-byte-alignment)."""
     mod, MOD = plan.model_name, plan.model_name.upper()
     for c in plan.calls:
         if getattr(c, "init_body", ()):
@@ -324,7 +324,7 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
                            constants=constants, workspace_io=ws_io, pools=pools,
                            workspace_size=plan.workspace_size, main_prototype=proto,
                            const_section=const_section, workspace_section=workspace_section,
-                           const_align=int(const_align), **common)
+                           const_align=int(plan.const_align), **common)
     lib1 = render_template("lib1.c.j2", functions=functions, helpers=renderer.helper_definitions(),
                            externs=main.declarations(), includes=main.includes(),
                            main_prototype=proto, main_unused=unused, calls=calls, debug=debug, hooks=hooks,
