@@ -26,7 +26,8 @@ def _cmd_compile(a):
     if a.board:
         implied = board_target(a.board)
         if a.target is not None and target != implied:
-            raise AotError(f"--target '{target}' contradicts board '{a.board}', whose target is '{implied}'")
+            raise AotError(f"--target '{target.short_str()}' contradicts board '{a.board}', whose target is "
+                           f"'{implied.short_str()}'")
         target = implied
     main_target, target = target, [b.target for b in backends] + [target]
     opts = Options(model_name=a.model_name, input_shapes=parse_input_shapes(a.input_shape), target=target,
@@ -126,6 +127,10 @@ def load_npz(path, what, model=None):
         with zipfile.ZipFile(path) as z:
             for info in z.infolist():
                 key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                if key in arrays:          # which of two arrays of one name is meant cannot be told
+                    raise AotError(f"{what} '{path}': member '{info.filename}' appears twice")
+                if info.is_dir():
+                    raise AotError(f"{what} '{path}': member {info.filename!r} is a directory, not an array")
                 if info.file_size > limit:
                     raise AotError(f"{what} '{path}': member '{info.filename}' declares {info.file_size:,} bytes, "
                                    f"more than the {limit:,} an array of "
@@ -199,9 +204,14 @@ def check_board_target(model, board, allow=False):
         mcpu = None
     if mcpu == core:
         return
+    # a cmsis-nn build: the host's part is plain C, the partition's kernels are for the core it names
+    parts = [p.get("kernel_target") for p in m.aot.get("partitions") or [] if isinstance(p, dict)]
+    part_cpus = {t.get("mcpu") for t in parts if isinstance(t, dict)}
+    if mcpu is None and part_cpus == {core}:
+        return
     built = f"target '{text}'" + ("" if mcpu else " (host)")
     msg = (f"the MLF was built for {built}, board {b['name']} has a {core}: compile with --board {b['name']} "
-           f"or --target '{board_target(b)}'")
+           f"or --target '{board_target(b).short_str()}'")
     if not allow:
         raise AotError(msg + " (or pass --allow-target-mismatch to run it anyway)")
     print(f"warning: {msg}; running it anyway (--allow-target-mismatch)", file=sys.stderr)

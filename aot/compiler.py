@@ -154,10 +154,25 @@ def _runtime_files():
     return out
 
 
-def io_entry(plan, kind, k):
-    """An input's or output's metadata entry; a quantised one has its scale and zero point."""
+def _template_files():
+    """templates/: a crt_config.h and a platform.c to start a firmware from (TVM's MLF has these two)."""
+    import codegen_c
+    d = os.path.join(os.path.dirname(codegen_c.__file__), "templates", "mlf_templates")
+    out = {}
+    for f in ("crt_config.h.template", "platform.c.template"):
+        with open(os.path.join(d, f), "rb") as fh:
+            out["templates/" + f] = fh.read()
+    return out
+
+
+def io_entry(plan, kind, k, tvm_names=None):
+    """An input's or output's metadata entry; a quantised one has its scale and zero point. Under
+    --io-names tvm an output TVM names otherwise has that name as tvm_name (the key of TVM's
+    memory.functions.main[0].outputs); name stays the model's (what run and debug key data by)."""
     c, n, t = (plan.inputs if kind == "input" else plan.outputs)[k]
     entry = {"name": n, "c_name": c, "shape": list(t.shape), "dtype": t.dtype}
+    if tvm_names is not None and tvm_names[k] != n:
+        entry["tvm_name"] = tvm_names[k]
     if (kind, k) in plan.io_quant:
         entry["scale"], entry["zero_point"] = plan.io_quant[(kind, k)]
     return entry
@@ -169,11 +184,17 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     from mlf.writer import empty_param_dict, make_metadata, metadata_json, seal, source_date_epoch, write_tar
 
     from .uma import external_lowering, partition_for
-    from .passes.partition import external_functions, renumber_functions
+    from .passes.partition import claim_nodes, external_functions, partition_groups, renumber_functions
 
     options = options or Options()
     log = log or (lambda msg: None)
     target, backends = resolve(options.target)
+    # partition targets (cmsis-nn) take fused kernels of the compiler's own; plug-ins take graph regions
+    kernel_backends = [b for b in backends if getattr(b, "renders_kernels", False)]
+    backends = [b for b in backends if not getattr(b, "renders_kernels", False)]
+    if kernel_backends and target.is_device:
+        raise AotError(f"target '{kernel_backends[0].target}' partitions a C build: its module is C for a CPU, "
+                       f"not a part of a '{target}' device build (use 'c' as the list's code-generation target)")
     log(f"target: {target}" + "".join(f"; backend {b.target}" for b in backends))
     mod = model_c_name(options.model_name)
     if not mod or mod == "_":
@@ -201,17 +222,26 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     if backends:
         graph = partition_for(backends, graph, mod, log)
     check_supported(graph)
-    groups = fuse_and_order(graph, options, log)
+    claims = claim_nodes(graph, kernel_backends) if kernel_backends else {}
+    groups = fuse_and_order(graph, options, log, claims)
     ext = {id(n) for n in external_functions(graph)}
     order = [g.nodes[0].name for g in groups if id(g.nodes[0]) in ext]
     renamed_graph, renamed = renumber_functions(graph, order, mod)
     if renamed:      # numbered in execution order, which the memory-aware order may change
         log(f"pass renumber_functions: {renamed} external function(s) renamed to follow the execution order")
         graph = renamed_graph
-        groups = fuse_and_order(graph, options, lambda m: None)
+        claims = claim_nodes(graph, kernel_backends) if kernel_backends else {}     # the copy's nodes
+        groups = fuse_and_order(graph, options, lambda m: None, claims)
 
+    modules = partition_groups(groups, claims, mod)
+    if kernel_backends:
+        log(f"pass partition_groups: {len(modules)} kernel(s) taken by " + ", ".join(b.target_name for b in kernel_backends))
+    kernel_targets = {b.target_name: b.kernel_target for b in kernel_backends}
+    modules = {k: (name, sym, kernel_targets[name]) for k, (name, sym) in modules.items()}
+
+    tvm_names = tvm_output_names(graph, model) if options.io_names == "tvm" else None
     if options.io_names == "tvm":       # TVM's names exactly: a clash is refused, not renamed
-        in_c, out_c = tvm_c_names([v.name for v in graph.inputs], tvm_output_names(graph, model))
+        in_c, out_c = tvm_c_names([v.name for v in graph.inputs], tvm_names)
         notes = []
     else:
         in_c, notes1 = unique_c_names([v.name for v in graph.inputs], reserved=("WORKSPACE",))
@@ -222,7 +252,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     external = _chain(options.external, external_lowering(backends) if backends else None)
     plan = build_plan(graph, groups, mod, in_c, out_c,
                       PlanOptions(options.align, options.use_workspace_io, options.in_place, pools, target, external,
-                                  log if progress is None else progress))
+                                  log if progress is None else progress, modules))
     check_plan_fits(plan)
     plan.io_quant = dict(graph.io_quant)
     plan.const_align = options.const_align
@@ -239,12 +269,12 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
             raise AotError(f"aot debug is for C targets, not '{target}'")
         sources = emit_gpu(plan, target)
     else:
-        sources = emit_c(plan, str(target), options.const_section, options.workspace_section, debug=options.debug,
+        sources = emit_c(plan, target.short_str(), options.const_section, options.workspace_section, debug=options.debug,
                          interface_api=options.interface_api)
-    src_list = sorted(s for s in sources if s.endswith(".c"))
+    src_list = source_order(s for s in sources if s.endswith(".c"))
     extra = {
         "inputs": [io_entry(plan, "input", k) for k in range(len(plan.inputs))],
-        "outputs": [io_entry(plan, "output", k) for k in range(len(plan.outputs))],
+        "outputs": [io_entry(plan, "output", k, tvm_names) for k in range(len(plan.outputs))],
         "workspace_lower_bound_bytes": plan.workspace_lower_bound,
         "use_workspace_io": bool(options.use_workspace_io),
         "interface_api": options.interface_api,
@@ -269,17 +299,24 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     if backends:
         extra["backends"] = [b.target.export() for b in backends]
         extra["external_functions"] = external_table(graph, plan)
+    if kernel_backends:
+        extra["partitions"] = [{"target": b.target.export(), "kernel_target": b.kernel_target.export(),
+                                "functions": [c.symbol for c in plan.calls if getattr(c, "module", None) == b.target_name]}
+                               for b in kernel_backends]
     if options.debug:
         extra["debug_records"] = debug_table([g for g in groups if not g.alias], plan)
     if options.trace:
         extra["schedule_traces"] = {k: to_json(t) for k, t in traces.items()}
     epoch = source_date_epoch()
     files = dict(sources)
-    files["metadata.json"] = metadata_json(make_metadata(plan, [str(b.target) for b in backends] + [str(target)],
-                                                         epoch, extra))
+    # TVM's MLF lists the targets relay.build compiled for: tvmc hands a codegen's partition target
+    # ("cmsis-nn", a UMA backend) to its partitioner, not to relay.build; aot.backends and
+    # aot.partitions record those
+    files["metadata.json"] = metadata_json(make_metadata(plan, [str(target)], epoch, extra))
     files[f"parameters/{mod}.params"] = empty_param_dict()
     files[f"src/{mod}.relay"] = print_graph(graph)
     files.update(_runtime_files())
+    files.update(_template_files())
     for tool in ("mk", "cmake"):
         fragment = build_fragment(target.family, tool) if target.is_device else None
         files[f"mlf.{tool}"] = render_template(f"mlf.{tool}.j2", mod=mod, MOD=mod.upper(), sources=src_list,
@@ -289,6 +326,11 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     return CompileResult(tar, plan, graph, notes)
 
 
+def source_order(paths):
+    """The C sources by name, a module's lib numbers compared as numbers (lib10 after lib9)."""
+    return sorted(paths, key=lambda p: re.sub(r"_lib(\d+)\.c$", lambda m: f"_lib{int(m.group(1)):09d}.c", p))
+
+
 def schedule_traces(plan) -> dict:
     """symbol -> the schedule trace of each generated kernel that kept its schedule (a user's kernel,
     taken as written, and a staged kernel whose schedule was not proven in place have none)."""
@@ -296,8 +338,8 @@ def schedule_traces(plan) -> dict:
             if getattr(c, "func", None) is not None and "trace" in c.func.attrs}
 
 
-def fuse_and_order(graph, options, log):
-    groups = fuse_ops(graph)
+def fuse_and_order(graph, options, log, claims=None):
+    groups = fuse_ops(graph, (lambda n: claims.get(id(n))) if claims else None)
     kernels = [g for g in groups if not g.alias]
     log(f"pass fuse_ops: {len(graph.nodes)} nodes -> {len(kernels)} kernels "
         f"({len(groups) - len(kernels)} reshape-like aliases need no kernel)")

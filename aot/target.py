@@ -6,9 +6,9 @@
     Target.list("c -mcpu=cortex-m4; c")           a target list
     Target.list("vanilla_accelerator, c")         tvmc's form: plug-in backends first, C for the rest
 
-The same call shapes as tvm.target.Target. The canonical string (str(t)) is what metadata.json
-and the generated files record: attributes in a fixed order, defaults left out, so equal targets
-print alike. Kinds: "c", "cuda" (-libs=cudnn,cublas), "opencl", and the kinds plug-in backends register.
+The same call shapes as tvm.target.Target. str(t) prints as TVM prints a Target (keys always,
+options by name: metadata.json's target list, as TVM's MLF writes it); t.short_str() leaves the
+default keys out (the generated files' comments, metadata's aot.target). Equal targets print alike. Kinds: "c", "cuda" (-libs=cudnn,cublas), "opencl", and the kinds plug-in backends register.
 
 This is the one module that reads target strings: a target's facts (core features, layouts,
 schedule pipeline, renderer dialect, ...) are its family's (`Target.family`, aot/targets/), and
@@ -37,7 +37,8 @@ def register_kind(name, attrs=(), backend=None):
 
 def _spec(kind):
     """The options target kind `kind` takes, or None for an unknown kind."""
-    return PLUGINS[kind][0] if kind in PLUGINS else targets.kind_attrs(kind)
+    # a plug-in kind takes -keys= too, as TVM prints every target with its keys
+    return {"keys": "list", **PLUGINS[kind][0]} if kind in PLUGINS else targets.kind_attrs(kind)
 
 
 _VALUE_RE = re.compile(r"^[A-Za-z0-9_.+\-]+$")
@@ -100,6 +101,9 @@ class Target:
         object.__setattr__(self, "kind", TargetKind(kind))
         object.__setattr__(self, "attrs", TargetAttrs(attrs))
         object.__setattr__(self, "host", own_host)
+        if tuple(self.get("keys") or ()) == self._default_keys():
+            # the kind's own keys given explicitly (TVM's printed form): the same target as without them
+            object.__setattr__(self, "attrs", TargetAttrs(tuple((n, v) for n, v in attrs if n != "keys")))
 
     @classmethod
     def list(cls, text: str):
@@ -107,7 +111,11 @@ class Target:
         comma starts a new target when a target kind follows it ('c -libs=a,b' stays one)
         -> [Target, ...]"""
         items = []
-        for part in str(text).split(";"):
+        # CMake's Makefile generator writes a quoted argument's spaces as '\ ' (TVM's
+        # zephyr_cmsisnn passes --target="cmsis-nn -mcpu=cortex-m55, c" so), and tvmc reads
+        # the target's words past the backslashes: a backslash before white space is that space
+        text = re.sub(r"\\(\s)", r"\1", str(text))
+        for part in text.split(";"):
             pieces = part.split(",")
             cur = pieces[0]
             for p in pieces[1:]:
@@ -155,8 +163,8 @@ class Target:
 
     @property
     def is_external(self):
-        """A plug-in backend's target (it compiles only what it claims)."""
-        return self.kind in PLUGINS
+        """A plug-in backend's target, or a partition target (cmsis-nn): it compiles only what it claims."""
+        return self.kind in PLUGINS or self.family.partition
 
     @property
     def core(self):
@@ -192,22 +200,38 @@ class Target:
         return self.get("libs") or ()
 
     def _default_keys(self):
-        return (self.kind,) if self.is_external else self.family.keys
+        return (self.kind,) if self.kind in PLUGINS else self.family.keys
+
 
     def __str__(self):
+        """The target as TVM prints a Target (and its MLF's metadata.json records it): the kind,
+        -keys= always, then the other options in name order ("c -keys=arm_cpu,cpu -mcpu=cortex-m55")."""
+        out = [self.kind]
+        if self.keys:
+            out.append(f"-keys={','.join(self.keys)}")
+        for name, value in sorted(self.attrs):
+            if name != "keys":
+                out.append(f"-{name}={','.join(value) if isinstance(value, tuple) else value}")
+        return " ".join(out)
+
+    def short_str(self):
+        """The target as written, less its kind's default keys, options in the kind's order
+        ("c -mcpu=cortex-m55"): what the generated files' comments and metadata's aot.target record."""
         out = [self.kind]
         for name, value in self.attrs:
-            if name == "keys" and tuple(value) == self._default_keys():
-                continue
             out.append(f"-{name}={','.join(value) if isinstance(value, tuple) else value}")
         return " ".join(out)
 
+    def __format__(self, spec):
+        # messages and logs (f-strings) name a target as the user wrote it; str() is TVM's form
+        return format(self.short_str(), spec)
+
     def __repr__(self):
-        return f"Target({str(self)!r}" + (f", host={str(self.host)!r})" if self.host else ")")
+        return f"Target({self.short_str()!r}" + (f", host={self.host.short_str()!r})" if self.host else ")")
 
     def export(self) -> dict:
         """The JSON form recorded in metadata.json."""
-        d = {"kind": self.kind, "str": str(self), "keys": list(self.keys)}
+        d = {"kind": self.kind, "str": self.short_str(), "keys": list(self.keys)}
         d.update({k: list(v) if isinstance(v, tuple) else v for k, v in self.attrs if k != "keys"})
         if self.host is not None:
             d["host"] = self.host.export()
@@ -314,12 +338,30 @@ def split_targets(spec):
     backends = []
     for t in items:
         if t.is_external:
-            b = PLUGINS[t.kind][1]
-            if b in backends:
+            b = PLUGINS[t.kind][1] if t.kind in PLUGINS else _PartitionBackend(t)
+            if b in backends or any(getattr(x, "target_name", None) == t.kind for x in backends):
                 raise AotError(f"target list names backend '{t.kind}' twice")
             b.target = t
             backends.append(b)
     return main[0], backends
+
+
+class _PartitionBackend:
+    """A partition target of a target list (its family's `partition`, e.g. cmsis-nn): what its
+    family claims is compiled by the compiler's own kernels, scheduled for `kernel_target`, into a
+    module file of its own (aot/passes/partition.py: partition_groups)."""
+    renders_kernels = True
+
+    def __init__(self, target):
+        self.target = target
+        self.target_name = str(target.kind)
+
+    def claims(self, node):
+        return self.target.family.claims_node(node)
+
+    @property
+    def kernel_target(self):
+        return Target(self.target.family.kernel_target(self.target))
 
 
 def resolve(spec):

@@ -231,8 +231,11 @@ class CMain:
             out.append(f"int32_t {k.symbol}({', '.join(params) or 'void'});")
         return out
 
-    def includes(self) -> list:
-        return sorted({h for k in self.plan.calls for h in getattr(k, "includes", ())})
+    def includes(self, exclude=()) -> list:
+        """The headers the calls need, but those of functions defined in a module of `exclude`
+        (that module's file includes them: a header that defines code must be included once)."""
+        return sorted({h for k in self.plan.calls if getattr(k, "module", None) not in exclude
+                       for h in getattr(k, "includes", ())})
 
 
 def with_external_sources(out, plan):
@@ -262,14 +265,44 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     renderer.openmp = Target(target).family.openmp
     # only a generated kernel's call site is known alias-free; anything else prints without restrict
     restrict = {id(c.func): getattr(c, "no_alias", False) for c in plan.calls if hasattr(c, "func")}
-    functions = [{"comment": comment_safe(f.name), "text": renderer.function(f, restrict[id(f)])} for f in plan.funcs]
+    # a partitioned module's functions (a partition target's kernels, a plug-in backend's regions)
+    # go to a file of their own, lib2, lib3, ... numbered by the module's first call
+    module_of = {id(c.func): getattr(c, "module", None) for c in plan.calls if hasattr(c, "func")}
+    modules = {}
+    for c in plan.calls:
+        defines = hasattr(c, "func") or getattr(c, "body", ()) or getattr(c, "prim_func", None) is not None
+        if getattr(c, "module", None) and defines and c.module not in modules:
+            r = CRenderer()
+            r.openmp = renderer.openmp
+            modules[c.module] = {"renderer": r, "functions": [], "includes": set()}
+    module_decls, functions = [], []
+
+    def define(module, comment, render, declare, includes=()):
+        """The function in lib1 (module None) or in its module's file, declared in lib1."""
+        if module is None:
+            functions.append({"comment": comment, "text": render(renderer)})
+            return
+        m = modules[module]
+        m["functions"].append({"comment": comment, "text": render(m["renderer"])})
+        m["includes"].update(includes)
+        module_decls.append(declare(m["renderer"]) + ";")
+    for f in plan.funcs:
+        define(module_of[id(f)], comment_safe(f.name), lambda r, f=f: r.function(f, restrict[id(f)]),
+               lambda r, f=f: r.signature(f, restrict[id(f)]))
     main = CMain(plan)
-    functions += [{"comment": comment_safe(f"{c.symbol}: external function (" + ", ".join(e.symbol for e in c.body) + ")"),
-                   "text": main.external_function(c)} for c in plan.calls if getattr(c, "body", ())]
+    for c in plan.calls:
+        if getattr(c, "body", ()):
+            text = main.external_function(c)
+            define(getattr(c, "module", None),
+                   comment_safe(f"{c.symbol}: external function (" + ", ".join(e.symbol for e in c.body) + ")"),
+                   lambda r, text=text: text, lambda r, text=text: text.split("\n", 1)[0][:-2], c.includes)
     # UMA's TIR route: the region's function is the PrimFunc its backend's TIR passes left
-    functions += [{"comment": comment_safe(f"{c.symbol}: external function, lowered through its backend TIR passes"),
-                   "text": renderer.function(c.prim_func, restrict=False)}
-                  for c in plan.calls if getattr(c, "prim_func", None) is not None]
+    for c in plan.calls:
+        if getattr(c, "prim_func", None) is not None:
+            define(getattr(c, "module", None),
+                   comment_safe(f"{c.symbol}: external function, lowered through its backend TIR passes"),
+                   lambda r, c=c: r.function(c.prim_func, restrict=False),
+                   lambda r, c=c: r.signature(c.prim_func, restrict=False), c.includes)
     devices = plan.devices
     clash = [d for d in devices if [device_member(e) for e in devices].count(device_member(d)) > 1]
     if clash:
@@ -326,13 +359,17 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
                            const_section=const_section, workspace_section=workspace_section,
                            const_align=int(plan.const_align), **common)
     lib1 = render_template("lib1.c.j2", functions=functions, helpers=renderer.helper_definitions(),
-                           externs=main.declarations(), includes=main.includes(),
+                           externs=main.declarations(), includes=main.includes(exclude=modules),
                            main_prototype=proto, main_unused=unused, calls=calls, debug=debug, hooks=hooks,
                            opens=opens, closes=closes, activate=activate, deactivate=deactivate,
-                           records=records, **common)
+                           records=records, module_decls=module_decls, **common)
     out = {
         f"codegen/host/include/tvmgen_{mod}.h": header,
         f"codegen/host/src/{mod}_lib0.c": lib0,
         f"codegen/host/src/{mod}_lib1.c": lib1,
     }
+    for k, (name, m) in enumerate(modules.items()):
+        out[f"codegen/host/src/{mod}_lib{k + 2}.c"] = render_template(
+            "lib_module.c.j2", mod=mod, module=comment_safe(name), functions=m["functions"],
+            helpers=m["renderer"].helper_definitions(), includes=sorted(m["includes"]))
     return with_external_sources(out, plan)

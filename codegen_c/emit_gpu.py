@@ -80,11 +80,11 @@ def emit_gpu(plan, target):
     includes = sorted({h for c in externals for h in c.includes})
     io = [{"c": cn, "nbytes": t.nbytes, "io": k} for k, (cn, _, t) in enumerate(plan.inputs)]
     outs = [{"c": cn, "nbytes": t.nbytes, "io": n_in + k} for k, (cn, _, t) in enumerate(plan.outputs)]
-    common = dict(mod=mod, MOD=MOD, target=comment_safe(str(target)), devices=[], devices_param="", packed=False)
+    common = dict(mod=mod, MOD=MOD, target=comment_safe(target.short_str()), devices=[], devices_param="", packed=False)
     header = render_template("model.h.j2", inputs=io, outputs=outs, workspace_size=plan.workspace_size,
                              workspace_io=False, pools=[], device_api=target.kind, **common)
     out = {f"codegen/host/include/tvmgen_{mod}.h": header}
-    files, extra = renderer.device_sources(mod, comment_safe(str(target)), firsts, bodies)
+    files, extra = renderer.device_sources(mod, comment_safe(target.short_str()), firsts, bodies)
     out.update(files)
     values = {"launchers": [], "n_source_lines": 0, **extra}
     out[f"codegen/host/src/{mod}_lib0.c"] = host_template(family).render(

@@ -75,6 +75,10 @@ def metadata_problems(meta, files, render_header=None) -> list:
     for key in ("style", "export_datetime"):
         if key in info and not isinstance(info[key], str):
             p.append(f"'{key}' {_show(info[key])} is not a string")
+    deps = info.get("external_dependencies", [])
+    if not (isinstance(deps, list) and all(isinstance(d, dict) and isinstance(d.get("short_name"), str)
+                                           and isinstance(d.get("url"), str) for d in deps)):
+        p.append(f"external_dependencies {_show(deps)} is not a list of {{short_name, url, ...}}")
     main = _main_memory(info, p)
     aot = info.get("aot")
     if not isinstance(aot, dict):
@@ -203,7 +207,7 @@ def _tensors(aot, kind, main, macros, mod, c_seen, p):
         p.append(f"aot.{kind} is not a {'non-empty ' if kind == 'outputs' else ''}list")
         return
     declared = main.get(kind) if isinstance(main.get(kind), dict) else None
-    names = set()
+    names, keys = set(), set()
     for k, t in enumerate(lst):
         where = f"aot.{kind}[{k}]"
         if not isinstance(t, dict):
@@ -217,6 +221,11 @@ def _tensors(aot, kind, main, macros, mod, c_seen, p):
         if name in names:
             p.append(f"{where} is listed twice")
         names.add(name)
+        key = t.get("tvm_name", name)      # --io-names tvm: TVM's key in memory.functions.main[0]
+        if not isinstance(key, str) or not key:
+            p.append(f"{where}: tvm_name {_show(key)} is not a non-empty string")
+            continue
+        keys.add(key)
         if not _c_ident(c):
             p.append(f"{where}: c_name {_show(c)} is not a C identifier")
         elif c.upper() in c_seen:
@@ -243,7 +252,7 @@ def _tensors(aot, kind, main, macros, mod, c_seen, p):
             p.append(f"{where}: shape {shape} of {dtype} is {nbytes:,} bytes, more than {MAX_TENSOR_BYTES:,}")
             continue
         if declared is not None:
-            e = declared.get(name)
+            e = declared.get(key)
             if not isinstance(e, dict):
                 p.append(f"{where} is missing from memory.functions.main[0].{kind}")
             elif e.get("dtype") != dtype or e.get("size") != nbytes:
@@ -254,8 +263,8 @@ def _tensors(aot, kind, main, macros, mod, c_seen, p):
             if macros.get(macro) != str(nbytes):
                 p.append(f"{where}: the header's {macro} is {macros.get(macro, 'missing')}, "
                          f"not {nbytes} ({dtype}{shape})")
-    if declared is not None and set(declared) != names:
-        p.append(f"memory.functions.main[0].{kind} names {sorted(declared)} differ from aot.{kind} {sorted(names)}")
+    if declared is not None and set(declared) != keys:
+        p.append(f"memory.functions.main[0].{kind} names {sorted(declared)} differ from aot.{kind} {sorted(keys)}")
 
 
 def _pools(aot, macros, mod, p):

@@ -16,6 +16,8 @@ import tarfile
 from .schema import AOT_BLOCK_VERSION, MLF_VERSION
 
 TVM_NDARRAY_LIST_MAGIC = 0xF7E58D4F05049CB7
+# the TVM revision whose CRT interface runtime/ implements (513c2be; TVM writes its own version there)
+RUNTIME_VERSION = "0.19.dev0"
 
 
 def source_date_epoch() -> int:
@@ -31,11 +33,13 @@ def empty_param_dict() -> bytes:
 
 
 def make_metadata(plan, target, epoch: int, extra: dict) -> dict:
-    """target: the target string, or the list of them (plug-in backends first, as given)."""
+    """target: the target string, or the list of them, as TVM prints targets (what relay.build compiled for)."""
     mod = plan.model_name
 
-    def io_entries(lst):
-        return {name: {"dtype": t.dtype, "size": t.nbytes} for _, name, t in lst}
+    def io_entries(lst, kind):
+        # keyed as TVM's MLF keys them: under --io-names tvm, TVM's names (aot.<kind>[k].tvm_name)
+        names = [e.get("tvm_name", e["name"]) for e in extra.get(kind, [])] or [name for _, name, _ in lst]
+        return {name: {"dtype": t.dtype, "size": t.nbytes} for name, (_, _, t) in zip(names, lst)}
 
     io_bytes = sum(t.nbytes for _, _, t in plan.inputs) + sum(t.nbytes for _, _, t in plan.outputs)
     when = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
@@ -48,7 +52,9 @@ def make_metadata(plan, target, epoch: int, extra: dict) -> dict:
                 "style": "full-model",
                 "target": list(target) if isinstance(target, (list, tuple)) else [target],
                 "export_datetime": when,
-                "external_dependencies": [],
+                # the runtime the MLF ships, as TVM's MLF names its standalone CRT
+                "external_dependencies": [{"short_name": "tvm_standalone_crt", "url": "./runtime",
+                                           "url_type": "mlf_path", "version_spec": RUNTIME_VERSION}],
                 "memory": {
                     "functions": {
                         "main": [{
@@ -56,8 +62,8 @@ def make_metadata(plan, target, epoch: int, extra: dict) -> dict:
                             "workspace_size_bytes": plan.workspace_size,
                             "constants_size_bytes": plan.constants_size,
                             "io_size_bytes": io_bytes,
-                            "inputs": io_entries(plan.inputs),
-                            "outputs": io_entries(plan.outputs),
+                            "inputs": io_entries(plan.inputs, "inputs"),
+                            "outputs": io_entries(plan.outputs, "outputs"),
                         }],
                         "operator_functions": [
                             {"function_name": name, "workspace": [{"device": 1, "workspace_size_bytes": scratch}]}

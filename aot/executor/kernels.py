@@ -63,6 +63,7 @@ class GeneratedKernel(_FromLoopIR):
     no_alias: bool = True      # no two arguments share storage (its pointers may be restrict)
     scratch_bytes: int = 0     # a staged kernel's scratch: its last argument, planned in the workspace
     in_place: InPlace = None   # what its loop IR was proven to write over, when it was staged or shrunk for that
+    module: str = None         # the partitioned module (a C file of its own) it belongs to; None: the host's
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class ExternalKernel:
     device_setup: tuple = ()   # (create, destroy) symbols a GPU host makes the device context with
     init_body: tuple = ()      # ExternCalls (literals and the device context only) the host's init makes once
     prim_func: object = None   # UMA's TIR route: the PrimFunc the emitter renders as symbol's definition
+    module: str = None         # the backend whose module (a C file of its own, lib2...) defines symbol
 
 
 @dataclass
@@ -112,7 +114,7 @@ class ExternalCall(ExternalKernel):
         backend's later edits of its own lists do not reach the plan."""
         return cls(ext.symbol, ext.scratch_bytes, tuple(ext.literals), dict(ext.sources), tuple(ext.includes),
                    tuple(ext.body), ext.device, tuple(ext.device_setup), tuple(ext.init_body), ext.prim_func,
-                   args=args, num_inputs=num_inputs)
+                   ext.module, args=args, num_inputs=num_inputs)
 
 
 @dataclass

@@ -61,6 +61,7 @@ class Lowering:
         self.kernels, self.lives, self.io_ids = kernels, lives, io_ids
         self.target, self.in_place = target, in_place
         self.memo = {}          # structural key -> the scheduled kernel
+        self.module_memos = {}  # the same, per target of a partitioned module's kernels
         self.access = AccessReport()
         self.worth_staging = steps_worth_staging(kernels, lives) if in_place else set()
         self.worth_shrinking = steps_worth_shrinking(kernels, lives) if in_place and not target.is_device else set()
@@ -73,16 +74,18 @@ class Lowering:
         verify_accesses(func, self.access)
         return Lowered(func, list(g.inputs), {})
 
-    def generated(self, g, fname, step):
-        """The group's own loop nest: staged to write over an input, scheduled, or shrunk over one."""
-        target = self.target
+    def generated(self, g, fname, step, target=None):
+        """The group's own loop nest: staged to write over an input, scheduled, or shrunk over one.
+        target: the one its module is generated for (a partitioned module's), default the compile's."""
+        target = self.target if target is None else target
         func, params = lower_group(g, fname)
         site = Site(step, self.lives, len(self.kernels), self.io_ids)
         staged = staged_in_place(func, params, g, site, target.family.staging_block(target)) \
             if self.in_place and not target.is_device and step in self.worth_staging else None
         if staged:
             func = staged.func
-        plain, func = func, scheduled(func, target, self.memo)
+        memo = self.memo if target == self.target else self.module_memos.setdefault(str(target), {})
+        plain, func = func, scheduled(func, target, memo)
         if staged and staged.by_rows and not writes_over_in_order(func, [func.params[staged.input]],
                                                                    func.params[len(params)]):
             func = legalize(flatten(plain))      # staged by rows: its schedule re-proven, else its proven nest

@@ -39,6 +39,8 @@ class PlanOptions:
     target: object = None
     external: object = None
     log: object = None
+    modules: dict = None     # {id(group): (module, symbol, Target)}: a kernel of a partitioned module
+                             # (aot/passes/partition.py partition_groups), named and scheduled as it says
 
 
 class _Operands:
@@ -115,8 +117,13 @@ def build_plan(graph, groups, mod, in_names, out_names, options: PlanOptions = N
     ops = _Operands(graph, mod, lives, len(kernels), opts.workspace_io)
     lowering = Lowering(kernels, lives, ops.io_ids(), target, opts.in_place)
     calls = []
+    modules = opts.modules or {}
     for step, (g, fname) in enumerate(zip(kernels, _symbols(kernels, mod))):
-        calls.append(_step(g, fname, step, opts.external, lowering, ops, target, log))
+        module, fname, kernel_target = modules.get(id(g), (None, fname, target))
+        call = _step(g, fname, step, opts.external, lowering, ops, kernel_target, log)
+        if module is not None:
+            call.module = module
+        calls.append(call)
 
     intervals = ops.intervals
     if opts.workspace_io:   # inputs no kernel reads still need their place
@@ -166,7 +173,7 @@ def _step(g, fname, step, external, lowering, ops, target, log):
     elif g.nodes[0].op == "PrimFuncCall":
         low = lowering.user(g, fname)
     else:
-        low = lowering.generated(g, fname, step)
+        low = lowering.generated(g, fname, step, target)
     if low is not None:
         params = low.params
     if log:

@@ -109,8 +109,9 @@ def _inline_cost(node):
     return max(size, 1), reads
 
 
-def fuse_ops(graph):
-    """Returns the list of groups in execution order."""
+def fuse_ops(graph, region=None):
+    """Returns the list of groups in execution order. region: node -> the partition that takes
+    it (aot/passes/partition.py claim_nodes) or None; nodes of different regions never fuse."""
     uses = graph.consumers()
     out_ids = {id(v) for v in graph.outputs}
     group_of, groups = {}, []
@@ -130,6 +131,8 @@ def fuse_ops(graph):
                 if pg.alias or pg in merged or id(v) in out_ids or len(uses.get(id(v), [])) != 1:
                     continue
                 if not _can_fuse(pg, n, v) or pg.depth >= MAX_FUSE_DEPTH:
+                    continue
+                if region is not None and region(pg.nodes[0]) != region(n):
                     continue
                 if pg.anchor is not None and (g.anchor is not None or any(m.anchor for m in merged)):
                     continue

@@ -237,3 +237,32 @@ def renumber_functions(graph, order, mod="default"):
             body = n.attrs["body"]
             n.attrs["body"] = Graph(sym, body.inputs, body.outputs, body.nodes, body.opset, body.output_names)
     return graph, renamed
+
+
+def claim_nodes(graph, backends):
+    """TVM's annotate_target for partition targets whose functions are the compiler's own kernels
+    (a family's `partition`, cmsis-nn): {id(node): the first backend (priority order) claiming it}.
+    FuseOps keeps the claimed nodes of one backend apart from the rest (fuse_ops' region)."""
+    out = {}
+    for n in graph.nodes:
+        for b in backends:
+            if b.claims(n):
+                out[id(n)] = b.target_name
+                break
+    return out
+
+
+def partition_groups(groups, claims, mod="default"):
+    """partition_graph for those backends: each fused kernel of claimed nodes (one backend's, as
+    FuseOps keeps them) becomes that backend's function, named as partition_graph names them, N in
+    execution order (groups: in that order). Returns {id(group): (compiler, symbol)}."""
+    out, counters = {}, {}
+    for g in groups:
+        owners = {claims.get(id(n)) for n in g.nodes}
+        if g.alias or len(owners) != 1 or None in owners:
+            continue
+        compiler = owners.pop()
+        k = counters.get(compiler, 0)
+        counters[compiler] = k + 1
+        out[id(g)] = (compiler, function_name(mod, compiler, k))
+    return out

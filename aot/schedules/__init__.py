@@ -24,7 +24,7 @@ class TraceMismatch(AotError):
 
 def _finish(func, target, steps):
     func = func if func.attrs.get("flat") else flatten(func)
-    trace = {"target": str(target), "pipeline": pipeline_name(target), "steps": tuple(steps)}
+    trace = {"target": target.short_str(), "pipeline": pipeline_name(target), "steps": tuple(steps)}
     return func.with_body(func.body, attrs=dict(func.attrs, trace=trace))
 
 

@@ -9,12 +9,13 @@ or a new kind: a new GPU API is one such module, tests/unit/test_target_families
 from __future__ import annotations
 
 from .base import Family, GpuFamily  # noqa: F401
+from .cmsis_nn import CMSIS_NN
 from .cortex_m import CORTEX_M
 from .cuda import CUDA
 from .host import HOST, LLVM
 from .opencl import OPENCL
 
-FAMILIES = [CORTEX_M, HOST, LLVM, CUDA, OPENCL]
+FAMILIES = [CORTEX_M, HOST, LLVM, CUDA, OPENCL, CMSIS_NN]
 
 
 def add_family(family: Family):

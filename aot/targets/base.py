@@ -28,6 +28,9 @@ class Family:
     openmp = False            # 'parallel' loops as OpenMP loops (a host with threads)
     channels_last = False     # float conv/pool chains made NHWC before fusion (aot/passes/layout.py)
     in_order_shrink = False   # a padded window's pieces kept in the nest's order to write over an input
+    # a partition target (TVM's "cmsis-nn"): in a target list it takes the operators claims_node
+    # accepts into a module (a C file) of its own, their kernels generated for kernel_target(target)
+    partition = False
 
     def claims(self, kind, mcpu):
         """Whether a target of `kind` with -mcpu=mcpu (None when not given) is of this family."""
@@ -36,6 +39,14 @@ class Family:
     def core(self, target):
         """The core's features for an MCU family; None elsewhere."""
         return None
+
+    def claims_node(self, node):
+        """Whether a partition target takes this graph node."""
+        return False
+
+    def kernel_target(self, target):
+        """The code-generation target string a partition target's kernels are scheduled for."""
+        return "c"
 
     # the -mcpu and -mattr values a target of the family may give (aot/target.py refuses others
     # by name, so that a typo or a CPU no family knows never compiles silently as plain C);

@@ -290,7 +290,7 @@ class UMABackend:
             except AotError as e:
                 raise BackendError(f"backend '{self.target_name}': {e}") from None
             return ExternalKernel(fn.attrs["global_symbol"], scratch_bytes=scratch, sources=dict(self._sources),
-                                  includes=tuple(self._includes), prim_func=func)
+                                  includes=tuple(self._includes), prim_func=func, module=self.target_name)
         if missing and self._tir_passes:
             raise BackendError(f"backend '{self.target_name}': {fn.attrs['global_symbol']} mixes units with lowerings "
                                f"and units without ({', '.join(sorted(set(missing)))}), which go through the TIR "
@@ -315,7 +315,7 @@ class UMABackend:
         return ExternalKernel(fn.attrs["global_symbol"], scratch_bytes=scratch, sources=dict(self._sources),
                               includes=tuple(self._includes), body=tuple(calls),
                               device=self.target_name if self._device else None, device_setup=self._device_setup,
-                              init_body=tuple(inits))
+                              init_body=tuple(inits), module=self.target_name)
 
     @staticmethod
     def _unit_name(n):

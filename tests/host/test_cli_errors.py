@@ -206,6 +206,29 @@ def test_npz_inputs_are_checked_before_their_data_is_read(tmp_path):
         assert time.time() - t0 < 30
 
 
+def test_npz_with_a_name_twice_or_a_directory_is_refused(tmp_path):
+    """Two members of one name: which array is the input cannot be told (numpy takes the last)."""
+    import warnings
+    import zipfile
+    from test_c_client import small_cnn
+    p = tmp_path / "m.onnx"
+    p.write_bytes(small_cnn().SerializeToString())
+    tar = tmp_path / "m.tar"
+    assert run_cli("compile", str(p), "-o", str(tar)).returncode == 0
+    x = _npy_bytes((1, 3, 16, 16), b"\0" * (3 * 256 * 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with zipfile.ZipFile(tmp_path / "twice.npz", "w") as z:
+            z.writestr("x.npy", x)
+            z.writestr("x.npy", x)
+    with zipfile.ZipFile(tmp_path / "dir.npz", "w") as z:
+        z.writestr("x.npy/", b"")
+    for name, needle in (("twice.npz", "member 'x.npy' appears twice"), ("dir.npz", "is a directory")):
+        r = run_cli("run", str(tar), "--inputs", str(tmp_path / name), "--outputs", str(tmp_path / "o.npz"))
+        assert r.returncode == 2 and r.stderr.startswith("error: ") and needle in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and not os.path.exists(tmp_path / "o.npz")
+
+
 KWS = os.path.join(ROOT, "..", "shared", "models", "mlperf_tiny", "keyword_spotting", "kws_ref_model.tflite")
 
 

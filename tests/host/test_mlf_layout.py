@@ -42,8 +42,13 @@ def test_layout_and_metadata():
     meta = m.metadata
     assert meta["version"] == 7 and list(meta["modules"]) == ["default"]
     mod = meta["modules"]["default"]
-    assert mod["executors"] == ["aot"] and mod["style"] == "full-model" and mod["target"] == ["c"]
-    assert mod["external_dependencies"] == []
+    assert mod["executors"] == ["aot"] and mod["style"] == "full-model" and mod["target"] == ["c -keys=cpu"]
+    # TVM's MLF names the CRT it ships as its one external dependency, and has templates/ to start from
+    assert [(d["short_name"], d["url"], d["url_type"]) for d in mod["external_dependencies"]] == \
+        [("tvm_standalone_crt", "./runtime", "mlf_path")]
+    assert "./templates/crt_config.h.template" in names and "./templates/platform.c.template" in names
+    # one C file per module: no partitioned module here, so lib0 and lib1 only
+    assert mod["aot"]["sources"] == ["codegen/host/src/default_lib0.c", "codegen/host/src/default_lib1.c"]
     main = mod["memory"]["functions"]["main"][0]
     assert main["device"] == 1
     assert main["inputs"] == {"x": {"dtype": "float32", "size": 3 * 16 * 16 * 4}}
@@ -134,3 +139,69 @@ def test_cmake_fragment_builds(tmp_path):
     subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b")], check=True, capture_output=True)
     subprocess.run(["cmake", "--build", str(tmp_path / "b")], check=True, capture_output=True)
     assert subprocess.run([str(tmp_path / "b" / "app")], capture_output=True).returncode == 0
+
+
+def test_templates_build_a_firmware_platform(tmp_path):
+    """templates/: crt_config.h filled with runtime/include/crt_config.h's values, and platform.c,
+    compile warning-free (C99, strict) with the MLF's runtime and serve its stack allocator."""
+    import re
+    import string
+    from test_c_client import extract
+    extract(compile_bytes(), tmp_path / "mlf")
+    mlf = tmp_path / "mlf"
+    ours = (mlf / "runtime" / "include" / "crt_config.h").read_text()
+    values = dict(re.findall(r"^#define (TVM_CRT_\w+) (\S+)", ours, re.M))
+    (tmp_path / "cfg").mkdir()
+    filled = string.Template((mlf / "templates" / "crt_config.h.template").read_text()).substitute(values)
+    (tmp_path / "cfg" / "crt_config.h").write_text(filled)
+    (tmp_path / "main.c").write_text(
+        "#include <tvm/runtime/crt/platform.h>\n#include <crt_config.h>\n"
+        "int main(void) {\n  void* p = 0;\n  uint8_t r[4];\n  double s = 1.0;\n"
+        "  if (TVMPlatformInitialize() != kTvmErrorNoError) return 1;\n"
+        "  if (TVMPlatformMemoryAllocate(100, (DLDevice){kDLCPU, 0}, &p) != kTvmErrorNoError || p == 0) return 2;\n"
+        "  if (TVMPlatformMemoryFree(p, (DLDevice){kDLCPU, 0}) != kTvmErrorNoError) return 3;\n"
+        "  if (TVMPlatformGenerateRandom(r, sizeof(r)) != kTvmErrorNoError) return 4;\n"
+        "  if (TVMPlatformTimerStart() != kTvmErrorNoError || TVMPlatformTimerStop(&s) != kTvmErrorNoError) return 5;\n"
+        "  TVMLogf(\"max args %d\\n\", TVM_CRT_MAX_ARGS);\n  return s == 0.0 ? 0 : 6;\n}\n")
+    (tmp_path / "platform.c").write_text((mlf / "templates" / "platform.c.template").read_text())
+    r = subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", str(tmp_path / "cfg"),
+                        "-I", str(mlf / "runtime" / "include"), str(tmp_path / "main.c"), str(tmp_path / "platform.c"),
+                        str(mlf / "runtime" / "src" / "runtime" / "crt" / "memory" / "stack_allocator.c"),
+                        "-o", str(tmp_path / "app")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(tmp_path / "app")], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == f"max args {values['TVM_CRT_MAX_ARGS']}\n", (r.returncode, r.stderr)
+
+
+def test_cmsis_nn_takes_add_and_mul_not_sub_and_matches_tflm():
+    """TVM's CMSIS-NN partition takes int8 ADD and MUL (not SUB): those kernels are lib2's, the SUB
+    lib1's, and the whole model computes what TFLite Micro computes, bit for bit."""
+    import numpy as np
+    import aot
+    from mlf import read_mlf
+    from tflite_build import ModelBuilder
+    from tflm_oracle import run_tflm, tflm_available
+    if not tflm_available():
+        pytest.skip("tflite-micro wheel not installed")
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, 5, 7, 6], "int8", scale=0.04, zero_point=-5)
+    y = mb.tensor("y", [1, 5, 7, 6], "int8", scale=0.03, zero_point=7)
+    a = mb.tensor("a", [1, 5, 7, 6], "int8", scale=0.06, zero_point=1)
+    mb.op("ADD", [x, y], [a], fused_activation_function="NONE")
+    m = mb.tensor("m", [1, 5, 7, 6], "int8", scale=0.09, zero_point=-2)
+    mb.op("MUL", [a, x], [m], fused_activation_function="RELU")
+    z = mb.tensor("z", [1, 5, 7, 6], "int8", scale=0.1, zero_point=3)
+    mb.op("SUB", [m, y], [z], fused_activation_function="NONE")
+    model = mb.finish(inputs=[x, y], outputs=[z])
+    res = aot.compile(model, target="cmsis-nn -mcpu=cortex-m55, c")
+    mlf = read_mlf(res.tar)
+    lib1, lib2 = (mlf.files[f"codegen/host/src/default_lib{k}.c"].decode() for k in (1, 2))
+    # ADD and MUL fuse into one kernel of the module (TVM's would be a function each), the SUB stays apart
+    assert [k for k in mlf.aot["kernels"] if "cmsis_nn" in k] == ["tvmgen_default_cmsis_nn_main_0"]
+    assert "int32_t tvmgen_default_cmsis_nn_main_0(" in lib2
+    host = [k for k in mlf.aot["kernels"] if "cmsis_nn" not in k]
+    assert len(host) == 1 and f"int32_t {host[0]}(" in lib1
+    rng = np.random.default_rng(5)
+    xs = [rng.integers(-128, 128, (1, 5, 7, 6)).astype(np.int8) for _ in range(2)]
+    got = aot.run(res, {"x": xs[0], "y": xs[1]})["z"]
+    np.testing.assert_array_equal(got, run_tflm(model, xs)[0])

@@ -258,17 +258,83 @@ def _aot_cli():
     return f"{sys.executable} -m aot"
 
 
+def int8_cnn(seed=0):
+    """An int8 TFLite model, input 'x' and output 'Identity': CONV_2D, DEPTHWISE_CONV_2D,
+    AVERAGE_POOL_2D, FULLY_CONNECTED and SOFTMAX (what CMSIS-NN covers) around a TANH (which it
+    does not), so that both the CMSIS-NN module (lib2) and the host's (lib1) have kernels."""
+    from tflite_build import ModelBuilder
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+
+    def per_channel(n, lo=0.005, hi=0.025):
+        return (rng.random(n) * (hi - lo) + lo).astype(np.float32)
+
+    def i8(*shape):
+        return rng.integers(-127, 128, shape).astype(np.int8)
+
+    x = mb.tensor("x", [1, 12, 12, 3], "int8", scale=0.05, zero_point=-3)
+    s1 = per_channel(8)
+    w1 = mb.tensor("w1", [8, 3, 3, 3], "int8", data=i8(8, 3, 3, 3), scale=s1, zero_point=[0] * 8, quantized_dimension=0)
+    b1 = mb.tensor("b1", [8], "int32", data=rng.integers(-300, 300, 8).astype(np.int32), scale=0.05 * s1,
+                   zero_point=[0] * 8)
+    c1 = mb.tensor("c1", [1, 12, 12, 8], "int8", scale=0.12, zero_point=-128)
+    mb.op("CONV_2D", [x, w1, b1], [c1], padding="SAME", stride_h=1, stride_w=1, fused_activation_function="RELU")
+    s2 = per_channel(8, 0.01, 0.04)
+    w2 = mb.tensor("w2", [1, 3, 3, 8], "int8", data=i8(1, 3, 3, 8), scale=s2, zero_point=[0] * 8, quantized_dimension=3)
+    b2 = mb.tensor("b2", [8], "int32", data=rng.integers(-300, 300, 8).astype(np.int32), scale=0.12 * s2,
+                   zero_point=[0] * 8)
+    d1 = mb.tensor("d1", [1, 6, 6, 8], "int8", scale=0.15, zero_point=4)
+    mb.op("DEPTHWISE_CONV_2D", [c1, w2, b2], [d1], padding="SAME", stride_h=2, stride_w=2, depth_multiplier=1)
+    t1 = mb.tensor("t1", [1, 6, 6, 8], "int8", scale=1 / 128, zero_point=0)
+    mb.op("TANH", [d1], [t1])
+    p1 = mb.tensor("p1", [1, 3, 3, 8], "int8", scale=1 / 128, zero_point=0)
+    mb.op("AVERAGE_POOL_2D", [t1], [p1], padding="VALID", stride_h=2, stride_w=2, filter_height=2, filter_width=2)
+    shape = mb.tensor("shape", [2], "int32", data=np.array([1, 72], np.int32))
+    r1 = mb.tensor("r1", [1, 72], "int8", scale=1 / 128, zero_point=0)
+    mb.op("RESHAPE", [p1, shape], [r1], new_shape=[1, 72])
+    w3 = mb.tensor("w3", [10, 72], "int8", data=i8(10, 72), scale=0.01, zero_point=0)
+    b3 = mb.tensor("b3", [10], "int32", data=rng.integers(-200, 200, 10).astype(np.int32), scale=0.01 / 128,
+                   zero_point=0)
+    f1 = mb.tensor("f1", [1, 10], "int8", scale=0.05, zero_point=3)
+    mb.op("FULLY_CONNECTED", [r1, w3, b3], [f1])
+    y = mb.tensor("Identity", [1, 10], "int8", scale=1 / 256, zero_point=-128)
+    mb.op("SOFTMAX", [f1], [y], beta=1.0)
+    return mb.finish(inputs=[x], outputs=[y])
+
+
+# TVM's apps/microtvm/zephyr_cmsisnn/CMakeLists.txt lists these (its file list, kept as it is)
+TVM_RUNTIME_LIST = ["runtime/src/runtime/crt/common/crt_backend_api.c", "runtime/src/runtime/crt/memory/stack_allocator.c"]
+CODEGEN_OUTPUT_LIST = [f"codegen/host/src/default_lib{k}.c" for k in range(3)]
+
+
+def _cmake_set(text, name):
+    import re
+    body = re.search(r"^set\(" + name + r"\n(.*?)^\)", text, re.M | re.S).group(1)
+    return [line.strip().replace("${CMAKE_CURRENT_BINARY_DIR}/", "") for line in body.splitlines() if line.strip()]
+
+
 @pytest.mark.parametrize("board", ["host"])     # qemu-cortex-m55: tests/board/test_tvm_clients_on_boards.py
 def test_zephyr_cmsisnn_like_cmake_project(tmp_path, board):
-    """CMake: the MLF compiled and unpacked into the build directory; TVM's runtime paths built.
-    On the board, the cross compiler and its flags are given as CMake cache variables."""
+    """CMake, with TVM's file lists and tvmc's "cmsis-nn -mcpu=cortex-m55, c": the MLF compiled and
+    unpacked into the build directory, every file the lists name found (CMake reruns no rule), and
+    the int8 model's output equal to TFLite Micro's. On the board, the cross compiler and its
+    flags are given as CMake cache variables."""
+    from tflm_oracle import run_tflm, tflm_available
     if shutil.which("cmake") is None:
         pytest.skip("cmake not installed")
-    m, x, ref = model_and_data(1)
+    if not tflm_available():
+        pytest.skip("tflite-micro wheel not installed")
+    model = int8_cnn(1)
+    x = np.random.default_rng(11).integers(-128, 128, (1, 12, 12, 3)).astype(np.int8)
+    ref = run_tflm(model, [x])[0]
     src = tmp_path / "app"
     shutil.copytree(os.path.join(CLIENTS, "zephyr_cmsisnn"), src)
-    (src / "model" / "model.onnx").write_bytes(m.SerializeToString())
-    (src / "model" / "input.txt").write_text(" ".join(f"{v:.9g}" for v in x.ravel()) + "\n")
+    lists = (src / "CMakeLists.txt").read_text()
+    assert _cmake_set(lists, "TVM_RUNTIME") == TVM_RUNTIME_LIST
+    assert _cmake_set(lists, "CODEGEN_OUTPUT") == CODEGEN_OUTPUT_LIST
+    assert '--target="cmsis-nn -mcpu=cortex-m55, c"' in lists
+    (src / "model" / "model.tflite").write_bytes(model)
+    (src / "model" / "input.txt").write_text(" ".join(str(int(v)) for v in x.ravel()) + "\n")
     build = tmp_path / "build"
     env = dict(os.environ, PYTHONPATH=ROOT)
     configure = ["cmake", "-S", str(src), "-B", str(build), f"-DPYTHON={sys.executable}"]
@@ -279,21 +345,29 @@ def test_zephyr_cmsisnn_like_cmake_project(tmp_path, board):
         b = load_qemu_board(board)
         objs = _qemu_objects(str(tmp_path), b)
         configure += ["-DCMAKE_SYSTEM_NAME=Generic", "-DCMAKE_C_COMPILER=arm-none-eabi-gcc",
-                      "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY", "-DAOT_TARGET=c -mcpu=cortex-m55",
+                      "-DCMAKE_TRY_COMPILE_TARGET_TYPE=STATIC_LIBRARY",
                       "-DCMAKE_C_FLAGS=" + " ".join(["-O2", *b["cflags"]]),
-                      "-DCMAKE_EXE_LINKER_FLAGS=" + " ".join([*objs, *LINK, "-u", "_printf_float", "-L", board_dir(board),
+                      "-DCMAKE_EXE_LINKER_FLAGS=" + " ".join([*objs, *LINK, "-L", board_dir(board),
                                                               "-L", board_dir("cortex_m"), "-T", "link.ld"])]
     for cmd in (configure, ["cmake", "--build", str(build)]):
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    # the CMSIS-NN module holds the operators it covers; the TANH stays with the host's operators
+    lib1 = (build / CODEGEN_OUTPUT_LIST[1]).read_text()
+    lib2 = (build / CODEGEN_OUTPUT_LIST[2]).read_text()
+    assert lib2.count("int32_t tvmgen_default_cmsis_nn_main_") == 5 and "tvmgen_default_fused_" not in lib2
+    assert "int32_t tvmgen_default_fused_" in lib1 and "tvmgen_default_cmsis_nn_main_4(" in lib1
+    # the build ran the compile once: a second build finds every listed file and has nothing to do
+    r = subprocess.run(["cmake", "--build", str(build), "--", "-n"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "aot compile" not in r.stdout and " -m aot " not in r.stdout, r.stdout[-2000:]
     r = subprocess.run([str(build / "app")] if board == "host" else qemu_command(b, str(build / "app")),
                        capture_output=True, text=True, timeout=300)
     out = r.stdout + r.stderr      # QEMU's semihosting console is its stderr
     assert r.returncode == 0, out
     lines = out.splitlines()
     k = next(i for i, line in enumerate(lines) if line.startswith("The class is"))
-    got = np.array([float(v) for v in lines[k - 1].split()], np.float32)
-    np.testing.assert_allclose(got, ref.ravel(), rtol=1e-5, atol=1e-6)
+    got = np.array([int(v) for v in lines[k - 1].split()], np.int8)
+    np.testing.assert_array_equal(got, ref.ravel())
     assert lines[k] == f"The class is {int(np.argmax(ref))}"
 
 

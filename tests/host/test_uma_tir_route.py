@@ -89,7 +89,7 @@ def test_tir_pass_offloads_the_conv_and_the_check_passes(tmp_path):
                            AOT_DEFAULT_RUNNER, interface_api="c", use_unpacked_api=True, target=target,
                            test_dir=str(tmp_path))
     with tarfile.open(tmp_path / "default.tar") as t:
-        lib1 = t.extractfile("./codegen/host/src/default_lib1.c").read().decode()
+        lib1 = t.extractfile("./codegen/host/src/default_lib2.c").read().decode()     # the backend's module
         shipped = t.extractfile("./codegen/host/include/mac_array_conv.inc").read().decode()
     assert shipped == open(C_MODEL).read()
     assert '#include "mac_array_conv.inc"' in lib1 and C_MODEL not in lib1     # the MLF builds anywhere
@@ -108,7 +108,7 @@ def test_without_tir_passes_the_region_is_topis_c(tmp_path):
                            use_unpacked_api=True, target=tvm.target.Target("mac_array", host="c"),
                            test_dir=str(tmp_path))
     with tarfile.open(tmp_path / "default.tar") as t:
-        lib1 = t.extractfile("./codegen/host/src/default_lib1.c").read().decode()
+        lib1 = t.extractfile("./codegen/host/src/default_lib2.c").read().decode()     # the backend's module
     region = lib1.split("int32_t tvmgen_default_mac_array_main_0(")[1].split("\n}\n")[0]
     assert "mac_array_conv(" not in region
     # TOPI's pad_temp (1x3x8x8 floats) is the region's scratch, planned in the workspace, not a C local

@@ -15,11 +15,14 @@ from aot.target import Target
 
 def test_parse_and_canonical_string():
     t = Target("c  -mcpu=cortex-m4")
-    assert (t.kind, t.mcpu, t.keys, str(t)) == ("c", "cortex-m4", ("arm_cpu", "cpu"), "c -mcpu=cortex-m4")
-    assert Target("c").keys == ("cpu",) and str(Target("c -keys=cpu")) == "c"
+    # str() as TVM prints a Target: keys always, options by name; short_str() as written, less default keys
+    assert (t.kind, t.mcpu, t.keys, str(t)) == ("c", "cortex-m4", ("arm_cpu", "cpu"), "c -keys=arm_cpu,cpu -mcpu=cortex-m4")
+    assert t.short_str() == "c -mcpu=cortex-m4"
+    assert Target("c").keys == ("cpu",) and str(Target("c -keys=cpu")) == "c -keys=cpu" and Target("c -keys=cpu") == Target("c")
+    assert Target("c -keys=cpu").short_str() == "c"
     # attributes print in one order whatever order they were given in, so equal targets print alike
     a, b = Target("c -model=x -mcpu=cortex-m55"), Target("c -mcpu=cortex-m55 -model=x")
-    assert a == b and str(a) == str(b) == "c -mcpu=cortex-m55 -model=x"
+    assert a == b and str(a) == str(b) == "c -keys=arm_cpu,cpu -mcpu=cortex-m55 -model=x"
     assert Target(a) == a and Target(str(a)) == a
     assert str(Target("c -keys=arm_cpu,cpu,dsp -mattr=+dsp,+mve")) == "c -keys=arm_cpu,cpu,dsp -mattr=+dsp,+mve"
 
@@ -62,12 +65,13 @@ def test_recorded_in_metadata_and_sources():
     from aot.compiler import board_target
     m = make_model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4])], [vi("y", None)])
     plain = aot.compile(m)
-    assert _metadata(plain.tar)["target"] == ["c"] and _metadata(plain.tar)["aot"]["target"]["keys"] == ["cpu"]
+    # metadata's target list as TVM's MLF writes it: str(Target), keys always, options by name
+    assert _metadata(plain.tar)["target"] == ["c -keys=cpu"] and _metadata(plain.tar)["aot"]["target"]["keys"] == ["cpu"]
     t = board_target("qemu-cortex-m55")
     assert t == Target("c -mcpu=cortex-m55") and board_target("host") == Target("c")
     res = aot.compile(m, target=t)
     mod = _metadata(res.tar)
-    assert mod["target"] == ["c -mcpu=cortex-m55"]
+    assert mod["target"] == ["c -keys=arm_cpu,cpu -mcpu=cortex-m55"]
     assert mod["aot"]["target"] == {"kind": "c", "str": "c -mcpu=cortex-m55", "keys": ["arm_cpu", "cpu"],
                                     "mcpu": "cortex-m55"}
     with tarfile.open(fileobj=io.BytesIO(res.tar)) as tf:
@@ -79,14 +83,14 @@ def test_recorded_in_metadata_and_sources():
 def test_gpu_targets_parse():
     t = Target("cuda -arch=sm_80 -libs=cudnn,cublas")
     assert t.is_device and t.keys == ("cuda", "gpu") and t.libs == ("cudnn", "cublas")
-    assert str(t) == "cuda -arch=sm_80 -libs=cudnn,cublas"
+    assert str(t) == "cuda -keys=cuda,gpu -arch=sm_80 -libs=cudnn,cublas" and t.short_str() == "cuda -arch=sm_80 -libs=cudnn,cublas"
     assert Target("opencl").keys == ("opencl", "gpu") and not Target("c").is_device
 
 
 def test_tvm_target_api():
     """TVM's target objects: kind.name, attrs as a map, host, current() inside `with`, constructors."""
     t = aot.target.Target(target="llvm", host="llvm")
-    assert t.kind.name == "llvm" and str(t.host) == "llvm" and t.keys == ("cpu",)
+    assert t.kind.name == "llvm" and str(t.host) == "llvm -keys=cpu" and t.keys == ("cpu",)
     m = aot.target.Target("c -mcpu=cortex-m4")
     assert m.attrs["mcpu"] == "cortex-m4" and "mcpu" in m.attrs and m.attrs.get("model") is None
     assert aot.target.Target.current() is None

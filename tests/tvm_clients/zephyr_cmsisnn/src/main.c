@@ -1,8 +1,9 @@
 /*
- * A firmware main written for a TVM MLF, in the shape of apps/microtvm/zephyr_cmsisnn's: the
- * stack allocator serves the platform hooks from a workspace sized by the header, the structs
- * name the model's input and TVM's output, and the class with the largest score is reported.
- * On the host, printf stands for printk.
+ * A firmware main written for a TVM MLF, in the shape of apps/microtvm/zephyr_cmsisnn's: an int8
+ * model compiled for "cmsis-nn -mcpu=cortex-m55, c", the stack allocator serving the platform
+ * hooks from a workspace sized by the header, the structs naming the model's tensors as TVM
+ * names them (its TFLite frontend keeps the tensors' names), and the class with the largest
+ * score reported. On the host, printf stands for printk.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,8 +14,8 @@
 
 #include "tvmgen_default.h"
 
-extern float input_storage[768];
-extern float output_storage[TVMGEN_DEFAULT_OUTPUT_SIZE / sizeof(float)];
+extern int8_t input_storage[TVMGEN_DEFAULT_X_SIZE];
+extern int8_t output_storage[TVMGEN_DEFAULT_IDENTITY_SIZE];
 extern const size_t output_len;
 
 static uint8_t __attribute__((aligned(TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES)))
@@ -44,11 +45,11 @@ tvm_crt_error_t TVMPlatformMemoryFree(void* ptr, DLDevice dev) {
 }
 
 int main(void) {
-  float max_value = -1.0f;
+  int max_value = -129;
   size_t max_index = 0;
   unsigned int i;
   struct tvmgen_default_inputs inputs = {.x = input_storage};
-  struct tvmgen_default_outputs outputs = {.output = output_storage};
+  struct tvmgen_default_outputs outputs = {.Identity = output_storage};
 
   StackMemoryManager_Init(&app_workspace, g_crt_workspace, TVMGEN_DEFAULT_WORKSPACE_SIZE);
 
@@ -58,7 +59,7 @@ int main(void) {
   }
 
   for (i = 0; i < output_len; ++i) {
-    printf("%.9g ", (double)output_storage[i]);
+    printf("%d ", (int)output_storage[i]);
     if (output_storage[i] > max_value) {
       max_value = output_storage[i];
       max_index = i;
