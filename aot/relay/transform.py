@@ -11,8 +11,8 @@ import numpy as np
 
 from .. import transform as tvm_transform
 from ..errors import AotError
-from .expr import (Call, Constant, FuncType, Function, IRModule, Tuple, TupleGetItem, TupleType, TupleWrapper, Var,  # noqa: F401
-                   clone)
+from .expr import (Call, Constant, FuncType, Function, IRModule, Tuple, TupleGetItem, TupleType,  # noqa: F401
+                   TupleWrapper, Var, clone)
 from .to_graph import to_graph
 
 
