@@ -10,9 +10,10 @@ from aot.micro.testing.aot_test_utils import AOT_DEFAULT_RUNNER
 from aot.testing.aot import AOTTestModel, compile_and_run
 
 
-@pytest.mark.parametrize("target", ["c -constants-byte-alignment=4", "c -constants-byte-alignment=64",
-                                    "c -workspace-byte-alignment=128 -constants-byte-alignment=32"])
-def test_aligned_constants_and_workspace_build_and_run(target):
+@pytest.mark.parametrize("target,ws_align", [("c -constants-byte-alignment=4", 8),
+                                             ("c -constants-byte-alignment=64", 256),
+                                             ("c -workspace-byte-alignment=128 -constants-byte-alignment=32", 128)])
+def test_aligned_constants_and_workspace_build_and_run(target, ws_align):
     rng = np.random.default_rng(7)
     w1, w2 = rng.standard_normal((1, 10)).astype("float32"), rng.standard_normal((1, 10)).astype("float32")
     wd = rng.standard_normal((10, 10)).astype("float32")
@@ -26,4 +27,4 @@ def test_aligned_constants_and_workspace_build_and_run(target):
     e = np.exp(a - a.max())
     want = ((e / e.sum()) @ wd.T) * w2
     assert compile_and_run(AOTTestModel(module=mod, inputs={"x": xv}, outputs={"output": want}), AOT_DEFAULT_RUNNER,
-                           "c", True, target=target)
+                           "c", True, target=target, workspace_byte_alignment=ws_align)
