@@ -125,6 +125,14 @@ class ExecutorFactoryModule:
                 f"executor={self.executor.name} runtime={self.runtime.name}>")
 
 
+def _partition_kind(kind):
+    """Whether a backend a module was partitioned for is a partition target kind (cmsis-nn)."""
+    try:
+        return bool(Target(kind).family.partition)
+    except AotError:
+        return False
+
+
 class _TargetMap(dict):
     """A TVM Map keyed by target: items(), keys() and values() are lists."""
 
@@ -205,9 +213,17 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
     # a plug-in backend's target with a host (Target("my_ai_hw", host=Target("c"))) is TVM's way of
     # saying "these kernels to the backend, the rest to the host": the driver's target list
     spec = [Target(str(tgt)), tgt.host] if tgt.is_external and tgt.host is not None else tgt
-    opts = Options(model_name=mod_name, target=spec, **_options_from(executor, PassContext.current(), options))
     named = {str(t.kind) for t in (spec if isinstance(spec, list) else [spec])}
     unnamed = [b for b in getattr(ir_mod, "partitioned_for", ()) if b not in named]
+    # a partition target's partitioner (partition_for_cmsisnn) needs no target of its own, as in TVM:
+    # it joins the list, for the core the code-generation target names
+    auto = [b for b in unnamed if _partition_kind(b)]
+    if auto and not tgt.is_external and not tgt.is_device:
+        mcpu = tgt.get("mcpu")
+        spec = [Target(b + (f" -mcpu={mcpu}" if mcpu else "")) for b in auto] + \
+            (spec if isinstance(spec, list) else [spec])
+        unnamed = [b for b in unnamed if b not in auto]
+    opts = Options(model_name=mod_name, target=spec, **_options_from(executor, PassContext.current(), options))
     if unnamed:      # UMABackend.partition(mod) marks the module; the target decides what is cut out
         raise AotError(f"relay.build: the module was partitioned for backend '{unnamed[0]}', which target '{tgt}' "
                        f"does not name: build it for Target('{unnamed[0]}', host=Target('c'))")

@@ -5,6 +5,7 @@ declared as relay.var("weight")) from the typed ones, as TVM's type relations do
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -576,3 +577,7 @@ register("full_like", lambda b, c, ins: b.op("Expand", [b.op("Cast", [ins[1]], {
 from ..refused import namespace  # noqa: E402
 
 contrib = namespace(__name__ + ".contrib")
+# what it holds that this compiler does: the CMSIS-NN partitioner (aot/relay/contrib_cmsisnn.py)
+from . import contrib_cmsisnn as _cmsisnn  # noqa: E402
+
+contrib.cmsisnn = sys.modules.setdefault(contrib.__name__ + ".cmsisnn", _cmsisnn)

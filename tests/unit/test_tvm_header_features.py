@@ -212,3 +212,38 @@ def test_function_memory_map_adds_the_largest_operator_workspace_to_main():
     got = build_function_memory_map(meta)
     assert got["main"] == [{"device": 1, "workspace_size_bytes": 170, "constants_size_bytes": 4, "io_size_bytes": 8}]
     assert [f["function_name"] for f in got["operator_functions"]] == ["f", "g"]
+
+
+def _int8_softmax_after_tanh():
+    from tflite_build import ModelBuilder
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, 10], "int8", scale=0.05, zero_point=-3)
+    t = mb.tensor("t", [1, 10], "int8", scale=1 / 128, zero_point=0)
+    mb.op("TANH", [x], [t])
+    y = mb.tensor("y", [1, 10], "int8", scale=1 / 256, zero_point=-128)
+    mb.op("SOFTMAX", [t], [y], beta=1.0)
+    return mb.finish(inputs=[x], outputs=[y])
+
+
+def test_partition_for_cmsisnn_hands_what_cmsis_nn_covers_to_it():
+    import io
+    import tarfile
+
+    import aot
+    from aot.relay.op.contrib import cmsisnn
+    data = _int8_softmax_after_tanh()
+    mod, params = relay.frontend.from_tflite(data)
+    part = cmsisnn.partition_for_cmsisnn(mod, params)
+    assert not getattr(mod, "partitioned_for", ())            # its argument is left as it was
+    # TVM builds a partitioned module for plain "c": the partitioned functions go to CMSIS-NN
+    for target, tvmc in (("c", "cmsis-nn, c"), ("c -mcpu=cortex-m55", "cmsis-nn -mcpu=cortex-m55, c -mcpu=cortex-m55")):
+        lib = _build(part, target)
+        assert lib.tar == aot.compile(data, target=tvmc).tar
+    with tarfile.open(fileobj=io.BytesIO(_build(part).tar)) as t:
+        lib2 = t.extractfile("./codegen/host/src/default_lib2.c").read().decode()
+        lib1 = t.extractfile("./codegen/host/src/default_lib1.c").read().decode()
+    assert "int32_t tvmgen_default_cmsis_nn_main_0(" in lib2 and "tvmgen_default_cmsis_nn_main_0(" in lib1
+    assert "cmsis_nn" not in _build(mod).get_source()          # unpartitioned: all on the host
+    with pytest.raises(AotError, match="partition_for_cmsisnn takes an IRModule"):
+        cmsisnn.partition_for_cmsisnn(data)
+    assert aot.testing.requires_cmsisnn(len) is len
