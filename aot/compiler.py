@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import AotError
 from .executor import PlanOptions, build_plan, debug_table
@@ -37,7 +37,10 @@ class Options:
                                        # backends (aot.uma) come first: "vanilla_accelerator, c"
     const_section: str = ".rodata.tvm"
     workspace_section: str = ".bss.noinit.tvm"
-    align: int = 16
+    align: int = None                  # the workspace's byte alignment: the target's
+                                       # -workspace-byte-alignment, else 16
+    const_align: int = None            # each constant array's byte alignment: the target's
+                                       # -constants-byte-alignment, else 16
     use_workspace_io: bool = False     # inputs and outputs live inside the workspace (TVM's option)
     in_place: bool = True              # a kernel may write its output over an input that dies there
     workspace_pools: list = None       # user pools [(name, size hint bytes or None)], TVM's option
@@ -206,6 +209,10 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
             raise AotError(f"{what} section name '{sec}' may only contain letters, digits, '.' and '_'")
 
     check_interface(options)
+    # the byte alignments the options leave open are the target's (TVM's target attributes), else 16
+    options = replace(options, **{f: getattr(options, f) if getattr(options, f) is not None else
+                                  target.attrs.get(attr, 16) for f, attr in
+                                  (("align", "workspace-byte-alignment"), ("const_align", "constants-byte-alignment"))})
     pools = check_pools(options.workspace_pools)
     graph = import_model(model, options.input_shapes, name=mod, log=log, bind_inputs=options.bind_inputs)
     graph = run_passes(graph, log)
@@ -250,6 +257,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
                                   log if progress is None else progress, modules))
     check_plan_fits(plan)
     plan.io_quant = dict(graph.io_quant)
+    plan.const_align = options.const_align
     traces = schedule_traces(plan)
     for symbol, trace in traces.items():
         log(f"schedule: {symbol}: pipeline {trace['pipeline']}" + ("" if trace["steps"] else ", no rule applied"))

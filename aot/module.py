@@ -262,7 +262,7 @@ class SymbolicModule:
         if self.module is None:
             dev = self._preview()[1]
             from .target import resolve
-            return [_DeviceModule(dev, resolve(str(self.target))[0].kind)] if dev is not None else []
+            return [SourceModule(dev, resolve(str(self.target))[0].kind)] if dev is not None else []
         return self.module.imported_modules
 
     def _payload(self):
@@ -397,7 +397,9 @@ def _members(tar):
         return {m.name.lstrip("./"): t.extractfile(m).read() for m in t.getmembers() if m.isfile()}
 
 
-class _DeviceModule:
+class SourceModule:
+    """An imported module of generated source (a device's kernels, or the host C): get_source()."""
+
     def __init__(self, text, kind):
         self.text, self.type_key = text, kind
 
@@ -435,7 +437,7 @@ class Module:
         self.host_source = "\n".join(files[k].decode() for k in sorted(files)
                                      if k.startswith("codegen/host/src/") and k.endswith(".c"))
         dev = {k: v for k, v in files.items() if k.endswith((".cu", ".cl"))}
-        self.imported_modules = [_DeviceModule("\n".join(v.decode() for _, v in sorted(dev.items())),
+        self.imported_modules = [SourceModule("\n".join(v.decode() for _, v in sorted(dev.items())),
                                                info["device"]["api"])] if dev else []
 
     def get_source(self, fmt=""):

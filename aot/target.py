@@ -274,6 +274,11 @@ def _parse(text):
         bad = [v for v in items if not _VALUE_RE.match(v)]
         if bad:
             raise AotError(f"target '{text}': option '-{name}' has an invalid value '{bad[0]}'")
+        if spec[name] == "align":
+            # C's aligned() takes a power of two; 1 << 28 is the most an ELF section may ask for
+            if not value.isdigit() or int(value) & (int(value) - 1) or not 0 < int(value) <= 1 << 28:
+                raise AotError(f"target '{text}': option '-{name}={value}' must be a power of two from 1 to 2^28")
+            value = int(value)
         found[name] = tuple(items) if spec[name] == "list" else value
     _check_cpu(text, kind, found)
     known = _libraries(kind)

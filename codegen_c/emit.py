@@ -253,7 +253,8 @@ def with_external_sources(out, plan):
 def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bss.noinit.tvm", debug=False,
            interface_api="c"):
     """{relative path: text} for the codegen/host tree. debug: main hands every kernel output
-    to tvmgen_<mod>_debug_record(kernel, output, data, nbytes) right after the kernel (aot debug)."""
+    to tvmgen_<mod>_debug_record(kernel, output, data, nbytes) right after the kernel (aot debug).
+    Each constant array is aligned to plan.const_align bytes (TVM's constants-byte-alignment)."""
     mod, MOD = plan.model_name, plan.model_name.upper()
     for c in plan.calls:
         if getattr(c, "init_body", ()):
@@ -355,7 +356,8 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     lib0 = render_template("lib0.c.j2", inputs=io(plan.inputs, "input"), outputs=io(plan.outputs, "output"),
                            constants=constants, workspace_io=ws_io, pools=pools,
                            workspace_size=plan.workspace_size, main_prototype=proto,
-                           const_section=const_section, workspace_section=workspace_section, **common)
+                           const_section=const_section, workspace_section=workspace_section,
+                           const_align=int(plan.const_align), **common)
     lib1 = render_template("lib1.c.j2", functions=functions, helpers=renderer.helper_definitions(),
                            externs=main.declarations(), includes=main.includes(exclude=modules),
                            main_prototype=proto, main_unused=unused, calls=calls, debug=debug, hooks=hooks,

@@ -142,6 +142,7 @@ class ExecutorPlan:
     pools: list = field(default_factory=list)   # user workspace pools: {name, c, size, hint}; [] = internal
     io_pools: dict = None        # ("input"|"output", index) -> the pool (index) holding it (workspace io + pools)
     io_quant: dict = field(default_factory=dict)   # ("input" | "output", k) -> (scale, zero point)
+    const_align: int = 16        # each constant array's byte alignment (the C's aligned())
 
     @property
     def funcs(self):

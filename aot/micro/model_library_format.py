@@ -6,6 +6,7 @@ import os
 
 from ..errors import AotError
 from mlf.schema import MLF_VERSION
+from .function_memory import build_function_memory_map as _build_function_memory_map  # noqa: F401  (TVM's name)
 
 # the metadata.json version this writes (TVM's name, which its tests compare with)
 _GENERATED_VERSION = MLF_VERSION

@@ -9,15 +9,15 @@ from .build_module import create_executor  # noqa: F401
 from .parser import fromtext  # noqa: F401
 from .param_dict import load_param_dict, save_param_dict  # noqa: F401
 from .expr_functor import ExprMutator, ExprVisitor  # noqa: F401
-from .expr import (Any, Call, Constant, Expr, Function, GlobalVar, IRModule, TensorType, Tuple,  # noqa: F401
+from .expr import (Any, Call, Constant, Expr, FuncType, Function, GlobalVar, IRModule, TensorType, Tuple,  # noqa: F401
                    TupleGetItem, TupleType, TupleWrapper, Var, const, var)
 from .op import (abs, add, argmax, argmin, cast, ceil, clip, concatenate, cos, divide, equal, erf,  # noqa: F401
                  exp, expand_dims, fixed_point_multiply, floor, full, full_like, greater, greater_equal, layout_transform, less,
                  less_equal, log,
                  logical_and, logical_not, logical_or, logical_xor, max, maximum, mean, min, minimum,
-                 multiply, negative, not_equal, ones, ones_like, power, prod, reshape, round, rsqrt, sigmoid,
-                 sin, split, sqrt, squeeze, stack, strided_slice, subtract, sum, take, tanh, tile, transpose,
-                 where, zeros, zeros_like)
+                 multiply, negative, not_equal, ones, ones_like, power, prod, reshape, reshape_like, round,
+                 rsqrt, sigmoid, sin, split, sqrt, squeeze, stack, strided_slice, subtract, sum, take, tanh, tile,
+                 transpose, where, zeros, zeros_like)
 
 
 def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, workspace_memory_pools=None,

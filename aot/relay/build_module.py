@@ -75,7 +75,32 @@ class ExecutorFactoryModule:
 
     @property
     def imported_modules(self):
-        return []
+        """As TVM's factory: the modules the host module imports. A device target's are its
+        kernels (CUDA, OpenCL); a C target's is the one C module of the operators, the executor
+        and the constants (the MLF's codegen/host/src/*.c, without the header)."""
+        from ..module import Module, SourceModule
+        lib = Module(self.result.tar)
+        if lib.imported_modules:
+            return lib.imported_modules
+        return [SourceModule(lib.host_source, "c")]
+
+    @property
+    def function_metadata(self):
+        """As TVM's factory: {function name: FunctionInfo} of main ("__tvm_main__") and each
+        operator, with their byte sizes by target (aot.micro.function_memory)."""
+        from ..micro.function_memory import function_metadata
+        return function_metadata(self.result.tar, self.target)
+
+    @property
+    def lowered_ir_mods(self):
+        """As TVM's factory: {target: the lowered IRModule}, here the executor's main as TIR
+        (__tvm_main__, aot.executor.main_tir); .items() is a list, as a TVM Map's."""
+        from ..executor.main_tir import MAIN, main_prim_func
+        from .expr import IRModule as _Mod
+        plan = getattr(self.result, "plan", None)
+        if plan is None:
+            raise AotError("lowered_ir_mods: this module was not built here (it has no executor plan)")
+        return _TargetMap({self.target: _Mod({MAIN: main_prim_func(plan)})})
 
     def export_library(self, path, fcompile=None, addons=None, **kwargs):
         """A shared library of the host C for .so / .dylib / .dll (aot.module's, which
@@ -98,6 +123,27 @@ class ExecutorFactoryModule:
     def __repr__(self):
         return (f"<ExecutorFactoryModule '{self.module_name}' target='{self.target}' "
                 f"executor={self.executor.name} runtime={self.runtime.name}>")
+
+
+def _partition_kind(kind):
+    """Whether a backend a module was partitioned for is a partition target kind (cmsis-nn)."""
+    try:
+        return bool(Target(kind).family.partition)
+    except AotError:
+        return False
+
+
+class _TargetMap(dict):
+    """A TVM Map keyed by target: items(), keys() and values() are lists."""
+
+    def items(self):
+        return list(super().items())
+
+    def keys(self):
+        return list(super().keys())
+
+    def values(self):
+        return list(super().values())
 
 
 def _target(target, target_host):
@@ -167,9 +213,17 @@ def build(ir_mod, target=None, target_host=None, executor=None, runtime=None, wo
     # a plug-in backend's target with a host (Target("my_ai_hw", host=Target("c"))) is TVM's way of
     # saying "these kernels to the backend, the rest to the host": the driver's target list
     spec = [Target(str(tgt)), tgt.host] if tgt.is_external and tgt.host is not None else tgt
-    opts = Options(model_name=mod_name, target=spec, **_options_from(executor, PassContext.current(), options))
     named = {str(t.kind) for t in (spec if isinstance(spec, list) else [spec])}
     unnamed = [b for b in getattr(ir_mod, "partitioned_for", ()) if b not in named]
+    # a partition target's partitioner (partition_for_cmsisnn) needs no target of its own, as in TVM:
+    # it joins the list, for the core the code-generation target names
+    auto = [b for b in unnamed if _partition_kind(b)]
+    if auto and not tgt.is_external and not tgt.is_device:
+        mcpu = tgt.get("mcpu")
+        spec = [Target(b + (f" -mcpu={mcpu}" if mcpu else "")) for b in auto] + \
+            (spec if isinstance(spec, list) else [spec])
+        unnamed = [b for b in unnamed if b not in auto]
+    opts = Options(model_name=mod_name, target=spec, **_options_from(executor, PassContext.current(), options))
     if unnamed:      # UMABackend.partition(mod) marks the module; the target decides what is cut out
         raise AotError(f"relay.build: the module was partitioned for backend '{unnamed[0]}', which target '{tgt}' "
                        f"does not name: build it for Target('{unnamed[0]}', host=Target('c'))")

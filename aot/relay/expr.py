@@ -178,6 +178,16 @@ class GraphFunction(Expr):
         outs = [TensorType(v.type.shape, v.type.dtype) for v in graph.outputs]
         self.ret_type = outs[0] if len(outs) == 1 else TupleType(outs)
 
+    @property
+    def attrs(self):
+        """As TVM's frontends leave them: a TFLite main's output_tensor_names are the model's
+        output tensors' names, sanitised as TVM does (an ONNX main has none)."""
+        from ..ir.module import DictAttrs
+        from ..names import tvm_sanitize
+        if self.format == "tflite":
+            return DictAttrs(output_tensor_names=[tvm_sanitize(n) for n in self.graph.output_names])
+        return DictAttrs()
+
     def __str__(self):
         from ..ir.graph import print_graph
         return print_graph(self.graph)
@@ -189,6 +199,16 @@ class TupleType:
 
     def __repr__(self):
         return f"TupleType([{', '.join(repr(f) for f in self.fields)}])"
+
+
+class FuncType:
+    """A function's type after InferType: its parameters' types and its result's."""
+
+    def __init__(self, arg_types, ret_type):
+        self.arg_types, self.ret_type = list(arg_types), ret_type
+
+    def __repr__(self):
+        return f"FuncType([{', '.join(repr(a) for a in self.arg_types)}], {self.ret_type!r})"
 
 
 class IRModule:

@@ -5,6 +5,7 @@ declared as relay.var("weight")) from the typed ones, as TVM's type relations do
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -216,6 +217,22 @@ def _reshape(b, c, ins):
 
 
 register("reshape", _reshape)
+
+
+def reshape_like(data, shape_like):
+    """data with the shape of shape_like (the same number of elements)."""
+    return make("reshape_like", [data, shape_like])
+
+
+def _reshape_like(b, c, ins):
+    src, like = ins[0].type.shape, ins[1].type.shape
+    if int(np.prod(src)) != int(np.prod(like)):
+        raise AotError(f"reshape_like: data of shape {list(src)} has {int(np.prod(src))} elements, shape_like "
+                       f"{list(like)} has {int(np.prod(like))}")
+    return b.op("Reshape", [ins[0], shape_const(b, list(like))])
+
+
+register("reshape_like", _reshape_like)
 
 
 def transpose(data, axes=None):
@@ -580,3 +597,7 @@ register("full_like", lambda b, c, ins: b.op("Expand", [b.op("Cast", [ins[1]], {
 from ..refused import namespace  # noqa: E402
 
 contrib = namespace(__name__ + ".contrib")
+# what it holds that this compiler does: the CMSIS-NN partitioner (aot/relay/contrib_cmsisnn.py)
+from . import contrib_cmsisnn as _cmsisnn  # noqa: E402
+
+contrib.cmsisnn = sys.modules.setdefault(contrib.__name__ + ".cmsisnn", _cmsisnn)

@@ -11,8 +11,8 @@ import numpy as np
 
 from .. import transform as tvm_transform
 from ..errors import AotError
-from .expr import (Call, Constant, Function, IRModule, Tuple, TupleGetItem, TupleType, TupleWrapper, Var,  # noqa: F401
-                   clone)
+from .expr import (Call, Constant, FuncType, Function, IRModule, Tuple, TupleGetItem, TupleType,  # noqa: F401
+                   TupleWrapper, Var, clone)
 from .to_graph import to_graph
 
 
@@ -62,7 +62,8 @@ class _InferType(Pass):
                 if old_id in types:
                     e.checked_type = _as_type(types[old_id])
             new.ret_type = getattr(new.body, "checked_type", None)
-            new.checked_type = None
+            args = [getattr(p, "checked_type", None) or p.type_annotation for p in new.params]
+            new.checked_type = FuncType(args, new.ret_type) if new.ret_type is not None else None
             out[name] = new
         return out
 

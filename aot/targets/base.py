@@ -9,14 +9,16 @@ family defined outside the package may give them directly (`renderer`, `host_tem
 from __future__ import annotations
 
 
-# the options of kind "c", which the host and Cortex-M families share
-C_ATTRS = {"keys": "list", "mcpu": "str", "march": "str", "mattr": "list", "model": "str", "libs": "list"}
+# the options of kind "c", which the host and Cortex-M families share; the byte alignments are
+# TVM's: of the workspace, and of each constant array (its C aligned() attribute)
+C_ATTRS = {"keys": "list", "mcpu": "str", "march": "str", "mattr": "list", "model": "str", "libs": "list",
+           "workspace-byte-alignment": "align", "constants-byte-alignment": "align"}
 
 
 class Family:
     name = ""                 # for messages and `aot info`
     kind = ""                 # the target kind it serves ("c", "cuda", ...)
-    attrs: dict = {}          # the options the kind takes: name -> "str" | "list"
+    attrs: dict = {}          # the options the kind takes: name -> "str" | "list" | "align" (a power of 2)
     keys: tuple = ()          # the default Target.keys (what schedule rules are looked up by)
     pipeline = None           # the schedule pipeline's name
     dialect = "c"             # the renderer dialect its kernels print in

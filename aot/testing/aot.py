@@ -72,8 +72,8 @@ NP_TYPE_TO_C = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint1
 def generate_ref_data(mod, input_data, params=None, target="llvm"):
     """{output name: array} of the module on input_data, computed without this compiler: a relay
     function by numpy, op by op; a module a frontend imported by onnxruntime or TFLite Micro.
-    Output names are TVM's: "output", or "output0", "output1", ... (target is not used: the
-    reference runs on no target)."""
+    Output names are TVM's: main's output_tensor_names (a TFLite model's outputs), else "output",
+    or "output0", "output1", ... (target is not used: the reference runs on no target)."""
     from .reference import evaluate_imported, evaluate_relay
     del target
     func = mod["main"] if hasattr(mod, "functions") else mod
@@ -83,7 +83,9 @@ def generate_ref_data(mod, input_data, params=None, target="llvm"):
         outs = evaluate_imported(func, inputs)
     else:
         outs = evaluate_relay(func, inputs, params)
-    names = ["output"] if len(outs) == 1 else [f"output{k}" for k in range(len(outs))]
+    names = list((getattr(func, "attrs", None) or {}).get("output_tensor_names") or [])
+    if len(names) != len(outs):
+        names = ["output"] if len(outs) == 1 else [f"output{k}" for k in range(len(outs))]
     return dict(zip(names, outs))
 
 

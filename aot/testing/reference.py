@@ -195,6 +195,7 @@ OPS = {
     "sin": lambda c, x: np.sin(x), "cos": lambda c, x: np.cos(x),
     "clip": lambda c, x: np.clip(x, float(_attr(c, "a_min")), float(_attr(c, "a_max"))),
     "reshape": _reshape,
+    "reshape_like": lambda c, x, like: x.reshape(like.shape),
     "transpose": lambda c, x: np.transpose(x, _attr(c, "axes")),
     "squeeze": _squeeze,
     "expand_dims": _expand_dims,

@@ -49,6 +49,51 @@ class ExternCall(Expr):
         return f"{'call_packed' if self.packed else 'call_extern'}({self.name}, {list(self.args)})"
 
 
+class CheckReturn(Expr):
+    """TVM's tir.tvm_check_return(expected, error, call): the call's int32 status compared with
+    `expected`; on a mismatch the function returns `error` at once (C: if (call != expected)
+    return error;). The AOT executor's main wraps every operator call in one."""
+    __slots__ = ("expected", "error", "call")
+
+    def __init__(self, expected, error, call):
+        self.expected, self.error, self.call = wrap(expected, "int32"), wrap(error, "int32"), call
+        self.dtype, self._key = "int32", None
+
+    def _make_key(self):
+        return ("check_return", self.expected.key(), self.error.key(), self.call.key())
+
+    def _children(self):
+        return (self.expected, self.error, self.call)
+
+    def _rebuild(self, kids):
+        return CheckReturn(*kids)
+
+    @property
+    def op(self):
+        return "tir.tvm_check_return"
+
+    @property
+    def args(self):
+        return [self.expected, self.error, self.call]
+
+    def script(self, fmt):
+        return f"T.tvm_check_return({fmt(self.expected)}, {fmt(self.error)}, {fmt(self.call)})"
+
+    def __repr__(self):         # as TVM's repr of an expression: its TVMScript
+        return self.script(_plain)
+
+
+def _plain(e):
+    """An expression's TVMScript outside a function's printer: a variable by its name, an int32
+    by its value, what has a script form by it."""
+    if isinstance(e, Var):
+        return e.name
+    if getattr(e, "dtype", None) == "int32" and isinstance(getattr(e, "value", None), int):
+        return str(e.value)
+    text = getattr(e, "script", None)
+    return text(_plain) if text is not None else repr(e)
+
+
 def _arg(a, fn):
     if isinstance(a, Buffer):
         return a.data

@@ -216,6 +216,11 @@ class Evaluate(Stmt):
     def __init__(self, call: Expr):
         self.call = call
 
+    @property
+    def value(self):
+        """TVM's Evaluate.value: the expression evaluated."""
+        return self.call
+
 
 class IterVar:
     """A block iterator (TVM's tir.IterVar of a Block): var ranges over [dom_min, dom_min + extent),

@@ -225,7 +225,9 @@ def test_generate_ref_data_runs_imported_models_in_their_frameworks_runtime():
         buf = open(os.path.join(KWS, "kws_ref_model.tflite"), "rb").read()
         mod, _ = relay.frontend.from_tflite(tflite.Model.GetRootAsModel(buf, 0))
         got = generate_ref_data(mod, {"input_1": sample})
-        np.testing.assert_array_equal(got["output"], run_tflm(buf, [sample])[0])
+        # keyed as TVM's: by main's output_tensor_names, the TFLite model's output tensors
+        (out,) = mod["main"].attrs["output_tensor_names"]
+        np.testing.assert_array_equal(got[out], run_tflm(buf, [sample])[0])
     model = onnx.load(os.path.join(KWS, "kws_ref_model_float32.onnx"))
     mod, _ = relay.frontend.from_onnx(model)
     x = np.random.default_rng(2).standard_normal((1, 49, 10, 1)).astype("float32")

@@ -3,5 +3,5 @@ helper does), layers that make their own parameters, and ResNet (resnet.py), for
 written by hand with relay."""
 from __future__ import annotations
 
-from . import init, layers, resnet  # noqa: F401
+from . import init, layers, mobilenet, resnet, synthetic  # noqa: F401
 from .init import Constant, Initializer, Xavier, create_workload  # noqa: F401
