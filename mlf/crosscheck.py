@@ -299,10 +299,10 @@ def _graph(mod, aot, files, p):
     outs = []
     for entry in ret.group(1).split(", "):
         name = entry.split("=%", 1)[1] if "=%" in entry else entry[1:]
-        m = re.search(r"%" + re.escape(name) + r": (\w+)\[([0-9, ]*)\]", body)
-        if m is None:
-            return          # a name the printer's text does not delimit: nothing to compare with
-        outs.append((m.group(1), m.group(2)))
+        found = re.findall(r"%" + re.escape(name) + r": (\w+)\[([0-9, ]*)\]", body)
+        if len(found) != 1:
+            return          # a name the printer's text does not delimit, or gives twice: nothing to compare with
+        outs.append(found[0])
     for kind, got in (("inputs", ins), ("outputs", outs)):
         lst = aot[kind]
         if len(got) != len(lst):
