@@ -1,13 +1,15 @@
 /* The part of TVM's C runtime API a standalone firmware can use without a heap (see
  * tvm/runtime/c_runtime_api.h, crt/module.h, crt/crt.h): C modules over function registries, global
  * functions, calls through handles, and the CPU's streams. Tables are static, sized by crt_config.h.
- * A module handle is the address of its table slot; a function handle encodes the slot and the
- * function's index (slot 0 holds the global functions). */
+ * A module handle is the address of its table slot (slot 0 holds the global functions); a function
+ * handle is the address of the function's name in its registry, which is unique and never moves. */
 #include <stdint.h>
 #include <string.h>
 #include <tvm/runtime/c_runtime_api.h>
 #include <tvm/runtime/crt/crt.h>
 #include <tvm/runtime/crt/module.h>
+/* types only, nothing here uses them: included so that they compile, and are analysed, with the runtime */
+#include <tvm/runtime/metadata_types.h>
 
 #include "crt_config.h"
 
@@ -18,6 +20,9 @@ static TVMModule g_global_module;
 static TVMMutableFuncRegistry g_global_registry;
 static uint8_t g_global_buffer[TVM_CRT_GLOBAL_FUNC_REGISTRY_SIZE_BYTES];
 static int g_initialized;
+
+/* TVMFuncRegisterGlobal copies a function pointer out of a handle: both must be the same size */
+typedef char aot_handle_holds_a_function_pointer[sizeof(TVMFunctionHandle) == sizeof(TVMBackendPackedCFunc) ? 1 : -1];
 
 tvm_crt_error_t TVMInitializeRuntime(void) {
   tvm_crt_error_t err;
@@ -42,7 +47,30 @@ static int fail(const char* msg, int code) {
 }
 
 static TVMFunctionHandle encode(size_t slot, tvm_function_index_t index) {
-  return (TVMFunctionHandle)(uintptr_t)(((uintptr_t)(slot + 1u) << 16) | index);
+  const char* name = TVMFuncRegistry_Get0thFunctionName(g_modules[slot]->registry);
+  for (; index > 0; --index) {
+    name += strlen(name) + 1u;
+  }
+  return (TVMFunctionHandle)name;
+}
+
+/* The function whose name lies at handle, found by walking each registry's names. */
+static int decode(const void* handle, TVMBackendPackedCFunc* out) {
+  size_t slot;
+  for (slot = 0; slot < AOT_MODULE_SLOTS; ++slot) {
+    const char* name;
+    tvm_function_index_t index = 0;
+    if (g_modules[slot] == NULL) {
+      continue;
+    }
+    for (name = TVMFuncRegistry_Get0thFunctionName(g_modules[slot]->registry); *name != '\0';
+         name += strlen(name) + 1u, ++index) {
+      if ((const void*)name == handle) {
+        return TVMFuncRegistry_GetByIndex(g_modules[slot]->registry, index, out) == kTvmErrorNoError ? 0 : -1;
+      }
+    }
+  }
+  return -1;
 }
 
 int TVMModCreateFromCModule(const TVMModule* mod, TVMModuleHandle* out_handle) {
@@ -63,10 +91,10 @@ int TVMModCreateFromCModule(const TVMModule* mod, TVMModuleHandle* out_handle) {
   return fail("TVMModCreateFromCModule: TVM_CRT_MAX_REGISTERED_MODULES modules already registered", -1);
 }
 
-static int slot_of(TVMModuleHandle mod, size_t* slot) {
+static int slot_of(const void* mod, size_t* slot) {
   size_t i;
   for (i = 1; i < AOT_MODULE_SLOTS; ++i) {
-    if (mod == (TVMModuleHandle)&g_modules[i] && g_modules[i] != NULL) {
+    if (mod == (const void*)&g_modules[i] && g_modules[i] != NULL) {
       *slot = i;
       return 0;
     }
@@ -99,8 +127,9 @@ int TVMFuncRegisterGlobal(const char* name, TVMFunctionHandle f, int override) {
   if (ensure_initialized() != 0) {
     return fail("TVMFuncRegisterGlobal: runtime initialisation failed", -1);
   }
-  /* f is a TVMBackendPackedCFunc passed as a handle, as TVM's CRT takes it */
-  fn = (TVMBackendPackedCFunc)(uintptr_t)f;
+  /* f is a TVMBackendPackedCFunc passed as a handle, as TVM's CRT takes it; ISO C has no cast from an
+   * object pointer to a function pointer, so its bits are copied (the sizes are checked to match) */
+  memcpy(&fn, &f, sizeof fn);
   err = TVMMutableFuncRegistry_Set(&g_global_registry, name, fn, override);
   return err == kTvmErrorNoError ? 0 : fail("TVMFuncRegisterGlobal: registry full or name taken", (int)err);
 }
@@ -124,12 +153,8 @@ int TVMFuncFree(TVMFunctionHandle func) {
 
 int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, int num_args, TVMValue* ret_val,
                 int* ret_type_code) {
-  uintptr_t h = (uintptr_t)func;
-  size_t slot = (size_t)(h >> 16);
   TVMBackendPackedCFunc fn;
-  if (slot == 0 || slot > AOT_MODULE_SLOTS || g_modules[slot - 1u] == NULL ||
-      TVMFuncRegistry_GetByIndex(g_modules[slot - 1u]->registry, (tvm_function_index_t)(h & 0xFFFFu), &fn) !=
-          kTvmErrorNoError) {
+  if (func == NULL || decode(func, &fn) != 0) {
     return fail("TVMFuncCall: not a function handle", (int)kTvmErrorFunctionIndexInvalid);
   }
   return fn(arg_values, type_codes, num_args, ret_val, ret_type_code, NULL);

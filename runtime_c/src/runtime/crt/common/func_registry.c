@@ -19,7 +19,7 @@ uint16_t TVMFuncRegistry_GetNumFuncs(const TVMFuncRegistry* reg) {
 
 int TVMFuncRegistry_SetNumFuncs(const TVMFuncRegistry* reg, const uint16_t num_funcs) {
   /* the names of a registry this is called on are the caller's writable buffer */
-  memcpy((char*)(uintptr_t)reg->names, &num_funcs, sizeof num_funcs);
+  memcpy((char*)reg->names, &num_funcs, sizeof num_funcs);
   return 0;
 }
 
@@ -74,7 +74,7 @@ tvm_crt_error_t TVMMutableFuncRegistry_Create(TVMMutableFuncRegistry* reg, uint8
 tvm_crt_error_t TVMMutableFuncRegistry_Set(TVMMutableFuncRegistry* reg, const char* name,
                                            TVMBackendPackedCFunc func, int override) {
   const char* cursor = TVMFuncRegistry_Get0thFunctionName(&reg->registry);
-  TVMBackendPackedCFunc* funcs = (TVMBackendPackedCFunc*)(uintptr_t)reg->registry.funcs;
+  TVMBackendPackedCFunc* funcs = (TVMBackendPackedCFunc*)reg->registry.funcs;
   uint16_t n = 0;
   size_t len, room;
   for (; *cursor != '\0'; ++cursor, ++n) {
@@ -92,8 +92,8 @@ tvm_crt_error_t TVMMutableFuncRegistry_Set(TVMMutableFuncRegistry* reg, const ch
   if (n >= reg->max_functions || n == UINT16_MAX || len + 2u > room) {
     return kTvmErrorFunctionRegistryFull;
   }
-  memcpy((char*)(uintptr_t)cursor, name, len + 1u);
-  ((char*)(uintptr_t)cursor)[len + 1u] = '\0';
+  memcpy((char*)cursor, name, len + 1u);
+  ((char*)cursor)[len + 1u] = '\0';
   memcpy(&funcs[n], &func, sizeof func);
   TVMFuncRegistry_SetNumFuncs(&reg->registry, (uint16_t)(n + 1u));
   return kTvmErrorNoError;
