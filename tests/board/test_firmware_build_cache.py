@@ -18,5 +18,6 @@ def test_firmware_cache_follows_the_rendered_harness(tar, monkeypatch):
     assert build_firmware(tar, "qemu-cortex-m4", "-O2").elf == first
     real = codegen_c.emit.render_template
     monkeypatch.setattr(codegen_c.emit, "render_template",
-                        lambda name, **kw: real(name, **kw) + "\n/* harness changed */\n")
+                        lambda name, **kw: real(name, **kw) + ("\n/* harness changed */\n"
+                                                               if name == "firmware_main.c.j2" else ""))
     assert build_firmware(tar, "qemu-cortex-m4", "-O2").elf != first

@@ -15,7 +15,7 @@ def test_mlperf_tiny_int8_tflite_is_bit_exact_on_cortex_m(rel, board):
     """The same 100 random inputs and real ones on the emulated boards (one firmware, one QEMU run
     per input, about 0.1 s each): 0 LSB."""
     import aot
-    res = aot.compile(_read(rel), target=f"c -mcpu={board.split('-')[-1]}")
+    res = aot.compile(_read(rel), target=f"c -mcpu=cortex-{board.split('-')[-1]}")
     x = res.graph.inputs[0]
     for k, (feed, ref) in enumerate(_int8_cases(rel, x)):
         got = aot.run(res, {x.name: feed}, board=board)[res.graph.output_names[0]]
