@@ -8,7 +8,6 @@ present the probes are also regenerated from TVM's headers and every one must ho
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
 def _failures(header, probes, tmp_path):
     """{name: gcc's message} for each pinned probe of header that does not compile against ours."""
-    lines, owner = [f"#include <stdarg.h>", "#include <stddef.h>", f"#include <{header}>"], {}
+    lines, owner = ["#include <stdarg.h>", "#include <stddef.h>", f"#include <{header}>"], {}
     for p in probes:
         for ln in p["probe"].split("\n"):
             lines.append(ln)
