@@ -8,8 +8,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The DLPack release and ABI these types follow (TVM 513c2be's 3rdparty/dlpack). */
+#define DLPACK_VERSION 70
+#define DLPACK_ABI_VERSION 1
+
 #ifndef DLPACK_DLL
 #define DLPACK_DLL
+#endif
+
+#ifdef __cplusplus
+#define DLPACK_EXTERN_C extern "C"
+#else
+#define DLPACK_EXTERN_C
 #endif
 
 #ifdef __cplusplus
@@ -22,7 +32,16 @@ typedef enum {
   kDLCUDA = 2,
   kDLCUDAHost = 3,
   kDLOpenCL = 4,
-  kDLExtDev = 12
+  kDLVulkan = 7,
+  kDLMetal = 8,
+  kDLVPI = 9,
+  kDLROCM = 10,
+  kDLROCMHost = 11,
+  kDLExtDev = 12,
+  kDLCUDAManaged = 13,
+  kDLOneAPI = 14,
+  kDLWebGPU = 15,
+  kDLHexagon = 16
 } DLDeviceType;
 
 typedef struct {
@@ -55,6 +74,13 @@ typedef struct {
   int64_t* strides;
   uint64_t byte_offset;
 } DLTensor;
+
+/* A tensor lent across frameworks: whoever receives it calls deleter(self) when done. */
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensor* self);
+} DLManagedTensor;
 
 #ifdef __cplusplus
 }

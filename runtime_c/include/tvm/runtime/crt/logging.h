@@ -53,6 +53,11 @@
     }                                                                             \
   } while (0)
 
+/* TVM's name for the same check, with the operator first (CHECK_BINARY_OP(<, x, y, fmt, ...)). */
+#ifndef CHECK_BINARY_OP
+#define CHECK_BINARY_OP(op, x, y, ...) TVM_CRT_CHECK_OP_(op, x, y, __VA_ARGS__)
+#endif
+
 #ifndef CHECK_LT
 #define CHECK_LT(x, y, ...) TVM_CRT_CHECK_OP_(<, x, y, __VA_ARGS__)
 #endif

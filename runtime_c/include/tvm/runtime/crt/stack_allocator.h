@@ -25,10 +25,11 @@ extern "C" {
 #define STACK_ALLOCATOR_TAG 0xabcd1234
 #define STACK_ALLOCATOR_TAG_SIZE_BYTES 4
 
+/* In TVM's member order, so that a positional initializer means the same. */
 typedef struct {
+  uint8_t* next_alloc;       /* where the next allocation starts */
   uint8_t* workspace;        /* pointer to the start of the buffer */
   size_t workspace_size;     /* its size in bytes */
-  uint8_t* next_alloc;       /* where the next allocation starts */
 } tvm_workspace_t;
 
 /*! \brief Prepare `workspace` for allocations from `g_workspace` (aligned up to TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES). */
@@ -41,6 +42,13 @@ tvm_crt_error_t StackMemoryManager_Allocate(tvm_workspace_t* tvm_runtime_workspa
 
 /*! \brief Free the most recent allocation; kTvmErrorPlatformStackAllocBadFree if `ptr` is not it. */
 tvm_crt_error_t StackMemoryManager_Free(tvm_workspace_t* tvm_runtime_workspace, void* ptr);
+
+/* The two above with the last-in-first-out check on (do_lifo_check != 0) or off: a free with the
+ * check off releases ptr and everything allocated after it. */
+tvm_crt_error_t StackMemoryManager_Allocate_Body(tvm_workspace_t* tvm_runtime_workspace, int32_t nbytes,
+                                                 void** current_alloc, uint8_t do_lifo_check);
+tvm_crt_error_t StackMemoryManager_Free_Body(tvm_workspace_t* tvm_runtime_workspace, void* ptr,
+                                             uint8_t do_lifo_check);
 
 #ifdef __cplusplus
 }
