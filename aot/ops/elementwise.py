@@ -357,6 +357,8 @@ class BitShift(Binary):
         shape = node.outputs[0].type.shape
         return [te.compute(shape, lambda *i: f(a(te.broadcast_index(i, a.shape)), b(te.broadcast_index(i, b.shape))), "shift")]
 
+# up to this many inputs a variadic op folds left to right, as onnxruntime sums; beyond, pairwise
+BALANCED_VARIADIC = 64
 VARIADIC = {"Sum": (lambda a, b: a + b, np.add), "Max": (max_nan, np.maximum), "Min": (min_nan, np.minimum),
             "Mean": (lambda a, b: a + b, np.add)}
 
@@ -390,9 +392,16 @@ class Variadic(Op):
         shape = node.outputs[0].type.shape
 
         def body(*i):
-            acc = xs[0](te.broadcast_index(i, xs[0].shape))
-            for x in xs[1:]:
-                acc = f(acc, x(te.broadcast_index(i, x.shape)))
+            terms = [x(te.broadcast_index(i, x.shape)) for x in xs]
+            if len(terms) <= BALANCED_VARIADIC:
+                acc = terms[0]
+                for t in terms[1:]:
+                    acc = f(acc, t)
+            else:       # pairwise, so the expression is log2(n) deep, not n (the walkers recurse)
+                while len(terms) > 1:
+                    terms = [f(terms[k], terms[k + 1]) if k + 1 < len(terms) else terms[k]
+                             for k in range(0, len(terms), 2)]
+                acc = terms[0]
             if node.op == "Mean":
                 acc = acc / Const(len(xs), acc.dtype)
             return acc
