@@ -433,6 +433,12 @@ MISMATCH_HELP = ("build an MLF compiled for another core than the board's (a war
                  "runs without the core's kernels, or not at all")
 
 
+def _mlf_on_board_options(p):
+    """The options every command that builds an MLF for a board shares."""
+    p.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
+    p.add_argument("--module", metavar="NAME", help=MODULE_HELP)
+
+
 def main(argv=None):
     from importlib.metadata import PackageNotFoundError, version
     try:
@@ -489,9 +495,8 @@ def main(argv=None):
                    "... (or --opt=-Os)")
     r.add_argument("--profile", action="store_true", help="print instructions per inference (QEMU boards)")
     r.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
-    r.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
     r.add_argument("-v", "--verbose", action="store_true", help="print the build commands and the size report")
-    r.add_argument("--module", metavar="NAME", help=MODULE_HELP)
+    _mlf_on_board_options(r)
     r.set_defaults(fn=_cmd_run)
     z = sub.add_parser("size", help="flash and RAM of the firmware for a board, by part",
                        description="Build the MLF into firmware for an emulated board, run it once on zero inputs, "
@@ -502,8 +507,7 @@ def main(argv=None):
     z.add_argument("--opt", default="-O2", help="optimisation for the firmware build: -O0 -O1 -O2 (default) -O3 -Os "
                    "-Oz (or --opt=-Os)")
     z.add_argument("--json", action="store_true", help="print the report as JSON")
-    z.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
-    z.add_argument("--module", metavar="NAME", help=MODULE_HELP)
+    _mlf_on_board_options(z)
     z.set_defaults(fn=_cmd_size)
     j = sub.add_parser("project", help="export a standalone Makefile project for a board")
     j.add_argument("model", help="the MLF tarball (from aot compile --board BOARD)")
@@ -515,8 +519,7 @@ def main(argv=None):
     j.add_argument("--opt", default="-O2", help="optimisation flag of the firmware build (default -O2)")
     j.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of the project's self-check")
     j.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance of the project's self-check")
-    j.add_argument("--allow-target-mismatch", action="store_true", help=MISMATCH_HELP)
-    j.add_argument("--module", metavar="NAME", help=MODULE_HELP)
+    _mlf_on_board_options(j)
     j.set_defaults(fn=_cmd_project)
     d = sub.add_parser("debug", help="name the first kernel whose output diverges from onnxruntime (TFLite Micro "
                        "for a .tflite model)",
