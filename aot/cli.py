@@ -231,17 +231,26 @@ def _cmd_run(a):
         if a.sanitize:
             raise AotError("--sanitize is for the host board")
         log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
+        timing = None
+        if a.profile:
+            from .cycles import board_timing
+            timing = board_timing(board, a.flash_wait_states)
+        elif a.flash_wait_states is not None:
+            raise AotError("--flash-wait-states is for the cycle model: add --profile")
         fw = build_firmware(a.model, a.board, a.opt or "-O2", log=log)
-        outs, stats = run_firmware(a.model, inputs, a.board, a.opt or "-O2", log=log, fw=fw)
+        outs, stats = run_firmware(a.model, inputs, a.board, a.opt or "-O2", log=log, fw=fw, cycles=timing)
         if a.profile or a.verbose:
             print(f"instructions per inference: {stats['instructions']:,} "
                   f"(SysTick under -icount; resolution {stats['resolution_instructions']:g}); "
                   f"stack used {stats['stack_bytes']:,} bytes")
+        if a.profile:
+            from .cycles import format_cycles
+            print(format_cycles(stats["cycles"]))
         if a.verbose:
             print(format_size(size_report(fw, stats["stack_bytes"])))
     else:
-        if a.profile:
-            raise AotError("--profile is for emulated boards (qemu-cortex-*)")
+        if a.profile or a.flash_wait_states is not None:
+            raise AotError(f"--{'profile' if a.profile else 'flash-wait-states'} is for emulated boards (qemu-cortex-*)")
         outs = run_host(a.model, inputs, sanitize=a.sanitize, opt=a.opt)
     if a.outputs:
         from .compiler import write_atomic
@@ -259,13 +268,23 @@ def _cmd_run(a):
 
 def _cmd_size(a):
     from .firmware import format_size, measure
+    from boards import load_board
     check_board_target(a.model, a.board, a.allow_target_mismatch)
-    rep, _ = measure(a.model, a.board, a.opt)
+    timing = None
+    if a.cycles:
+        from .cycles import board_timing
+        timing = board_timing(load_board(a.board), a.flash_wait_states)
+    elif a.flash_wait_states is not None:
+        raise AotError("--flash-wait-states is for the cycle model: add --cycles")
+    rep, _ = measure(a.model, a.board, a.opt, cycles=timing)
     if a.json:
         print(json.dumps(rep, indent=2))
     else:
         print(format_size(rep))
         print(f"  instructions per inference (zero input): {rep['instructions']:,}")
+        if a.cycles:
+            from .cycles import format_cycles
+            print(format_cycles(rep["cycle_model"]))
     return 0
 
 
@@ -493,7 +512,10 @@ def main(argv=None):
     r.add_argument("--opt", default=None, help="optimisation for the build: the board's by default (host: -O3 "
                    "-ffp-contract=fast, plus $AOT_HOST_CFLAGS such as -march=native; QEMU boards: -O2), Os for size, "
                    "... (or --opt=-Os)")
-    r.add_argument("--profile", action="store_true", help="print instructions per inference (QEMU boards)")
+    r.add_argument("--profile", action="store_true", help="print instructions and estimated cycles per inference, "
+                   "in total and per kernel (QEMU boards; docs/cycles.md)")
+    r.add_argument("--flash-wait-states", type=int, metavar="N", default=None,
+                   help="with --profile: the cycle model's flash wait states on data loads (default: the board's, 0)")
     r.add_argument("--sanitize", action="store_true", help="build with AddressSanitizer and UBSan (host)")
     r.add_argument("-v", "--verbose", action="store_true", help="print the build commands and the size report")
     _mlf_on_board_options(r)
@@ -507,6 +529,11 @@ def main(argv=None):
     z.add_argument("--opt", default="-O2", help="optimisation for the firmware build: -O0 -O1 -O2 (default) -O3 -Os "
                    "-Oz (or --opt=-Os)")
     z.add_argument("--json", action="store_true", help="print the report as JSON")
+    z.add_argument("--cycles", action="store_true",
+                   help="also estimate the cycles of one inference, in total (JSON key 'cycles') and per kernel, "
+                        "from the core's timing model (docs/cycles.md)")
+    z.add_argument("--flash-wait-states", type=int, metavar="N", default=None,
+                   help="with --cycles: flash wait states on data loads (default: the board's, 0)")
     _mlf_on_board_options(z)
     z.set_defaults(fn=_cmd_size)
     j = sub.add_parser("project", help="export a standalone Makefile project for a board")

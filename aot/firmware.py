@@ -150,9 +150,11 @@ def qemu_command(b, elf):
     return [q["binary"], "-M", q["machine"], *q["args"], "-kernel", elf]
 
 
-def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=300, log=None, fw=None, workdir=None):
+def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=300, log=None, fw=None, workdir=None,
+                 cycles=None):
     """(outputs {name: array}, stats) of the MLF run once on the emulated board (fw: the
-    firmware if already built; workdir: the semihosting directory to run in, kept afterwards)."""
+    firmware if already built; workdir: the semihosting directory to run in, kept afterwards;
+    cycles: a timing table (aot.cycles.board_timing) to estimate cycles with, in stats['cycles'])."""
     fw = fw or build_firmware(tar, board, opt, log=log)
     b, m = fw.board, fw.mlf
     _need_tool(b["qemu"]["binary"], "QEMU runs the firmware")
@@ -160,6 +162,9 @@ def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=3
     with contextlib.nullcontext(workdir) if workdir else tempfile.TemporaryDirectory() as d:
         write_inputs(info, inputs, d)
         cmd = qemu_command(b, fw.elf)
+        if cycles is not None:
+            from .cycles import plugin_argument
+            cmd[1:1] = ["-plugin", plugin_argument(fw, d, cycles, log=log)]
         if log:
             log(" ".join(cmd))
         try:
@@ -186,9 +191,15 @@ def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=3
             if not os.path.exists(p) or os.path.getsize(p) != n:
                 raise BuildError(f"{board}: output '{t['name']}' was not written in full")
             outs[t["name"]] = np.fromfile(p, dtype=t["dtype"]).reshape(t["shape"])
+        estimate = None
+        if cycles is not None:
+            from .cycles import read_report
+            estimate = read_report(d, cycles)
     ticks = stats.get("ticks_lo", 0) + (stats.get("ticks_hi", 0) << 32)
     stats = {"ticks": ticks, "instructions": round(ticks * 1e9 / b["systick_hz"]),
              "resolution_instructions": 1e9 / b["systick_hz"], "stack_bytes": stats.get("stack_used")}
+    if estimate is not None:
+        stats["cycles"] = estimate
     return outs, stats
 
 
@@ -267,14 +278,18 @@ def format_size(rep):
     return "\n".join(lines)
 
 
-def measure(tar, board="qemu-cortex-m4", opt="-O2", inputs=None, log=None):
+def measure(tar, board="qemu-cortex-m4", opt="-O2", inputs=None, log=None, cycles=None):
     """Size report with the measured stack and instruction count, from one run (zero inputs
-    unless given)."""
+    unless given); cycles: a timing table, for the estimated cycles (key 'cycles', the total, and
+    'cycle_model': per kernel, the memory model)."""
     fw = build_firmware(tar, board, opt, log=log)
     if inputs is None:
         inputs = {t["name"]: np.zeros(t["shape"], t["dtype"]) for t in fw.mlf.aot["inputs"]}
-    outs, stats = run_firmware(tar, inputs, board, opt, log=log, fw=fw)
+    outs, stats = run_firmware(tar, inputs, board, opt, log=log, fw=fw, cycles=cycles)
     rep = size_report(fw, stats["stack_bytes"])
     rep["instructions"] = stats["instructions"]
     rep["resolution_instructions"] = stats["resolution_instructions"]
+    if cycles is not None:
+        rep["cycles"] = stats["cycles"]["cycles"]
+        rep["cycle_model"] = stats["cycles"]
     return rep, outs
