@@ -44,14 +44,16 @@ def qemu_version(binary="qemu-system-arm"):
 
 
 def _header_cache(version):
-    from .host import cache_dir
-    return os.path.join(cache_dir(), "qemu-plugin", version.rsplit(".", 1)[0] if version.count(".") == 2
-                        else version, "qemu-plugin.h")
+    """Where the fetched header is kept: with the user's data, not the build cache (which tests and
+    users clear), per QEMU release (its plugin API does not change within one)."""
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    release = version.rsplit(".", 1)[0] if version.count(".") == 2 else version
+    return os.path.join(data, "aot", "qemu-plugin", release, "qemu-plugin.h")
 
 
 def plugin_header(binary="qemu-system-arm"):
     """The qemu-plugin.h to build against: AOT_QEMU_PLUGIN_H, the one extracted for this QEMU's
-    release into the cache, or an installed one."""
+    release (~/.local/share/aot/qemu-plugin/<release>/), or an installed one."""
     env = os.environ.get("AOT_QEMU_PLUGIN_H")
     if env:
         path = os.path.join(env, "qemu-plugin.h") if os.path.isdir(env) else env
@@ -248,6 +250,41 @@ def plugin_argument(fw, workdir, timing, log=None):
         f.write(timing.text())
     return (f"./aot_cycles.so,table=aot_cycles.table,out=aot_cycles.report,funcs=aot_cycles.funcs,"
             f"start=0x{syms['aot_profile_start'][0]:x},stop=0x{syms['aot_profile_stop'][0]:x}")
+
+
+def run_program(board_name, c_source, timing=None, opt="-O2", timeout=120):
+    """The cycle report of a bare program on an emulated board: `c_source` (C, with a main that
+    calls aot_profile_start() and aot_profile_stop() around the code to price, from
+    "semihost.h") built with the board's startup code, flags and link script. The cycle model's
+    own tests and calibration run micro-benchmarks of known cost through it."""
+    from .firmware import LINK, LIBS, board_dir, load_qemu_board, qemu_command, _need_tool
+    from types import SimpleNamespace
+    b = load_qemu_board(board_name)
+    _need_tool(b["cc"], "the Arm embedded toolchain builds the program")
+    timing = timing or board_timing(b)
+    common = board_dir("cortex_m")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "bench.c")
+        with open(src, "w") as f:
+            f.write(c_source)
+        elf = os.path.join(d, "bench.elf")
+        cmd = [b["cc"], *b["cflags"], opt, "-g", "-std=gnu99", "-I", common, src,
+               os.path.join(common, "startup.c"), os.path.join(common, "semihost.c"), *LINK,
+               "-L", board_dir(board_name), "-L", common, "-T", "link.ld", *LIBS, "-o", elf]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AotError(f"{board_name}: building the program failed:\n{r.stderr[-3000:]}")
+        fw = SimpleNamespace(elf=elf, board=b, mlf=SimpleNamespace(aot={"model_name": "bench"}, module={}))
+        qemu = qemu_command(b, elf)
+        qemu[1:1] = ["-plugin", plugin_argument(fw, d, timing)]
+        try:
+            r = subprocess.run(qemu, cwd=d, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AotError(f"{board_name}: the program did not finish within {timeout} s")
+        if r.returncode != 0:
+            raise AotError(f"{board_name}: the program exited with status {r.returncode}: "
+                           f"{(r.stdout + r.stderr)[-1000:]}")
+        return read_report(d, timing)
 
 
 def read_report(workdir, timing):

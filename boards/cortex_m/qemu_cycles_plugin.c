@@ -44,13 +44,13 @@ enum {
   K_ALU, K_MUL, K_MLA, K_MULL, K_DSP, K_DIV, K_LDR, K_LDR_PIPE, K_STR, K_STR_REG, K_LDRD, K_STRD,
   K_LDM_BASE, K_REFILL, K_REFILL_WIDE, K_REFILL_INDIRECT, K_REFILL_LOAD, K_LE, K_LE_REFILL, K_IT, K_IT_FOLD, K_SYS, K_BARRIER,
   K_FP_ALU, K_FP_MAC, K_FP_DIV, K_FP_LD, K_FP_ST, K_FP_LDM_BASE, K_FP_MOV, K_FP_MOV64,
-  K_VEC, K_VEC_OVERLAP, K_DUAL_ISSUE, K_FLASH_WS, K_FLASH_END, K_COUNT
+  K_VEC, K_VEC_OVERLAP, K_DUAL_ISSUE, K_LOAD_USE, K_AGU_STALL, K_FLASH_WS, K_FLASH_END, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
   "alu", "mul", "mla", "mull", "dsp", "div", "ldr", "ldr_pipelined", "str", "str_reg", "ldrd", "strd",
   "ldm_base", "refill", "refill_wide_target", "refill_indirect", "refill_load", "le", "le_refill", "it", "it_folded", "sys", "barrier",
   "fp_alu", "fp_mac", "fp_div", "fp_load", "fp_store", "fp_ldm_base", "fp_mov", "fp_mov64",
-  "vec", "vec_overlap", "dual_issue", "flash_wait_states", "flash_end",
+  "vec", "vec_overlap", "dual_issue", "load_use", "agu_stall", "flash_wait_states", "flash_end",
 };
 static uint64_t T[K_COUNT];
 static int have[K_COUNT];
@@ -69,6 +69,9 @@ struct insn {
   int rt, rn;        /* a load's destination and base register (-1: none) */
   int narrow;        /* a 16-bit encoding */
   int reg_offset;    /* a store with a register offset (does not take the pipelined price) */
+  unsigned reads;    /* core registers read (bit r; PC left out), for the dependence stalls */
+  unsigned writes;   /* core registers written */
+  unsigned addr;     /* registers an address is formed from (a load's or store's base, offset) */
 };
 
 static unsigned popcount16(unsigned v) {
@@ -272,15 +275,137 @@ static void decode32(unsigned hw1, unsigned hw2, struct insn *d) {
   }
 }
 
+#define R(x) (1u << ((x) & 0xFu))
+
+/* the core registers of the common encodings: data processing, multiplies, loads and stores,
+ * moves to and from the FPU. Others read and write none as far as the model is concerned. */
+static void regs16(unsigned hw, struct insn *d) {
+  unsigned lo = hw & 7u, mid = (hw >> 3) & 7u, hi = (hw >> 6) & 7u, top = (hw >> 8) & 7u;
+  if ((hw >> 13) == 0u) {                          /* shift imm, add/sub reg or imm3 */
+    d->writes = R(lo);
+    d->reads = R(mid) | (((hw >> 11) == 3u && !(hw & 0x400u)) ? R(hi) : 0u);
+  } else if ((hw >> 13) == 1u) {                   /* MOV/CMP/ADD/SUB imm8 */
+    unsigned op = (hw >> 11) & 3u;
+    d->reads = op == 0u ? 0u : R(top);
+    d->writes = op == 1u ? 0u : R(top);
+  } else if ((hw >> 10) == 0x10u) {                /* data processing */
+    unsigned op = (hw >> 6) & 0xFu;
+    d->reads = R(lo) | R(mid);
+    d->writes = (op == 8u || op == 0xAu || op == 0xBu) ? 0u : R(lo);   /* TST, CMP, CMN */
+  } else if ((hw >> 10) == 0x11u) {                /* special data, BX */
+    unsigned rdn = (hw & 7u) | ((hw >> 4) & 8u), rm = (hw >> 3) & 0xFu, op = (hw >> 8) & 3u;
+    d->reads = R(rm) | ((op == 0u || op == 1u) ? R(rdn) : 0u);
+    d->writes = (op == 0u || op == 2u) && rdn != 15u ? R(rdn) : 0u;
+  } else if ((hw >> 11) == 9u) {                   /* LDR literal */
+    d->writes = R(top);
+  } else if ((hw >> 12) == 5u) {                   /* register offset */
+    d->addr = R(mid) | R(hi);
+    d->reads = d->addr | (d->c == C_STR ? R(lo) : 0u);
+    d->writes = d->c == C_LDR ? R(lo) : 0u;
+  } else if ((hw >> 13) == 3u || (hw >> 12) == 8u) {   /* imm offset */
+    d->addr = R(mid);
+    d->reads = d->addr | (d->c == C_STR ? R(lo) : 0u);
+    d->writes = d->c == C_LDR ? R(lo) : 0u;
+  } else if ((hw >> 12) == 9u) {                   /* SP-relative */
+    d->addr = R(13);
+    d->reads = d->addr | (d->c == C_STR ? R(top) : 0u);
+    d->writes = d->c == C_LDR ? R(top) : 0u;
+  } else if ((hw >> 12) == 0xAu) {                 /* ADR, ADD SP */
+    d->writes = R(top);
+    d->reads = (hw & 0x800u) ? R(13) : 0u;
+  } else if ((hw & 0xFF00u) == 0xB200u || (hw & 0xFF00u) == 0xBA00u) {   /* extends, REV */
+    d->writes = R(lo);
+    d->reads = R(mid);
+  } else if ((hw & 0xF500u) == 0xB100u) {          /* CBZ, CBNZ */
+    d->reads = R(lo);
+  } else if ((hw >> 12) == 0xCu) {                 /* LDM, STM */
+    d->addr = R(top);
+    d->reads = d->addr | (d->c == C_STM ? (hw & 0xFFu) : 0u);
+    d->writes = d->c == C_LDM ? (hw & 0xFFu) : 0u;
+  } else if ((hw & 0xFE00u) == 0xBC00u) {          /* POP */
+    d->writes = hw & 0xFFu;
+  }
+}
+
+static void regs32(unsigned hw1, unsigned hw2, struct insn *d) {
+  unsigned op1 = (hw1 >> 11) & 3u, op2 = (hw1 >> 4) & 0x7Fu;
+  unsigned rn = hw1 & 0xFu, rm = hw2 & 0xFu, rd = (hw2 >> 8) & 0xFu, rt = hw2 >> 12;
+  switch (d->c) {
+    case C_ALU:
+      if (op1 == 2u && (op2 & 0x24u) == 0x24u) {   /* MOVW, MOVT: no register source */
+        d->writes = R(rd);
+        break;
+      }
+      d->reads = (rn != 15u ? R(rn) : 0u) | ((op1 != 2u) ? R(rm) : 0u);
+      d->writes = rd != 15u ? R(rd) : 0u;
+      break;
+    case C_MUL: case C_MLA: case C_DSP:
+      d->reads = R(rn) | R(rm) | (rt != 15u ? R(rt) : 0u);
+      d->writes = R(rd);
+      break;
+    case C_MULL:                                   /* RdLo = hw2[15:12], RdHi = hw2[11:8] */
+      d->reads = R(rn) | R(rm) | R(rt) | R(rd);
+      d->writes = R(rt) | R(rd);
+      break;
+    case C_DIV:
+      d->reads = R(rn) | R(rm);
+      d->writes = R(rd);
+      break;
+    case C_LDR: case C_STR:
+      d->addr = R(rn) | (d->reg_offset || ((hw2 & 0x800u) == 0u && (hw2 & 0xFC0u) == 0u) ? R(rm) : 0u);
+      d->reads = d->addr | (d->c == C_STR ? R(rt) : 0u);
+      d->writes = d->c == C_LDR && rt != 15u ? R(rt) : 0u;
+      break;
+    case C_LDRD: case C_STRD:
+      d->addr = R(rn);
+      d->reads = d->addr | (d->c == C_STRD ? R(rt) | R(rd) : 0u);
+      d->writes = d->c == C_LDRD ? R(rt) | R(rd) : 0u;
+      break;
+    case C_LDM: case C_STM: case C_POP_PC:
+      d->addr = R(rn);
+      d->reads = d->addr | (d->c == C_STM ? (hw2 & 0x7FFFu) : 0u);
+      d->writes = d->c != C_STM ? (hw2 & 0x7FFFu) : 0u;
+      break;
+    case C_FP_LD: case C_FP_ST: case C_FP_LDM: case C_VEC_LS:
+      d->addr = R(rn);
+      d->reads = d->addr;
+      break;
+    case C_FP_MOV:
+      if (hw1 & 0x10u) {
+        d->writes = R(rt);                         /* VMOV Rt, Sn */
+      } else {
+        d->reads = R(rt);
+      }
+      break;
+    default:
+      break;
+  }
+  d->reads &= 0x7FFFu;
+  d->writes &= 0x7FFFu;
+}
+
+/* the width of the Thumb instruction starting with halfword hw1. QEMU's size can be larger: at the
+ * end of a page its translator peeks at the next halfword, which the plugin API counts as the
+ * instruction's */
+static size_t thumb_size(unsigned hw1) {
+  unsigned top = hw1 >> 11;
+  return (top == 0x1Du || top == 0x1Eu || top == 0x1Fu) ? 4u : 2u;
+}
+
 static void decode(const uint8_t *p, size_t size, struct insn *d) {
   unsigned hw1 = (unsigned)p[0] | ((unsigned)p[1] << 8);
   memset(d, 0, sizeof *d);
   d->rt = -1;
   d->rn = -1;
-  if (size >= 4u) {
-    decode32(hw1, (unsigned)p[2] | ((unsigned)p[3] << 8), d);
+  if (size >= 4u && thumb_size(hw1) == 4u) {
+    unsigned hw2 = (unsigned)p[2] | ((unsigned)p[3] << 8);
+    decode32(hw1, hw2, d);
+    regs32(hw1, hw2, d);
   } else {
     decode16(hw1, d);
+    regs16(hw1, d);
+    d->reads &= 0x7FFFu;
+    d->writes &= 0x7FFFu;
   }
 }
 
@@ -305,8 +430,31 @@ static enum unit unit_of(enum cls c) {
   }
 }
 
-/* the static price of `d`, the instruction before it in the block being `prev` (NULL: none) */
+static uint64_t base_price(const struct insn *d, const struct insn *prev);
+static int pairs(const struct insn *a, const struct insn *b, uint64_t ca, uint64_t cb);
+
+static int is_load(enum cls c) {
+  return c == C_LDR || c == C_LDRD || c == C_LDM || c == C_POP_PC || c == C_FP_LD;
+}
+
+/* the static price of `d`, the instruction before it being `prev` (NULL: none): its own cycles
+ * and the stalls of using what `prev` produced too early */
 static uint64_t price(const struct insn *d, const struct insn *prev) {
+  uint64_t c = base_price(d, prev);
+  if (prev) {
+    /* a loaded value used at once (a core whose loads issue in one cycle but deliver in two) */
+    if (is_load(prev->c) && (d->reads & prev->writes)) {
+      c += T[K_LOAD_USE];
+    }
+    /* an address formed from the result of the data-processing instruction just before */
+    if (!is_load(prev->c) && (d->addr & prev->writes)) {
+      c += T[K_AGU_STALL];
+    }
+  }
+  return c;
+}
+
+static uint64_t base_price(const struct insn *d, const struct insn *prev) {
   switch (d->c) {
     case C_ALU: case C_NOP: return T[K_ALU];
     case C_MUL: return T[K_MUL];
@@ -365,7 +513,7 @@ static uint64_t price(const struct insn *d, const struct insn *prev) {
  * bound on pairing). */
 static int pairs(const struct insn *a, const struct insn *b, uint64_t ca, uint64_t cb) {
   enum unit ua = unit_of(a->c), ub = unit_of(b->c);
-  if (ca != 1u || cb != 1u) {
+  if (ca != 1u || cb != 1u || (b->reads & a->writes) || (b->writes & a->writes)) {
     return 0;
   }
   if (ua == U_BRANCH || ua == U_OTHER || ub == U_OTHER) {
@@ -394,9 +542,14 @@ struct func {
   uint64_t cycles, insns, calls, wait;
 };
 
+struct run {
+  uint64_t cost;         /* the price of every instruction */
+  uint64_t last_cost;    /* the last one's */
+  int last_paired;       /* the last one issued with the one before it */
+};
+
 struct block {
   uint64_t vaddr, fallthrough;
-  uint64_t cost;         /* static price of every instruction */
   uint64_t n;            /* instructions */
   uint64_t refill;       /* what a taken branch at its end costs before its target's own part */
   uint64_t wide_target;  /* entering it by a branch costs this more (a 32-bit first instruction
@@ -407,6 +560,8 @@ struct block {
   int func;              /* the kernel it is attributed to (attribute()) */
   int exec;              /* it lies in executor code */
   int entry;             /* it is a kernel's entry */
+  struct insn *ins;      /* its instructions, decoded */
+  struct run alone;      /* its price entered by a branch (nothing before its first instruction) */
   struct block *next;
 };
 
@@ -417,6 +572,7 @@ static char *out_path;
 static int counting;
 static int cur = -1;               /* attribution: a kernel's index, -1 the executor */
 static const struct block *prev_tb;
+static struct run prev_run;        /* how prev_tb was priced */
 static int prev_cur = -1;
 static uint64_t total_cycles, total_insns, total_wait, exec_cycles, exec_insns;
 static struct block *all_blocks;   /* kept for the life of the run (a block's price is its user data) */
@@ -433,13 +589,47 @@ static void charge(int who, uint64_t cycles, uint64_t insns) {
   }
 }
 
+/* the static price of a run of instructions, the one before it being `before` (NULL: none) with
+ * its price and pairing: each instruction's price given its predecessor, and dual issue where the
+ * core has it (the second of a pair costs nothing more; a pair is never three) */
+static struct run price_run(const struct insn *ins, size_t n, const struct insn *before, uint64_t before_cost,
+                            int before_paired) {
+  struct run r = {0, 0, 0};
+  const struct insn *prev = before;
+  uint64_t prev_cost = before_cost;
+  int prev_paired = before_paired;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    uint64_t c = price(&ins[i], prev);
+    if (T[K_DUAL_ISSUE] && prev && !prev_paired && pairs(prev, &ins[i], prev_cost, c)) {
+      prev_paired = 1;
+      c = 0;
+    } else {
+      prev_paired = 0;
+    }
+    r.cost += c;
+    prev = &ins[i];
+    prev_cost = c;
+  }
+  r.last_cost = prev_cost;
+  r.last_paired = prev_paired;
+  return r;
+}
+
 static void tb_exec(unsigned int vcpu, void *udata) {
   const struct block *b = udata;
+  struct run run;
   (void)vcpu;
   /* the previous block's closing branch was taken when this block is not its fall-through */
   if (counting && prev_tb && prev_tb->branch && b->vaddr != prev_tb->fallthrough) {
     /* a low-overhead loop's end refills from the loop buffer: the target's width does not matter */
     charge(prev_cur, prev_tb->refill + (prev_tb->loop_end ? 0u : b->wide_target), 0);
+  }
+  /* entered by falling through, its first instructions pipeline with (or wait for, or issue with)
+   * the one before it, which its translation could not see */
+  run = b->alone;
+  if (prev_tb && b->n && prev_tb->n && b->vaddr == prev_tb->fallthrough) {
+    run = price_run(b->ins, b->n, &prev_tb->ins[prev_tb->n - 1], prev_run.last_cost, prev_run.last_paired);
   }
   if (b->start) {
     counting = 1;
@@ -462,8 +652,9 @@ static void tb_exec(unsigned int vcpu, void *udata) {
     cur = -1;
   }
   if (counting) {
-    charge(cur, b->cost, b->n);
+    charge(cur, run.cost, b->n);
   }
+  prev_run = run;
   prev_tb = b;
   prev_cur = cur;
 }
@@ -506,11 +697,13 @@ static int attribute(uint64_t a, int *exec) {
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   size_t n = qemu_plugin_tb_n_insns(tb), i;
   struct block *b = calloc(1, sizeof *b);
-  struct insn prev, d;
-  uint64_t prev_cost = 0;
-  int have_prev = 0, prev_paired = 0;
   (void)id;
   if (b == NULL) {
+    return;
+  }
+  b->ins = calloc(n ? n : 1u, sizeof *b->ins);
+  if (b->ins == NULL) {
+    free(b);
     return;
   }
   b->vaddr = qemu_plugin_tb_vaddr(tb);
@@ -520,48 +713,42 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   b->stop = b->vaddr == win_stop;
   b->n = n;
   b->refill = T[K_REFILL];
-  memset(&prev, 0, sizeof prev);
   for (i = 0; i < n; i++) {
     struct qemu_plugin_insn *qi = qemu_plugin_tb_get_insn(tb, i);
+    const uint8_t *bytes = qemu_plugin_insn_data(qi);
     size_t size = qemu_plugin_insn_size(qi);
-    uint64_t c;
-    decode(qemu_plugin_insn_data(qi), size, &d);
-    c = price(&d, have_prev ? &prev : NULL);
-    /* dual issue: the second of a pair costs nothing more; a pair is never three */
-    if (T[K_DUAL_ISSUE] && have_prev && !prev_paired && pairs(&prev, &d, prev_cost, c)) {
-      prev_paired = 1;
-      c = 0;
-    } else {
-      prev_paired = 0;
+    struct insn *d = &b->ins[i];
+    if (size >= 2u) {
+      size_t w = thumb_size((unsigned)bytes[0] | ((unsigned)bytes[1] << 8));
+      size = w < size ? w : size;
     }
+    decode(bytes, size, d);
     if (i == 0 && size >= 4u && (b->vaddr & 2u)) {
       b->wide_target = T[K_REFILL_WIDE];
     }
-    if (d.c == C_LOOP_END) {
+    if (d->c == C_LOOP_END) {
       b->refill = T[K_LE_REFILL];
       b->loop_end = 1;
-    } else if (d.c == C_BX) {
+    } else if (d->c == C_BX) {
       b->refill = T[K_REFILL] + T[K_REFILL_INDIRECT];   /* a target from a register: not fetched early */
       b->loop_end = 0;
-    } else if (d.c == C_POP_PC || d.c == C_LDR_PC || d.c == C_TB) {
+    } else if (d->c == C_POP_PC || d->c == C_LDR_PC || d->c == C_TB) {
       b->refill = T[K_REFILL] + T[K_REFILL_LOAD];       /* a target loaded from memory, known in execute */
       b->loop_end = 0;
     } else {
       b->refill = T[K_REFILL];
       b->loop_end = 0;
     }
-    b->cost += c;
-    if (T[K_FLASH_WS] && (d.c == C_LDR || d.c == C_LDRD || d.c == C_LDM || d.c == C_POP_PC || d.c == C_LDR_PC ||
-                          d.c == C_FP_LD || d.c == C_FP_LDM || d.c == C_VEC_LS || d.c == C_TB)) {
+    if (T[K_FLASH_WS] && (d->c == C_LDR || d->c == C_LDRD || d->c == C_LDM || d->c == C_POP_PC ||
+                          d->c == C_LDR_PC || d->c == C_FP_LD || d->c == C_FP_LDM || d->c == C_VEC_LS ||
+                          d->c == C_TB)) {
       /* QEMU 7.2 never calls back for QEMU_PLUGIN_MEM_R alone: ask for both, keep the loads */
       qemu_plugin_register_vcpu_mem_cb(qi, mem_load, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, NULL);
     }
-    b->branch = is_branch(d.c);
+    b->branch = is_branch(d->c);
     b->fallthrough = qemu_plugin_insn_vaddr(qi) + size;
-    prev = d;
-    prev_cost = c;
-    have_prev = 1;
   }
+  b->alone = price_run(b->ins, n, NULL, 0, 0);
   b->next = all_blocks;
   all_blocks = b;
   qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
