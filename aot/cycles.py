@@ -159,9 +159,12 @@ def board_timing(board, flash_wait_states=None):
     ws = mem.get("flash_wait_states", 0) if flash_wait_states is None else flash_wait_states
     if not isinstance(ws, int) or isinstance(ws, bool) or not 0 <= ws <= 15:
         raise AotError(f"flash wait states {ws!r}: an integer 0 to 15")
-    flash = board.get("memory", {}).get("flash", {})
-    end = int(flash.get("origin", "0"), 16) + int(flash.get("bytes", 0))
-    return t.with_memory(ws, end)
+    region = mem.get("flash_region", "flash")
+    flash = board.get("memory", {}).get(region)
+    if not flash:
+        raise AotError(f"board {board.get('name')}: its cycle model's flash region '{region}' is not in its memory map")
+    start = int(flash["origin"], 16)
+    return t.with_memory(ws, start, start + int(flash["bytes"]))
 
 
 def _call_sites(fw, executor_ranges, prefix, executor_names=()):
@@ -257,11 +260,9 @@ def run_program(board_name, c_source, timing=None, opt="-O2", timeout=120):
     calls aot_profile_start() and aot_profile_stop() around the code to price, from
     "semihost.h") built with the board's startup code, flags and link script. The cycle model's
     own tests and calibration run micro-benchmarks of known cost through it."""
-    from .firmware import LINK, LIBS, board_dir, load_qemu_board, qemu_command, _need_tool
-    from types import SimpleNamespace
+    from .firmware import LINK, LIBS, board_dir, load_qemu_board, _need_tool
     b = load_qemu_board(board_name)
     _need_tool(b["cc"], "the Arm embedded toolchain builds the program")
-    timing = timing or board_timing(b)
     common = board_dir("cortex_m")
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "bench.c")
@@ -274,6 +275,21 @@ def run_program(board_name, c_source, timing=None, opt="-O2", timeout=120):
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise AotError(f"{board_name}: building the program failed:\n{r.stderr[-3000:]}")
+        return run_elf(board_name, elf, timing, timeout=timeout, workdir=d)
+
+
+def run_elf(board_name, elf, timing=None, timeout=600, workdir=None):
+    """The cycle report of any firmware ELF for an emulated board that calls aot_profile_start()
+    and aot_profile_stop() (boards/cortex_m/semihost.c) around what it prices: another runtime's
+    build, for one (docs/cycles.md's calibration runs TFLite Micro's that way). Run in `workdir`
+    (its semihosting files), or a scratch directory."""
+    from .firmware import load_qemu_board, qemu_command, _need_tool
+    from types import SimpleNamespace
+    b = load_qemu_board(board_name)
+    _need_tool(b["qemu"]["binary"], "QEMU runs the firmware")
+    timing = timing or board_timing(b)
+    with tempfile.TemporaryDirectory() as scratch:
+        d = workdir or scratch
         fw = SimpleNamespace(elf=elf, board=b, mlf=SimpleNamespace(aot={"model_name": "bench"}, module={}))
         qemu = qemu_command(b, elf)
         qemu[1:1] = ["-plugin", plugin_argument(fw, d, timing)]

@@ -10,7 +10,14 @@ schedule, int8 dot products as DSP or Helium micro-kernels); --plain compiles th
 plain CPU rules) instead, for a before/after. Instructions per MAC counts the multiply-accumulates
 of the convolutions and fully connected layers.
 
-  python bench/bench_int8.py [--boards qemu-cortex-m4,qemu-cortex-m55] [--plain]
+Each board run also gives estimated cycles (the cycle model, docs/cycles.md, zero wait states),
+printed next to the best published MLPerf Tiny closed-division result for that core (latency x
+clock). --tflm DIR measures a TensorFlow Lite Micro + CMSIS-NN build of the same models in the
+same run: DIR/<board>/<kws|vww|ic|ad>.elf, firmware that calls aot_profile_start/stop around
+Invoke (boards/cortex_m/semihost.h); docs/cycles.md says how the calibration's was built.
+
+  python bench/bench_int8.py [--boards qemu-cortex-m4,qemu-cortex-m33,qemu-cortex-m7,qemu-cortex-m55]
+                             [--plain] [--tflm DIR] [--no-cycles]
 """
 import argparse
 import contextlib
@@ -25,6 +32,15 @@ MLPERF = os.path.join(ROOT, "..", "shared", "models", "mlperf_tiny")
 MODELS = ["anomaly_detection/ad01_int8.tflite", "keyword_spotting/kws_ref_model.tflite",
           "visual_wake_words/vww_96_int8.tflite", "image_classification/pretrainedResnet_quant.tflite"]
 GOAL = 0.8
+SHORT = {"anomaly_detection/ad01_int8.tflite": "ad", "keyword_spotting/kws_ref_model.tflite": "kws",
+         "visual_wake_words/vww_96_int8.tflite": "vww", "image_classification/pretrainedResnet_quant.tflite": "ic"}
+# The best published MLPerf Tiny closed-division CPU results, in millions of cycles (latency x the
+# board's clock): M4 NUCLEO-L4R5ZI @120 MHz (ST X-CUBE-AI 9.0, v1.2; AD Plumerai, v1.1), M33
+# NUCLEO-U575ZI-Q @160 MHz (X-CUBE-AI 10.2, v1.3; IC Plumerai; AD Bosch HALE), M7 NUCLEO-H7A3ZI-Q
+# @280 MHz (X-CUBE-AI 9.0, v1.2; AD Bosch HALE). None is published for the M55 without an NPU.
+LEADERS = {"cortex-m4": {"kws": 5.18, "vww": 10.67, "ic": 19.82, "ad": 0.486},
+           "cortex-m33": {"kws": 4.64, "vww": 9.48, "ic": 16.69, "ad": 0.495},
+           "cortex-m7": {"kws": 3.17, "vww": 6.67, "ic": 11.44, "ad": 0.303}}
 
 
 def count_macs(graph):
@@ -48,7 +64,9 @@ def main():
     from aot.firmware import measure
     from bench_memory import tflm_arena
     ap = argparse.ArgumentParser()
-    ap.add_argument("--boards", default="qemu-cortex-m4,qemu-cortex-m55")
+    ap.add_argument("--boards", default="qemu-cortex-m4,qemu-cortex-m33,qemu-cortex-m7,qemu-cortex-m55")
+    ap.add_argument("--tflm", metavar="DIR", help="TFLM+CMSIS-NN firmware to measure alongside: DIR/<board>/<model>.elf")
+    ap.add_argument("--no-cycles", action="store_true", help="instructions only (no cycle model)")
     ap.add_argument("--opt", default="-O2")
     ap.add_argument("--plain", action="store_true", help="board builds for target 'c' (no micro-kernels)")
     a = ap.parse_args()
@@ -77,8 +95,11 @@ def main():
         results.append((rel, res))
     print()
     print(f"{'model':28s} {'board':16s} {'flash B':>9s} {'RAM B':>8s} {'instructions':>13s} {'MACs':>11s} "
-          f"{'instr/MAC':>9s}  matches TFLM")
+          f"{'instr/MAC':>9s} {'est. cycles':>12s} {'MAC/cyc':>7s} {'leader':>8s} {'ours/ldr':>8s} "
+          f"{'TFLM instr':>11s} {'TFLM cyc':>11s} {'TFLM/ours':>9s}  matches TFLM")
     from tflite_micro.python.tflite_micro import runtime
+    from aot.cycles import board_timing, run_elf
+    from boards import load_board
     for rel, res in results:
         x = res.graph.inputs[0]
         feed = np.random.default_rng(0).integers(-128, 128, x.type.shape).astype(np.int8)
@@ -91,11 +112,24 @@ def main():
             if not a.plain:
                 with contextlib.redirect_stderr(io.StringIO()):
                     res = aot.compile(os.path.join(MLPERF, rel), target=f"c -mcpu={board.split('-', 1)[1]}")
-            rep, outs = measure(res.tar, board, a.opt, inputs={x.name: feed})
+            b = load_board(board)
+            timing = None if a.no_cycles else board_timing(b)
+            rep, outs = measure(res.tar, board, a.opt, inputs={x.name: feed}, cycles=timing)
             same = outs is not None and np.array_equal(outs[res.graph.output_names[0]], ref)
+            cyc = rep.get("cycles")
+            leader = LEADERS.get(b["core"], {}).get(SHORT[rel])
+            tflm = None
+            elf = os.path.join(a.tflm, board, SHORT[rel] + ".elf") if a.tflm else None
+            if elf and os.path.exists(elf):
+                tflm = run_elf(board, elf, timing)
+            cols = [f"{cyc:,d}" if cyc else "-", f"{macs / cyc:.3f}" if cyc else "-",
+                    f"{leader:.3f}M" if leader else "-", f"{cyc / (leader * 1e6):.2f}" if cyc and leader else "-",
+                    f"{tflm['instructions_counted']:,d}" if tflm else "-", f"{tflm['cycles']:,d}" if tflm else "-",
+                    f"{tflm['cycles'] / cyc:.2f}" if tflm and cyc else "-"]
             print(f"{os.path.basename(rel)[:-7]:28s} {board:16s} {rep['flash']:9,d} {rep['ram']:8,d} "
-                  f"{rep['instructions']:13,d} {macs:11,d} {rep['instructions'] / macs:9.2f}  "
-                  f"{'yes' if same else 'NO'}", flush=True)
+                  f"{rep['instructions']:13,d} {macs:11,d} {rep['instructions'] / macs:9.2f} "
+                  f"{cols[0]:>12s} {cols[1]:>7s} {cols[2]:>8s} {cols[3]:>8s} {cols[4]:>11s} {cols[5]:>11s} "
+                  f"{cols[6]:>9s}  {'yes' if same else 'NO'}", flush=True)
     return 0
 
 

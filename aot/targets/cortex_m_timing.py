@@ -25,7 +25,8 @@ Keys (cycles unless said):
   load_use       added when an instruction reads the register the load just before it wrote
   agu_stall      added when a load's or store's address register was written by the
                  data-processing instruction just before it
-  flash_wait_states  added to each data load below flash_end (0: zero-wait-state memory)
+  flash_wait_states  added to each data load from [flash_start, flash_end), the memory the board keeps
+                 its constants in (0: zero-wait-state memory)
 """
 from __future__ import annotations
 
@@ -39,8 +40,9 @@ class Timing:
     table: dict = field(default_factory=dict)
     approximation: str = ""       # what the model is known not to capture on this core
 
-    def with_memory(self, flash_wait_states=0, flash_end=0):
-        t = dict(self.table, flash_wait_states=int(flash_wait_states), flash_end=int(flash_end))
+    def with_memory(self, flash_wait_states=0, flash_start=0, flash_end=0):
+        t = dict(self.table, flash_wait_states=int(flash_wait_states), flash_start=int(flash_start),
+                 flash_end=int(flash_end))
         return replace(self, table=t)
 
     @property
@@ -48,8 +50,8 @@ class Timing:
         ws = self.table.get("flash_wait_states", 0)
         if not ws:
             return "zero wait states (every fetch and load single-cycle memory)"
-        return (f"{ws} flash wait state{'s' if ws != 1 else ''} on data loads below "
-                f"0x{self.table['flash_end']:08x}, instruction fetches cached")
+        return (f"{ws} flash wait state{'s' if ws != 1 else ''} on data loads from "
+                f"0x{self.table['flash_start']:08x}-0x{self.table['flash_end'] - 1:08x}, instruction fetches cached")
 
     def text(self):
         """The table as the plugin reads it: 'key value' lines."""
@@ -68,7 +70,7 @@ _M4 = dict(
     refill=1, refill_wide_target=1, refill_indirect=1, refill_load=2, le=1, le_refill=1,
     it=1, it_folded=0, sys=2, barrier=4,
     fp_alu=1, fp_mac=3, fp_div=14, fp_load=2, fp_store=2, fp_ldm_base=1, fp_mov=2, fp_mov64=2,
-    vec=2, vec_overlap=1, dual_issue=0, load_use=0, agu_stall=1, flash_wait_states=0, flash_end=0,
+    vec=2, vec_overlap=1, dual_issue=0, load_use=0, agu_stall=1, flash_wait_states=0, flash_start=0, flash_end=0,
 )
 
 # Cortex-M33: Arm publishes no cycle table. Measured on the RP2350 (jnk0le's pipeline tests; the

@@ -14,7 +14,8 @@
  *     overlap of consecutive vector instructions of different units, dual issue (Cortex-M7);
  *   - at run time: whether the branch that ends a block was taken (the next block does not start
  *     at its fall-through address), which then costs the pipeline refill;
- *   - flash wait states on data loads from the flash region, when the table sets any (loads'
+ *   - flash wait states on data loads from the board's flash (where its constants live), when the
+ *     table sets any (loads'
  *     addresses come from memory callbacks, registered only then); instruction fetches are taken
  *     to hit a cache or prefetch buffer;
  *   - not: register values (a divide costs the table's fixed price), conditional instructions in
@@ -44,13 +45,13 @@ enum {
   K_ALU, K_MUL, K_MLA, K_MULL, K_DSP, K_DIV, K_LDR, K_LDR_PIPE, K_STR, K_STR_REG, K_LDRD, K_STRD,
   K_LDM_BASE, K_REFILL, K_REFILL_WIDE, K_REFILL_INDIRECT, K_REFILL_LOAD, K_LE, K_LE_REFILL, K_IT, K_IT_FOLD, K_SYS, K_BARRIER,
   K_FP_ALU, K_FP_MAC, K_FP_DIV, K_FP_LD, K_FP_ST, K_FP_LDM_BASE, K_FP_MOV, K_FP_MOV64,
-  K_VEC, K_VEC_OVERLAP, K_DUAL_ISSUE, K_LOAD_USE, K_AGU_STALL, K_FLASH_WS, K_FLASH_END, K_COUNT
+  K_VEC, K_VEC_OVERLAP, K_DUAL_ISSUE, K_LOAD_USE, K_AGU_STALL, K_FLASH_WS, K_FLASH_START, K_FLASH_END, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
   "alu", "mul", "mla", "mull", "dsp", "div", "ldr", "ldr_pipelined", "str", "str_reg", "ldrd", "strd",
   "ldm_base", "refill", "refill_wide_target", "refill_indirect", "refill_load", "le", "le_refill", "it", "it_folded", "sys", "barrier",
   "fp_alu", "fp_mac", "fp_div", "fp_load", "fp_store", "fp_ldm_base", "fp_mov", "fp_mov64",
-  "vec", "vec_overlap", "dual_issue", "load_use", "agu_stall", "flash_wait_states", "flash_end",
+  "vec", "vec_overlap", "dual_issue", "load_use", "agu_stall", "flash_wait_states", "flash_start", "flash_end",
 };
 static uint64_t T[K_COUNT];
 static int have[K_COUNT];
@@ -662,7 +663,7 @@ static void tb_exec(unsigned int vcpu, void *udata) {
 static void mem_load(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
   (void)vcpu;
   (void)udata;
-  if (counting && !qemu_plugin_mem_is_store(info) && vaddr < T[K_FLASH_END]) {
+  if (counting && !qemu_plugin_mem_is_store(info) && vaddr >= T[K_FLASH_START] && vaddr < T[K_FLASH_END]) {
     total_wait += T[K_FLASH_WS];
     charge(cur, T[K_FLASH_WS], 0);
     if (cur >= 0) {
