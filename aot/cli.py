@@ -233,8 +233,8 @@ def _cmd_run(a):
         log = (lambda m: print(m, file=sys.stderr)) if a.verbose else None
         timing = None
         if a.profile:
-            from .cycles import board_timing
-            timing = board_timing(board, a.flash_wait_states)
+            from .cycles import board_model
+            timing = board_model(board, a.flash_wait_states)
         elif a.flash_wait_states is not None:
             raise AotError("--flash-wait-states is for the cycle model: add --profile")
         fw = build_firmware(a.model, a.board, a.opt or "-O2", log=log)
@@ -272,8 +272,8 @@ def _cmd_size(a):
     check_board_target(a.model, a.board, a.allow_target_mismatch)
     timing = None
     if a.cycles:
-        from .cycles import board_timing
-        timing = board_timing(load_board(a.board), a.flash_wait_states)
+        from .cycles import board_model
+        timing = board_model(load_board(a.board), a.flash_wait_states)
     elif a.flash_wait_states is not None:
         raise AotError("--flash-wait-states is for the cycle model: add --cycles")
     rep, _ = measure(a.model, a.board, a.opt, cycles=timing)

@@ -167,6 +167,25 @@ def board_timing(board, flash_wait_states=None):
     return t.with_memory(ws, start, start + int(flash["bytes"]))
 
 
+class CycleModel:
+    """What aot.firmware runs a firmware with to estimate its cycles: the plugin's QEMU arguments
+    and the report it leaves (the firmware layer knows nothing of the model)."""
+
+    def __init__(self, timing):
+        self.timing = timing
+
+    def qemu_args(self, fw, workdir, log=None):
+        return ["-plugin", plugin_argument(fw, workdir, self.timing, log=log)]
+
+    def report(self, workdir):
+        return read_report(workdir, self.timing)
+
+
+def board_model(board, flash_wait_states=None):
+    """The cycle model of a board's core with its memory model (or the wait states given)."""
+    return CycleModel(board_timing(board, flash_wait_states))
+
+
 def _call_sites(fw, executor_ranges, prefix, executor_names=()):
     """[(start, end, kernel)]: the executor's code by the kernel call it belongs to, from the
     firmware's line tables: an address whose line in the executor's own source is the statement
@@ -260,9 +279,9 @@ def run_program(board_name, c_source, timing=None, opt="-O2", timeout=120):
     calls aot_profile_start() and aot_profile_stop() around the code to price, from
     "semihost.h") built with the board's startup code, flags and link script. The cycle model's
     own tests and calibration run micro-benchmarks of known cost through it."""
-    from .firmware import LINK, LIBS, board_dir, load_qemu_board, _need_tool
+    from .firmware import LINK, LIBS, board_dir, load_qemu_board, need_tool
     b = load_qemu_board(board_name)
-    _need_tool(b["cc"], "the Arm embedded toolchain builds the program")
+    need_tool(b["cc"], "the Arm embedded toolchain builds the program")
     common = board_dir("cortex_m")
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "bench.c")
@@ -283,10 +302,10 @@ def run_elf(board_name, elf, timing=None, timeout=600, workdir=None):
     and aot_profile_stop() (boards/cortex_m/semihost.c) around what it prices: another runtime's
     build, for one (docs/cycles.md's calibration runs TFLite Micro's that way). Run in `workdir`
     (its semihosting files), or a scratch directory."""
-    from .firmware import load_qemu_board, qemu_command, _need_tool
+    from .firmware import load_qemu_board, qemu_command, need_tool
     from types import SimpleNamespace
     b = load_qemu_board(board_name)
-    _need_tool(b["qemu"]["binary"], "QEMU runs the firmware")
+    need_tool(b["qemu"]["binary"], "QEMU runs the firmware")
     timing = timing or board_timing(b)
     with tempfile.TemporaryDirectory() as scratch:
         d = workdir or scratch

@@ -44,7 +44,7 @@ def load_qemu_board(name):
     return b
 
 
-def _need_tool(tool, what):
+def need_tool(tool, what):
     if shutil.which(tool) is None:
         raise AotError(f"{tool} not found: {what} (Debian: apt-get install --no-install-recommends "
                        "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)")
@@ -79,7 +79,7 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None, extra_sourc
     data = tar_bytes(tar)
     m = read_valid_mlf(data, label_of(tar))
     refuse_device(m, board)
-    _need_tool(b["cc"], "the Arm embedded toolchain builds board firmware")
+    need_tool(b["cc"], "the Arm embedded toolchain builds board firmware")
     files = _board_files(b)
     h = hashlib.sha256(data)
     for name in sorted(files):
@@ -154,17 +154,16 @@ def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=3
                  cycles=None):
     """(outputs {name: array}, stats) of the MLF run once on the emulated board (fw: the
     firmware if already built; workdir: the semihosting directory to run in, kept afterwards;
-    cycles: a timing table (aot.cycles.board_timing) to estimate cycles with, in stats['cycles'])."""
+    cycles: a cycle model (aot.cycles.board_model) to estimate cycles with, in stats['cycles'])."""
     fw = fw or build_firmware(tar, board, opt, log=log)
     b, m = fw.board, fw.mlf
-    _need_tool(b["qemu"]["binary"], "QEMU runs the firmware")
+    need_tool(b["qemu"]["binary"], "QEMU runs the firmware")
     info = m.aot
     with contextlib.nullcontext(workdir) if workdir else tempfile.TemporaryDirectory() as d:
         write_inputs(info, inputs, d)
         cmd = qemu_command(b, fw.elf)
         if cycles is not None:
-            from .cycles import plugin_argument
-            cmd[1:1] = ["-plugin", plugin_argument(fw, d, cycles, log=log)]
+            cmd[1:1] = cycles.qemu_args(fw, d, log=log)
         if log:
             log(" ".join(cmd))
         try:
@@ -193,8 +192,7 @@ def run_firmware(tar, inputs: dict, board="qemu-cortex-m4", opt="-O2", timeout=3
             outs[t["name"]] = np.fromfile(p, dtype=t["dtype"]).reshape(t["shape"])
         estimate = None
         if cycles is not None:
-            from .cycles import read_report
-            estimate = read_report(d, cycles)
+            estimate = cycles.report(d)
     ticks = stats.get("ticks_lo", 0) + (stats.get("ticks_hi", 0) << 32)
     stats = {"ticks": ticks, "instructions": round(ticks * 1e9 / b["systick_hz"]),
              "resolution_instructions": 1e9 / b["systick_hz"], "stack_bytes": stats.get("stack_used")}
@@ -280,8 +278,8 @@ def format_size(rep):
 
 def measure(tar, board="qemu-cortex-m4", opt="-O2", inputs=None, log=None, cycles=None):
     """Size report with the measured stack and instruction count, from one run (zero inputs
-    unless given); cycles: a timing table, for the estimated cycles (key 'cycles', the total, and
-    'cycle_model': per kernel, the memory model)."""
+    unless given); cycles: a cycle model (aot.cycles.board_model), for the estimated cycles (key
+    'cycles', the total, and 'cycle_model': per kernel, the memory model)."""
     fw = build_firmware(tar, board, opt, log=log)
     if inputs is None:
         inputs = {t["name"]: np.zeros(t["shape"], t["dtype"]) for t in fw.mlf.aot["inputs"]}

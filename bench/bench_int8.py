@@ -98,7 +98,7 @@ def main():
           f"{'instr/MAC':>9s} {'est. cycles':>12s} {'MAC/cyc':>7s} {'leader':>8s} {'ours/ldr':>8s} "
           f"{'TFLM instr':>11s} {'TFLM cyc':>11s} {'TFLM/ours':>9s}  matches TFLM")
     from tflite_micro.python.tflite_micro import runtime
-    from aot.cycles import board_timing, run_elf
+    from aot.cycles import board_model, board_timing, run_elf
     from boards import load_board
     for rel, res in results:
         x = res.graph.inputs[0]
@@ -114,7 +114,8 @@ def main():
                     res = aot.compile(os.path.join(MLPERF, rel), target=f"c -mcpu={board.split('-', 1)[1]}")
             b = load_board(board)
             timing = None if a.no_cycles else board_timing(b)
-            rep, outs = measure(res.tar, board, a.opt, inputs={x.name: feed}, cycles=timing)
+            rep, outs = measure(res.tar, board, a.opt, inputs={x.name: feed},
+                                cycles=None if a.no_cycles else board_model(b))
             same = outs is not None and np.array_equal(outs[res.graph.output_names[0]], ref)
             cyc = rep.get("cycles")
             leader = LEADERS.get(b["core"], {}).get(SHORT[rel])

@@ -207,14 +207,14 @@ def test_size_cycles_json_totals_and_kernels(tmp_path):
 
 def test_flash_wait_states_add_per_load(tmp_path):
     import aot
-    from aot.cycles import board_timing
+    from aot.cycles import board_model
     from aot.firmware import measure
     from boards import load_board
     path = tmp_path / "m.tflite"
     path.write_bytes(small_int8_tflite())
     tar = aot.compile(str(path), target="c -mcpu=cortex-m4").tar
     b = load_board("qemu-cortex-m4")
-    c = [measure(tar, "qemu-cortex-m4", cycles=board_timing(b, ws))[0]["cycle_model"] for ws in (0, 1, 3)]
+    c = [measure(tar, "qemu-cortex-m4", cycles=board_model(b, ws))[0]["cycle_model"] for ws in (0, 1, 3)]
     loads = c[1]["cycles"] - c[0]["cycles"]
     assert loads > 0                                  # the constants live in flash and are loaded
     assert c[2]["cycles"] - c[0]["cycles"] == 3 * loads

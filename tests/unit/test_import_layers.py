@@ -14,7 +14,7 @@ TIERS = (
               "aot.memory_plan", "aot.uma", "aot.deprecation")),
     ("printers", ("codegen_c", "mlf")),
     ("driver", ("aot.compiler", "aot.cli", "aot.host", "aot.firmware", "aot.project", "aot.debug", "aot.backend", "aot.source_check",
-                "aot.conformance", "aot.memory_report", "aot.__main__")),
+                "aot.conformance", "aot.memory_report", "aot.cycles", "aot.__main__")),
     # TVM's Python API over the driver: relay (its build calls aot.compiler.compile_model), the
     # graph executor, aot.build's modules, TVMScript, and the package's own names
     ("api", ("aot.relay", "aot.contrib", "aot.module", "aot.runtime", "aot.script", "aot.testing", "aot.micro",
