@@ -180,13 +180,14 @@ def small_int8_tflite():
     return mb.finish(inputs=[x], outputs=[z])
 
 
-def test_size_cycles_json_totals_and_kernels(tmp_path):
+@pytest.mark.parametrize("board", ["qemu-cortex-m4", "qemu-cortex-m33", "qemu-cortex-m7", "qemu-cortex-m55"])
+def test_size_cycles_json_totals_and_kernels(tmp_path, board):
     import aot
     path = tmp_path / "m.tflite"
     path.write_bytes(small_int8_tflite())
     tar = tmp_path / "m.tar"
-    aot.compile(str(path), str(tar), target="c -mcpu=cortex-m4")
-    r = subprocess.run([sys.executable, "-m", "aot", "size", str(tar), "--board", "qemu-cortex-m4", "--cycles",
+    aot.compile(str(path), str(tar), target=f"c -mcpu={board.split('-', 1)[1]}")
+    r = subprocess.run([sys.executable, "-m", "aot", "size", str(tar), "--board", board, "--cycles",
                         "--json"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
@@ -200,9 +201,10 @@ def test_size_cycles_json_totals_and_kernels(tmp_path):
     assert any(n.startswith("fused_q") for n in names), names
     assert "zero wait states" in model["memory_model"]
     # the text report names the model and the kernels
-    r = subprocess.run([sys.executable, "-m", "aot", "size", str(tar), "--board", "qemu-cortex-m4", "--cycles"],
+    r = subprocess.run([sys.executable, "-m", "aot", "size", str(tar), "--board", board, "--cycles"],
                        capture_output=True, text=True)
-    assert r.returncode == 0 and "estimated cycles per inference" in r.stdout and "cortex-m4 timing model" in r.stdout
+    core = board.split("-", 1)[1]
+    assert r.returncode == 0 and "estimated cycles per inference" in r.stdout and f"{core} timing model" in r.stdout
 
 
 def test_flash_wait_states_add_per_load(tmp_path):
