@@ -474,8 +474,7 @@ static uint64_t base_price(const struct insn *d, const struct insn *prev) {
       return d->reg_offset ? T[K_STR_REG] : T[K_STR];
     case C_LDRD: return T[K_LDRD];
     case C_STRD: return T[K_STRD];
-    case C_LDM: case C_STM: return T[K_LDM_BASE] + d->n;
-    case C_POP_PC: return T[K_LDM_BASE] + d->n;
+    case C_LDM: case C_STM: case C_POP_PC: return T[K_LDM_BASE] + d->n;   /* POP {PC}'s refill: at run time */
     case C_LDR_PC: return T[K_LDR];
     case C_B: case C_BCOND: case C_BL: case C_BX: case C_WLS: return 1;
     case C_LOOP_END: return T[K_LE];
@@ -716,8 +715,14 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   b->refill = T[K_REFILL];
   for (i = 0; i < n; i++) {
     struct qemu_plugin_insn *qi = qemu_plugin_tb_get_insn(tb, i);
-    const uint8_t *bytes = qemu_plugin_insn_data(qi);
     size_t size = qemu_plugin_insn_size(qi);
+#if QEMU_PLUGIN_VERSION >= 2
+    /* QEMU 9 copies the bytes out rather than lending them */
+    uint8_t bytes[8] = {0};
+    (void)qemu_plugin_insn_data(qi, bytes, sizeof bytes);
+#else
+    const uint8_t *bytes = qemu_plugin_insn_data(qi);
+#endif
     struct insn *d = &b->ins[i];
     if (size >= 2u) {
       size_t w = thumb_size((unsigned)bytes[0] | ((unsigned)bytes[1] << 8));
