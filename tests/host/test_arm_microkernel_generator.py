@@ -13,6 +13,7 @@ import io
 import os
 import shutil
 import subprocess
+import tempfile
 import tokenize
 
 import numpy as np
@@ -200,6 +201,12 @@ def _c_program():
         "}",
         "static int32_t rdbpot_bit(int32_t q, int32_t e) {", ind(fx.rdbpot_bit_lines("q", "y", "e")),
         "  return q;", "}",
+        # dw_s8's DSP form: no branch (rdbpot over every shift 0..31 with the sign word telling
+        # a shift from none; the whole MBQM)
+        "static int32_t rdbpot_flat(int32_t q, int32_t e) {", "  int32_t sh = -e;",
+        ind(fx.rdbpot_flat_lines("q", "e", "sh")), "  return q;", "}",
+        "static int32_t mbqm_flat(int32_t x, int32_t mult, int32_t shift) {",
+        ind(fx.mbqm_flat_lines("x", "mult", "shift", "q", fx.INT32_LITERALS)), "  return q;", "}",
         # the renderer's helpers
         "static int32_t srdhm_helper(int32_t a, int32_t b) {",
         f"  int64_t ab = {fx.product('a', 'b')};",
@@ -214,11 +221,13 @@ def _c_program():
         "    switch (op) {",
     ]
     names = ["srdhm_lines", "rdbpot_lines", "srdhm_both", "rdbpot_thr", "rdbpot_half", "srdhm_literal",
-             "rdbpot_bit", "srdhm_helper", "rdbpot_helper"]
+             "rdbpot_bit", "srdhm_helper", "rdbpot_helper", "rdbpot_flat"]
     parts += [f"      case {k}: r = {n}(x, y); break;" for k, n in enumerate(names)]
-    # mbqm takes three operands: op 164 + its shift, the multiplier in a, x in b
+    # mbqm takes three operands: op 164 + its shift (mbqm_flat: 264 + its shift), the multiplier
+    # in a, x in b
     parts += ["      default:", "        if (op < 100) {", "          return 1;", "        }",
-              "        r = mbqm_lines(y, x, (int32_t)(op - 164));", "    }",
+              "        r = op >= 200 ? mbqm_flat(y, x, (int32_t)(op - 264)) : mbqm_lines(y, x, (int32_t)(op - 164));",
+              "    }",
               "    printf(\"%ld\\n\", (long)r);", "  }", "  return 0;", "}"]
     return "\n".join(parts) + "\n", names
 
@@ -268,6 +277,11 @@ def test_the_bit_form_of_the_rounding_shift_is_gemmlowps(emitted):
     _check(emitted, "rdbpot_bit", [(x, e) for x in _values() if x != I32_MIN for e in range(1, 32)], _rdbpot_ref)
 
 
+def test_the_flat_form_of_the_rounding_shift_is_gemmlowps(emitted):
+    # dw_s8's DSP form: every shift 0..31 (0: no rounding at all), no mask; x above INT32_MIN
+    _check(emitted, "rdbpot_flat", [(x, e) for x in _values() if x != I32_MIN for e in range(32)], _rdbpot_ref)
+
+
 def test_the_saturating_half_form_is_gemmlowps_where_it_does_not_saturate(emitted):
     # pw_s8's fast path: shifts 1..23; where x + 2^(e-1) saturates, at least 2^(31-e) - 1 (>= 255,
     # which its int8 clamp turns into hi just as the exact value)
@@ -280,13 +294,55 @@ def test_the_saturating_half_form_is_gemmlowps_where_it_does_not_saturate(emitte
             assert g >= (1 << (31 - e)) - 1 and _rdbpot_ref(x, e) >= (1 << (31 - e)) - 1, (x, e)
 
 
-def test_the_emitted_requantisation_is_tflites(emitted):
+@pytest.mark.parametrize("base", [164, 264], ids=["lines", "flat"])
+def test_the_emitted_requantisation_is_tflites(emitted, base):
     ops, run = emitted
     xs, ms = _values(40, seed=1), [I32_MIN, -(1 << 30), 1, 1 << 30, 1518500250, I32_MAX] + _values(10, seed=2)
     cases = [(x, m, s) for x in xs for m in ms for s in range(-31, 31)]
-    got = run([(164 + s, m, x) for x, m, s in cases])
+    got = run([(base + s, m, x) for x, m, s in cases])
     bad = [(c, g) for c, g in zip(cases, got) if g != _mbqm_ref(*c)]
     assert not bad, bad[:5]
+
+
+def test_the_flat_requantisation_is_the_numpy_reference():
+    """mbqm_flat_lines against aot/ops/fixed_point.py's mbqm_np (TFLite's arithmetic written from its
+    definitions) on random and edge accumulators, multipliers and every shift of the contract
+    (aot/ops/quant_rules.py: -31..30), where the left shift keeps x in int32 as the contract asks."""
+    from aot.ops.fixed_point import mbqm_np
+    from aot.ops.quant_rules import MAX_SHIFT
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    rng = np.random.default_rng(7)
+    xs = EDGES + [int(v) for v in rng.integers(I32_MIN, I32_MAX, 60, endpoint=True)] + \
+        [int(v) for v in rng.integers(-(1 << 20), 1 << 20, 60)]
+    ms = [I32_MIN, -(1 << 30), 0, 1, 1 << 30, (1 << 31) - 1, 1518500250] + \
+        [int(v) for v in rng.integers(1 << 30, 1 << 31, 20)]
+    cases = [(x, m, s) for x in xs for m in ms for s in range(-31, MAX_SHIFT + 1)
+             if I32_MIN <= x * (1 << max(s, 0)) <= I32_MAX]
+    with tempfile.TemporaryDirectory() as d:
+        from aot.tir.intrin import gemmlowp as fx
+        src = "\n".join(["#include <stdint.h>", "#include <stdio.h>",
+                         "static int32_t mbqm_flat(int32_t x, int32_t mult, int32_t shift) {",
+                         *["  " + x for x in fx.mbqm_flat_lines("x", "mult", "shift", "q", fx.INT32_LITERALS)],
+                         "  return q;", "}", "int main(void) {", "  long x, m, s;",
+                         '  while (scanf("%ld %ld %ld", &x, &m, &s) == 3) {',
+                         '    printf("%ld\\n", (long)mbqm_flat((int32_t)x, (int32_t)m, (int32_t)s));', "  }",
+                         "  return 0;", "}"]) + "\n"
+        with open(os.path.join(d, "f.c"), "w") as f:
+            f.write(src)
+        cmd = ["gcc", *STRICT, "-O2", "-fsanitize=undefined", "-fno-sanitize-recover", os.path.join(d, "f.c"),
+               "-o", os.path.join(d, "f")]
+        got = subprocess.run(cmd, capture_output=True, text=True)
+        if got.returncode and "sanitize" in got.stderr:
+            got = subprocess.run([c for c in cmd if "sanitize" not in c], capture_output=True, text=True)
+        assert got.returncode == 0, got.stderr
+        out = subprocess.run([os.path.join(d, "f")], input="".join(f"{x} {m} {s}\n" for x, m, s in cases),
+                             capture_output=True, text=True, check=True)
+    got = np.array([int(v) for v in out.stdout.split()], np.int64)
+    x, m, s = (np.array(v, np.int64) for v in zip(*cases))
+    want = mbqm_np(x, m, s)
+    bad = np.nonzero(got != want)[0]
+    assert not len(bad), [(cases[i], int(got[i]), int(want[i])) for i in bad[:5]]
 
 
 # -- one copy ---------------------------------------------------------------------------------

@@ -23,7 +23,11 @@ window at a padded border only moves the pointers and shortens kh, kw. Bodies:
   only at INT32_MIN^2 as gemmlowp does), and RoundingDivideByPOT (half away from zero) is
   vrshl's half-up rounding after subtracting one from negative values when the shift is nonzero;
 - DSP (SIMD32): four channels per 32-bit load, widened to int16 pairs (__sxtab16 adds the
-  offset), each lane's product accumulated on its own with __smlabb/__smlatt; scalar tails;
+  offset), each lane's product accumulated on its own with __smlabb/__smlatt; a whole 3x3 window
+  in straight code (a compiler fence between taps keeps gcc from hoisting all 18 loads and
+  spilling), clipped windows by rows of 3 or 2 taps; the requantisation without a branch
+  (gemmlowp.mbqm_flat_lines; int8's own clamp one SSAT); scalar tails. GCC inlines this body at
+  every call (forced_inline), so that the strides and the channel count are constants there;
 - plain C: the loops.
 """
 from __future__ import annotations
@@ -34,7 +38,7 @@ from ..stmt import Allocate, For, Seq, Store
 from ...targets.cortex_m import core
 from .arm import flat_index, int8_operand, step
 from .base import TensorIntrin, register_intrin
-from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mbqm_flat_lines, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
                        product, rdbpot_bit_lines, srdhm)
 from .requant import match_requant
 
@@ -59,12 +63,12 @@ def _taps(load_a, load_b):
             "    }"]
 
 
-def _tap4(pad):
-    """The DSP body's step over one window tap for channels k .. k+3: a word of each operand,
-    widened to int16 lanes (the input offset added), each lane's product accumulated."""
+def _tap4(pad, pa="pa", pb="pb"):
+    """The DSP body's step over one window tap for channels k .. k+3: a word of each operand (at
+    pa, pb), widened to int16 lanes (the input offset added), each lane's product accumulated."""
     return [pad + x for x in (
-        "memcpy(&xa, pa, 4);",
-        "memcpy(&xb, pb, 4);",
+        f"memcpy(&xa, {pa}, 4);",
+        f"memcpy(&xb, {pb}, 4);",
         "ea = __sxtab16(off2, (int32_t)xa);",           # channels 0, 2
         "oa = aot_dw_s8_odd(off2, xa);",                # channels 1, 3
         "eb = __sxtb16((int32_t)xb);",
@@ -72,9 +76,13 @@ def _tap4(pad):
         "a0 = __smlabb(ea, eb, a0);",
         "a2 = __smlatt(ea, eb, a2);",
         "a1 = __smlabb(oa, ob, a1);",
-        "a3 = __smlatt(oa, ob, a3);",
-        "pa += a_col;",
-        "pb += b_col;")]
+        "a3 = __smlatt(oa, ob, a3);")]
+
+
+def _at(x, r, s):
+    """The DSP body's pointer to tap (r, s) of operand x ('a' or 'b') for channel k."""
+    steps = [("" if n == 1 else f"{n} * ") + f"{x}_{w}" for n, w in ((r, "row"), (s, "col")) if n]
+    return " + ".join([f"{x} + k", *steps])
 
 
 # the DSP body's four accumulators of channels k .. k+3, requantised and stored
@@ -88,6 +96,9 @@ class DwS8(TensorIntrin):
     headers = {"mve": ("arm_mve.h",), "dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1, 2, 3, 4, 5)
     written_args = (0,)
+    # the DSP body inlined at each call: its strides and channel count become constants there
+    # (immediate load offsets, no stride registers to spill in the window loop)
+    forced_inline = ("defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",)
 
     def last_offsets(self, args):
         """The output and per-channel arrays: c elements; input and weights: the window's far corner
@@ -199,7 +210,7 @@ class DwS8(TensorIntrin):
         # renderer's aot_srdhm and aot_rdbpot compute them)
         # each helper only where a body that uses it is the one compiled (clang warns of unused ones)
         helper = [
-            "#if !defined(__ARM_FEATURE_MVE)",
+            "#if !defined(__ARM_FEATURE_MVE) && !defined(__ARM_FEATURE_DSP)",
             "static inline int32_t aot_dw_s8_requant(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
             "int32_t hi) {",
             "  int32_t x = sh > 0 ? (int32_t)((uint32_t)v << sh) : v;",
@@ -213,10 +224,31 @@ class DwS8(TensorIntrin):
             "}",
             "#endif",
         ]
+        # the DSP body's: the same value without a branch (gemmlowp's flat form), straight code
+        # in the epilogue's four channels
+        flat = [
+            "#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",
+            "static inline int32_t aot_dw_s8_requant(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
+            "int32_t hi) {",
+            *["  " + x for x in mbqm_flat_lines("v", "m", "sh", "q", INT32_LITERALS)],
+            "  q += zp;",
+            "  if (lo == -128 && hi == 127) {",            # int8's own range: one SSAT (inlined, a constant test)
+            "    return __ssat(q, 8);",
+            "  }",
+            "  q = q < lo ? lo : q;",
+            "  return q > hi ? hi : q;",
+            "}",
+            "#endif",
+        ]
         # the odd bytes of a word sign-extended to two int16 lanes plus off2: SXTAB16 rotates its
         # operand itself, which neither compiler folds __sxtab16(a, ror(x, 8)) into
         odd = [
             "#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",
+            "#if defined(__GNUC__)",
+            '#define AOT_DW_S8_FENCE() __asm__ volatile("" ::: "memory")',
+            "#else",
+            "#define AOT_DW_S8_FENCE() ((void)0)",
+            "#endif",
             "static inline int32_t aot_dw_s8_odd(int32_t off2, uint32_t x) {",
             "#if defined(__GNUC__)",
             "  int32_t r;",
@@ -237,7 +269,7 @@ class DwS8(TensorIntrin):
             "}",
             "#endif",
         ]
-        return "\n".join(helper + odd) + "\n" + super().c_source()
+        return "\n".join(helper + flat + odd) + "\n" + super().c_source()
 
     def bodies(self):
         mve = ["int32_t k, r, s;",
@@ -282,45 +314,65 @@ class DwS8(TensorIntrin):
                "  vstrbq_p_s16(out + k, v16, p);",
                "}",
                "return 0;"]
+        acc4 = "  int32_t a0 = bias[k], a1 = bias[k + 1], a2 = bias[k + 2], a3 = bias[k + 3];"
         dsp = ["int32_t k, r, s;",
                "int32_t whole = c - c % 4;",                      # channels in whole words
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
-               "for (k = 0; k < whole && a_k == 0; k += 4) {",    # one input value for all channels
-               "  int32_t a0 = bias[k], a1 = bias[k + 1], a2 = bias[k + 2], a3 = bias[k + 3];",
-               "  for (r = 0; r < kh; ++r) {",
-               "    const int8_t* pa = a + r * a_row;",
-               "    const int8_t* pb = b + r * b_row + k;",
-               "    for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
-               "      int32_t v = (int32_t)*pa + off;",            # in the bottom int16 lane
-               "      uint32_t xb;",
-               "      int32_t eb, ob;",
-               "      memcpy(&xb, pb, 4);",
-               "      eb = __sxtb16((int32_t)xb);",
-               "      ob = aot_dw_s8_odd0(xb);",
-               "      a0 = __smlabb(v, eb, a0);",
-               "      a2 = __smlabt(v, eb, a2);",
-               "      a1 = __smlabb(v, ob, a1);",
-               "      a3 = __smlabt(v, ob, a3);",
-               "    }",
-               "  }",
-               *_requant4,
-               "}",
-               "for (k = 0; k < whole && a_k != 0; k += 4) {",
-               "  int32_t a0 = bias[k], a1 = bias[k + 1], a2 = bias[k + 2], a3 = bias[k + 3];",
-               "  for (r = 0; r < kh; ++r) {",
-               "    const int8_t* pa = a + r * a_row + k;",
-               "    const int8_t* pb = b + r * b_row + k;",
+               # a whole 3x3 window (every pixel off the border): nine taps in straight code, a
+               # compiler fence after each so that its loads are not all hoisted (and spilled)
+               "if (a_k != 0 && kh == 3 && kw == 3) {",
+               "  for (k = 0; k < whole; k += 4) {",
+               "  " + acc4,
                "    uint32_t xa, xb;",
                "    int32_t ea, oa, eb, ob;",
-               "    if (kw == 3) {",                               # a 3-wide window's row unrolled
-               *[line for _ in range(3) for line in _tap4("      ")],
-               "    } else {",
-               "      for (s = 0; s < kw; ++s) {",
+               *[x for r in range(3) for t in range(3) for x in _tap4(
+                   "    ", _at("a", r, t), _at("b", r, t)) + ["    AOT_DW_S8_FENCE();"]],
+               *["  " + x for x in _requant4],
+               "  }",
+               "} else if (a_k != 0) {",
+               "  for (k = 0; k < whole; k += 4) {",
+               "  " + acc4,
+               "    uint32_t xa, xb;",
+               "    int32_t ea, oa, eb, ob;",
+               "    for (r = 0; r < kh; ++r) {",
+               "      const int8_t* pa = a + r * a_row + k;",
+               "      const int8_t* pb = b + r * b_row + k;",
+               "      if (kw == 3) {",                               # a 3-wide window's row unrolled
                *_tap4("        "),
+               *_tap4("        ", "pa + a_col", "pb + b_col"),
+               *_tap4("        ", "pa + 2 * a_col", "pb + 2 * b_col"),
+               "      } else if (kw == 2) {",                        # clipped at the left or right border
+               *_tap4("        "),
+               *_tap4("        ", "pa + a_col", "pb + b_col"),
+               "      } else {",
+               "        for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
+               *_tap4("          "),
+               "        }",
                "      }",
                "    }",
+               *["  " + x for x in _requant4],
                "  }",
-               *_requant4,
+               "} else {",
+               "  for (k = 0; k < whole; k += 4) {",              # one input value for all channels
+               "  " + acc4,
+               "    for (r = 0; r < kh; ++r) {",
+               "      const int8_t* pa = a + r * a_row;",
+               "      const int8_t* pb = b + r * b_row + k;",
+               "      for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
+               "        int32_t v = (int32_t)*pa + off;",            # in the bottom int16 lane
+               "        uint32_t xb;",
+               "        int32_t eb, ob;",
+               "        memcpy(&xb, pb, 4);",
+               "        eb = __sxtb16((int32_t)xb);",
+               "        ob = aot_dw_s8_odd0(xb);",
+               "        a0 = __smlabb(v, eb, a0);",
+               "        a2 = __smlabt(v, eb, a2);",
+               "        a1 = __smlabb(v, ob, a1);",
+               "        a3 = __smlabt(v, ob, a3);",
+               "      }",
+               "    }",
+               *["  " + x for x in _requant4],
+               "  }",
                "}",
                "for (k = whole; k < c; ++k) {",
                "  int32_t v = bias[k];",

@@ -21,7 +21,8 @@ class TensorIntrin:
     pointer_args = ()        # positions of the arguments that are pointers (a Load: &buf[index])
     extent_arg = 0           # the argument holding how many consecutive elements each pointer spans
     # feature macros under which GCC is told to inline it at every call (always_inline): gcc's
-    # unit-growth limit otherwise stops inlining a large micro-kernel once the file holds others
+    # unit-growth limit otherwise stops inlining a large micro-kernel once the file holds others.
+    # An entry is a macro's name or a whole preprocessor condition (one naming "defined(")
     forced_inline = ()
 
     def last_offsets(self, args) -> list:
@@ -60,7 +61,7 @@ class TensorIntrin:
         """The static inline function, every variant behind its feature macro."""
         lines = [f"static inline {self.signature()} {{"]
         if self.forced_inline:
-            when = " || ".join(f"defined({m})" for m in self.forced_inline)
+            when = " || ".join(m if "defined(" in m else f"defined({m})" for m in self.forced_inline)
             lines = [f"#if defined(__GNUC__) && ({when})",
                      f"static inline __attribute__((always_inline)) {self.signature()} {{", "#else", *lines, "#endif"]
         vs = self.variants()

@@ -79,6 +79,21 @@ def right_of(shift) -> str:
     return f"{shift} > 0 ? 0 : -{shift}"
 
 
+def right_from_left(left, shift) -> str:
+    """MBQM's rounding right shift from its left one (left_of(shift) in `left`): left - shift,
+    which is max(-shift, 0) without a second select."""
+    return f"{left} - {shift}"
+
+
+def srdhm_of_wrapped(q, limits=INT32_NAMES) -> str:
+    """srdhm's saturation applied to the int32 `q` that high_mul of a full int32 product gives:
+    that high word is INT32_MIN only for INT32_MIN * INT32_MIN (2^62, whose high word 2^31
+    wraps to it: every other product's lies in [-2^31 + 1, 2^31 - 1]), where srdhm is INT32_MAX.
+    One compare of the result, where srdhm's guard compares both operands."""
+    lo, hi = limits
+    return f"{q} == {lo} ? {hi} : {q}"
+
+
 # -- scalar: statements -----------------------------------------------------------------------
 def srdhm_lines(x, m) -> list:
     """C lines: x = srdhm(x, m) through the int64 `ab` the caller declares."""
@@ -105,6 +120,33 @@ def mbqm_lines(x, mult, shift) -> list:
             *srdhm_lines(x, mult),
             f"e = {right_of(shift)};",
             *rdbpot_lines(x, "e")]
+
+
+def rdbpot_flat_lines(q, e, sign, y="y") -> list:
+    """C lines: q = rdbpot(q, e) for every e in 0..31 with no branch and no mask: y = q less one
+    where q and `sign` are both negative (`sign` is negative exactly when e > 0: MBQM's shift),
+    then y / 2^e rounded half up, the bit below the shift being bit e of 2y (through uint32; 0
+    for e = 0, where y is q). y declared here; q must not be INT32_MIN."""
+    return [f"int32_t {y} = {q} + (({q} & {sign}) >> 31);",
+            f"{q} = ({y} >> {e}) + (int32_t)((((uint32_t){y} << 1) >> {e}) & 1u);"]
+
+
+def mbqm_flat_lines(x, mult, shift, q="q", limits=INT32_NAMES) -> list:
+    """C lines: int32 `q` = MultiplyByQuantizedMultiplier(x, mult, shift) (TFLite) with no branch
+    on the shift's sign, for a compiler to schedule as straight code (a conditional move at
+    most). They declare int32 left, right and y: left = max(shift, 0), right = max(-shift, 0)
+    (right_from_left); x shifted left through uint32 (no signed overflow); srdhm as high_mul of
+    the int64 product (a multiply-accumulate onto the 2^30 nudge) with the saturation tested on
+    the wrapped result (srdhm_of_wrapped); rdbpot by `right` in its flat form
+    (rdbpot_flat_lines, the shift's sign telling right > 0), exact for every right in 0..31.
+    High_mul's int64 -> int32 conversion of 2^31 (INT32_MIN * INT32_MIN) is gcc's and clang's
+    modulo conversion, as the left shift's."""
+    return [f"int32_t left = {left_of(shift)};",
+            f"int32_t right = {right_from_left('left', shift)};",
+            f"int32_t {q} = (int32_t)((uint32_t){x} << left);",
+            f"{q} = {high_mul(product(q, mult))};",
+            f"{q} = {srdhm_of_wrapped(q, limits)};",
+            *rdbpot_flat_lines(q, "right", shift)]
 
 
 def requantise_lines(x, mult, shift, zp="zp") -> list:
