@@ -13,7 +13,7 @@ of the convolutions and fully connected layers.
 Each board run also gives estimated cycles (the cycle model, docs/cycles.md, zero wait states),
 printed next to the best published MLPerf Tiny closed-division result for that core (latency x
 clock). --tflm DIR measures a TensorFlow Lite Micro + CMSIS-NN build of the same models in the
-same run: DIR/<board>/<kws|vww|ic|ad>.elf, firmware that calls aot_profile_start/stop around
+same run: DIR/<board>/<kws|vww|ic|ad>.elf (or DIR/m4/... by core), firmware that calls aot_profile_start/stop around
 Invoke (boards/cortex_m/semihost.h); docs/cycles.md says how the calibration's was built.
 
   python bench/bench_int8.py [--boards qemu-cortex-m4,qemu-cortex-m33,qemu-cortex-m7,qemu-cortex-m55]
@@ -120,8 +120,11 @@ def main():
             cyc = rep.get("cycles")
             leader = LEADERS.get(b["core"], {}).get(SHORT[rel])
             tflm = None
-            elf = os.path.join(a.tflm, board, SHORT[rel] + ".elf") if a.tflm else None
-            if elf and os.path.exists(elf):
+            # DIR/qemu-cortex-m4/kws.elf or DIR/m4/kws.elf
+            elfs = [os.path.join(a.tflm, d, SHORT[rel] + ".elf") for d in (board, board.rsplit("-", 1)[1])] \
+                if a.tflm else []
+            elf = next((e for e in elfs if os.path.exists(e)), None)
+            if elf:
                 tflm = run_elf(board, elf, timing)
             cols = [f"{cyc:,d}" if cyc else "-", f"{macs / cyc:.3f}" if cyc else "-",
                     f"{leader:.3f}M" if leader else "-", f"{cyc / (leader * 1e6):.2f}" if cyc and leader else "-",
