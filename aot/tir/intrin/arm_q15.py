@@ -32,8 +32,8 @@ from __future__ import annotations
 from ..expr import Const
 from ...targets.cortex_m import core
 from .base import TensorIntrin, per_tensor, register_intrin
-from .gemmlowp import (high_mul, left_of, low_mask, product, rdbpot, rdbpot_sat_half, right_of, round_threshold,
-                       srdhm)
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, left_of, low_mask, mbqm_doubled_lines, mbqm_halving_lines, product, rdbpot,
+                       right_of, round_threshold, srdhm)
 
 
 SMALL_CIN = 16      # up to this many input channels, four output channels a block (else two)
@@ -66,37 +66,38 @@ def _channel_consts(mult, shift):
             "thr = mask >> 1;"]
 
 
-def _requant_fast(v, c, out, right):
-    """_requant in fewer instructions, for a channel whose multiplier is not INT32_MIN (the one
-    product the doubling high multiply saturates) and whose shift lies in [-23, 30]. right (the
-    shift below 0, e = -shift, half = 2^(e-1)): gemmlowp's rounding shift as
-    (r + half - (r < 0)) >> e, the add saturating (__qadd): where r + half would pass INT32_MAX,
-    both give at least 2^(31-e) - 1 >= 255, which the clamp makes hi alike (hence e <= 23); else
-    a left shift and no rounding shift. The clamp: __ssat to int8, then lo and hi unless they
-    are int8's whole range (full)."""
-    return ([f"r = {v};" if right else f"r = (int32_t)((uint32_t){v} << sh);",
-             f"r = {high_mul(product('r', 'm', widen_b=False))};"]
-            + ([f"r = {rdbpot_sat_half('r', 'e')};"] if right else [])
-            + ["r = __ssat(r + zp, 8);", "if (!full) {", "  r = r < lo ? lo : r;", "  r = r > hi ? hi : r;", "}",
-               f"{out}[{c}] = (int8_t)r;"])
-
-
 def _dsp_requant(chans, mult, shift):
-    """C lines: each (channel, pixel 0's sum, pixel 1's sum) requantised, the way picked once per
-    channel for both pixels."""
-    out = []
+    """C lines: each (channel, pixel 0's sum, pixel 1's sum) requantised with no branch, then
+    stored: int8's whole range one __ssat each (full), else clamped to [lo, hi], one test for all
+    of them. Where the call's bound holds (fast: every sum shifted left by its channel's shift lies
+    in [-2^30, 2^30)), gemmlowp.mbqm_doubled_lines (one SMMULR); else mbqm_halving_lines. The
+    channel's shifts are worked out once for both pixels."""
+    out, vals = [], []
     for ch, a, b in chans:
-        out += [f"m = {mult.format(ch)};", f"sh = {shift.format(ch)};",
-                "if (m != INT32_MIN && sh < 0 && sh > -24) {",
-                "  e = -sh;",
-                "  half = 1 << (e - 1);",
-                *["  " + y for y in _requant_fast(a, ch, "out", True) + _requant_fast(b, ch, "o1", True)],
-                "} else if (m != INT32_MIN && sh >= 0) {",
-                *["  " + y for y in _requant_fast(a, ch, "out", False) + _requant_fast(b, ch, "o1", False)],
-                "} else {",
-                *["  " + y for y in _channel_consts("m", "sh")[2:] + _requant(a, ch, "out") + _requant(b, ch, "o1")],
-                "}"]
-    return out
+        out += [f"m = {mult.format(ch)};", f"sh = {shift.format(ch)};"]
+        for v, dst in ((a, "out"), (b, "o1")):
+            vals.append((f"v{len(vals)}", v, dst, ch))
+    out.append("int32_t " + ", ".join(r for r, _, _, _ in vals) + ";")
+    fast, slow = [], []
+    for k, (ch, a, b) in enumerate(chans):
+        m, sh = (f"{mult.format(ch)}", f"{shift.format(ch)}")
+        fast += ["{", f"  int32_t m = {m}, sh = {sh};",
+                 "  int32_t left = sh > 0 ? sh : 0;", "  int32_t keep = sh >> 31;",
+                 "  int32_t r1 = left - sh + keep, twice = left + 1;"]
+        for r, v, dst, c in vals[2 * k:2 * k + 2]:
+            fast += ["  {", *["    " + y for y in mbqm_doubled_lines(v, "m", "twice", "keep", "r1", "q")],
+                     f"    {r} = q + zp;", "  }"]
+        fast.append("}")
+        for r, v, dst, c in vals[2 * k:2 * k + 2]:
+            slow += ["{", f"  int32_t m = {m}, sh = {sh};",
+                     *["  " + y for y in mbqm_halving_lines(v, "m", "sh", "q", INT32_LITERALS)],
+                     f"  {r} = q + zp;", "}"]
+    out = [out[-1], "if (fast) {", *["  " + y for y in fast], "} else {", *["  " + y for y in slow], "}"]
+    out.append("if (full) {")
+    out += [f"  {dst}[{ch}] = (int8_t)__ssat({r}, 8);" for r, _, dst, ch in vals]
+    out.append("} else {")
+    out += [f"  {dst}[{ch}] = (int8_t)({clamp(r)});" for r, _, dst, ch in vals]
+    return out + ["}"]
 
 
 def _dsp_row(wp, accs, at=0):
@@ -112,6 +113,34 @@ def _dsp_row(wp, accs, at=0):
             f"{accs[1]} = __smlad({q[3]}, wh, {accs[1]});"]
 
 
+def _dsp_asm_pairs(groups=2):
+    """C lines: the two-channel block's loop over pairs of 4-byte groups (q != end2 on entry) as
+    Thumb-2 assembly: per group both weight words loaded and widened, both pixels' words, eight
+    SMLADs; 14 registers (the four sums, q, w0, w1 and six temporaries), the loop's end read from
+    memory. gcc's own allocation of the C form spills two of the sums."""
+    g = []
+    for at in range(groups):
+        b = 16 * at
+        g += ["ldr %[t0], [%[w0]], #4", "ldr %[t1], [%[w1]], #4",
+              f"ldr %[t2], [%[q], #{b}]", f"ldr %[t3], [%[q], #{b + 8}]",
+              "sxtb16 %[t4], %[t0]", "sxtb16 %[t5], %[t1]",
+              "smlad %[s00], %[t2], %[t4], %[s00]", "smlad %[s10], %[t2], %[t5], %[s10]",
+              "smlad %[s01], %[t3], %[t4], %[s01]", "smlad %[s11], %[t3], %[t5], %[s11]",
+              f"ldr %[t2], [%[q], #{b + 4}]", f"ldr %[t3], [%[q], #{b + 12}]",
+              "sxtb16 %[t0], %[t0], ror #8", "sxtb16 %[t1], %[t1], ror #8",
+              "smlad %[s00], %[t2], %[t0], %[s00]", "smlad %[s10], %[t2], %[t1], %[s10]",
+              "smlad %[s01], %[t3], %[t0], %[s01]", "smlad %[s11], %[t3], %[t1], %[s11]"]
+    g += [f"adds %[q], %[q], #{16 * groups}", "ldr %[t0], %[end]", "cmp %[q], %[t0]", "bne 1b"]
+    return (["const int8_t* w1 = w0 + sw;",
+             "int32_t t0, t1, t2, t3, t4, t5;",
+             '__asm__("1:\\n\\t"'] + [f'        "{x}\\n\\t"' for x in g] +
+            ['        : [s00] "+r"(s00), [s01] "+r"(s01), [s10] "+r"(s10), [s11] "+r"(s11), [q] "+r"(q),',
+             '          [w0] "+r"(w0), [w1] "+r"(w1), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2),',
+             '          [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5)',
+             '        : [end] "m"(end2)',
+             '        : "cc", "memory");'])
+
+
 def _dsp_channels(rows, mult, shift):
     """C lines: `rows` (2 or 1) output channels from c on, for both pixels in the scratch."""
     accs = [(f"s{j}0", f"s{j}1") for j in range(rows)]
@@ -122,14 +151,18 @@ def _dsp_channels(rows, mult, shift):
            *[f"int32_t {a} = bias[{ch}], {b} = bias[{ch}];" for (a, b), ch in zip(accs, chans)],
            "uint32_t wv;",
            "int32_t wl, wh;"]
-    if rows <= 2:
-        out.append("for (; q != end2; q += 8, w0 += 8) {")       # two groups a step: half the loop's overhead
-        for at in range(2):
-            for j, acc in enumerate(accs):
-                out += ["  " + y for y in _dsp_row(row[j], acc, at)]
-        out += ["}", "if (q != end) {"]
+    loop = ["for (; q != end2; q += 8, w0 += 8) {"]       # two groups a step: half the loop's overhead
+    for at in range(2):
+        for j, acc in enumerate(accs):
+            loop += ["  " + y for y in _dsp_row(row[j], acc, at)]
+    loop.append("}")
+    if rows == 2:
+        # the assembly takes 14 registers: gcc with optimisation gives them (clang and -O0 not)
+        out += ["#if defined(__OPTIMIZE__) && !defined(__clang__)",
+                "if (q != end2) {", *["  " + y for y in _dsp_asm_pairs()], "}", "#else", *loop, "#endif"]
     else:
-        out.append("for (; q != end; ) {")
+        out += loop
+    out.append("if (q != end) {")
     for j, acc in enumerate(accs):
         out += ["  " + y for y in _dsp_row(row[j], acc)]
     out += ["  q += 4;", "  w0 += 4;", "}",
@@ -177,7 +210,19 @@ class PwS8(TensorIntrin):
                "int32_t words = cin >> 2, rest = cin & 3, full = lo == -128 && hi == 127;",
                "int32_t p, c, k;",
                "const int32_t* end = buf + 4 * words, *end2 = buf + 8 * (words >> 1);",
-               "int32_t r, m, sh, left, e, mask, thr, half;",
+               # fast: every sum (at most |bias| + cin * 255 * 128) shifted left by its channel's
+               # shift within [-2^30, 2^30), where one SMMULR is the rounding multiply
+               "uint32_t bound = (uint32_t)cin * 32640u;",
+               "int32_t fast = cin < 32768;",
+               f"for (c = 0; c < {'cout' if pc else '1'}; ++c) {{",
+               f"  int32_t sc = {shift.format('c')};",
+               "  uint32_t b = bias[c] < 0 ? 0u - (uint32_t)bias[c] : (uint32_t)bias[c];",
+               "  fast = fast && sc < 30 && b < (1u << 30) && b + bound < ((uint32_t)1 << (30 - (sc > 0 ? sc : 0)));",
+               "}",
+               *([] if pc else ["for (c = 0; c < cout; ++c) {",
+                                "  uint32_t b = bias[c] < 0 ? 0u - (uint32_t)bias[c] : (uint32_t)bias[c];",
+                                "  fast = fast && b < (1u << 30) && b + bound < ((uint32_t)1 << (30 - (shift > 0 ? shift : 0)));",
+                                "}"]),
                "for (p = 0; p < npix; p += 2, a += 2 * sa, out += 2 * so) {",
                "  int8_t* o1 = npix - p > 1 ? out + so : out;",
                "  const int8_t* s1 = npix - p > 1 ? a + sa : a;",
@@ -200,11 +245,7 @@ class PwS8(TensorIntrin):
                "    d[0] = (int32_t)*s0++ + off;",
                "    d[1] = (int32_t)*s1++ + off;",
                "  }",
-               # few input channels: the call's time goes to each block's setup; four channels a block
-               f"  for (c = 0; c + 3 < cout && cin <= {SMALL_CIN}; c += 4) {{",
-               *["    " + y for y in _dsp_channels(4, mult, shift)],
-               "  }",
-               "  for (; c + 1 < cout; c += 2) {",
+               "  for (c = 0; c + 1 < cout; c += 2) {",
                *["    " + y for y in _dsp_channels(2, mult, shift)],
                "  }",
                "  if (c < cout) {",

@@ -149,6 +149,43 @@ def mbqm_flat_lines(x, mult, shift, q="q", limits=INT32_NAMES) -> list:
             *rdbpot_flat_lines(q, "right", shift)]
 
 
+def rdbpot_halving_lines(q, r1, keep) -> list:
+    """C lines: q = rdbpot(q, e) for every e in 0..31 in four operations and no mask, given
+    keep = -1 where e > 0 (else 0) and r1 = e - 1 where e > 0 (else 0): q less one where q is
+    negative and e > 0 (half away from zero is half up of q - 1), t = that >> r1, then half up
+    of t / 2 as t - (t >> 1) (floor((t + 1) / 2), which cannot overflow) where e > 0, t itself
+    where not. q must not be INT32_MIN."""
+    return [f"{q} += ({q} & {keep}) >> 31;",
+            f"{q} >>= {r1};",
+            f"{q} -= ({q} >> 1) & {keep};"]
+
+
+def mbqm_halving_lines(x, mult, shift, q="q", limits=INT32_NAMES) -> list:
+    """C lines: int32 `q` = MultiplyByQuantizedMultiplier(x, mult, shift) (TFLite) as
+    mbqm_flat_lines with no branch, its rounding shift rdbpot_halving_lines (two operations fewer
+    a value). They declare int32 left (max(shift, 0)), keep (shift >> 31: -1 where MBQM shifts
+    right) and r1 (the right shift less one where there is one: right_from_left plus keep), the
+    shift's part a compiler shares between values of one channel."""
+    return [f"int32_t left = {left_of(shift)};",
+            f"int32_t keep = {shift} >> 31;",
+            f"int32_t r1 = {right_from_left('left', shift)} + keep;",
+            f"int32_t {q} = (int32_t)((uint32_t){x} << left);",
+            f"{q} = {high_mul(product(q, mult))};",
+            f"{q} = {srdhm_of_wrapped(q, limits)};",
+            *rdbpot_halving_lines(q, "r1", "keep")]
+
+
+def mbqm_doubled_lines(x, mult, twice, keep, r1, q="q") -> list:
+    """C lines: int32 `q` = MultiplyByQuantizedMultiplier(x, mult, shift) (TFLite) for an x whose
+    left-shifted value x << left lies in [-2^30, 2^30) (the caller's bound): srdhm as Arm's SMMULR of
+    the doubled value (floor((2 x m + 2^31) / 2^32), which is srdhm's floor((x m + 2^30) / 2^31)
+    exactly and never its saturating case), twice = left + 1 the one shift; then
+    rdbpot_halving_lines with the channel's keep and r1 (mbqm_halving_lines')."""
+    return [f"int32_t {q} = (int32_t)((uint32_t){x} << {twice});",
+            f'__asm__("smmulr %0, %1, %2" : "=r"({q}) : "r"({q}), "r"({mult}));',
+            *rdbpot_halving_lines(q, r1, keep)]
+
+
 def requantise_lines(x, mult, shift, zp="zp") -> list:
     """C lines: TFLite's requantisation of x short of its clamp: mbqm, then the zero point."""
     return mbqm_lines(x, mult, shift) + [f"{x} += {zp};"]
