@@ -175,11 +175,6 @@ def _c_program():
     ind = lambda lines: "\n".join("  " + x for x in lines)     # noqa: E731
     parts = [
         "#include <stdint.h>", "#include <stdio.h>",
-        # ACLE's saturating add, for the host
-        "static int32_t __qadd(int32_t a, int32_t b) {",
-        "  int64_t s = (int64_t)a + b;",
-        "  return s > INT32_MAX ? INT32_MAX : (s < INT32_MIN ? INT32_MIN : (int32_t)s);",
-        "}",
         # the statement forms (dot_s8x4q, gconv, add_s8q)
         "static int32_t srdhm_lines(int32_t x, int32_t m) {", "  int64_t ab;", ind(fx.srdhm_lines("x", "m")),
         "  return x;", "}",
@@ -193,8 +188,6 @@ def _c_program():
         "static int32_t rdbpot_thr(int32_t r, int32_t e) {",
         f"  int32_t mask = {fx.low_mask('e')};", "  int32_t thr = mask >> 1;",
         f"  return {fx.rdbpot('r', 'e', fx.round_threshold('r', 'thr', sign_shift=True))};", "}",
-        "static int32_t rdbpot_half(int32_t r, int32_t e) {",
-        "  int32_t half = 1 << (e - 1);", f"  return {fx.rdbpot_sat_half('r', 'e')};", "}",
         # dw_s8's forms: the literals, over two lines; the bit below the shift
         "static int32_t srdhm_literal(int32_t x, int32_t m) {",
         f"  return {fx.srdhm('x', 'm', fx.high_mul(fx.product('x', 'm')), fx.INT32_LITERALS, sep=chr(10) + ' ' * 12 + ': ')};",
@@ -207,6 +200,13 @@ def _c_program():
         ind(fx.rdbpot_flat_lines("q", "e", "sh")), "  return q;", "}",
         "static int32_t mbqm_flat(int32_t x, int32_t mult, int32_t shift) {",
         ind(fx.mbqm_flat_lines("x", "mult", "shift", "q", fx.INT32_LITERALS)), "  return q;", "}",
+        # pw_s8's DSP forms: the rounding shift by halving (keep and r1 from the shift e as the
+        # kernel derives them from MBQM's), the whole MBQM with it
+        "static int32_t rdbpot_halving(int32_t q, int32_t e) {",
+        "  int32_t keep = e > 0 ? -1 : 0, r1 = e > 0 ? e - 1 : 0;",
+        ind(fx.rdbpot_halving_lines("q", "r1", "keep")), "  return q;", "}",
+        "static int32_t mbqm_halving(int32_t x, int32_t mult, int32_t shift) {",
+        ind(fx.mbqm_halving_lines("x", "mult", "shift", "q", fx.INT32_LITERALS)), "  return q;", "}",
         # the renderer's helpers
         "static int32_t srdhm_helper(int32_t a, int32_t b) {",
         f"  int64_t ab = {fx.product('a', 'b')};",
@@ -220,13 +220,14 @@ def _c_program():
         "    int32_t x = (int32_t)a, y = (int32_t)b, r = 0;",
         "    switch (op) {",
     ]
-    names = ["srdhm_lines", "rdbpot_lines", "srdhm_both", "rdbpot_thr", "rdbpot_half", "srdhm_literal",
-             "rdbpot_bit", "srdhm_helper", "rdbpot_helper", "rdbpot_flat"]
+    names = ["srdhm_lines", "rdbpot_lines", "srdhm_both", "rdbpot_thr", "srdhm_literal",
+             "rdbpot_bit", "srdhm_helper", "rdbpot_helper", "rdbpot_flat", "rdbpot_halving"]
     parts += [f"      case {k}: r = {n}(x, y); break;" for k, n in enumerate(names)]
-    # mbqm takes three operands: op 164 + its shift (mbqm_flat: 264 + its shift), the multiplier
-    # in a, x in b
+    # mbqm takes three operands: op 164 + its shift (mbqm_flat: 264, mbqm_halving: 364 + its
+    # shift), the multiplier in a, x in b
     parts += ["      default:", "        if (op < 100) {", "          return 1;", "        }",
-              "        r = op >= 200 ? mbqm_flat(y, x, (int32_t)(op - 264)) : mbqm_lines(y, x, (int32_t)(op - 164));",
+              "        r = op >= 300 ? mbqm_halving(y, x, (int32_t)(op - 364))",
+              "            : op >= 200 ? mbqm_flat(y, x, (int32_t)(op - 264)) : mbqm_lines(y, x, (int32_t)(op - 164));",
               "    }",
               "    printf(\"%ld\\n\", (long)r);", "  }", "  return 0;", "}"]
     return "\n".join(parts) + "\n", names
@@ -282,19 +283,27 @@ def test_the_flat_form_of_the_rounding_shift_is_gemmlowps(emitted):
     _check(emitted, "rdbpot_flat", [(x, e) for x in _values() if x != I32_MIN for e in range(32)], _rdbpot_ref)
 
 
-def test_the_saturating_half_form_is_gemmlowps_where_it_does_not_saturate(emitted):
-    # pw_s8's fast path: shifts 1..23; where x + 2^(e-1) saturates, at least 2^(31-e) - 1 (>= 255,
-    # which its int8 clamp turns into hi just as the exact value)
-    ops, run = emitted
-    cases = [(x, e) for x in _values() for e in range(1, 24)]
-    for (x, e), g in zip(cases, run([(ops["rdbpot_half"], x, e) for x, e in cases])):
-        if x + (1 << (e - 1)) - (x < 0) <= I32_MAX:
-            assert g == _rdbpot_ref(x, e), (x, e)
-        else:
-            assert g >= (1 << (31 - e)) - 1 and _rdbpot_ref(x, e) >= (1 << (31 - e)) - 1, (x, e)
+def test_the_halving_form_of_the_rounding_shift_is_gemmlowps(emitted):
+    # pw_s8's DSP form: every shift 0..31, four operations; x above INT32_MIN
+    _check(emitted, "rdbpot_halving", [(x, e) for x in _values() if x != I32_MIN for e in range(32)], _rdbpot_ref)
 
 
-@pytest.mark.parametrize("base", [164, 264], ids=["lines", "flat"])
+def test_smmulr_of_the_doubled_value_is_the_rounding_multiply_within_its_bound():
+    """mbqm_doubled_lines' identity, on which pw_s8's fast path rests: for x in [-2^30, 2^30) and
+    every int32 m, Arm's SMMULR of 2x and m (the high word of 2 x m + 2^31) is gemmlowp's
+    SaturatingRoundingDoublingHighMul(x, m). SMMULR's definition (Armv7-M ARM) written in Python,
+    checked against the reference on random and edge values."""
+    rng = np.random.default_rng(11)
+    xs = [-(1 << 30), -(1 << 30) + 1, -65537, -1, 0, 1, 65535, (1 << 30) - 1] + \
+        [int(v) for v in rng.integers(-(1 << 30), 1 << 30, 400)]
+    ms = [I32_MIN, I32_MIN + 1, -1, 0, 1, 1 << 30, I32_MAX] + [int(v) for v in rng.integers(I32_MIN, I32_MAX, 60)]
+    for x in xs:
+        for m in ms:
+            smmulr = ((2 * x) * m + (1 << 31)) >> 32
+            assert smmulr == _srdhm_ref(x, m), (x, m)
+
+
+@pytest.mark.parametrize("base", [164, 264, 364], ids=["lines", "flat", "halving"])
 def test_the_emitted_requantisation_is_tflites(emitted, base):
     ops, run = emitted
     xs, ms = _values(40, seed=1), [I32_MIN, -(1 << 30), 1, 1 << 30, 1518500250, I32_MAX] + _values(10, seed=2)
@@ -346,9 +355,9 @@ def test_the_flat_requantisation_is_the_numpy_reference():
 
 
 # -- one copy ---------------------------------------------------------------------------------
-# fragments only gemmlowp's arithmetic writes: the nudge, the remainder test, the saturating
-# half add, the Helium rounding multiply and rounding shift
-ROUNDING = ("<< 30))", "& mask)", "__qadd(", "vqrdmulhq_", "vrshlq_")
+# fragments only gemmlowp's arithmetic writes: the nudge, the remainder test, the Helium
+# rounding multiply and rounding shift, the SMMULR rounding multiply
+ROUNDING = ("<< 30))", "& mask)", "vqrdmulhq_", "vrshlq_", '"smmulr ')
 
 
 def _c_text(path):

@@ -18,25 +18,25 @@ only on input pixels up to p (a staged in-place conv: aot/schedules/inplace_conv
 reads and writes per pixel is the one aot/tir/inplace.py proves on the staged nest).
 
 DSP body: per 4 input bytes, one weight word per channel widened by __sxtb16 and its rotated form,
-two input words per pixel, eight __smlad: 16 multiply-accumulates in about 20 instructions as
-arm-none-eabi-gcc -O2 allocates them (two groups a loop step). With up to SMALL_CIN input
-channels, four output channels a block (the block's setup is then most of its time); else two,
-and a last odd one alone. The requantisation's way is picked once per channel for both pixels
-(_requant_fast: a saturating add and one shift for gemmlowp's rounding shift, __ssat for the
-clamp; the exact form for the rare multipliers and shifts it does not cover). An odd last pixel
-is paired with itself (its outputs written twice, the same). Plain body: the same through the
-scratch, one pixel at a time.
+two input words per pixel, eight __smlad: 16 multiply-accumulates. Two output channels a block
+(and a last odd one alone); under gcc with optimisation the block's loop over pairs of 4-byte
+groups is Thumb-2 assembly (14 registers: gcc's own allocation of the C form spills two sums),
+elsewhere the C loop. The requantisation has no branch: where the call's bound holds (every sum,
+at most |bias| + cin * 255 * 128, shifted left by its channel's shift stays in [-2^30, 2^30),
+checked once a call) the rounding multiply is one SMMULR of the doubled value
+(gemmlowp.mbqm_doubled_lines), else the exact halving form (mbqm_halving_lines); the clamp is
+__ssat for int8's whole range. An odd last pixel is paired with itself (its outputs written
+twice, the same). Plain body: the same through the scratch, one pixel at a time.
 """
 from __future__ import annotations
 
 from ..expr import Const
 from ...targets.cortex_m import core
 from .base import TensorIntrin, per_tensor, register_intrin
-from .gemmlowp import (INT32_LITERALS, clamp, high_mul, left_of, low_mask, mbqm_doubled_lines, mbqm_halving_lines, product, rdbpot,
-                       right_of, round_threshold, srdhm)
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, left_of, low_mask, mbqm_doubled_lines, mbqm_halving_lines,
+                       product, rdbpot, right_of, round_threshold, srdhm)
 
 
-SMALL_CIN = 16      # up to this many input channels, four output channels a block (else two)
 
 
 def buf_words(cin: int) -> int:

@@ -62,13 +62,6 @@ def rdbpot(x, e, threshold) -> str:
     return f"({x} >> {e}) + (({x} & mask) > {threshold})"
 
 
-def rdbpot_sat_half(x, e, half="half") -> str:
-    """RoundingDivideByPOT(x, e) for e >= 1 as (x + 2^(e-1) - (x < 0)) >> e, the add saturating
-    (ACLE's __qadd): where it saturates, the result is at least 2^(31-e) - 1, which only a clamp
-    to a narrower range may follow."""
-    return f"(__qadd({x}, {half}) + ({x} >> 31)) >> {e}"
-
-
 def left_of(shift) -> str:
     """MBQM's left shift: the shift where positive, else 0."""
     return f"{shift} > 0 ? {shift} : 0"
