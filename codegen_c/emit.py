@@ -346,6 +346,7 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
     if packed and (devices or plan.pools or plan.io_offsets is not None):
         raise AotError("--interface-api packed takes only the inputs and outputs: devices, workspace pools and "
                        "--use-workspace-io need --interface-api c")
+    defines = sorted(Target(target).family.c_defines(Target(target)).items())
     common = dict(mod=mod, MOD=MOD, target=comment_safe(target), devices=[device_member(d) for d in devices], packed=packed,
                   devices_param=f", struct tvmgen_{mod}_devices* devices" if devices else "")
     ws_io = plan.io_offsets is not None
@@ -362,7 +363,7 @@ def emit_c(plan, target="c", const_section=".rodata.tvm", workspace_section=".bs
                            externs=main.declarations(), includes=main.includes(exclude=modules),
                            main_prototype=proto, main_unused=unused, calls=calls, debug=debug, hooks=hooks,
                            opens=opens, closes=closes, activate=activate, deactivate=deactivate,
-                           records=records, module_decls=module_decls, **common)
+                           records=records, module_decls=module_decls, defines=defines, **common)
     out = {
         f"codegen/host/include/tvmgen_{mod}.h": header,
         f"codegen/host/src/{mod}_lib0.c": lib0,

@@ -36,6 +36,11 @@ class Family:
         """Whether a target of `kind` with -mcpu=mcpu (None when not given) is of this family."""
         return kind == self.kind
 
+    def c_defines(self, target) -> dict:
+        """{macro: value} the generated C defines for its micro-kernels: facts of the target that
+        no compiler predefines (a core's issue width, for one)."""
+        return {}
+
     def core(self, target):
         """The core's features for an MCU family; None elsewhere."""
         return None

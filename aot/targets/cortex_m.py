@@ -21,6 +21,7 @@ class Core:
     mve: bool = False     # Helium (M-profile Vector Extension), integer and float
     fpu: bool = False     # a single-precision FPU
     fma: bool = False     # its FPU fuses multiply-adds (VFMA)
+    dual_issue: bool = False  # it issues two instructions a cycle (no compiler macro tells it)
 
     @property
     def simd_bits(self):
@@ -45,11 +46,11 @@ def add_core(core: Core):
 
 for _core in (Core("cortex-m0"), Core("cortex-m0plus"), Core("cortex-m3"),
               Core("cortex-m4", dsp=True, fpu=True, fma=True),            # FPv4-SP
-              Core("cortex-m7", dsp=True, fpu=True, fma=True),            # FPv5
+              Core("cortex-m7", dsp=True, fpu=True, fma=True, dual_issue=True),   # FPv5
               Core("cortex-m33", dsp=True, fpu=True, fma=True),
               Core("cortex-m35p", dsp=True, fpu=True, fma=True),
               Core("cortex-m55", dsp=True, mve=True, fpu=True, fma=True),
-              Core("cortex-m85", dsp=True, mve=True, fpu=True, fma=True)):
+              Core("cortex-m85", dsp=True, mve=True, fpu=True, fma=True, dual_issue=True)):
     add_core(_core)
 
 
@@ -79,6 +80,12 @@ class CortexM(Family):
 
     def core(self, target):
         return core(target.mcpu)
+
+    def c_defines(self, target):
+        # the DSP micro-kernels' hand-scheduled loops group loads for a single-issue pipeline
+        # (pw_s8's): a dual-issue core keeps the compiler's schedule
+        c = core(target.mcpu)
+        return {"AOT_CORTEX_M_SINGLE_ISSUE": "1"} if c.variant == "dsp" and not c.dual_issue else {}
 
     # an M-profile core by its Arm name, with gcc's suffixes (cortex-m0plus, cortex-m35p, cortex-m4+nodsp):
     # one of the table's, or another Arm M-profile core, compiled with none of the extensions

@@ -19,9 +19,10 @@ reads and writes per pixel is the one aot/tir/inplace.py proves on the staged ne
 
 DSP body: per 4 input bytes, one weight word per channel widened by __sxtb16 and its rotated form,
 two input words per pixel, eight __smlad: 16 multiply-accumulates. Two output channels a block
-(and a last odd one alone); under gcc with optimisation the block's loop over pairs of 4-byte
-groups is Thumb-2 assembly (14 registers: gcc's own allocation of the C form spills two sums),
-elsewhere the C loop. The requantisation has no branch: where the call's bound holds (every sum,
+(and a last odd one alone); under gcc with optimisation, on a single-issue core (the
+AOT_CORTEX_M_SINGLE_ISSUE the Cortex-M family defines in the generated C), the block's loop over
+pairs of 4-byte groups is Thumb-2 assembly (14 registers: gcc's own allocation of the C form
+spills two sums; its loads grouped to pipeline), elsewhere the C loop. The requantisation has no branch: where the call's bound holds (every sum,
 at most |bias| + cin * 255 * 128, shifted left by its channel's shift stays in [-2^30, 2^30),
 checked once a call) the rounding multiply is one SMMULR of the doubled value
 (gemmlowp.mbqm_doubled_lines), else the exact halving form (mbqm_halving_lines); the clamp is
@@ -157,8 +158,10 @@ def _dsp_channels(rows, mult, shift):
             loop += ["  " + y for y in _dsp_row(row[j], acc, at)]
     loop.append("}")
     if rows == 2:
-        # the assembly takes 14 registers: gcc with optimisation gives them (clang and -O0 not)
-        out += ["#if defined(__OPTIMIZE__) && !defined(__clang__)",
+        # the assembly takes 14 registers: gcc with optimisation gives them (clang and -O0 not); its
+        # loads are grouped to pipeline on a single-issue core, which the target says it is
+        # (a dual-issue M7 pairs the compiler's interleaved C loop better)
+        out += ["#if defined(__OPTIMIZE__) && !defined(__clang__) && defined(AOT_CORTEX_M_SINGLE_ISSUE)",
                 "if (q != end2) {", *["  " + y for y in _dsp_asm_pairs()], "}", "#else", *loop, "#endif"]
     else:
         out += loop
