@@ -350,3 +350,14 @@ def test_a_new_gpu_api_is_one_file(tmp_path):
         assert validate(read_mlf(res.tar)) == []        # the MLF's checks know the family too
     finally:
         targets.FAMILIES[:] = before
+
+
+def test_single_issue_dsp_cores_tell_their_micro_kernels():
+    """pw_s8's assembly loop is scheduled for a single-issue pipeline: the Cortex-M family defines
+    AOT_CORTEX_M_SINGLE_ISSUE for the DSP cores without dual issue only."""
+    from aot.target import Target
+    got = {m: Target(f"c -mcpu={m}").family.c_defines(Target(f"c -mcpu={m}"))
+           for m in ("cortex-m4", "cortex-m33", "cortex-m7", "cortex-m55", "cortex-m3")}
+    assert got["cortex-m4"] == got["cortex-m33"] == {"AOT_CORTEX_M_SINGLE_ISSUE": "1"}
+    assert got["cortex-m7"] == got["cortex-m55"] == got["cortex-m3"] == {}
+    assert Target("c").family.c_defines(Target("c")) == {}
