@@ -252,7 +252,7 @@ def plugin_argument(fw, workdir, timing, log=None):
     for need in ("aot_profile_start", "aot_profile_stop"):
         if need not in syms:
             raise AotError(f"the firmware has no {need}: it was not built by aot's board harness")
-    mod = fw.mlf.aot.get("model_name") or fw.mlf.module.get("model_name") or "default"
+    mod = fw.mlf.module_name
     executor = {f"tvmgen_{mod}_run", f"tvmgen_{mod}___tvm_main__"}
     prefix = f"tvmgen_{mod}_"
     lines, entries = [], {}
@@ -309,7 +309,7 @@ def run_elf(board_name, elf, timing=None, timeout=600, workdir=None):
     timing = timing or board_timing(b)
     with tempfile.TemporaryDirectory() as scratch:
         d = workdir or scratch
-        fw = SimpleNamespace(elf=elf, board=b, mlf=SimpleNamespace(aot={"model_name": "bench"}, module={}))
+        fw = SimpleNamespace(elf=elf, board=b, mlf=SimpleNamespace(module_name="bench"))
         qemu = qemu_command(b, elf)
         qemu[1:1] = ["-plugin", plugin_argument(fw, d, timing)]
         try:

@@ -254,3 +254,16 @@ def test_cycle_options_refused_clearly(tmp_path):
                        "0 to 15")]:
         r = subprocess.run([sys.executable, "-m", "aot", *args], capture_output=True, text=True)
         assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_kernels_of_a_named_module_are_attributed(tmp_path):
+    """tvmgen_<mod>_ with a module name of the user's: the kernels are found by it, not by 'default'."""
+    import aot
+    from aot.cycles import board_model
+    from aot.firmware import measure
+    from boards import load_board
+    path = tmp_path / "m.tflite"
+    path.write_bytes(small_int8_tflite())
+    tar = aot.compile(str(path), target="c -mcpu=cortex-m4", model_name="my_net").tar
+    model = measure(tar, "qemu-cortex-m4", cycles=board_model(load_board("qemu-cortex-m4")))[0]["cycle_model"]
+    assert model["kernels"] and model["executor"]["cycles"] < model["cycles"] / 10
