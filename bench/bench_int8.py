@@ -98,7 +98,7 @@ def main():
           f"{'instr/MAC':>9s} {'est. cycles':>12s} {'MAC/cyc':>7s} {'leader':>8s} {'ours/ldr':>8s} "
           f"{'TFLM instr':>11s} {'TFLM cyc':>11s} {'TFLM/ours':>9s}  matches TFLM")
     from tflite_micro.python.tflite_micro import runtime
-    from aot.cycles import board_model, board_timing, run_elf
+    from aot.cycles import board_model, run_elf
     from boards import load_board
     for rel, res in results:
         x = res.graph.inputs[0]
@@ -113,9 +113,8 @@ def main():
                 with contextlib.redirect_stderr(io.StringIO()):
                     res = aot.compile(os.path.join(MLPERF, rel), target=f"c -mcpu={board.split('-', 1)[1]}")
             b = load_board(board)
-            timing = None if a.no_cycles else board_timing(b)
-            rep, outs = measure(res.tar, board, a.opt, inputs={x.name: feed},
-                                cycles=None if a.no_cycles else board_model(b))
+            model = None if a.no_cycles else board_model(b)
+            rep, outs = measure(res.tar, board, a.opt, inputs={x.name: feed}, cycles=model)
             same = outs is not None and np.array_equal(outs[res.graph.output_names[0]], ref)
             cyc = rep.get("cycles")
             leader = LEADERS.get(b["core"], {}).get(SHORT[rel])
@@ -125,7 +124,7 @@ def main():
                 if a.tflm else []
             elf = next((e for e in elfs if os.path.exists(e)), None)
             if elf:
-                tflm = run_elf(board, elf, timing)
+                tflm = run_elf(board, elf, model.timing if model else None)
             cols = [f"{cyc:,d}" if cyc else "-", f"{macs / cyc:.3f}" if cyc else "-",
                     f"{leader:.3f}M" if leader else "-", f"{cyc / (leader * 1e6):.2f}" if cyc and leader else "-",
                     f"{tflm['instructions_counted']:,d}" if tflm else "-", f"{tflm['cycles']:,d}" if tflm else "-",

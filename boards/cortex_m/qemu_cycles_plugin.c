@@ -562,7 +562,6 @@ struct block {
   int entry;             /* it is a kernel's entry */
   struct insn *ins;      /* its instructions, decoded */
   struct run alone;      /* its price entered by a branch (nothing before its first instruction) */
-  struct block *next;
 };
 
 static struct func *funcs;
@@ -575,7 +574,6 @@ static const struct block *prev_tb;
 static struct run prev_run;        /* how prev_tb was priced */
 static int prev_cur = -1;
 static uint64_t total_cycles, total_insns, total_wait, exec_cycles, exec_insns;
-static struct block *all_blocks;   /* kept for the life of the run (a block's price is its user data) */
 
 static void charge(int who, uint64_t cycles, uint64_t insns) {
   total_cycles += cycles;
@@ -755,8 +753,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     b->fallthrough = qemu_plugin_insn_vaddr(qi) + size;
   }
   b->alone = price_run(b->ins, n, NULL, 0, 0);
-  b->next = all_blocks;
-  all_blocks = b;
+  /* b lives as long as QEMU may run the block: it is the callback's user data */
   qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
 }
 
