@@ -294,7 +294,7 @@ def test_smmulr_of_the_doubled_value_is_the_rounding_multiply_within_its_bound()
     SaturatingRoundingDoublingHighMul(x, m). SMMULR's definition (Armv7-M ARM) written in Python,
     checked against the reference on random and edge values."""
     rng = np.random.default_rng(11)
-    xs = [-(1 << 30), -(1 << 30) + 1, -65537, -1, 0, 1, 65535, (1 << 30) - 1] + \
+    xs = [-(1 << 30) + 1, -65537, -1, 0, 1, 65535, (1 << 30) - 1] + \
         [int(v) for v in rng.integers(-(1 << 30), 1 << 30, 400)]
     ms = [I32_MIN, I32_MIN + 1, -1, 0, 1, 1 << 30, I32_MAX] + [int(v) for v in rng.integers(I32_MIN, I32_MAX, 60)]
     for x in xs:
@@ -354,10 +354,78 @@ def test_the_flat_requantisation_is_the_numpy_reference():
     assert not len(bad), [(cases[i], int(got[i]), int(want[i])) for i in bad[:5]]
 
 
+def _folded_cases(seed=5):
+    """(x, m, shift, zp) inside mbqm_folded_lines' conditions, as folded_requant checks them: edge
+    and random accumulators in (-2^30, 2^30), multipliers 0 and [2^30, 2^31), every right shift
+    1..31 and zero points across int8 (and beyond: the form does not need them in int8)."""
+    from aot.tir.intrin.gemmlowp import folded_requant
+    rng = np.random.default_rng(seed)
+    xs = [-(1 << 30) + 1, -65537, -4097, -4096, -2049, -2048, -3, -2, -1, 0, 1, 2, 3, 2047, 2048,
+          4096, (1 << 30) - 1] + [int(v) for v in rng.integers(-(1 << 30) + 1, 1 << 30, 40)] + \
+        [int(v) for v in rng.integers(-5000, 5000, 40)]
+    ms = [0, 1 << 30, 1518500250, I32_MAX] + [int(v) for v in rng.integers(1 << 30, 1 << 31, 8)]
+    cases = []
+    for s in range(-31, 0):
+        for zp in (-128, -1, 0, 5, 127, -1000):
+            for m in ms:
+                fast, c, e = folded_requant([0], [m], [s], zp, [max(abs(v) for v in xs)])
+                if fast:
+                    cases += [(x, m, s, zp, int(c[0])) for x in xs]
+    return cases
+
+
+def test_the_folded_requantisation_is_tflites():
+    """mbqm_folded_lines (pw_s8's table form) in its portable spelling (SMMLAR's definition in
+    int64), compiled with UBSan, against TFLite's MBQM plus the zero point written here, on
+    every case folded_requant accepts; the board tests run the SMMLAR spelling."""
+    from aot.tir.intrin import gemmlowp as fx
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    cases = _folded_cases()
+    assert len(cases) > 10000
+    src = "\n".join(["#include <stdint.h>", "#include <stdio.h>",
+                     "static int32_t folded(int32_t x, int32_t m, int32_t c, int32_t e) {",
+                     *["  " + y for y in fx.mbqm_folded_lines("x", "m", "c", "e", "q", asm=False)],
+                     "  return q;", "}", "int main(void) {", "  long x, m, c, e;",
+                     '  while (scanf("%ld %ld %ld %ld", &x, &m, &c, &e) == 4) {',
+                     '    printf("%ld\\n", (long)folded((int32_t)x, (int32_t)m, (int32_t)c, (int32_t)e));', "  }",
+                     "  return 0;", "}"]) + "\n"
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "f.c"), "w") as f:
+            f.write(src)
+        cmd = ["gcc", *STRICT, "-O2", "-fsanitize=undefined", "-fno-sanitize-recover", os.path.join(d, "f.c"),
+               "-o", os.path.join(d, "f")]
+        got = subprocess.run(cmd, capture_output=True, text=True)
+        if got.returncode and "sanitize" in got.stderr:
+            got = subprocess.run([c for c in cmd if "sanitize" not in c], capture_output=True, text=True)
+        assert got.returncode == 0, got.stderr
+        out = subprocess.run([os.path.join(d, "f")], input="".join(f"{x} {m} {c} {-s}\n" for x, m, s, zp, c in cases),
+                             capture_output=True, text=True, check=True)
+    got = [int(v) for v in out.stdout.split()]
+    bad = [(cs, g) for cs, g in zip(cases, got) if g != _mbqm_ref(cs[0], cs[1], cs[2]) + cs[3]]
+    assert not bad, bad[:5]
+
+
+def test_folded_requant_refuses_what_the_form_cannot_hold():
+    """The exact form is kept (fast False, the shifts as they were) for a left shift or none, a
+    negative multiplier, an accumulator bound of 2^30 or more, and a zero point whose folded
+    constant leaves int32's room."""
+    from aot.tir.intrin.gemmlowp import folded_requant
+    ok = ([100], [1 << 30], [-7], 3, [1000])
+    assert folded_requant(*ok)[0]
+    fast, c, e = folded_requant(*ok)
+    assert (int(c[0]), int(e[0])) == ((1 << 6) + 3 * (1 << 7), 7)
+    for bias, m, s, zp, bound in [([100], [1 << 30], [0], 3, [1000]), ([100], [1 << 30], [2], 3, [1000]),
+                                  ([100], [-5], [-7], 3, [1000]), ([1 << 29], [1 << 30], [-7], 3, [1 << 29]),
+                                  ([0], [1 << 30], [-24], 127, [10])]:
+        fast, c, e = folded_requant(bias, m, s, zp, bound)
+        assert not fast and list(e) == s and not c.any(), (bias, m, s, zp, bound)
+
+
 # -- one copy ---------------------------------------------------------------------------------
 # fragments only gemmlowp's arithmetic writes: the nudge, the remainder test, the Helium
-# rounding multiply and rounding shift, the SMMULR rounding multiply
-ROUNDING = ("<< 30))", "& mask)", "vqrdmulhq_", "vrshlq_", '"smmulr ')
+# rounding multiply and rounding shift, the SMMLAR rounding multiply
+ROUNDING = ("<< 30))", "& mask)", "vqrdmulhq_", "vrshlq_", '"smmlar ')
 
 
 def _c_text(path):

@@ -3,38 +3,42 @@ CMSIS-NN's Cortex-M4 path computes it: each input pixel widened once to int16 pa
 input offset added) in a scratch buffer, then two pixels by two output channels at a time.
 
   pw_s8(out, a, w, bias, mult, shift, buf, npix, cin, cout, sa, so, sw, off, zp, lo, hi)
-  out[p*so + c] = clamp(MBQM(bias[c] + sum over k < cin of ((int32)a[p*sa + k] + off) *
-                             (int32)w[c*sw + k], mult[c], shift[c]) + zp, lo, hi)
+  out[p*so + c] = clamp(MBQM(B[c] + sum over k < cin of ((int32)a[p*sa + k] + off) *
+                             (int32)w[c*sw + k], mult[c], S[c]) + zp, lo, hi)
                   for p < npix, c < cout
 
-pw_s8t is the same with one multiplier and shift (int32 values) for every channel. MBQM is TFLite's
-MultiplyByQuantizedMultiplier (gemmlowp's two roundings, exactly). `buf` is int32 scratch of
-buf_words(cin) elements that the executor plans in the workspace: two pixels' inputs, interleaved
-a 4-byte group at a time (pixel 0's bytes 0 and 2, its bytes 1 and 3, then pixel 1's: __sxtab16
-and its rotated form, the offset added by the same instruction), then the cin % 4 leftover values
-one word each, pixel by pixel. Both pixels of a pair are read into the scratch before any output of
-the pair is written, so the call may write its output over its input when pixel p's outputs land
-only on input pixels up to p (a staged in-place conv: aot/schedules/inplace_conv.py; the order of
-reads and writes per pixel is the one aot/tir/inplace.py proves on the staged nest).
+MBQM is TFLite's MultiplyByQuantizedMultiplier (gemmlowp's two roundings, exactly). `bias` is the
+requantisation's table that the schedule lays out at compile time (aot/schedules/arm_q15.py's
+FoldedBias): bias[0] says whether the folded form holds for every channel (fast), then each
+channel's B[c] and c[c] = 2^(e-1) + zp * 2^e; `shift` holds e = -S[c] where fast (FoldedShift),
+else S[c]. pw_s8t is the same with one multiplier and shift (int32 values) for every channel
+(e = -shift there). `buf` is int32 scratch of buf_words(cin) elements that the executor plans
+in the workspace: two pixels' inputs, interleaved a 4-byte group at a time (pixel 0's bytes 0
+and 2, its bytes 1 and 3, then pixel 1's: __sxtab16 and its rotated form, the offset added by
+the same instruction), then the cin % 4 leftover values one word each, pixel by pixel. Both
+pixels of a pair are read into the scratch before any output of the pair is written, so the
+call may write its output over its input when pixel p's outputs land only on input pixels up to
+p (a staged in-place conv: aot/schedules/inplace_conv.py; the order of reads and writes per
+pixel is the one aot/tir/inplace.py proves on the staged nest).
 
 DSP body: per 4 input bytes, one weight word per channel widened by __sxtb16 and its rotated form,
 two input words per pixel, eight __smlad: 16 multiply-accumulates. Two output channels a block
 (and a last odd one alone); under gcc with optimisation, on a single-issue core (the
 AOT_CORTEX_M_SINGLE_ISSUE the Cortex-M family defines in the generated C), the block's loop over
 pairs of 4-byte groups is Thumb-2 assembly (14 registers: gcc's own allocation of the C form
-spills two sums; its loads grouped to pipeline), elsewhere the C loop. The requantisation has no branch: where the call's bound holds (every sum,
-at most |bias| + cin * 255 * 128, shifted left by its channel's shift stays in [-2^30, 2^30),
-checked once a call) the rounding multiply is one SMMULR of the doubled value
-(gemmlowp.mbqm_doubled_lines), else the exact halving form (mbqm_halving_lines); the clamp is
-__ssat for int8's whole range. An odd last pixel is paired with itself (its outputs written
-twice, the same). Plain body: the same through the scratch, one pixel at a time.
+spills two sums; its loads grouped to pipeline), elsewhere the C loop. The requantisation has
+no branch: where the table says fast, gemmlowp.mbqm_folded_lines (one SMMLAR adding the
+channel's c, the sign, one shift: four operations a value); else the exact halving form
+(mbqm_halving_lines); the clamp is __ssat for int8's whole range. An odd last pixel is paired
+with itself (its outputs written twice, the same). Plain body: the same through the scratch,
+one pixel at a time, the folded form in int64 where fast.
 """
 from __future__ import annotations
 
 from ..expr import Const
 from ...targets.cortex_m import core
 from .base import TensorIntrin, per_tensor, register_intrin
-from .gemmlowp import (INT32_LITERALS, clamp, high_mul, left_of, low_mask, mbqm_doubled_lines, mbqm_halving_lines,
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, left_of, low_mask, mbqm_folded_lines, mbqm_halving_lines,
                        product, rdbpot, right_of, round_threshold, srdhm)
 
 
@@ -45,16 +49,13 @@ def buf_words(cin: int) -> int:
     return 2 * (2 * (cin // 4) + cin % 4)
 
 
-def _requant(v, c, out):
-    """C lines: TFLite's requantisation of channel c's int32 sum `v` (bias included) stored to
-    out[c] (gemmlowp's two roundings, exactly), with the constants _channel_consts worked out."""
+def _requant(v):
+    """C lines: r = TFLite's requantisation of the int32 sum `v` (bias included) plus the zero
+    point (gemmlowp's two roundings, exactly), with the constants _channel_consts worked out."""
     return [f"r = (int32_t)((uint32_t){v} << left);",
             f"r = {srdhm('r', 'm', high_mul(product('r', 'm', widen_b=False)), both_min=True)};",
             f"r = {rdbpot('r', 'e', round_threshold('r', 'thr', sign_shift=True))};",
-            "r += zp;",
-            "r = r < lo ? lo : r;",
-            "r = r > hi ? hi : r;",
-            f"{out}[{c}] = (int8_t)r;"]
+            "r += zp;"]
 
 
 def _channel_consts(mult, shift):
@@ -67,33 +68,26 @@ def _channel_consts(mult, shift):
             "thr = mask >> 1;"]
 
 
-def _dsp_requant(chans, mult, shift):
+def _dsp_requant(chans, mult, shift, fast_shift):
     """C lines: each (channel, pixel 0's sum, pixel 1's sum) requantised with no branch, then
     stored: int8's whole range one __ssat each (full), else clamped to [lo, hi], one test for all
-    of them. Where the call's bound holds (fast: every sum shifted left by its channel's shift lies
-    in [-2^30, 2^30)), gemmlowp.mbqm_doubled_lines (one SMMULR); else mbqm_halving_lines. The
-    channel's shifts are worked out once for both pixels."""
-    out, vals = [], []
-    for ch, a, b in chans:
-        out += [f"m = {mult.format(ch)};", f"sh = {shift.format(ch)};"]
-        for v, dst in ((a, "out"), (b, "o1")):
-            vals.append((f"v{len(vals)}", v, dst, ch))
-    out.append("int32_t " + ", ".join(r for r, _, _, _ in vals) + ";")
+    of them. Where the table says fast, gemmlowp.mbqm_folded_lines (SMMLAR with the channel's
+    folded constant c from the table, its shift e = fast_shift); else mbqm_halving_lines."""
+    vals = [(f"v{2 * k + j}", v, dst, ch) for k, (ch, a, b) in enumerate(chans) for j, (v, dst) in
+            enumerate(((a, "out"), (b, "o1")))]
     fast, slow = [], []
     for k, (ch, a, b) in enumerate(chans):
-        m, sh = (f"{mult.format(ch)}", f"{shift.format(ch)}")
-        fast += ["{", f"  int32_t m = {m}, sh = {sh};",
-                 "  int32_t left = sh > 0 ? sh : 0;", "  int32_t keep = sh >> 31;",
-                 "  int32_t r1 = left - sh + keep, twice = left + 1;"]
+        m = mult.format(ch)
+        fast += ["{", f"  int32_t m = {m}, e = {fast_shift.format(ch)}, cc = bt[2 * ({ch}) + 1];"]
         for r, v, dst, c in vals[2 * k:2 * k + 2]:
-            fast += ["  {", *["    " + y for y in mbqm_doubled_lines(v, "m", "twice", "keep", "r1", "q")],
-                     f"    {r} = q + zp;", "  }"]
+            fast += ["  {", *["    " + y for y in mbqm_folded_lines(v, "m", "cc", "e", "q")], f"    {r} = q;", "  }"]
         fast.append("}")
         for r, v, dst, c in vals[2 * k:2 * k + 2]:
-            slow += ["{", f"  int32_t m = {m}, sh = {sh};",
+            slow += ["{", f"  int32_t m = {m}, sh = {shift.format(ch)};",
                      *["  " + y for y in mbqm_halving_lines(v, "m", "sh", "q", INT32_LITERALS)],
                      f"  {r} = q + zp;", "}"]
-    out = [out[-1], "if (fast) {", *["  " + y for y in fast], "} else {", *["  " + y for y in slow], "}"]
+    out = ["int32_t " + ", ".join(r for r, _, _, _ in vals) + ";",
+           "if (fast) {", *["  " + y for y in fast], "} else {", *["  " + y for y in slow], "}"]
     out.append("if (full) {")
     out += [f"  {dst}[{ch}] = (int8_t)__ssat({r}, 8);" for r, _, dst, ch in vals]
     out.append("} else {")
@@ -142,14 +136,14 @@ def _dsp_asm_pairs(groups=2):
              '        : "cc", "memory");'])
 
 
-def _dsp_channels(rows, mult, shift):
+def _dsp_channels(rows, mult, shift, fast_shift):
     """C lines: `rows` (2 or 1) output channels from c on, for both pixels in the scratch."""
     accs = [(f"s{j}0", f"s{j}1") for j in range(rows)]
     chans = ["c"] + [f"c + {j}" for j in range(1, rows)]
     row = ["w0"] + [f"w0 + {j} * sw" if j > 1 else "w0 + sw" for j in range(1, rows)]
     out = ["const int8_t* w0 = w + c * sw;",
            "const int32_t* q = buf;",
-           *[f"int32_t {a} = bias[{ch}], {b} = bias[{ch}];" for (a, b), ch in zip(accs, chans)],
+           *[f"int32_t {a} = bt[2 * ({ch})], {b} = {a};" for (a, b), ch in zip(accs, chans)],
            "uint32_t wv;",
            "int32_t wl, wh;"]
     loop = ["for (; q != end2; q += 8, w0 += 8) {"]       # two groups a step: half the loop's overhead
@@ -174,7 +168,7 @@ def _dsp_channels(rows, mult, shift):
         at = "0" if not j else "sw" if j == 1 else f"{j} * sw"
         out += [f"  {a} += q[0] * (int32_t)w0[{at}];", f"  {b} += q[1] * (int32_t)w0[{at}];"]
     out.append("}")
-    return out + _dsp_requant([(ch, a, b) for (a, b), ch in zip(accs, chans)], mult, shift)
+    return out + _dsp_requant([(ch, a, b) for (a, b), ch in zip(accs, chans)], mult, shift, fast_shift)
 
 
 @register_intrin
@@ -192,7 +186,7 @@ class PwS8(TensorIntrin):
         last_c = cout - one
         words = Const(buf_words(int(cin.value)) - 1, "int32")
         return [(0, (npix - one) * so + last_c), (1, (npix - one) * sa + cin - one), (2, last_c * sw + cin - one),
-                (6, words)] + [(k, last_c) for k in self.pointer_args[3:-1]]
+                (3, cout + cout), (6, words)] + [(k, last_c) for k in self.pointer_args[4:-1]]
 
     def match(self, loop, acc=None):
         return None, f"{self.name} replaces a pointwise conv's pixel loops (aot/schedules/arm_q15.py), not a loop"
@@ -209,23 +203,14 @@ class PwS8(TensorIntrin):
     def bodies(self):
         pc = self.per_channel
         mult, shift = ("mult[{}]", "shift[{}]") if pc else ("mult", "shift")
+        fast_shift = shift if pc else "-shift"     # FoldedShift's e per channel; minus the one shift
+        head = ["int32_t fast = bias[0];",           # FoldedBias's table: fast, then (bias, c) a channel
+                "const int32_t* bt = bias + 1;"]
         dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "int32_t words = cin >> 2, rest = cin & 3, full = lo == -128 && hi == 127;",
                "int32_t p, c, k;",
                "const int32_t* end = buf + 4 * words, *end2 = buf + 8 * (words >> 1);",
-               # fast: every sum (at most |bias| + cin * 255 * 128) shifted left by its channel's
-               # shift within [-2^30, 2^30), where one SMMULR is the rounding multiply
-               "uint32_t bound = (uint32_t)cin * 32640u;",
-               "int32_t fast = cin < 32768;",
-               f"for (c = 0; c < {'cout' if pc else '1'}; ++c) {{",
-               f"  int32_t sc = {shift.format('c')};",
-               "  uint32_t b = bias[c] < 0 ? 0u - (uint32_t)bias[c] : (uint32_t)bias[c];",
-               "  fast = fast && sc < 30 && b < (1u << 30) && b + bound < ((uint32_t)1 << (30 - (sc > 0 ? sc : 0)));",
-               "}",
-               *([] if pc else ["for (c = 0; c < cout; ++c) {",
-                                "  uint32_t b = bias[c] < 0 ? 0u - (uint32_t)bias[c] : (uint32_t)bias[c];",
-                                "  fast = fast && b < (1u << 30) && b + bound < ((uint32_t)1 << (30 - (shift > 0 ? shift : 0)));",
-                                "}"]),
+               *head,
                "for (p = 0; p < npix; p += 2, a += 2 * sa, out += 2 * so) {",
                "  int8_t* o1 = npix - p > 1 ? out + so : out;",
                "  const int8_t* s1 = npix - p > 1 ? a + sa : a;",
@@ -249,27 +234,36 @@ class PwS8(TensorIntrin):
                "    d[1] = (int32_t)*s1++ + off;",
                "  }",
                "  for (c = 0; c + 1 < cout; c += 2) {",
-               *["    " + y for y in _dsp_channels(2, mult, shift)],
+               *["    " + y for y in _dsp_channels(2, mult, shift, fast_shift)],
                "  }",
                "  if (c < cout) {",
-               *["    " + y for y in _dsp_channels(1, mult, shift)],
+               *["    " + y for y in _dsp_channels(1, mult, shift, fast_shift)],
                "  }",
                "}",
                "return 0;"]
         # one pixel at a time through the scratch (its inputs read whole before its outputs written)
         plain = ["int32_t p, c, k;",
                  "int32_t r, m, sh, left, e, mask, thr;",
+                 *head,
                  "for (p = 0; p < npix; ++p, a += sa, out += so) {",
                  "  for (k = 0; k < cin; ++k) {",
                  "    buf[k] = (int32_t)a[k] + off;",
                  "  }",
                  "  for (c = 0; c < cout; ++c) {",
-                 "    int32_t s = bias[c];",
+                 "    int32_t s = bt[2 * c];",
                  "    for (k = 0; k < cin; ++k) {",
                  "      s += buf[k] * (int32_t)w[c * sw + k];",
                  "    }",
-                 *["    " + y for y in _channel_consts(mult.format("c"), shift.format("c"))
-                   + _requant("s", "c", "out")],
+                 "    if (fast) {",
+                 f"      int32_t ef = {fast_shift.format('c')};",
+                 *["      " + y for y in mbqm_folded_lines("s", mult.format("c"), "bt[2 * c + 1]", "ef", "q", asm=False)],
+                 "      r = q;",
+                 "    } else {",
+                 *["      " + y for y in _channel_consts(mult.format("c"), shift.format("c")) + _requant("s")],
+                 "    }",
+                 "    r = r < lo ? lo : r;",
+                 "    r = r > hi ? hi : r;",
+                 "    out[c] = (int8_t)r;",
                  "  }",
                  "}",
                  "return 0;"]

@@ -168,15 +168,39 @@ def mbqm_halving_lines(x, mult, shift, q="q", limits=INT32_NAMES) -> list:
             *rdbpot_halving_lines(q, "r1", "keep")]
 
 
-def mbqm_doubled_lines(x, mult, twice, keep, r1, q="q") -> list:
-    """C lines: int32 `q` = MultiplyByQuantizedMultiplier(x, mult, shift) (TFLite) for an x whose
-    left-shifted value x << left lies in [-2^30, 2^30) (the caller's bound): srdhm as Arm's SMMULR of
-    the doubled value (floor((2 x m + 2^31) / 2^32), which is srdhm's floor((x m + 2^30) / 2^31)
-    exactly and never its saturating case), twice = left + 1 the one shift; then
-    rdbpot_halving_lines with the channel's keep and r1 (mbqm_halving_lines')."""
-    return [f"int32_t {q} = (int32_t)((uint32_t){x} << {twice});",
-            f'__asm__("smmulr %0, %1, %2" : "=r"({q}) : "r"({q}), "r"({mult}));',
-            *rdbpot_halving_lines(q, r1, keep)]
+def mbqm_folded_lines(x, mult, c, e, q="q", asm=True) -> list:
+    """C lines: int32 `q` = MultiplyByQuantizedMultiplier(x, mult, -e) + zp (TFLite), the zero
+    point folded into c = 2^(e-1) + zp * 2^e (folded_requant, which also proves the bounds this
+    form needs: e in 1..31, mult >= 0, x in [-2^30, 2^30), |c| < 2^30 and c + srdhm in int32).
+    srdhm(x, m) is the high word of 2 x m + 2^31 (Arm's SMMULR of the doubled value, exact there),
+    and SMMLAR adds c to it in the same instruction; rdbpot(y, e) + zp is then floor((y - [y < 0]
+    + c) / 2^e), where [x < 0] stands for [y < 0] (they differ only where y is 0, whose quotient is
+    0 either way for e >= 1). asm: SMMLAR itself (DSP cores), else its definition in int64."""
+    first = (f'__asm__("smmlar %0, %1, %2, %3" : "=r"({q}) : "r"({q}), "r"({mult}), "r"({c}));' if asm else
+             f"{q} = (int32_t)(((int64_t){q} * {mult} + (int64_t){c} * 4294967296 + 2147483648) >> 32);")
+    return [f"int32_t {q} = (int32_t)((uint32_t){x} << 1);",
+            first,
+            f"{q} += {x} >> 31;",
+            f"{q} >>= {e};"]
+
+
+def folded_requant(bias, mult, shift, zp, bound):
+    """(fast, c, e) for mbqm_folded_lines over channels with int32 arrays bias, mult and shift
+    (TFLite's: MBQM shifts left by a positive shift, right by minus a negative one) and each
+    channel's bound on |sum - bias| (its accumulator without the bias): fast when every channel
+    meets the form's conditions, with c = 2^(e-1) + zp * 2^e and e = -shift; (False, zeros, shift)
+    otherwise (the exact form then)."""
+    import numpy as np
+    b, m, sh = (np.asarray(v, dtype=np.int64).reshape(-1) for v in (bias, mult, shift))
+    acc = np.abs(b) + np.asarray(bound, dtype=np.int64).reshape(-1)
+    e = -sh
+    ok = bool(np.all((e >= 1) & (e <= 31) & (m >= 0) & (acc < (1 << 30))))
+    c = np.zeros_like(e)
+    if ok:
+        c = (np.int64(1) << (e - 1)) + np.int64(zp) * (np.int64(1) << e)
+        high = ((2 * acc * m) >> 32) + 1          # |srdhm(sum, m)| at most
+        ok = bool(np.all((np.abs(c) < (1 << 30)) & (np.abs(c) + high + 1 < (1 << 31))))
+    return (True, c, e) if ok else (False, np.zeros_like(e), sh)
 
 
 def requantise_lines(x, mult, shift, zp="zp") -> list:
