@@ -33,16 +33,20 @@ from ..tir.expr import Bin, Call, Cast, Const, Load, Var, substitute, transform,
 from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import int8_operand, step, flat_index
 from ..tir.intrin.arm_gather import GATHERED
+from ..tir.intrin.arm_q15 import buf_words
 from ..tir.intrin.requant import find_requant
 from ..tir.schedule import ScheduleError, tensorize
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs, own_exprs, walk_stmts
 from .arm_fold import OffsetFold, fold_offset
 from .arm_pairs import pair_outputs
+from .arm_q15 import requant_table
 from .nests import accumulation, nests as _nests, staged_compute
 
 DOT = "dot_s8"
 WIDEN = "widen_q15"
+WIDEN_X = "widen_q15x"      # a row into pw_s8's scratch layout
+PAIR = "pw_s8x2"
 COPY = "copy_s8"
 ROW_BYTES = 16      # a window row at least this long is the row micro-kernels' (one vector, four words)
 MVE_PAIRS_BYTES = 8  # Helium: rows this long or longer (up to ROW_BYTES) go two pixels a gconv_s8 call
@@ -50,6 +54,7 @@ MVE_PAIRS_BYTES = 8  # Helium: rows this long or longer (up to ROW_BYTES) go two
                      # ones one pixel a dot_s8x4q call (fewer than gconv_s8 or dw_s8 on KWS's 4-byte rows)
 MIN_WINDOW = 8      # a shorter window is not worth a copy and a call per channel group
 MAX_WINDOW = 512    # the local array's bound: a C stack array, not planned workspace
+MAX_SCRATCH_BYTES = 4096   # pw_s8x2's two windows, planned in the workspace: kh * kw * cin up to 1024
 
 
 def _uses(e, var):
@@ -92,15 +97,16 @@ def _row_runs(red, w, x, win, at, run=None):
     by_dim, fixed = {}, {}
     for r in red:
         dims = [d for d in (1, 2, 3) if _uses(w.indices[d], r.var)]
-        if not dims and const_value(r.extent) == 1 and not _uses_load(x, r.var):
-            fixed[id(r.var)] = r.min            # a loop of one iteration that nothing reads
+        if not dims and const_value(r.extent) == 1:
+            fixed[id(r.var)] = r.min            # a loop of one iteration the weights do not read
             continue
         if len(dims) != 1 or w.indices[dims[0]] is not r.var or dims[0] in by_dim:
             return None
         by_dim[dims[0]] = r
     CI = w.buffer.shape[3]
-    if 3 not in by_dim and CI == 1 and const_value(w.indices[3]) == 0:      # one channel: no loop over it
-        by_dim[3] = For(Var("k_one", "int32"), 0, 1, None)
+    for d, name in ((1, "kh_one"), (2, "kw_one"), (3, "k_one")):     # a dimension of one: no loop over it
+        if d not in by_dim and w.buffer.shape[d] == 1 and const_value(w.indices[d]) == 0:
+            by_dim[d] = For(Var(name, "int32"), 0, 1, None)
     if len(by_dim) != 3:
         return None
     rh, rw, rc = by_dim[1], by_dim[2], by_dim[3]
@@ -109,7 +115,7 @@ def _row_runs(red, w, x, win, at, run=None):
             any(_uses(e, v) for e in (rw.min, rw.extent) for v in (rh.var, rc.var)):
         return None
     flat = flat_index(x)
-    if (CI > 1 and step(flat, rc.var) != 1) or step(flat, rw.var) != CI:
+    if (CI > 1 and step(flat, rc.var) != 1) or (const_value(rw.extent) != 1 and step(flat, rw.var) != CI):
         return None
     first = {**fixed, id(rw.var): rw.min, id(rc.var): Const(0, "int32")}
     src, dst, n = simplify(substitute(flat, first)), simplify(substitute(at, first)), simplify(rw.extent * CI)
@@ -254,6 +260,154 @@ def _pixel_pairs(func, loops, red, acc, x, off, w, store, variant):
         s = lp.with_body(s)
     new_params = [wq if k == kw else b for k, b in enumerate(func.params)]
     return s, new_params, layouts
+
+
+def _scratch_copy(red, x, w, at, sub, scratch, p, off, K):
+    """Pixel p's window (the pixel loop's variable replaced as `sub` says) into its slot of
+    pw_s8's scratch: each window row's run by widen_q15x at word at + 2p (whole 4-byte groups:
+    at is a multiple of 4), the slot zeroed first where the window is clipped (the padding
+    contributes nothing: x + off is 0 there). None where the rows are not runs."""
+    m = dict(sub)
+    loops = []
+    for r in red:
+        v = Var(r.var.name, r.var.dtype)
+        loops.append(For(v, substitute(r.min, m), substitute(r.extent, m), None))
+        m[id(r.var)] = v
+    x2 = Load(x.buffer, tuple(substitute(i, m) for i in x.indices))
+    w2 = Load(w.buffer, tuple(substitute(i, m) for i in w.indices))
+
+    def run(dst, src, length):
+        return Evaluate(Call(WIDEN_X, [Load(scratch, (simplify(dst.indices[0] + 2 * p),)), src, length,
+                                       Const(off, "int32")], "int32"))
+    copy = _row_runs(loops, w2, x2, scratch, simplify(substitute(at, m)), run)
+    if copy is None:
+        return None
+    taps = loops[0].extent
+    for r in loops[1:]:
+        taps = taps * r.extent
+    taps = simplify(taps)
+    if const_value(taps) == K:
+        return copy
+    g = Var("g_pad", "int32")
+    zero = Const(0, "int32")
+    fill = For(g, 0, K // 4, Seq([Store(scratch, simplify(g * 4 + 2 * p), zero),
+                                   Store(scratch, simplify(g * 4 + 2 * p + 1), zero)]))
+    if const_value(taps) is None:
+        fill = IfThenElse(Bin("!=", taps, Const(K, taps.dtype)), fill)
+    return Seq([fill, copy])
+
+
+def scratch_pairs(func, nest):
+    """(nest as pw_s8x2 calls, func's params with the table and the scratch, the layouts, the
+    scratch) for an int8 conv with a window whose rows are whole 4-byte groups (cin % 4 == 0),
+    per-channel requantised and stored channel after channel: two pixels along the innermost
+    pixel loop at a time (an odd last one in both slots), each window widened into pw_s8's
+    scratch (widen_q15x a row), then pw_s8's channel blocks over it; None otherwise."""
+    found = accumulation(nest)
+    if not found or found[2].dtype != "int32" or not found[1]:
+        return None
+    loops, red, acc = found
+    x, off, w = _operands(func, red)
+    if x is None or not (-128 <= -off <= 127) or len(loops) < 2:
+        return None
+    O, KH, KW, CI = w.buffer.shape
+    K = KH * KW * CI
+    oc, pw = loops[-1], loops[-2]
+    if CI % 4 or 4 * buf_words(K) > MAX_SCRATCH_BYTES or w.indices[0] is not oc.var \
+            or const_value(oc.min) != 0 or const_value(oc.extent) != O:
+        return None
+    pixels = [lp.var for lp in loops]
+    if any(_uses(i, v) for i in w.indices[1:] for v in pixels) or any(_uses(i, oc.var) for i in x.indices) \
+            or any(_uses(e, oc.var) for r in red for e in (r.min, r.extent)):
+        return None
+    x_ = nest
+    while isinstance(x_, For):
+        x_ = x_.body
+    store = x_.body.stmts[2]
+    rq = find_requant(store.value, acc, oc.var)
+    if rq is None or not rq.per_channel or step(store.index, oc.var) != 1:
+        return None
+    # an epilogue after the requantisation (a residual add) runs on the call's int8 outputs,
+    # which it writes to a local pair of rows first
+    fused = rq.node.key() != store.value.key()
+    if KH * KW == 1 and not fused:
+        return None           # a plain pointwise conv: pw_s8 widens its pixels without a gather
+    E = const_value(pw.extent)
+    if E is None or const_value(pw.min) != 0 or E < 2:
+        return None
+    bias, mult, shift, zp, lo, hi = rq.parts()
+    if not -128 <= lo <= hi <= 127:
+        return None
+    first = {id(oc.var): Const(0, oc.var.dtype)}
+
+    def base(ld):
+        return Load(ld.buffer, tuple(simplify(substitute(i, first)) for i in ld.indices))
+    zero = Const(0, "int32")
+    row = Load(w.buffer, (oc.var, zero, zero, zero))
+    got = requant_table(func, bias, mult, shift, row, base, oc.var, O, K, K, off, zp)
+    if got is None:
+        return None
+    table, kb, layouts = got
+    scratch = Buffer(f"{store.buffer.name}_q15", "int32", (buf_words(K),))
+    at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
+
+    rows = Buffer(acc.name + "_rows", "int8", (2 * O,), "local") if fused else None
+
+    def epilogue(p, sb):
+        """Pixel p's stores, the requantised value read from its row of `rows`."""
+        c = Var(oc.var.name, oc.var.dtype)
+        at_c = {**sb, id(oc.var): c}
+
+        def from_rows(e):
+            return Load(rows, (simplify(c + p * O),)) if e is rq.node or e.key() == rq.node.key() else None
+        value = substitute(transform(store.value, from_rows), at_c)
+        return For(c, 0, O, Store(store.buffer, simplify(substitute(store.index, at_c)), value))
+
+    def pixel_pair(p0, p1):
+        subs = [{id(pw.var): q} for q in (p0, p1)]
+        copies = [_scratch_copy(red, x, w, at, sb, scratch, p, off, K) for p, sb in enumerate(subs)]
+        if None in copies:
+            return None
+        if fused:
+            outs = [Load(rows, (Const(p * O, "int32"),)) for p in range(2)]
+        else:
+            outs = [Load(store.buffer, (simplify(substitute(substitute(store.index, first), sb)),)) for sb in subs]
+        call = Call(PAIR, [outs[0], outs[1], Load(scratch, (zero,)), Load(w.buffer, (zero,) * 4), Load(table, (zero,)),
+                           base(mult), base(shift), Const(K, "int32"), Const(O, "int32"), Const(K, "int32"),
+                           Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "int32")
+        if not fused:
+            return Seq(copies + [Evaluate(call)])
+        return Allocate(rows, Seq(copies + [Evaluate(call)] + [epilogue(p, sb) for p, sb in enumerate(subs)]))
+    v = Var(pw.var.name + "_pair", pw.var.dtype)
+    pairs = pixel_pair(v * 2, v * 2 + 1)
+    if pairs is None:
+        return None
+    body = [For(v, 0, E // 2, pairs)]
+    if E % 2:
+        last = Const(E - 1, pw.var.dtype)
+        body.append(pixel_pair(last, last))
+    s = Seq(body)
+    for lp in reversed(loops[:-2]):
+        s = lp.with_body(s)
+    params = [table if k == kb else b for k, b in enumerate(func.params)] + [scratch]
+    return s, params, layouts, scratch
+
+
+def gather_scratch(func, target):
+    """The DSP cores' rule for convs with a window over whole 4-byte channel groups (scratch_pairs:
+    CMSIS-NN's im2col of two columns, with pw_s8's kernel over them)."""
+    if get_intrin(PAIR).variant_for(target.mcpu) != "dsp":
+        return None
+    tops = _nests(func.body)
+    if len(tops) != 1:
+        return None
+    got = scratch_pairs(func, tops[0])
+    if got is None:
+        return None
+    s, params, layouts, scratch = got
+    attrs = dict(func.attrs, schedule=f"{PAIR} gather (dsp)", scratch=scratch.size * 4,
+                 layouts={**func.attrs.get("layouts", {}), **layouts})
+    return func.with_body(Seq([s]), params, attrs=attrs)
 
 
 def _own_name(e):

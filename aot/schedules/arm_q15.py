@@ -106,6 +106,39 @@ def _i32(v):
     return Const(int(v), "int32")
 
 
+def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp):
+    """(the table's buffer, the bias parameter it replaces, {parameter: layout}) for a call whose
+    requantisation reads bias, mult and shift (Loads; mult and shift ints when per tensor) along
+    output channel var oc and whose weight row c starts at w's element c * sw (w a Load, base
+    the call's first element of a Load): FoldedBias on the bias and, per channel, FoldedShift
+    on the shifts, each then a constant of its own. None unless they are constants no other
+    layout holds, read from channel 0 on, one element a channel."""
+    index, consts, layouts = ({id(b): k for k, b in enumerate(func.params)}, func.attrs.get("constants", ()),
+                              func.attrs.get("layouts", {}))
+
+    def table_param(ld):
+        k = index.get(id(ld.buffer))
+        whole = k in consts and k not in layouts and tuple(ld.buffer.shape) == (cout,)
+        return k if whole and const_value(flat_index(base(ld))) == 0 and step(flat_index(ld), oc) == 1 else None
+    per_channel = not isinstance(mult, int)
+    kb = table_param(bias)
+    km, ks = (table_param(mult), table_param(shift)) if per_channel else (None, None)
+    if kb is None or (per_channel and None in (km, ks)):
+        return None
+    kw, wbase = index.get(id(w.buffer)), const_value(flat_index(base(w)))
+    kw = kw if kw in consts and kw not in layouts and wbase is not None else None
+    fold = dict(cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=off, zp=zp,
+                **({} if per_channel else {"mult": mult, "shift": shift}))
+
+    def reading(*roles):
+        got = [(r, k) for r, k in roles if k is not None]
+        return tuple(r for r, _ in got), tuple(k for _, k in got)
+    out = {kb: FoldedBias(*reading(("mult", km), ("shift", ks), ("weights", kw)), **fold)}
+    if per_channel:
+        out[ks] = FoldedShift(*reading(("bias", kb), ("mult", km), ("weights", kw)), **fold)
+    return Buffer(bias.buffer.name, "int32", (1 + 2 * cout,), bias.buffer.scope), kb, out
+
+
 def _unstaged(nest):
     """(pixel loops, channel loop, reduce loops, accumulator, output store, stage buffer or None):
     the conv as one accumulation whose store writes the output, a staged kernel's compute half
@@ -209,30 +242,11 @@ def pointwise_call(func):
     def base(ld):
         return Load(ld.buffer, tuple(simplify(substitute(i, at)) for i in ld.indices))
     cin, cout = const_value(ic.extent), const_value(oc.extent)
-    # the requantisation's constants as the call's table (FoldedBias, FoldedShift): each a
-    # constant of its own, read from channel 0 on, one element a channel
-    index, consts, layouts = ({id(b): k for k, b in enumerate(func.params)}, func.attrs.get("constants", ()),
-                              func.attrs.get("layouts", {}))
-
-    def table_param(ld):
-        k = index.get(id(ld.buffer))
-        whole = k in consts and k not in layouts and tuple(ld.buffer.shape) == (cout,)
-        return k if whole and const_value(flat_index(base(ld))) == 0 and step(flat_index(ld), oc.var) == 1 else None
-    per_channel = not isinstance(mult, int)
-    kb = table_param(bias)
-    km, ks = (table_param(mult), table_param(shift)) if per_channel else (None, None)
-    if kb is None or (per_channel and None in (km, ks)):
+    got = requant_table(func, bias, mult, shift, xb, base, oc.var, cout, cin, sw, oa, zp)
+    if got is None:
         return None
-    kw, wbase = index.get(id(xb.buffer)), const_value(flat_index(base(xb)))
-    weights = kw in consts and kw not in layouts and wbase is not None
-    fold = dict(cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=oa, zp=zp,
-                **({} if per_channel else {"mult": mult, "shift": shift}))
-    roles = [(r, k) for r, k in (("mult", km), ("shift", ks), ("weights", kw if weights else None)) if k is not None]
-    new_layouts = {kb: FoldedBias(tuple(r for r, _ in roles), tuple(k for _, k in roles), **fold)}
-    if per_channel:
-        roles = [(r, k) for r, k in (("bias", kb), ("mult", km), ("weights", kw if weights else None)) if k is not None]
-        new_layouts[ks] = FoldedShift(tuple(r for r, _ in roles), tuple(k for _, k in roles), **fold)
-    table = Buffer(bias.buffer.name, "int32", (1 + 2 * cout,), bias.buffer.scope)
+    table, kb, new_layouts = got
+    per_channel = not isinstance(mult, int)
     scratch = Buffer(f"{store.buffer.name}_q15", "int32", (buf_words(cin),))
     if per_channel:
         fn, scale = PW, [base(mult), base(shift)]
@@ -252,7 +266,8 @@ def pointwise_call(func):
         params[-1] = scratch
     else:
         params.append(scratch)
-    attrs = dict(func.attrs, schedule=f"{fn} (dsp)", scratch=scratch.size * 4, layouts={**layouts, **new_layouts})
+    attrs = dict(func.attrs, schedule=f"{fn} (dsp)", scratch=scratch.size * 4,
+                 layouts={**func.attrs.get("layouts", {}), **new_layouts})
     return func.with_body(Seq([new]), params, attrs=attrs)
 
 

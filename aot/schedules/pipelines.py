@@ -51,6 +51,9 @@ CORTEX_M = [
         step(arm_gather.gather_windows,
              "a first layer's window rows (cin 1 or 3) are too short for the row kernels below: "
              "gathered per pixel before they could take the conv"),
+        step(arm_gather.gather_scratch,
+             "DSP cores: a conv with a window over whole 4-byte channel groups, two pixels' windows widened "
+             "into a scratch for pw_s8's blocks (before the dot products would take its rows one by one)"),
         step(arm_dw.tensorize_depthwise,
              "a depthwise conv's channels as dw_s8 calls; the dot products below would take only its "
              "short windows"),

@@ -68,6 +68,22 @@ def _channel_consts(mult, shift):
             "thr = mask >> 1;"]
 
 
+def _plain_requant(v, mult, shift, fast_shift, out):
+    """C lines: channel c's sum v (its bias included) requantised as the table says (the folded
+    form in int64 where fast, else the exact one), clamped and stored to out[c]; the plain
+    bodies' (r, m, sh, left, e, mask, thr declared)."""
+    return ["if (fast) {",
+            f"  int32_t ef = {fast_shift.format('c')};",
+            *["  " + y for y in mbqm_folded_lines(v, mult.format("c"), "bt[2 * c + 1]", "ef", "q", asm=False)],
+            "  r = q;",
+            "} else {",
+            *["  " + y for y in _channel_consts(mult.format("c"), shift.format("c")) + _requant(v)],
+            "}",
+            "r = r < lo ? lo : r;",
+            "r = r > hi ? hi : r;",
+            f"{out}[c] = (int8_t)r;"]
+
+
 def _dsp_requant(chans, mult, shift, fast_shift):
     """C lines: each (channel, pixel 0's sum, pixel 1's sum) requantised with no branch, then
     stored: int8's whole range one __ssat each (full), else clamped to [lo, hi], one test for all
@@ -254,16 +270,7 @@ class PwS8(TensorIntrin):
                  "    for (k = 0; k < cin; ++k) {",
                  "      s += buf[k] * (int32_t)w[c * sw + k];",
                  "    }",
-                 "    if (fast) {",
-                 f"      int32_t ef = {fast_shift.format('c')};",
-                 *["      " + y for y in mbqm_folded_lines("s", mult.format("c"), "bt[2 * c + 1]", "ef", "q", asm=False)],
-                 "      r = q;",
-                 "    } else {",
-                 *["      " + y for y in _channel_consts(mult.format("c"), shift.format("c")) + _requant("s")],
-                 "    }",
-                 "    r = r < lo ? lo : r;",
-                 "    r = r > hi ? hi : r;",
-                 "    out[c] = (int8_t)r;",
+                 *["    " + y for y in _plain_requant("s", mult, shift, fast_shift, "out")],
                  "  }",
                  "}",
                  "return 0;"]
@@ -272,3 +279,123 @@ class PwS8(TensorIntrin):
 
 PwS8T = per_tensor(PwS8, """pw_s8 with one multiplier and shift (int32 values) for every channel: a
     per-tensor quantised pointwise conv.""")
+
+
+@register_intrin
+class PwS8Pair(TensorIntrin):
+    """pw_s8's channel blocks over two pixels already in its scratch (gathered windows:
+    aot/schedules/arm_gather.py), every channel requantised from the table (FoldedBias,
+    FoldedShift):
+
+      pw_s8x2(out, o1, buf, w, bias, mult, shift, cin, cout, sw, zp, lo, hi)
+      out[c], o1[c] = clamp(MBQM(B[c] + sum over k < cin of x0[k] (x1[k]) * (int32)w[c*sw + k],
+                            mult[c], S[c]) + zp, lo, hi)            for c < cout
+
+    where x0 and x1 are the pixels' values in pw_s8's scratch layout (4-byte groups as two int16
+    pair words, pixel 0's then pixel 1's, then the cin % 4 leftovers a word each, pixel by pixel;
+    the input offset already added). The same bodies as pw_s8's blocks (the DSP assembly loop
+    included); the plain body reads the scratch's halves."""
+    name = "pw_s8x2"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
+    written_args = (0, 1)
+    pointer_args = (0, 1, 2, 3, 4, 5, 6)
+
+    def last_offsets(self, args):
+        cin, cout, sw = args[7:10]
+        one = Const(1, "int32")
+        last_c = cout - one
+        return [(0, last_c), (1, last_c), (2, Const(buf_words(int(cin.value)) - 1, "int32")),
+                (3, last_c * sw + cin - one), (4, cout + cout), (5, last_c), (6, last_c)]
+
+    def match(self, loop, acc=None):
+        return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "dsp" if core(mcpu).variant == "dsp" else "plain"
+
+    def signature(self):
+        return ("int32_t aot_pw_s8x2(int8_t* out, int8_t* o1, const int32_t* buf, const int8_t* w, const int32_t* bias, "
+                "const int32_t* mult, const int32_t* shift, int32_t cin, int32_t cout, int32_t sw, int32_t zp, "
+                "int32_t lo, int32_t hi)")
+
+    def bodies(self):
+        mult, shift = "mult[{}]", "shift[{}]"
+        head = ["int32_t fast = bias[0];", "const int32_t* bt = bias + 1;"]
+        dsp = ["int32_t words = cin >> 2, rest = cin & 3, full = lo == -128 && hi == 127;",
+               "int32_t c, k;",
+               "const int32_t* end = buf + 4 * words, *end2 = buf + 8 * (words >> 1);",
+               *head,
+               "for (c = 0; c + 1 < cout; c += 2) {",
+               *["  " + y for y in _dsp_channels(2, mult, shift, shift)],
+               "}",
+               "if (c < cout) {",
+               *["  " + y for y in _dsp_channels(1, mult, shift, shift)],
+               "}",
+               "return 0;"]
+        plain = ["int32_t words = cin >> 2, p, c, k;",
+                 "int32_t r, m, sh, left, e, mask, thr;",
+                 *head,
+                 "for (p = 0; p < 2; ++p, out = o1) {",
+                 "  for (c = 0; c < cout; ++c) {",
+                 "    int32_t s = bt[2 * c];",
+                 "    for (k = 0; k < cin; ++k) {",
+                 # group k / 4: words 4g + 2p (bytes 0, 2) and 4g + 2p + 1 (1, 3); a leftover: its own word
+                 "      uint32_t word = (uint32_t)(k < 4 * words ? buf[4 * (k >> 2) + 2 * p + (k & 1)]"
+                 " : buf[4 * words + 2 * (k - 4 * words) + p]);",
+                 "      int32_t x = k < 4 * words ? (int32_t)(int16_t)(uint16_t)((word >> (8 * (k & 2))) & 0xFFFFu)"
+                 " : (int32_t)word;",
+                 "      s += x * (int32_t)w[c * sw + k];",
+                 "    }",
+                 *["    " + y for y in _plain_requant("s", mult, shift, shift, "out")],
+                 "  }",
+                 "}",
+                 "return 0;"]
+        return {"dsp": dsp, "plain": plain}
+
+
+@register_intrin
+class WidenQ15x(TensorIntrin):
+    """One window row run into pw_s8's scratch layout for one pixel: widen_q15x(dst, src, n, off)
+    with n a multiple of 4 stores, for each 4-byte group g of src, bytes 0 and 2 plus off as
+    int16 pairs to dst[4g], bytes 1 and 3 to dst[4g + 1] (the other pixel's pair of words
+    between groups). The DSP body is two __sxtab16 a group, no repacking."""
+    name = "widen_q15x"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
+    pointer_args = (0, 1)
+    written_args = (0,)
+
+    def last_offsets(self, args):
+        n = args[2]
+        return [(0, n - Const(3, "int32")), (1, n - Const(1, "int32"))]
+
+    def match(self, loop, acc=None):
+        return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "dsp" if core(mcpu).variant == "dsp" else "plain"
+
+    def signature(self):
+        return "int32_t aot_widen_q15x(int32_t* dst, const int8_t* src, int32_t n, int32_t off)"
+
+    def bodies(self):
+        dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "uint32_t x;",
+               "int32_t o;",
+               "for (; n > 0; n -= 4, src += 4, dst += 4) {",
+               "  memcpy(&x, src, 4);",
+               '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(o) : "r"(off2), "r"(x));',
+               "  dst[0] = __sxtab16(off2, (int32_t)x);",
+               "  dst[1] = o;",
+               "}",
+               "return 0;"]
+        plain = ["for (; n > 0; n -= 4, src += 4, dst += 4) {",
+                 "  uint32_t v[4];",
+                 "  int32_t j;",
+                 "  for (j = 0; j < 4; ++j) {",
+                 "    v[j] = (uint32_t)((int32_t)src[j] + off) & 0xFFFFu;",
+                 "  }",
+                 "  dst[0] = (int32_t)(v[0] | (v[2] << 16));",
+                 "  dst[1] = (int32_t)(v[1] | (v[3] << 16));",
+                 "}",
+                 "return 0;"]
+        return {"dsp": dsp, "plain": plain}
