@@ -19,15 +19,17 @@ staged by rows (stage_rows: a ring of rows copied back a row behind) has every c
 """
 from __future__ import annotations
 
-from ..tir.expr import Bin, Var, walk
+from ..tir.expr import Bin, Call, Load, Var, transform, walk
 from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import int8_operand, step, flat_index
 from ..tir.schedule import ScheduleError, pack_layout, tensorize
-from ..tir.simplify import const_value, linear_form
-from ..tir.stmt import Seq, Store
+from ..tir.simplify import const_value, linear_form, simplify
+from ..tir.stmt import Buffer, Seq, Store, map_exprs, own_exprs, walk_stmts
 from .nests import accumulation, map_staged_parts, nests as _nests, staged_compute
+from .requant_table import FoldedBias, FoldedShift
 
 DW = "dw_s8"
+DW_F = "dw_s8f"     # the DSP cores': the requantisation from the table (requant_table.py)
 
 
 def _compute_nests(body):
@@ -105,6 +107,44 @@ def _pack_weights(func, chan, red):
     return func
 
 
+def _with_table(func, body):
+    """(body with its dw_s8 calls as dw_s8f over the requantisation's table, func's params with
+    the table, the layouts) where every call reads the same constant bias, multipliers and
+    shifts (C elements each, no other layout) with one offset and zero point; None otherwise.
+    The bound on a channel's sum is the window's taps at int8's extremes (the weights' layout is
+    their own)."""
+    calls = [x for st in walk_stmts(body) for e in own_exprs(st) for x in walk(e) if isinstance(x, Call) and x.fn == DW]
+    if not calls:
+        return None
+    first = calls[0]
+    bufs = [first.args[k].buffer for k in (3, 4, 5)]
+    consts, layouts = func.attrs.get("constants", ()), func.attrs.get("layouts", {})
+    index = {id(b): k for k, b in enumerate(func.params)}
+    C = bufs[0].shape[0] if len(bufs[0].shape) == 1 else None
+    keys = [index.get(id(b)) for b in bufs]
+    offs = {(const_value(c.args[14]), const_value(c.args[15])) for c in calls}
+    if C is None or len(offs) != 1 or None in next(iter(offs)) or any(tuple(b.shape) != (C,) for b in bufs) \
+            or any(k is None or k not in consts or k in layouts for k in keys) \
+            or any(c.args[k].buffer is not b for c in calls for k, b in zip((3, 4, 5), bufs)):
+        return None
+    (off, zp), (kb, km, ks) = next(iter(offs)), keys
+    taps = first.args[2].buffer.size // C
+    fold = dict(cout=C, cin=taps, sw=1, wbase=0, off=off, zp=zp)
+    new_layouts = {kb: FoldedBias(("mult", "shift"), (km, ks), **fold),
+                   ks: FoldedShift(("bias", "mult"), (kb, km), **fold)}
+    table = Buffer(bufs[0].name, "int32", (2 * C,), bufs[0].scope)
+
+    def rewrite(x):
+        if isinstance(x, Call) and x.fn == DW:
+            (i,) = x.args[3].indices
+            args = list(x.args)
+            args[3] = Load(table, (simplify(i * 2),))
+            return Call(DW_F, [transform(a, rewrite) for a in args], x.dtype)
+        return None
+    out = map_exprs(body, lambda e: transform(e, rewrite))
+    return out, [table if k == kb else b for k, b in enumerate(func.params)], {**layouts, **new_layouts}
+
+
 def tensorize_depthwise(func, target):
     it = get_intrin(DW)
     variant = it.variant_for(target.mcpu)
@@ -126,5 +166,10 @@ def tensorize_depthwise(func, target):
         body = rebuild([tensorize(nest, accumulation(nest)[0][-1].var, DW) for nest in computes])
     except ScheduleError:
         return None
+    if variant == "dsp":
+        got = _with_table(packed, body)
+        if got is not None:
+            body, params, layouts = got
+            return packed.with_body(body, params, attrs=dict(packed.attrs, schedule=f"{DW_F} (dsp)", layouts=layouts))
     return packed.with_body(body, attrs=dict(packed.attrs, schedule=f"{DW} ({variant})"))
 

@@ -40,7 +40,7 @@ from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs, own_exprs, walk_stmts
 from .arm_fold import OffsetFold, fold_offset
 from .arm_pairs import pair_outputs
-from .arm_q15 import requant_table
+from .requant_table import requant_table
 from .nests import accumulation, nests as _nests, staged_compute
 
 DOT = "dot_s8"

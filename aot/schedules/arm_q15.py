@@ -13,11 +13,8 @@ proved) takes the call in place of its staging, and the scratch in place of the 
 the call reads each pair of pixels whole into its scratch before writing their outputs, so each
 input pixel is still read before the outputs that land on it are written, in the same pixel order.
 
-The requantisation's constants are the call's table, laid out at compile time (FoldedBias on
-the bias, FoldedShift on the shifts; the executor applies them to the constants it links):
-gemmlowp.folded_requant proves per channel, from the bias, multiplier, shift, zero point and
-the weights' row sums, that the four-operation folded form is exact, and the table's first word
-tells the call. The bias, multiplier and shift must be constants read from channel 0 on.
+The requantisation's constants are the call's table (requant_table.py). The bias, multiplier
+and shift must be constants read from channel 0 on.
 
 Left to the other rules: Helium and plain cores, convs with a window, a fused epilogue after the
 requantisation (a residual add), an offset on the weights, and a call of one pixel (a fully
@@ -25,118 +22,22 @@ connected layer of one row, where the pair would be a copy: dot_s8x4q there).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-
 from ..tir.expr import Call, Const, Load, substitute
 from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import int8_operand, step, flat_index
 from ..tir.intrin.arm_q15 import buf_words
-from ..tir.intrin.gemmlowp import folded_requant
 from ..tir.intrin.requant import match_requant
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Buffer, Evaluate, For, Seq, Store
 from .nests import accumulation, nests
+from .requant_table import requant_table
 
 PW = "pw_s8"
 PW_T = "pw_s8t"      # one multiplier and shift for every channel
 
 
-@dataclass(frozen=True)
-class _Fold:
-    """What pw_s8's requantisation table is worked out from (gemmlowp.folded_requant): the
-    parameters it reads besides its own (roles: 'bias', 'mult', 'shift', 'weights', in reads'
-    order), the call's shape (weight row c at wbase + c * sw, cin long), its input offset and
-    output zero point, and a per-tensor multiplier and shift (None where they are arrays). Each
-    channel's accumulator without its bias is at most max|x + off| * sum|w[c]| (cin * 128 of
-    that where the weights are not constants)."""
-    roles: tuple
-    reads: tuple
-    cout: int
-    cin: int
-    sw: int
-    wbase: int
-    off: int
-    zp: int
-    mult: int = None
-    shift: int = None
-
-    def folded(self, role, own, arrays):
-        got = dict(zip(self.roles, arrays), **{role: own})
-        n = self.cout
-        per = {k: (got[k].reshape(-1)[:n] if k in got else np.full(n, getattr(self, k)))
-               for k in ("mult", "shift")}
-        amax = max(abs(-128 + self.off), abs(127 + self.off))
-        if "weights" in got:
-            w = np.abs(got["weights"].reshape(-1).astype(np.int64))
-            rows = self.wbase + self.sw * np.arange(n)[:, None] + np.arange(self.cin)[None, :]
-            bound = amax * w[rows].sum(axis=1)
-        else:
-            bound = np.full(n, amax * 128 * self.cin)
-        return folded_requant(got["bias"].reshape(-1)[:n], per["mult"], per["shift"], self.zp, bound)
-
-
-@dataclass(frozen=True)
-class FoldedBias(_Fold):
-    """The bias of cout channels as pw_s8's table: [fast, bias[0], c[0], bias[1], c[1], ...],
-    fast 1 where the folded requantisation holds for every channel (c its constants), else 0."""
-    def shape(self, shape):
-        return (1 + 2 * shape[0],)
-
-    def apply(self, bias, *arrays):
-        fast, c, _ = self.folded("bias", bias, arrays)
-        out = np.zeros(1 + 2 * self.cout, np.int64)
-        out[0], out[1::2], out[2::2] = int(fast), bias.reshape(-1)[:self.cout], c
-        return out.astype(np.int32)
-
-
-@dataclass(frozen=True)
-class FoldedShift(_Fold):
-    """The shifts of cout channels as pw_s8 reads them: e = -shift where FoldedBias's table says
-    fast, else the shifts as they are."""
-    def shape(self, shape):
-        return tuple(shape)
-
-    def apply(self, shift, *arrays):
-        return self.folded("shift", shift, arrays)[2].astype(np.int32)
-
-
 def _i32(v):
     return Const(int(v), "int32")
-
-
-def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp):
-    """(the table's buffer, the bias parameter it replaces, {parameter: layout}) for a call whose
-    requantisation reads bias, mult and shift (Loads; mult and shift ints when per tensor) along
-    output channel var oc and whose weight row c starts at w's element c * sw (w a Load, base
-    the call's first element of a Load): FoldedBias on the bias and, per channel, FoldedShift
-    on the shifts, each then a constant of its own. None unless they are constants no other
-    layout holds, read from channel 0 on, one element a channel."""
-    index, consts, layouts = ({id(b): k for k, b in enumerate(func.params)}, func.attrs.get("constants", ()),
-                              func.attrs.get("layouts", {}))
-
-    def table_param(ld):
-        k = index.get(id(ld.buffer))
-        whole = k in consts and k not in layouts and tuple(ld.buffer.shape) == (cout,)
-        return k if whole and const_value(flat_index(base(ld))) == 0 and step(flat_index(ld), oc) == 1 else None
-    per_channel = not isinstance(mult, int)
-    kb = table_param(bias)
-    km, ks = (table_param(mult), table_param(shift)) if per_channel else (None, None)
-    if kb is None or (per_channel and None in (km, ks)):
-        return None
-    kw, wbase = index.get(id(w.buffer)), const_value(flat_index(base(w)))
-    kw = kw if kw in consts and kw not in layouts and wbase is not None else None
-    fold = dict(cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=off, zp=zp,
-                **({} if per_channel else {"mult": mult, "shift": shift}))
-
-    def reading(*roles):
-        got = [(r, k) for r, k in roles if k is not None]
-        return tuple(r for r, _ in got), tuple(k for _, k in got)
-    out = {kb: FoldedBias(*reading(("mult", km), ("shift", ks), ("weights", kw)), **fold)}
-    if per_channel:
-        out[ks] = FoldedShift(*reading(("bias", kb), ("mult", km), ("weights", kw)), **fold)
-    return Buffer(bias.buffer.name, "int32", (1 + 2 * cout,), bias.buffer.scope), kb, out
 
 
 def _unstaged(nest):

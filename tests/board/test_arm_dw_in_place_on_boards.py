@@ -3,7 +3,7 @@ Cortex-M boards, bit for bit with TFLite Micro."""
 import numpy as np
 import pytest
 
-from test_arm_dw_microkernel import BOARDS, _check, _feeds
+from test_arm_dw_microkernel import BOARDS, _check, _feeds, dw_schedule
 
 from test_arm_dw_in_place import dw_net, tflm  # noqa: F401
 from conftest import is_shrunk, is_staged
@@ -21,7 +21,7 @@ def test_dw_in_place_on_cortex_m_is_bit_exact(board):
     kept = [c.func.attrs.get("schedule") for c in res.plan.calls
             if is_staged(c) and c.func.params[-1].name.endswith("_rows")
             or is_shrunk(c)]
-    assert kept == [f"dw_s8 ({BOARDS[board]})"] * 2
+    assert kept == [dw_schedule(BOARDS[board])] * 2
     feeds = _feeds(shape, 2)
     _check(res, feeds, model, board=board)
     plain = aot.compile(model, target="c", in_place=False)

@@ -14,7 +14,7 @@ variants (an offset landing on what a later channel or row still reads) are refu
 import numpy as np
 import pytest
 
-from test_arm_dw_microkernel import _check, _feeds
+from test_arm_dw_microkernel import _check, _feeds, dw_schedule
 from test_memory import _run_with_workspace_bytes
 from tflite_build import ModelBuilder
 from tflm_oracle import tflm_available
@@ -115,7 +115,7 @@ def test_a_strided_depthwise_conv_over_its_input_keeps_dw_s8(mcpu, variant):
     model, _ = dw_net(12, 8, 16, strides=(1, 2))
     res = aot.compile(model, target=f"c -mcpu={mcpu}")
     shrunk = [c for c in res.plan.calls if is_shrunk(c)]
-    assert [c.func.attrs.get("schedule") for c in shrunk] == [f"dw_s8 ({variant})"]
+    assert [c.func.attrs.get("schedule") for c in shrunk] == [dw_schedule(variant)]
     f = shrunk[0].func
     i, o = f.params[0], f.params[f.num_inputs]
     assert writes_over_in_order(f, [i], o, 0)
@@ -146,7 +146,7 @@ def test_a_depthwise_conv_over_its_input_is_staged_by_rows(mcpu, variant):
     staged = [c for c in res.plan.calls if is_staged(c) and c.scratch_bytes > 8]
     assert [c.scratch_bytes for c in staged] == [2 * 6 * 8, 2 * 6 * 8]
     assert all(c.func.params[-1].name.endswith("_rows") for c in staged)
-    assert all(c.func.attrs.get("schedule") == (f"dw_s8 ({variant})" if variant else None) for c in staged)
+    assert all(c.func.attrs.get("schedule") == (dw_schedule(variant) if variant else None) for c in staged)
     assert res.plan.workspace_lower_bound == 20 * 6 * 8 + 2 * 6 * 8
 
 

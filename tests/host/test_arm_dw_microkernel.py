@@ -6,7 +6,9 @@ Each model is one DEPTHWISE_CONV_2D built here (tests/tflite_build.py) on shapes
 tail: channel counts 1, 3, 15, 16, 17, 33 (the Helium blocks of 8 and the DSP's words of
 4), SAME padding (clipped windows at every border), stride 2, dilation 2, nonzero and extreme
 input zero points, per-channel scales spread over four decades so that the shifts go both
-ways (a left shift where the effective scale passes 1/2). Every output is compared bit for bit
+ways (a left shift where the effective scale passes 1/2), and two cases whose shifts all go right
+(the DSP cores' folded requantisation from dw_s8f's table; a table with one left shift takes
+the exact form throughout). Every output is compared bit for bit
 with the tflite-micro wheel, on the host (the plain body, under ASan/UBSan) and on the emulated
 boards; a depth multiplier of 2 keeps the other rules.
 """
@@ -25,15 +27,23 @@ from conftest import is_staged
 
 tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel is not installed")
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+# the recorded choice per extension: the DSP cores take dw_s8f (the requantisation from the
+# table: aot/schedules/requant_table.py), Helium dw_s8
+DW_SCHEDULE = {"dsp": "dw_s8f (dsp)", "mve": "dw_s8 (mve)"}
+
+
+def dw_schedule(variant):
+    return DW_SCHEDULE.get(variant, f"dw_s8 ({variant})")
+
 BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
 
 
-def dw_model(H, W, C, k, stride, padding, mult=1, dilation=1, x_zp=-3, act="NONE", seed=0):
+def dw_model(H, W, C, k, stride, padding, mult=1, dilation=1, x_zp=-3, act="NONE", seed=0, decades=(-4, 1.3)):
     rng = np.random.default_rng(seed)
     O = C * mult
     mb = ModelBuilder()
     x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=x_zp)
-    ws = (10.0 ** rng.uniform(-4, 1.3, O)).astype(np.float32)            # per channel, shifts both ways
+    ws = (10.0 ** rng.uniform(*decades, O)).astype(np.float32)           # per channel, shifts both ways
     w = mb.tensor("w", [1, k, k, O], "int8", data=rng.integers(-127, 128, (1, k, k, O)).astype(np.int8),
                   scale=ws, zero_point=[0] * O, quantized_dimension=3)
     b = mb.tensor("b", [O], "int32", data=rng.integers(-5000, 5000, O).astype(np.int32), scale=0.05 * ws,
@@ -91,7 +101,13 @@ CASES = {
     "c33_5x5_same_s1": (lambda: dw_model(6, 7, 33, 5, 1, "SAME", x_zp=-77), {"mve", "dsp"}),
     "c17_dilation2_same": (lambda: dw_model(8, 9, 17, 3, 1, "SAME", dilation=2), {"mve", "dsp"}),
     "c8_mult2_same": (lambda: dw_model(6, 6, 8, 3, 1, "SAME", mult=2), set()),     # depth multiplier: skipped
+    # every shift to the right: the DSP cores' folded requantisation (dw_s8f's table says fast)
+    "c19_same_s1_right_shifts": (lambda: dw_model(6, 5, 19, 3, 1, "SAME", x_zp=-128, act="RELU6", decades=(-3, 0.5)),
+                                 {"mve", "dsp"}),
+    "c16_valid_s2_right_shifts": (lambda: dw_model(7, 9, 16, 3, 2, "VALID", x_zp=55, decades=(-2, 0.5)),
+                                  {"mve", "dsp"}),
 }
+FOLDED = {"c19_same_s1_right_shifts", "c16_valid_s2_right_shifts"}
 
 
 def _feeds(shape, n=3):
@@ -172,13 +188,13 @@ def test_each_target_gets_its_depthwise_schedule_and_info_names_it(mcpu, variant
     from aot.cli import main
     model, _ = CASES["c17_same_s1"][0]()
     res = aot.compile(model, target=f"c -mcpu={mcpu}", in_place=False)
-    assert (f"dw_s8 ({variant})" in _schedules(res)) == (variant is not None)
+    assert (dw_schedule(variant) in _schedules(res)) == (variant is not None)
     tar = tmp_path / "m.tar"
     tar.write_bytes(res.tar)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert main(["info", str(tar)]) == 0
-    assert (f"dw_s8 ({variant})" in buf.getvalue()) == (variant is not None)
+    assert (dw_schedule(variant) in buf.getvalue()) == (variant is not None)
 
 
 ARM_SYSROOT = "/usr/lib/arm-none-eabi"      # newlib's headers, for clang targeting the cores
@@ -205,7 +221,7 @@ def test_dw_kernels_compile_warning_free(cc, flags, tmp_path):
     with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
         t.extractall(tmp_path / "m")
     src = tmp_path / "m/codegen/host/src/default_lib1.c"
-    assert "aot_dw_s8(" in src.read_text()
+    assert ("aot_dw_s8f(" if mcpu == "cortex-m4" else "aot_dw_s8(") in src.read_text()
     r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / "m/codegen/host/include"),
                         "-I", str(tmp_path / "m/runtime/include"), "-c", str(src), "-o", str(tmp_path / "m.o")],
                        capture_output=True, text=True)
@@ -299,7 +315,7 @@ def test_a_staged_depthwise_conv_keeps_its_micro_kernel(mcpu, variant, C, block)
     res = aot.compile(model, target=f"c -mcpu={mcpu}" if mcpu else "c")
     staged = [c for c in res.plan.calls if is_staged(c)]
     assert [c.scratch_bytes for c in staged] == [6 * 5 * block]
-    assert (staged[0].func.attrs.get("schedule") == f"dw_s8 ({variant})") == (variant is not None)
+    assert (staged[0].func.attrs.get("schedule") == dw_schedule(variant)) == (variant is not None)
     assert res.plan.workspace_lower_bound == 6 * 5 * C + 6 * 5 * block
     assert res.plan.workspace_size < res.plan.workspace_lower_bound + 16       # alignment
 
@@ -316,3 +332,23 @@ def test_staged_depthwise_plain_body_on_the_host_is_bit_exact(C):
     assert staged[0] == ("dw_s8 (mve)" if C % 4 == 0 else None)
     assert staged[1].startswith("dot_s8") and staged[1].endswith("(mve)") and len(staged) == 2
     _check(res, _feeds(shape), model, sanitize=True)
+
+
+@pytest.mark.parametrize("name", sorted(k for k, v in CASES.items() if "dsp" in v[1]))
+def test_dw_s8f_tables_take_the_folded_form_only_where_every_shift_is_right(name):
+    """The DSP compile's table (FoldedBias on the bias: (bias, c) a channel): c nonzero in every
+    channel on the right-shift cases; elsewhere either that with every e at least 1, or all c
+    zero with a shift that does not go right (the exact form's reason: these bounds hold)."""
+    import aot
+    model, _ = CASES[name][0]()
+    res = aot.compile(model, target="c -mcpu=cortex-m4", in_place=False)
+    (call,) = [c for c in res.plan.calls if c.func.attrs.get("schedule") == "dw_s8f (dsp)"]
+    table = res.plan.constants[call.args[2].index][1]
+    shifts = res.plan.constants[call.args[4].index][1]
+    assert table.shape == (2 * call.func.params[3].shape[0],)        # (bias, c) for each multiplier
+    fast = bool(table[1::2].all())
+    assert fast or name not in FOLDED
+    if fast:
+        assert (shifts >= 1).all()
+    else:
+        assert not table[1::2].any() and (shifts >= 0).any()

@@ -117,8 +117,8 @@ def test_dsp_cores_take_pw_s8_and_helium_does_not(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_requantisation_table_takes_the_folded_form_where_it_holds(name):
-    """pw_s8's bias argument is its table (FoldedBias): [fast, (bias, c) per channel], and the
-    shifts as FoldedShift gives them. Fast on the cases whose requantisation shifts right, with
+    """pw_s8's bias argument is its table (FoldedBias): (bias, c) per channel, c 0 for the exact
+    form, and the shifts as FoldedShift gives them. Fast on the cases whose requantisation shifts right, with
     c = 2^(e-1) + zp * 2^e for each channel's e (the call's zero point); the exact form, the
     shifts as they were, on the two whose shifts are left (the plain and board tests run both)."""
     import aot
@@ -131,18 +131,18 @@ def test_the_requantisation_table_takes_the_folded_form_where_it_holds(name):
         c = _calls(call.func)[0]         # (a stride-2 conv: one call per output row, the same table)
         table = consts[call.args[2].index][1].astype(np.int64)       # (input, weights, bias, mult, shift, ...)
         cout, zp = int(c.args[9].value), int(c.args[14].value)
-        assert table.shape == (1 + 2 * cout,)
+        assert table.shape == (2 * cout,)
         if "per_tensor" in name:
             shifts = np.full(cout, int(c.args[5].value))
         else:
             shifts = consts[call.args[4].index][1].astype(np.int64)
         if "left" in name:
-            assert table[0] == 0 and (shifts > 0).any() and not table[2::2].any()
+            assert (shifts > 0).any() and not table[1::2].any()
             continue
-        assert table[0] == 1
         e = shifts if "per_tensor" not in name else -shifts
         assert (e >= 1).all()
-        np.testing.assert_array_equal(table[2::2], (1 << (e - 1)) + zp * (1 << e))
+        np.testing.assert_array_equal(table[1::2], (1 << (e - 1)) + zp * (1 << e))
+        assert table[1::2].all()
 
 
 @tflm

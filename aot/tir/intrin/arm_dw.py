@@ -38,7 +38,8 @@ from ..stmt import Allocate, For, Seq, Store
 from ...targets.cortex_m import core
 from .arm import flat_index, int8_operand, step
 from .base import TensorIntrin, register_intrin
-from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mbqm_flat_lines, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
+from .arm_q15 import TABLE_HEAD
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mbqm_flat_lines, mbqm_folded_lines, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
                        product, rdbpot_bit_lines, srdhm)
 from .requant import match_requant
 
@@ -63,16 +64,17 @@ def _taps(load_a, load_b):
             "    }"]
 
 
-def _tap4(pad, pa="pa", pb="pb"):
+def _tap4(pad, pa="pa", pb="pb", p="aot_dw_s8"):
     """The DSP body's step over one window tap for channels k .. k+3: a word of each operand (at
-    pa, pb), widened to int16 lanes (the input offset added), each lane's product accumulated."""
+    pa, pb), widened to int16 lanes (the input offset added), each lane's product accumulated
+    (p: the kernel's prefix of its helpers)."""
     return [pad + x for x in (
         f"memcpy(&xa, {pa}, 4);",
         f"memcpy(&xb, {pb}, 4);",
         "ea = __sxtab16(off2, (int32_t)xa);",           # channels 0, 2
-        "oa = aot_dw_s8_odd(off2, xa);",                # channels 1, 3
+        f"oa = {p}_odd(off2, xa);",                     # channels 1, 3
         "eb = __sxtb16((int32_t)xb);",
-        "ob = aot_dw_s8_odd0(xb);",
+        f"ob = {p}_odd0(xb);",
         "a0 = __smlabb(ea, eb, a0);",
         "a2 = __smlatt(ea, eb, a2);",
         "a1 = __smlabb(oa, ob, a1);",
@@ -85,14 +87,61 @@ def _at(x, r, s):
     return " + ".join([f"{x} + k", *steps])
 
 
-# the DSP body's four accumulators of channels k .. k+3, requantised and stored
-_requant4 = [f"  out[{i}] = (int8_t)aot_dw_s8_requant(a{j}, mult[{i}], shift[{i}], zp, lo, hi);"
-             for j, i in enumerate(("k", "k + 1", "k + 2", "k + 3"))]
+_FOUR = ("k", "k + 1", "k + 2", "k + 3")
+
+
+def _odd_helpers(p):
+    """C lines: the DSP body's helpers under prefix p (each kernel its own: a file may hold both):
+    the odd bytes of a word sign-extended to two int16 lanes (plus off2): SXTAB16 rotates its
+    operand itself, which neither compiler folds __sxtab16(a, ror(x, 8)) into; and the compiler
+    fence between taps."""
+    return [
+        "#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",
+        "#if defined(__GNUC__)",
+        f'#define {p.upper()}_FENCE() __asm__ volatile("" ::: "memory")',
+        "#else",
+        f"#define {p.upper()}_FENCE() ((void)0)",
+        "#endif",
+        f"static inline int32_t {p}_odd(int32_t off2, uint32_t x) {{",
+        "#if defined(__GNUC__)",
+        "  int32_t r;",
+        '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(off2), "r"(x));',
+        "  return r;",
+        "#else",
+        "  return __sxtab16(off2, (int32_t)((x >> 8) | (x << 24)));",
+        "#endif",
+        "}",
+        f"static inline int32_t {p}_odd0(uint32_t x) {{",
+        "#if defined(__GNUC__)",
+        "  int32_t r;",
+        '  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));',
+        "  return r;",
+        "#else",
+        "  return __sxtb16((int32_t)((x >> 8) | (x << 24)));",
+        "#endif",
+        "}",
+        "#endif",
+    ]
 
 
 @register_intrin
 class DwS8(TensorIntrin):
     name = "dw_s8"
+    prefix = "aot_dw_s8"       # its C helpers'
+
+    def bias_of(self, k):
+        return f"bias[{k}]"
+
+    def table_head(self):
+        return []
+
+    def requant1(self, v="v", k="k"):
+        """The statement storing channel k's sum v requantised."""
+        return f"out[{k}] = (int8_t)aot_dw_s8_requant({v}, mult[{k}], shift[{k}], zp, lo, hi);"
+
+    def requant4(self):
+        return [self.requant1(f"a{j}", i) for j, i in enumerate(_FOUR)]
+
     headers = {"mve": ("arm_mve.h",), "dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1, 2, 3, 4, 5)
     written_args = (0,)
@@ -240,35 +289,7 @@ class DwS8(TensorIntrin):
             "}",
             "#endif",
         ]
-        # the odd bytes of a word sign-extended to two int16 lanes plus off2: SXTAB16 rotates its
-        # operand itself, which neither compiler folds __sxtab16(a, ror(x, 8)) into
-        odd = [
-            "#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",
-            "#if defined(__GNUC__)",
-            '#define AOT_DW_S8_FENCE() __asm__ volatile("" ::: "memory")',
-            "#else",
-            "#define AOT_DW_S8_FENCE() ((void)0)",
-            "#endif",
-            "static inline int32_t aot_dw_s8_odd(int32_t off2, uint32_t x) {",
-            "#if defined(__GNUC__)",
-            "  int32_t r;",
-            '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(off2), "r"(x));',
-            "  return r;",
-            "#else",
-            "  return __sxtab16(off2, (int32_t)((x >> 8) | (x << 24)));",
-            "#endif",
-            "}",
-            "static inline int32_t aot_dw_s8_odd0(uint32_t x) {",
-            "#if defined(__GNUC__)",
-            "  int32_t r;",
-            '  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));',
-            "  return r;",
-            "#else",
-            "  return __sxtb16((int32_t)((x >> 8) | (x << 24)));",
-            "#endif",
-            "}",
-            "#endif",
-        ]
+        odd = _odd_helpers(self.prefix)
         return "\n".join(helper + flat + odd) + "\n" + super().c_source()
 
     def bodies(self):
@@ -314,7 +335,9 @@ class DwS8(TensorIntrin):
                "  vstrbq_p_s16(out + k, v16, p);",
                "}",
                "return 0;"]
-        acc4 = "  int32_t a0 = bias[k], a1 = bias[k + 1], a2 = bias[k + 2], a3 = bias[k + 3];"
+        p = self.prefix
+        acc4 = "  int32_t " + ", ".join(f"a{j} = {self.bias_of(i)}" for j, i in enumerate(_FOUR)) + ";"
+        requant4 = ["  " + x for x in self.requant4()]
         dsp = ["int32_t k, r, s;",
                "int32_t whole = c - c % 4;",                      # channels in whole words
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
@@ -326,8 +349,8 @@ class DwS8(TensorIntrin):
                "    uint32_t xa, xb;",
                "    int32_t ea, oa, eb, ob;",
                *[x for r in range(3) for t in range(3) for x in _tap4(
-                   "    ", _at("a", r, t), _at("b", r, t)) + ["    AOT_DW_S8_FENCE();"]],
-               *["  " + x for x in _requant4],
+                   "    ", _at("a", r, t), _at("b", r, t), p) + [f"    {p.upper()}_FENCE();"]],
+               *requant4,
                "  }",
                "} else if (a_k != 0) {",
                "  for (k = 0; k < whole; k += 4) {",
@@ -338,19 +361,19 @@ class DwS8(TensorIntrin):
                "      const int8_t* pa = a + r * a_row + k;",
                "      const int8_t* pb = b + r * b_row + k;",
                "      if (kw == 3) {",                               # a 3-wide window's row unrolled
-               *_tap4("        "),
-               *_tap4("        ", "pa + a_col", "pb + b_col"),
-               *_tap4("        ", "pa + 2 * a_col", "pb + 2 * b_col"),
+               *_tap4("        ", p=p),
+               *_tap4("        ", "pa + a_col", "pb + b_col", p),
+               *_tap4("        ", "pa + 2 * a_col", "pb + 2 * b_col", p),
                "      } else if (kw == 2) {",                        # clipped at the left or right border
-               *_tap4("        "),
-               *_tap4("        ", "pa + a_col", "pb + b_col"),
+               *_tap4("        ", p=p),
+               *_tap4("        ", "pa + a_col", "pb + b_col", p),
                "      } else {",
                "        for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
-               *_tap4("          "),
+               *_tap4("          ", p=p),
                "        }",
                "      }",
                "    }",
-               *["  " + x for x in _requant4],
+               *requant4,
                "  }",
                "} else {",
                "  for (k = 0; k < whole; k += 4) {",              # one input value for all channels
@@ -364,35 +387,119 @@ class DwS8(TensorIntrin):
                "        int32_t eb, ob;",
                "        memcpy(&xb, pb, 4);",
                "        eb = __sxtb16((int32_t)xb);",
-               "        ob = aot_dw_s8_odd0(xb);",
+               f"        ob = {p}_odd0(xb);",
                "        a0 = __smlabb(v, eb, a0);",
                "        a2 = __smlabt(v, eb, a2);",
                "        a1 = __smlabb(v, ob, a1);",
                "        a3 = __smlabt(v, ob, a3);",
                "      }",
                "    }",
-               *["  " + x for x in _requant4],
+               *requant4,
                "  }",
                "}",
                "for (k = whole; k < c; ++k) {",
-               "  int32_t v = bias[k];",
+               f"  int32_t v = {self.bias_of('k')};",
                "  for (r = 0; r < kh; ++r) {",
                "    for (s = 0; s < kw; ++s) {",
                "      v += ((int32_t)a[r * a_row + s * a_col + k * a_k] + off) * (int32_t)b[r * b_row + s * b_col + k];",
                "    }",
                "  }",
-               "  out[k] = (int8_t)aot_dw_s8_requant(v, mult[k], shift[k], zp, lo, hi);",
+               f"  {self.requant1()}",
                "}",
                "return 0;"]
         plain = ["int32_t k, r, s;",
+                 *self.table_head(),
                  "for (k = 0; k < c; ++k) {",
-                 "  int32_t v = bias[k];",
+                 f"  int32_t v = {self.bias_of('k')};",
                  "  for (r = 0; r < kh; ++r) {",
                  "    for (s = 0; s < kw; ++s) {",
                  "      v += ((int32_t)a[r * a_row + s * a_col + k * a_k] + off) * (int32_t)b[r * b_row + s * b_col + k];",
                  "    }",
                  "  }",
-                 "  out[k] = (int8_t)aot_dw_s8_requant(v, mult[k], shift[k], zp, lo, hi);",
+                 f"  {self.requant1()}",
                  "}",
                  "return 0;"]
+        dsp[1:1] = self.table_head()
         return {"mve": mve, "dsp": dsp, "plain": plain}
+
+
+@register_intrin
+class DwS8F(DwS8):
+    """dw_s8 on the DSP cores with its requantisation from the table the schedule lays out
+    (aot/schedules/requant_table.py): `bias` holds FoldedBias's (bias, c) a channel, `shift`
+    FoldedShift's shifts. The DSP body is dw_s8's, its sums starting from the table's biases and
+    each group of four channels requantised by gemmlowp.mbqm_folded_lines where the table says
+    fast (one test a group), else by the exact flat form; the plain body the same, the folded
+    form in int64."""
+    name = "dw_s8f"
+    prefix = "aot_dw_s8f"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
+
+    def bias_of(self, k):
+        return f"bt[2 * ({k})]"
+
+    def table_head(self):
+        return list(TABLE_HEAD)
+
+    def _requant(self, form, v, k):
+        if form == "fast":
+            return f"aot_dw_s8f_fast({v}, mult[{k}], shift[{k}], bt[2 * ({k}) + 1], lo, hi)"
+        return f"aot_dw_s8f_exact({v}, mult[{k}], shift[{k}], zp, lo, hi)"
+
+    def requant1(self, v="v", k="k"):
+        return f"out[{k}] = (int8_t)(fast ? {self._requant('fast', v, k)} : {self._requant('exact', v, k)});"
+
+    def requant4(self):
+        fast, exact = ([f"  out[{i}] = (int8_t){self._requant(form, f'a{j}', i)};" for j, i in enumerate(_FOUR)]
+                       for form in ("fast", "exact"))
+        return ["if (fast) {", *fast, "} else {", *exact, "}"]
+
+    def last_offsets(self, args):
+        c = args[6]
+        return [(k, c + c - _i32(1)) if k == 3 else (k, v) for k, v in super().last_offsets(args)]
+
+    def ordered_accesses(self, args):
+        """dw_s8's, the table's two words of channel k read at step k."""
+        got = super().ordered_accesses(args)
+        if got is None:
+            return None
+        n, accesses = got
+        two = _i32(2)
+        return n, [(kind, k, ((two, _i32(1)),), two) if k == 3 else (kind, k, ext, st)
+                   for kind, k, ext, st in accesses]
+
+    def match(self, loop, acc=None):
+        return None, "dw_s8f is made of dw_s8 calls by the depthwise rule (aot/schedules/arm_dw.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "dsp" if core(mcpu).variant == "dsp" else "plain"
+
+    def signature(self):
+        return super().signature().replace(" aot_dw_s8(", " aot_dw_s8f(", 1)
+
+    def c_source(self):
+        ends = ["  q = q < lo ? lo : q;", "  return q > hi ? hi : q;", "}"]
+        ssat = ["  if (lo == -128 && hi == 127) {", "    return __ssat(q, 8);", "  }"]   # int8's own range
+        helpers = [
+            "static inline int32_t aot_dw_s8f_fast(int32_t v, int32_t m, int32_t e, int32_t cc, int32_t lo, int32_t hi) {",
+            "#if defined(__ARM_FEATURE_DSP)",
+            *["  " + x for x in mbqm_folded_lines("v", "m", "cc", "e", "q")],
+            *ssat,
+            "#else",
+            *["  " + x for x in mbqm_folded_lines("v", "m", "cc", "e", "q", asm=False)],
+            "#endif",
+            *ends,
+            "static inline int32_t aot_dw_s8f_exact(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
+            "int32_t hi) {",
+            *["  " + x for x in mbqm_flat_lines("v", "m", "sh", "q", INT32_LITERALS)],
+            "  q += zp;",
+            "#if defined(__ARM_FEATURE_DSP)",
+            *ssat,
+            "#endif",
+            *ends,
+        ]
+        return "\n".join(helpers + _odd_helpers(self.prefix)) + "\n" + TensorIntrin.c_source(self)
+
+    def bodies(self):
+        got = super().bodies()
+        return {"dsp": got["dsp"], "plain": got["plain"]}

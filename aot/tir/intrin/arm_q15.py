@@ -8,10 +8,10 @@ input offset added) in a scratch buffer, then two pixels by two output channels 
                   for p < npix, c < cout
 
 MBQM is TFLite's MultiplyByQuantizedMultiplier (gemmlowp's two roundings, exactly). `bias` is the
-requantisation's table that the schedule lays out at compile time (aot/schedules/arm_q15.py's
-FoldedBias): bias[0] says whether the folded form holds for every channel (fast), then each
-channel's B[c] and c[c] = 2^(e-1) + zp * 2^e; `shift` holds e = -S[c] where fast (FoldedShift),
-else S[c]. pw_s8t is the same with one multiplier and shift (int32 values) for every channel
+requantisation's table that the schedule lays out at compile time
+(aot/schedules/requant_table.py): each channel's B[c] and c[c] = 2^(e-1) + zp * 2^e where the
+folded form holds for every channel (fast), else B[c] and 0; `shift` holds e = -S[c] where fast
+(FoldedShift), else S[c]. pw_s8t is the same with one multiplier and shift (int32 values) for every channel
 (e = -shift there). `buf` is int32 scratch of buf_words(cin) elements that the executor plans
 in the workspace: two pixels' inputs, interleaved a 4-byte group at a time (pixel 0's bytes 0
 and 2, its bytes 1 and 3, then pixel 1's: __sxtab16 and its rotated form, the offset added by
@@ -42,6 +42,11 @@ from .gemmlowp import (INT32_LITERALS, clamp, high_mul, left_of, low_mask, mbqm_
                        product, rdbpot, right_of, round_threshold, srdhm)
 
 
+
+
+# the table's reading (aot/schedules/requant_table.py FoldedBias: (bias, c) a channel, c 0 in
+# every channel where the exact form is to be taken, never 0 where the folded one holds)
+TABLE_HEAD = ["const int32_t* bt = bias;", "int32_t fast = bt[1] != 0;"]
 
 
 def buf_words(cin: int) -> int:
@@ -202,7 +207,7 @@ class PwS8(TensorIntrin):
         last_c = cout - one
         words = Const(buf_words(int(cin.value)) - 1, "int32")
         return [(0, (npix - one) * so + last_c), (1, (npix - one) * sa + cin - one), (2, last_c * sw + cin - one),
-                (3, cout + cout), (6, words)] + [(k, last_c) for k in self.pointer_args[4:-1]]
+                (3, cout + last_c), (6, words)] + [(k, last_c) for k in self.pointer_args[4:-1]]
 
     def match(self, loop, acc=None):
         return None, f"{self.name} replaces a pointwise conv's pixel loops (aot/schedules/arm_q15.py), not a loop"
@@ -220,8 +225,7 @@ class PwS8(TensorIntrin):
         pc = self.per_channel
         mult, shift = ("mult[{}]", "shift[{}]") if pc else ("mult", "shift")
         fast_shift = shift if pc else "-shift"     # FoldedShift's e per channel; minus the one shift
-        head = ["int32_t fast = bias[0];",           # FoldedBias's table: fast, then (bias, c) a channel
-                "const int32_t* bt = bias + 1;"]
+        head = TABLE_HEAD
         dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "int32_t words = cin >> 2, rest = cin & 3, full = lo == -128 && hi == 127;",
                "int32_t p, c, k;",
@@ -305,7 +309,7 @@ class PwS8Pair(TensorIntrin):
         one = Const(1, "int32")
         last_c = cout - one
         return [(0, last_c), (1, last_c), (2, Const(buf_words(int(cin.value)) - 1, "int32")),
-                (3, last_c * sw + cin - one), (4, cout + cout), (5, last_c), (6, last_c)]
+                (3, last_c * sw + cin - one), (4, cout + last_c), (5, last_c), (6, last_c)]
 
     def match(self, loop, acc=None):
         return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
@@ -320,7 +324,7 @@ class PwS8Pair(TensorIntrin):
 
     def bodies(self):
         mult, shift = "mult[{}]", "shift[{}]"
-        head = ["int32_t fast = bias[0];", "const int32_t* bt = bias + 1;"]
+        head = TABLE_HEAD
         dsp = ["int32_t words = cin >> 2, rest = cin & 3, full = lo == -128 && hi == 127;",
                "int32_t c, k;",
                "const int32_t* end = buf + 4 * words, *end2 = buf + 8 * (words >> 1);",

@@ -1,0 +1,115 @@
+"""The requantisation's constants as a table the Arm micro-kernels read (pw_s8, pw_s8x2, dw_s8f:
+aot/tir/intrin/arm_q15.py, arm_dw.py), laid out at compile time: FoldedBias on the bias, FoldedShift
+on the shifts, each a layout the executor applies to the constant it links (a constant of its own).
+gemmlowp.folded_requant proves per channel, from the bias, multiplier, shift, zero point and the
+weights' sums, that the four-operation folded form (SMMLAR of the doubled sum with c = 2^(e-1) +
+zp 2^e, the sign, one shift) is TFLite's requantisation exactly; where one channel does not hold,
+the table says so and the kernels take the exact form.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..tir.intrin.arm import flat_index, step
+from ..tir.intrin.gemmlowp import folded_requant
+from ..tir.simplify import const_value
+from ..tir.stmt import Buffer
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """What pw_s8's requantisation table is worked out from (gemmlowp.folded_requant): the
+    parameters it reads besides its own (roles: 'bias', 'mult', 'shift', 'weights', in reads'
+    order), the call's shape (weight row c at wbase + c * sw, cin long), its input offset and
+    output zero point, and a per-tensor multiplier and shift (None where they are arrays); a
+    channel's weights are tap_step apart (1: a row; a depthwise conv's: the channel count). Each
+    channel's accumulator without its bias is at most max|x + off| * sum|w[c]| (cin * 128 of
+    that where the weights are not constants)."""
+    roles: tuple
+    reads: tuple
+    cout: int
+    cin: int
+    sw: int
+    wbase: int
+    off: int
+    zp: int
+    mult: int = None
+    shift: int = None
+    tap_step: int = 1
+
+    def folded(self, role, own, arrays):
+        got = dict(zip(self.roles, arrays), **{role: own})
+        n = self.cout
+        per = {k: (got[k].reshape(-1)[:n] if k in got else np.full(n, getattr(self, k)))
+               for k in ("mult", "shift")}
+        amax = max(abs(-128 + self.off), abs(127 + self.off))
+        if "weights" in got:
+            w = np.abs(got["weights"].reshape(-1).astype(np.int64))
+            rows = self.wbase + self.sw * np.arange(n)[:, None] + self.tap_step * np.arange(self.cin)[None, :]
+            bound = amax * w[rows].sum(axis=1)
+        else:
+            bound = np.full(n, amax * 128 * self.cin)
+        return folded_requant(got["bias"].reshape(-1)[:n], per["mult"], per["shift"], self.zp, bound)
+
+
+@dataclass(frozen=True)
+class FoldedBias(_Fold):
+    """The bias of cout channels as the kernels' table: [bias[0], c[0], bias[1], c[1], ...], c the
+    folded constants where the folded requantisation holds for every channel (never 0 there:
+    an odd multiple of 2^(e-1)), else all 0, which tells the kernel (from any channel's pair:
+    a call over a block of channels reads its own)."""
+    def shape(self, shape):
+        return (2 * shape[0],)
+
+    def apply(self, bias, *arrays):
+        _, c, _ = self.folded("bias", bias, arrays)
+        out = np.zeros(2 * self.cout, np.int64)
+        out[0::2], out[1::2] = bias.reshape(-1)[:self.cout], c
+        return out.astype(np.int32)
+
+
+@dataclass(frozen=True)
+class FoldedShift(_Fold):
+    """The shifts of cout channels as the kernels read them: e = -shift where FoldedBias's table
+    says fast, else the shifts as they are."""
+    def shape(self, shape):
+        return tuple(shape)
+
+    def apply(self, shift, *arrays):
+        return self.folded("shift", shift, arrays)[2].astype(np.int32)
+
+
+def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, tap_step=1, first=0):
+    """(the table's buffer, the bias parameter it replaces, {parameter: layout}) for a call whose
+    requantisation reads bias, mult and shift (Loads; mult and shift ints when per tensor) along
+    output channel var oc and whose channel c's cin weights start at w's element c * sw, tap_step
+    apart (w a Load, or None: no bound from the weights; base the call's first element of a
+    Load): FoldedBias on the bias and, per channel, FoldedShift on the shifts, each then a
+    constant of its own. None unless they are constants no other layout holds, read from channel
+    `first` on (a constant), one element a channel."""
+    index, consts, layouts = ({id(b): k for k, b in enumerate(func.params)}, func.attrs.get("constants", ()),
+                              func.attrs.get("layouts", {}))
+
+    def table_param(ld):
+        k = index.get(id(ld.buffer))
+        whole = k in consts and k not in layouts and tuple(ld.buffer.shape) == (cout,)
+        return k if whole and const_value(flat_index(base(ld))) == first and step(flat_index(ld), oc) == 1 else None
+    per_channel = not isinstance(mult, int)
+    kb = table_param(bias)
+    km, ks = (table_param(mult), table_param(shift)) if per_channel else (None, None)
+    if kb is None or (per_channel and None in (km, ks)):
+        return None
+    kw, wbase = (index.get(id(w.buffer)), const_value(flat_index(base(w)))) if w is not None else (None, None)
+    kw = kw if kw in consts and kw not in layouts and wbase is not None else None
+    fold = dict(cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=off, zp=zp, tap_step=tap_step,
+                **({} if per_channel else {"mult": mult, "shift": shift}))
+
+    def reading(*roles):
+        got = [(r, k) for r, k in roles if k is not None]
+        return tuple(r for r, _ in got), tuple(k for _, k in got)
+    out = {kb: FoldedBias(*reading(("mult", km), ("shift", ks), ("weights", kw)), **fold)}
+    if per_channel:
+        out[ks] = FoldedShift(*reading(("bias", kb), ("mult", km), ("weights", kw)), **fold)
+    return Buffer(bias.buffer.name, "int32", (2 * cout,), bias.buffer.scope), kb, out
