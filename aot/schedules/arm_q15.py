@@ -22,6 +22,10 @@ connected layer of one row, where the pair would be a copy: dot_s8x4q there).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 from ..tir.expr import Call, Const, Load, substitute
 from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import int8_operand, step, flat_index
@@ -34,6 +38,7 @@ from .requant_table import requant_table
 
 PW = "pw_s8"
 PW_T = "pw_s8t"      # one multiplier and shift for every channel
+FC, FC_T = "fc_s8x4", "fc_s8x4t"     # one pixel (a fully connected layer of one row)
 
 
 def _i32(v):
@@ -136,13 +141,14 @@ def pointwise_call(func):
     if step(flat_index(out), oc.var) != 1:
         return None
     around, run, npix, sa, so = _pixel_run(loops, xa, out)
-    if npix < 2:          # one pixel (a fully connected layer of one row): dot_s8x4q reads it once anyway
-        return None
     at = {**fixed, **{id(lp.var): lp.min for lp in run}, id(oc.var): oc.min, id(ic.var): ic.min}
 
     def base(ld):
         return Load(ld.buffer, tuple(simplify(substitute(i, at)) for i in ld.indices))
     cin, cout = const_value(ic.extent), const_value(oc.extent)
+    if npix < 2:
+        return None if stage is not None else _row_call(func, around, base, out, xa, xb, oc, bias, mult, shift, cin,
+                                                         cout, sw, oa, zp, lo, hi)
     got = requant_table(func, bias, mult, shift, xb, base, oc.var, cout, cin, sw, oa, zp)
     if got is None:
         return None
@@ -169,6 +175,50 @@ def pointwise_call(func):
         params.append(scratch)
     attrs = dict(func.attrs, schedule=f"{fn} (dsp)", scratch=scratch.size * 4,
                  layouts={**func.attrs.get("layouts", {}), **new_layouts})
+    return func.with_body(Seq([new]), params, attrs=attrs)
+
+
+@dataclass(frozen=True)
+class RowQuads:
+    """An int8 weight matrix of `rows` rows of `cols` (row-major, any shape of that many elements;
+    both multiples of 4) as fc_s8x4 reads it: for each block of four rows, each 4-byte group of
+    the columns the four rows' words one after another."""
+    rows: int
+    cols: int
+
+    def shape(self, shape):
+        return (self.rows * self.cols,)
+
+    def apply(self, w):
+        blocks = w.reshape(self.rows // 4, 4, self.cols // 4, 4).transpose(0, 2, 1, 3)
+        return np.ascontiguousarray(blocks).reshape(-1)
+
+
+def _row_call(func, around, base, out, xa, xb, oc, bias, mult, shift, cin, cout, sw, off, zp, lo, hi):
+    """func's nest as fc_s8x4(t) calls: one pixel (a fully connected layer of one row) whose
+    input and output channels are multiples of 4, over constant weights read as whole rows
+    (stored in RowQuads), the offset folded into the table; None otherwise."""
+    index, consts, layouts = ({id(b): k for k, b in enumerate(func.params)}, func.attrs.get("constants", ()),
+                              func.attrs.get("layouts", {}))
+    kw = index.get(id(xb.buffer))
+    if cin % 4 or cout % 4 or sw != cin or kw not in consts or kw in layouts or xb.buffer.size != cout * cin \
+            or const_value(simplify(flat_index(base(xb)))) != 0:
+        return None
+    got = requant_table(func, bias, mult, shift, xb, base, oc.var, cout, cin, sw, off, zp, fold_offset=True)
+    if got is None:
+        return None
+    table, kb, new_layouts = got
+    quads = RowQuads(cout, cin)
+    wq = Buffer(xb.buffer.name, "int8", quads.shape(xb.buffer.shape), xb.buffer.scope)
+    per_channel = not isinstance(mult, int)
+    fn, scale = (FC, [base(mult), base(shift)]) if per_channel else (FC_T, [_i32(mult), _i32(shift)])
+    call = Call(fn, [base(out), base(xa), Load(wq, (_i32(0),)), Load(table, (_i32(0),)), *scale, _i32(cin),
+                     _i32(cout), _i32(zp), _i32(lo), _i32(hi)], "int32")
+    new = Evaluate(call)
+    for lp in reversed(around):
+        new = lp.with_body(new)
+    params = [table if k == kb else wq if k == kw else b for k, b in enumerate(func.params)]
+    attrs = dict(func.attrs, schedule=f"{fn} (dsp)", layouts={**layouts, **new_layouts, kw: quads})
     return func.with_body(Seq([new]), params, attrs=attrs)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..tir.intrin.arm import flat_index, step
 from ..tir.intrin.gemmlowp import folded_requant
-from ..tir.simplify import const_value
+from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Buffer
 
 
@@ -38,6 +38,7 @@ class _Fold:
     mult: int = None
     shift: int = None
     tap_step: int = 1
+    fold_offset: bool = False     # the table's biases with off * (the channel's weight sum) added
 
     def folded(self, role, own, arrays):
         got = dict(zip(self.roles, arrays), **{role: own})
@@ -65,9 +66,14 @@ class FoldedBias(_Fold):
 
     def apply(self, bias, *arrays):
         _, c, _ = self.folded("bias", bias, arrays)
+        b = bias.reshape(-1)[:self.cout].astype(np.int64)
+        if self.fold_offset:          # (wrapping in int32 as the kernel's own sum would)
+            w = dict(zip(self.roles, arrays))["weights"].reshape(-1).astype(np.int64)
+            rows = self.wbase + self.sw * np.arange(self.cout)[:, None] + self.tap_step * np.arange(self.cin)[None, :]
+            b = b + self.off * w[rows].sum(axis=1)
         out = np.zeros(2 * self.cout, np.int64)
-        out[0::2], out[1::2] = bias.reshape(-1)[:self.cout], c
-        return out.astype(np.int32)
+        out[0::2], out[1::2] = b, c
+        return (out & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
 @dataclass(frozen=True)
@@ -81,29 +87,33 @@ class FoldedShift(_Fold):
         return self.folded("shift", shift, arrays)[2].astype(np.int32)
 
 
-def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, tap_step=1, first=0):
+def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, tap_step=1, first=0, fold_offset=False):
     """(the table's buffer, the bias parameter it replaces, {parameter: layout}) for a call whose
     requantisation reads bias, mult and shift (Loads; mult and shift ints when per tensor) along
     output channel var oc and whose channel c's cin weights start at w's element c * sw, tap_step
     apart (w a Load, or None: no bound from the weights; base the call's first element of a
     Load): FoldedBias on the bias and, per channel, FoldedShift on the shifts, each then a
-    constant of its own. None unless they are constants no other layout holds, read from channel
-    `first` on (a constant), one element a channel."""
+    constant of its own; fold_offset: the input offset folded into the table's biases (the call
+    then sums the inputs without it). None unless they are constants no other layout holds, read
+    from channel `first` on (a constant), one element a channel (and with fold_offset, the
+    weights a constant too)."""
     index, consts, layouts = ({id(b): k for k, b in enumerate(func.params)}, func.attrs.get("constants", ()),
                               func.attrs.get("layouts", {}))
 
     def table_param(ld):
         k = index.get(id(ld.buffer))
         whole = k in consts and k not in layouts and tuple(ld.buffer.shape) == (cout,)
-        return k if whole and const_value(flat_index(base(ld))) == first and step(flat_index(ld), oc) == 1 else None
+        return k if whole and const_value(simplify(flat_index(base(ld)))) == first and step(flat_index(ld), oc) == 1 else None
     per_channel = not isinstance(mult, int)
     kb = table_param(bias)
     km, ks = (table_param(mult), table_param(shift)) if per_channel else (None, None)
     if kb is None or (per_channel and None in (km, ks)):
         return None
-    kw, wbase = (index.get(id(w.buffer)), const_value(flat_index(base(w)))) if w is not None else (None, None)
+    kw, wbase = (index.get(id(w.buffer)), const_value(simplify(flat_index(base(w))))) if w is not None else (None, None)
     kw = kw if kw in consts and kw not in layouts and wbase is not None else None
-    fold = dict(cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=off, zp=zp, tap_step=tap_step,
+    if fold_offset and kw is None:
+        return None
+    fold = dict(cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=off, zp=zp, tap_step=tap_step, fold_offset=fold_offset,
                 **({} if per_channel else {"mult": mult, "shift": shift}))
 
     def reading(*roles):

@@ -20,6 +20,7 @@ from tflm_oracle import tflm_available
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from test_arm_dot_microkernels import _check, _feeds, _schedules  # noqa: E402
+from test_arm_pointwise_q15 import STRICT_COMPILES, compile_strict  # noqa: E402
 
 tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel is not installed")
 
@@ -134,3 +135,10 @@ def test_the_verifier_checks_the_scratch_the_gather_writes():
     func = call.func.with_body(call.func.body, params=call.func.params[:-1] + [short])
     with pytest.raises(AccessError, match="outside its"):
         verify_accesses(_rebind(func, old, short))
+
+
+@pytest.mark.parametrize("cc,flags", STRICT_COMPILES)
+def test_pw_s8x2_compiles_warning_free(cc, flags, tmp_path):
+    """pw_s8x2 and widen_q15x (and the rows of a fused add), strict C99 with -Werror (-O0 too)."""
+    compile_strict(cc, flags, tmp_path, [(CASES["c8_o8_add"]()[0], "aot_pw_s8x2(&"),
+                                         (CASES["c8_o7_s2"]()[0], "aot_widen_q15x(&")])

@@ -197,14 +197,18 @@ def _rebind(func, old, new):
     return func.with_body(body)
 
 
-@pytest.mark.parametrize("cc,flags", [("gcc", []), ("clang", []),
-                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard"]),
-                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard"]),
-                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard"]),
-                                      ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-O0"]),
-                                      ("clang", [*CLANG_ARM, "-mcpu=cortex-m4"])])
-def test_pw_s8_compiles_warning_free(cc, flags, tmp_path):
-    """Both bodies and both quantisations, strict C99 with -Werror (-O0 too: the asm's operands)."""
+# the compilers and flags a DSP micro-kernel's C is checked warning-free with
+STRICT_COMPILES = [("gcc", []), ("clang", []),
+                   ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard"]),
+                   ("arm-none-eabi-gcc", ["-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard"]),
+                   ("arm-none-eabi-gcc", ["-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard"]),
+                   ("arm-none-eabi-gcc", ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-O0"]),
+                   ("clang", [*CLANG_ARM, "-mcpu=cortex-m4"])]
+
+
+def compile_strict(cc, flags, tmp_path, models):
+    """Each (model, call text) compiled for the flags' core (cortex-m4 on the host), its C holding
+    the call, built by cc with STRICT and -Werror at -O2 (then the flags')."""
     import os
     import aot
     if shutil.which(cc) is None:
@@ -212,17 +216,23 @@ def test_pw_s8_compiles_warning_free(cc, flags, tmp_path):
     if "--target=arm-none-eabi" in flags and not os.path.isdir(ARM_SYSROOT):
         pytest.skip("no arm-none-eabi sysroot for clang")
     mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m4")
-    for name, call in (("c33_o7_px15", "aot_pw_s8(&"), ("c11_o17_px6_per_tensor", "aot_pw_s8t(&")):
-        model, _ = CASES[name]()
+    for k, (model, call) in enumerate(models):
         res = aot.compile(model, target=f"c -mcpu={mcpu}")
         with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
-            t.extractall(tmp_path / name)
-        src = tmp_path / name / "codegen/host/src/default_lib1.c"
+            t.extractall(tmp_path / str(k))
+        src = tmp_path / str(k) / "codegen/host/src/default_lib1.c"
         assert call in src.read_text()
-        r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / name / "codegen/host/include"),
-                            "-I", str(tmp_path / name / "runtime/include"), "-c", str(src), "-o",
-                            str(tmp_path / f"{name}.o")], capture_output=True, text=True)
+        r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / str(k) / "codegen/host/include"),
+                            "-I", str(tmp_path / str(k) / "runtime/include"), "-c", str(src), "-o",
+                            str(tmp_path / f"{k}.o")], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("cc,flags", STRICT_COMPILES)
+def test_pw_s8_compiles_warning_free(cc, flags, tmp_path):
+    """Both bodies and both quantisations, strict C99 with -Werror (-O0 too: the asm's operands)."""
+    compile_strict(cc, flags, tmp_path, [(CASES[name]()[0], call) for name, call in
+                                         (("c33_o7_px15", "aot_pw_s8(&"), ("c11_o17_px6_per_tensor", "aot_pw_s8t(&"))])
 
 
 def pw_add_model(H=3, W=5, C=11, seed=0):

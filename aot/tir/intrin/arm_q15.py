@@ -90,20 +90,23 @@ def _plain_requant(v, mult, shift, fast_shift, out):
 
 
 def _dsp_requant(chans, mult, shift, fast_shift):
-    """C lines: each (channel, pixel 0's sum, pixel 1's sum) requantised with no branch, then
+    """C lines: each (channel, pixel 0's sum, pixel 1's sum or None) requantised with no branch, then
     stored: int8's whole range one __ssat each (full), else clamped to [lo, hi], one test for all
     of them. Where the table says fast, gemmlowp.mbqm_folded_lines (SMMLAR with the channel's
     folded constant c from the table, its shift e = fast_shift); else mbqm_halving_lines."""
-    vals = [(f"v{2 * k + j}", v, dst, ch) for k, (ch, a, b) in enumerate(chans) for j, (v, dst) in
-            enumerate(((a, "out"), (b, "o1")))]
+    per = [[(v, dst) for v, dst in ((a, "out"), (b, "o1")) if v is not None] for ch, a, b in chans]
+    vals, at = [], []
+    for (ch, _, _), mine in zip(chans, per):
+        at.append(slice(len(vals), len(vals) + len(mine)))
+        vals += [(f"v{len(vals) + j}", v, dst, ch) for j, (v, dst) in enumerate(mine)]
     fast, slow = [], []
     for k, (ch, a, b) in enumerate(chans):
         m = mult.format(ch)
         fast += ["{", f"  int32_t m = {m}, e = {fast_shift.format(ch)}, cc = bt[2 * ({ch}) + 1];"]
-        for r, v, dst, c in vals[2 * k:2 * k + 2]:
+        for r, v, dst, c in vals[at[k]]:
             fast += ["  {", *["    " + y for y in mbqm_folded_lines(v, "m", "cc", "e", "q")], f"    {r} = q;", "  }"]
         fast.append("}")
-        for r, v, dst, c in vals[2 * k:2 * k + 2]:
+        for r, v, dst, c in vals[at[k]]:
             slow += ["{", f"  int32_t m = {m}, sh = {shift.format(ch)};",
                      *["  " + y for y in mbqm_halving_lines(v, "m", "sh", "q", INT32_LITERALS)],
                      f"  {r} = q + zp;", "}"]
@@ -149,7 +152,7 @@ def _dsp_asm_pairs(groups=2):
     g += [f"adds %[q], %[q], #{16 * groups}", "ldr %[t0], %[end]", "cmp %[q], %[t0]", "bne 1b"]
     return (["const int8_t* w1 = w0 + sw;",
              "int32_t t0, t1, t2, t3, t4, t5;",
-             '__asm__("1:\\n\\t"'] + [f'        "{x}\\n\\t"' for x in g] +
+             '__asm__(".p2align 2\\n1:\\n\\t"'] + [f'        "{x}\\n\\t"' for x in g] +
             ['        : [s00] "+r"(s00), [s01] "+r"(s01), [s10] "+r"(s10), [s11] "+r"(s11), [q] "+r"(q),',
              '          [w0] "+r"(w0), [w1] "+r"(w1), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2),',
              '          [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5)',
@@ -403,3 +406,132 @@ class WidenQ15x(TensorIntrin):
                  "}",
                  "return 0;"]
         return {"dsp": dsp, "plain": plain}
+
+
+def _fc_asm(groups):
+    """C lines: fc_s8x4's loop over `groups` 4-byte input groups a step (pa != end on entry) as
+    Thumb-2 assembly: per group the input word and the four rows' words loaded together (five
+    loads pipelined), the input and each weight word widened by sxtb16 and its rotated form,
+    eight SMLADs; 14 registers (the four sums, pa, wp, the input's two halves, four weight words,
+    one temporary), the loop's end read from memory."""
+    g = []
+    for at in range(groups):
+        g += ["ldr %[x], [%[pa]], #4", f"ldr %[w0], [%[wp], #{16 * at}]", f"ldr %[w1], [%[wp], #{16 * at + 4}]",
+              f"ldr %[w2], [%[wp], #{16 * at + 8}]", f"ldr %[w3], [%[wp], #{16 * at + 12}]",
+              "sxtb16 %[xl], %[x]", "sxtb16 %[x], %[x], ror #8"]
+        for j in range(4):
+            g += [f"sxtb16 %[t], %[w{j}], ror #8", f"smlad %[s{j}], %[x], %[t], %[s{j}]",
+                  f"sxtb16 %[w{j}], %[w{j}]", f"smlad %[s{j}], %[xl], %[w{j}], %[s{j}]"]
+    g += [f"adds %[wp], %[wp], #{16 * groups}", "ldr %[t], %[end]", "cmp %[pa], %[t]", "bne 1b"]
+    return (["uint32_t x, xl, w0, w1, w2, w3, t;",
+             '__asm__(".p2align 2\\n1:\\n\\t"'] + [f'        "{y}\\n\\t"' for y in g] +
+            ['        : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [pa] "+r"(pa), [wp] "+r"(wp),',
+             '          [x] "=&r"(x), [xl] "=&r"(xl), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2),',
+             '          [w3] "=&r"(w3), [t] "=&r"(t)',
+             '        : [end] "m"(end2)',
+             '        : "cc", "memory");'])
+
+
+def _fc_step(at=0):
+    """The C loop's step over one 4-byte input group: the input word and the four rows' words
+    (the RowQuads layout: consecutive), eight __smlad."""
+    lines = [f"memcpy(&x, pa{f' + {4 * at}' if at else ''}, 4);",
+             "xl = __sxtb16((int32_t)x);",
+             '__asm__("sxtb16 %0, %1, ror #8" : "=r"(xh) : "r"(x));']
+    for j in range(4):
+        lines += [f"memcpy(&v, wp + {16 * at + 4 * j}, 4);",
+                  f"s{j} = __smlad(xl, __sxtb16((int32_t)v), s{j});",
+                  '__asm__("sxtb16 %0, %1, ror #8" : "=r"(t) : "r"(v));',
+                  f"s{j} = __smlad(xh, t, s{j});"]
+    return lines
+
+
+@register_intrin
+class FcS8x4(TensorIntrin):
+    """Arm micro-kernel for TFLite's int8 fully connected layer of one row on the DSP extension:
+    four output channels a block, every channel requantised from the table.
+
+      fc_s8x4(out, a, w, bias, mult, shift, cin, cout, zp, lo, hi)
+      out[c] = clamp(MBQM(B[c] + sum over k < cin of (int32)a[k] * W(c, k), mult[c], S[c]) + zp, lo, hi)
+
+    cin and cout are multiples of 4. w holds the weights in the RowQuads layout (the schedule's,
+    aot/schedules/arm_q15.py): for each block of four rows, each 4-byte group of the input is
+    the four rows' words one after another, so one pointer walks a block's weights in the order
+    the loop reads them. `bias` is the requantisation's table (aot/schedules/requant_table.py)
+    with the input offset folded into its biases (B[c] = bias[c] + off * sum of row c), so the
+    input is widened without it; `shift` FoldedShift's. fc_s8x4t: one multiplier and shift
+    (int32 values). DSP body: per group one input word widened by __sxtb16 and its rotated form,
+    each row's word the same, eight __smlad: 16 multiply-accumulates; under gcc with
+    optimisation, on a single-issue core (AOT_CORTEX_M_SINGLE_ISSUE) and word-aligned weights,
+    Thumb-2 assembly over pairs of groups; the requantisation the folded form where the table
+    says fast (mbqm_folded_lines), else the exact halving form. Plain body: the same sums read
+    through the layout."""
+    name = "fc_s8x4"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
+    written_args = (0,)
+    pointer_args = (0, 1, 2, 3, 4, 5)
+    scale_args = (4, 5)
+    per_channel = True
+
+    def last_offsets(self, args):
+        cin, cout = args[6:8]
+        one = Const(1, "int32")
+        last_c = cout - one
+        return [(0, last_c), (1, cin - one), (2, cout * cin - one), (3, cout + last_c)] + \
+            [(k, last_c) for k in self.pointer_args[4:]]
+
+    def match(self, loop, acc=None):
+        return None, f"{self.name} replaces a one-row fully connected layer (aot/schedules/arm_q15.py), not a loop"
+
+    def variant_for(self, mcpu):
+        return "dsp" if core(mcpu).variant == "dsp" else "plain"
+
+    def signature(self):
+        ms = "const int32_t* mult, const int32_t* shift" if self.per_channel else "int32_t mult, int32_t shift"
+        return (f"int32_t aot_{self.name}(int8_t* out, const int8_t* a, const int8_t* w, const int32_t* bias, {ms}, "
+                "int32_t cin, int32_t cout, int32_t zp, int32_t lo, int32_t hi)")
+
+    def bodies(self):
+        pc = self.per_channel
+        mult, shift = ("mult[{}]", "shift[{}]") if pc else ("mult", "shift")
+        fast_shift = shift if pc else "-shift"
+        chans = [("c" if j == 0 else f"c + {j}", f"s{j}", None) for j in range(4)]
+        step2 = ["for (; pa != end2; pa += 8, wp += 32) {", *["  " + y for y in _fc_step() + _fc_step(1)], "}"]
+        dsp = ["int32_t full = lo == -128 && hi == 127, c;",
+               *TABLE_HEAD,
+               "for (c = 0; c < cout; c += 4) {",
+               "  int32_t s0 = bt[2 * c], s1 = bt[2 * c + 2], s2 = bt[2 * c + 4], s3 = bt[2 * c + 6];",
+               "  const int8_t* pa = a;",
+               "  const int8_t* wp = w + c * cin;",
+               "  const int8_t* end2 = a + (cin & ~7);",
+               "  uint32_t x, v;",
+               "  int32_t xl, xh, t;",
+               "#if defined(__OPTIMIZE__) && !defined(__clang__) && defined(AOT_CORTEX_M_SINGLE_ISSUE)",
+               "  if (pa != end2 && ((uintptr_t)wp & 3u) == 0) {",
+               *["    " + y for y in _fc_asm(2)],
+               "  }",
+               "#endif",
+               *["  " + y for y in step2],
+               "  if (cin & 4) {",
+               *["    " + y for y in _fc_step()],
+               "  }",
+               *["  " + y for y in _dsp_requant(chans, mult, shift, fast_shift)],
+               "}",
+               "return 0;"]
+        plain = ["int32_t c, k;",
+                 "int32_t r, m, sh, left, e, mask, thr;",
+                 *TABLE_HEAD,
+                 "for (c = 0; c < cout; ++c) {",
+                 "  int32_t s = bt[2 * c];",
+                 "  for (k = 0; k < cin; ++k) {",
+                 # row c's element k: block c / 4, group k / 4, row c % 4, byte k % 4
+                 "    s += (int32_t)a[k] * (int32_t)w[((c >> 2) * (cin >> 2) + (k >> 2)) * 16 + (c & 3) * 4 + (k & 3)];",
+                 "  }",
+                 *["  " + y for y in _plain_requant("s", mult, shift, fast_shift, "out")],
+                 "}",
+                 "return 0;"]
+        return {"dsp": dsp, "plain": plain}
+
+
+FcS8x4T = per_tensor(FcS8x4, """fc_s8x4 with one multiplier and shift (int32 values) for every channel: a
+    per-tensor quantised fully connected layer.""")
