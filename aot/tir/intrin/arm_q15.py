@@ -409,7 +409,7 @@ class WidenQ15x(TensorIntrin):
 
 
 def _fc_asm(groups):
-    """C lines: fc_s8x4's loop over `groups` 4-byte input groups a step (pa != end on entry) as
+    """C lines: fc_s8x4's loop over `groups` 4-byte input groups a step (pa != end4 on entry) as
     Thumb-2 assembly: per group the input word and the four rows' words loaded together (five
     loads pipelined), the input and each weight word widened by sxtb16 and its rotated form,
     eight SMLADs; 14 registers (the four sums, pa, wp, the input's two halves, four weight words,
@@ -428,7 +428,7 @@ def _fc_asm(groups):
             ['        : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [pa] "+r"(pa), [wp] "+r"(wp),',
              '          [x] "=&r"(x), [xl] "=&r"(xl), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2),',
              '          [w3] "=&r"(w3), [t] "=&r"(t)',
-             '        : [end] "m"(end2)',
+             '        : [end] "m"(end4)',
              '        : "cc", "memory");'])
 
 
@@ -463,7 +463,8 @@ class FcS8x4(TensorIntrin):
     (int32 values). DSP body: per group one input word widened by __sxtb16 and its rotated form,
     each row's word the same, eight __smlad: 16 multiply-accumulates; under gcc with
     optimisation, on a single-issue core (AOT_CORTEX_M_SINGLE_ISSUE) and word-aligned weights,
-    Thumb-2 assembly over pairs of groups; the requantisation the folded form where the table
+    Thumb-2 assembly over four groups a step (the C loop's pairs and single group after it);
+    the requantisation the folded form where the table
     says fast (mbqm_folded_lines), else the exact halving form. Plain body: the same sums read
     through the layout."""
     name = "fc_s8x4"
@@ -507,8 +508,9 @@ class FcS8x4(TensorIntrin):
                "  uint32_t x, v;",
                "  int32_t xl, xh, t;",
                "#if defined(__OPTIMIZE__) && !defined(__clang__) && defined(AOT_CORTEX_M_SINGLE_ISSUE)",
-               "  if (pa != end2 && ((uintptr_t)wp & 3u) == 0) {",
-               *["    " + y for y in _fc_asm(2)],
+               "  const int8_t* end4 = a + (cin & ~15);",
+               "  if (pa != end4 && ((uintptr_t)wp & 3u) == 0) {",
+               *["    " + y for y in _fc_asm(4)],
                "  }",
                "#endif",
                *["  " + y for y in step2],
