@@ -560,6 +560,9 @@ struct block {
   int func;              /* the kernel it is attributed to (attribute()) */
   int exec;              /* it lies in executor code */
   int entry;             /* it is a kernel's entry */
+  int tail;              /* attribute() of its last instruction: a call there from a block that
+                            began before the call site (in the executor's own code) still names
+                            the site's kernel for the callee */
   struct insn *ins;      /* its instructions, decoded */
   struct run alone;      /* its price entered by a branch (nothing before its first instruction) */
 };
@@ -648,6 +651,8 @@ static void tb_exec(unsigned int vcpu, void *udata) {
     }
   } else if (b->exec) {
     cur = -1;
+  } else if (prev_tb && prev_tb->tail >= 0 && funcs[prev_tb->tail].kind == 'i') {
+    cur = prev_tb->tail;        /* a callee of no kernel of its own, called from a kernel's call site */
   }
   if (counting) {
     charge(cur, run.cost, b->n);
@@ -751,6 +756,10 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     }
     b->branch = is_branch(d->c);
     b->fallthrough = qemu_plugin_insn_vaddr(qi) + size;
+    if (i + 1 == n) {
+      int in_exec;
+      b->tail = attribute(qemu_plugin_insn_vaddr(qi), &in_exec);
+    }
   }
   b->alone = price_run(b->ins, n, NULL, 0, 0);
   /* b lives as long as QEMU may run the block: it is the callback's user data */

@@ -267,3 +267,35 @@ def test_kernels_of_a_named_module_are_attributed(tmp_path):
     tar = aot.compile(str(path), target="c -mcpu=cortex-m4", model_name="my_net").tar
     model = measure(tar, "qemu-cortex-m4", cycles=board_model(load_board("qemu-cortex-m4")))[0]["cycle_model"]
     assert model["kernels"] and model["executor"]["cycles"] < model["cycles"] / 10
+
+
+def test_a_shared_micro_kernel_called_from_an_inlined_kernel_is_that_kernels(tmp_path):
+    """Two one-row fully connected layers on the M4 share one out-of-line fc_s8x4t body; the
+    first kernel is inlined into the executor and its call of that body sits in a block that
+    began in the executor's own code. The callee's cycles go to the call site's kernel (the
+    block's last instruction names it), not to the executor."""
+    import aot
+    from aot.cycles import board_model
+    from aot.firmware import measure
+    from boards import load_board
+    from tflite_build import ModelBuilder
+    rng = np.random.default_rng(4)
+    mb = ModelBuilder()
+    x = mb.tensor("x", [1, 256], "int8", scale=0.05, zero_point=3)
+    w0 = mb.tensor("w0", [64, 256], "int8", data=rng.integers(-127, 128, (64, 256)).astype(np.int8), scale=0.01,
+                   zero_point=0)
+    b0 = mb.tensor("b0", [64], "int32", data=rng.integers(-100, 100, 64).astype(np.int32), scale=0.0005,
+                   zero_point=0)
+    y = mb.tensor("y", [1, 64], "int8", scale=0.3, zero_point=-2)
+    mb.op("FULLY_CONNECTED", [x, w0, b0], [y])
+    w1 = mb.tensor("w1", [8, 64], "int8", data=rng.integers(-127, 128, (8, 64)).astype(np.int8), scale=0.01,
+                   zero_point=0)
+    b1 = mb.tensor("b1", [8], "int32", data=rng.integers(-100, 100, 8).astype(np.int32), scale=0.003,
+                   zero_point=0)
+    z = mb.tensor("z", [1, 8], "int8", scale=0.2, zero_point=1)
+    mb.op("FULLY_CONNECTED", [y, w1, b1], [z])
+    res = aot.compile(mb.finish(inputs=[x], outputs=[z]), target="c -mcpu=cortex-m4")
+    assert {c.func.attrs.get("schedule") for c in res.plan.calls} == {"fc_s8x4t (dsp)"}
+    model = measure(res.tar, "qemu-cortex-m4", cycles=board_model(load_board("qemu-cortex-m4")))[0]["cycle_model"]
+    first = next(k for k in model["kernels"] if k["name"] == "fused_qdense")
+    assert model["executor"]["cycles"] < 400 and first["cycles"] > 256 * 64 // 2, model
