@@ -11,7 +11,8 @@ is whole and the weights are read as one run per channel:
   windows are int16 with the input offset added while gathering (widen_q15: four bytes a step;
   the padding 0), the weights int16 too, widened at compile time (the Q15Rows layout), so the
   loop is only loads and __smlad: two pixels by four channels a step, every channel requantised
-  inside (per-channel quantisation, the requantisation the whole epilogue);
+  inside from the table (requant_table.py; per-channel quantisation, the requantisation the
+  whole epilogue);
 - Helium, rows of MVE_PAIRS_BYTES or more: two pixels a gconv_s8 call over int8 windows (the
   padding the input's zero point, rows copied by copy_s8), the offset folded into the bias
   (aot/schedules/arm_fold.py's OffsetFold: a gathered window is never clipped), four channels a
@@ -233,6 +234,13 @@ def _pixel_pairs(func, loops, red, acc, x, off, w, store, variant):
 
     def base(ld):
         return Load(ld.buffer, tuple(simplify(substitute(i, first)) for i in ld.indices))
+    table = None
+    if q15:          # the requantisation from the table (its bound the window's taps at int8's extremes)
+        got = requant_table(func, bias, mult, shift, None, base, oc.var, O, row, row, off, zp)
+        if got is None:
+            return None
+        table, kb, folded = got
+        layouts.update(folded)
     at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
     wins = [Buffer(acc.name + f"_win{j}", "int16" if q15 else "int8", (n,), "local") for j in range(2)]
 
@@ -245,6 +253,8 @@ def _pixel_pairs(func, loops, red, acc, x, off, w, store, variant):
             copies.append(_fresh_copy(red, x, w, at, subs[1], wins[1], off, n))
         a1 = Load(wins[0] if same else wins[1], (Const(0, "int32"),))
         scale = [substitute(base(ld), subs[0]) for ld in (bias, mult, shift)]
+        if table is not None:
+            scale[0] = Load(table, (Const(0, "int32"),))
         call = Call("gconv_q15" if q15 else "gconv_s8", [Load(wins[0], (Const(0, "int32"),)), a1, wfirst,
                                   Const(n, "int32"), Const(O, "int32"), *scale, Const(zp, "int32"), Const(lo, "int32"),
                                   Const(hi, "int32"), outs[0], outs[1] if not same else outs[0]], "int32")
@@ -258,7 +268,7 @@ def _pixel_pairs(func, loops, red, acc, x, off, w, store, variant):
     s = Seq(body)
     for lp in reversed(loops[:-2]):
         s = lp.with_body(s)
-    new_params = [wq if k == kw else b for k, b in enumerate(func.params)]
+    new_params = [wq if k == kw else table if table is not None and k == kb else b for k, b in enumerate(func.params)]
     return s, new_params, layouts
 
 

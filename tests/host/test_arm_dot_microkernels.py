@@ -86,6 +86,8 @@ CASES = {
     "gather_c3_o11_same_s2": (lambda: conv_model(9, 11, 3, 11, 3, 2, "SAME", x_zp=127), {"mve", "dsp"}),
     "gather_c1_k5_o11_valid_s2": (lambda: conv_model(11, 13, 1, 11, 5, 2, "VALID", x_zp=100), {"mve", "dsp"}),
     "gather_c3_k2_o6_same_s2": (lambda: conv_model(9, 10, 3, 6, 2, 2, "SAME", x_zp=-5), {"mve", "dsp"}),
+    # left requantisation shifts: gconv_q15's table takes the exact form
+    "gather_c3_o5_same_s1_left_shifts": (lambda: conv_model(6, 6, 3, 5, 3, 1, "SAME", y_scale=1e-3), {"mve", "dsp"}),
 }
 # the cases whose window rows (taps x channels) are shorter than the row kernels want: each
 # pixel's window gathered (aot/schedules/arm_gather.py), with the kernel named per variant: on
@@ -95,7 +97,8 @@ _Q, _S8, _DOT = "gconv_q15", "gconv_s8", "dot_s8"
 GATHER = {"conv3x3_c3_same_s2": {"dsp": _Q, "mve": _S8}, "conv3x3_c3_same_s1": {"dsp": _Q, "mve": _S8},
           "conv3x3_c1_same_s1": {"dsp": _Q, "mve": _DOT}, "conv5x5_c1_same_s2": {"dsp": _Q, "mve": _DOT},
           "gather_c1_o6_same_s1": {"dsp": _Q, "mve": _DOT}, "gather_c3_o11_same_s2": {"dsp": _Q, "mve": _S8},
-          "gather_c1_k5_o11_valid_s2": {"dsp": _Q, "mve": _DOT}, "gather_c3_k2_o6_same_s2": {"dsp": _Q, "mve": _DOT}}
+          "gather_c1_k5_o11_valid_s2": {"dsp": _Q, "mve": _DOT}, "gather_c3_k2_o6_same_s2": {"dsp": _Q, "mve": _DOT},
+          "gather_c3_o5_same_s1_left_shifts": {"dsp": _Q, "mve": _S8}}
 BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
 
 

@@ -38,8 +38,8 @@ from ..stmt import Allocate, For, Seq, Store
 from ...targets.cortex_m import core
 from .arm import flat_index, int8_operand, step
 from .base import TensorIntrin, register_intrin
-from .arm_q15 import TABLE_HEAD
-from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mbqm_flat_lines, mbqm_folded_lines, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
+from .arm_q15 import TABLE_HEAD, folded_fn
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mbqm_flat_lines, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
                        product, rdbpot_bit_lines, srdhm)
 from .requant import match_requant
 
@@ -481,14 +481,7 @@ class DwS8F(DwS8):
         ends = ["  q = q < lo ? lo : q;", "  return q > hi ? hi : q;", "}"]
         ssat = ["  if (lo == -128 && hi == 127) {", "    return __ssat(q, 8);", "  }"]   # int8's own range
         helpers = [
-            "static inline int32_t aot_dw_s8f_fast(int32_t v, int32_t m, int32_t e, int32_t cc, int32_t lo, int32_t hi) {",
-            "#if defined(__ARM_FEATURE_DSP)",
-            *["  " + x for x in mbqm_folded_lines("v", "m", "cc", "e", "q")],
-            *ssat,
-            "#else",
-            *["  " + x for x in mbqm_folded_lines("v", "m", "cc", "e", "q", asm=False)],
-            "#endif",
-            *ends,
+            *folded_fn("aot_dw_s8f_fast"),
             "static inline int32_t aot_dw_s8f_exact(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
             "int32_t hi) {",
             *["  " + x for x in mbqm_flat_lines("v", "m", "sh", "q", INT32_LITERALS)],

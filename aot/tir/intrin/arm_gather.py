@@ -18,6 +18,7 @@ from __future__ import annotations
 from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
 from ..expr import Const
 from .base import TensorIntrin, register_intrin
+from .arm_q15 import TABLE_HEAD, folded_fn
 from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 SUFFIX = "_g"
@@ -63,7 +64,8 @@ class GConvQ15(TensorIntrin):
     gconv_q15(a0, a1, w, n, channels, bias, mult, shift, zp, lo, hi, y0, y1). a0 and a1 are the
     pixels' windows as n int16 values with the input offset already added (n even: a pad value
     0); w holds each channel's weights as n little-endian int16 (2n bytes a channel, the pad
-    weight 0), widened at compile time. Each __smlad multiplies two taps of one pixel by two of
+    weight 0), widened at compile time; bias is the requantisation's table and shift its shifts
+    (aot/schedules/requant_table.py: the folded form where it says fast). Each __smlad multiplies two taps of one pixel by two of
     one channel: two pixels by two channels per step, so every 32-bit load serves two products
     and no value is widened in the loop. y0[c] and y1[c] get TFLite's per-channel
     requantisation of the sums (bias, MultiplyByQuantizedMultiplier, zero point, clamp). The
@@ -77,7 +79,8 @@ class GConvQ15(TensorIntrin):
         n, c = args[3], args[4]
         one = Const(1, "int32")
         two = Const(2, "int32")
-        return [(0, n - one), (1, n - one), (2, c * n * two - one)] + [(k, c - one) for k in (5, 6, 7, 11, 12)]
+        return [(0, n - one), (1, n - one), (2, c * n * two - one), (5, c + c - one)] + \
+            [(k, c - one) for k in (6, 7, 11, 12)]
 
     def match(self, loop, acc=None):
         return None, "gconv_q15 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
@@ -91,13 +94,16 @@ class GConvQ15(TensorIntrin):
                 "int32_t lo, int32_t hi, int8_t* y0, int8_t* y1)")
 
     def c_source(self):
-        return _requant_fn("aot_gconv_q15_requant") + super().c_source()
+        return _requant_fn("aot_gconv_q15_requant") + "\n".join(folded_fn("aot_gconv_q15_fast")) + "\n" + \
+            super().c_source()
 
     def bodies(self):
         q = "aot_gconv_q15_requant"
 
         def out(y, s, c):
-            return f"{y}[{c}] = {q}({s} + bias[{c}], mult[{c}], shift[{c}], zp, lo, hi);"
+            v = f"{s} + bt[2 * ({c})]"
+            return (f"{y}[{c}] = (int8_t)(fast ? aot_gconv_q15_fast({v}, mult[{c}], shift[{c}], bt[2 * ({c}) + 1], lo, hi)"
+                    f" : {q}({v}, mult[{c}], shift[{c}], zp, lo, hi));")
         def step(pixels, chans, second=False):
             ka, kw = ("k + 2", "2 * k + 4") if second else ("k", "2 * k")
             x = [f"memcpy(&x{p}, a{p} + {ka}, 4);" for p in range(pixels)]
@@ -132,10 +138,12 @@ class GConvQ15(TensorIntrin):
                     "if (c < channels) {", *["  " + x for x in block(pixels, 1)], "}"]
         # the same pixel twice (an odd row's last): one pixel's sums, stored to both outputs
         dsp = ["int32_t c = 0, k;",
+               *TABLE_HEAD,
                "if (a1 == a0) {", *["  " + x for x in loops(1)], "  return 0;", "}",
                *loops(2),
                "return 0;"]
         plain = ["int32_t c, k;",
+                 *TABLE_HEAD,
                  "for (c = 0; c < channels; ++c, w += 2 * n) {",
                  "  int32_t s0 = 0, s1 = 0;",
                  "  for (k = 0; k < n; ++k) {",

@@ -49,6 +49,24 @@ from .gemmlowp import (INT32_LITERALS, clamp, high_mul, left_of, low_mask, mbqm_
 TABLE_HEAD = ["const int32_t* bt = bias;", "int32_t fast = bt[1] != 0;"]
 
 
+def folded_fn(name) -> list:
+    """C lines: static inline int32_t name(v, m, e, cc, lo, hi): v requantised by the folded form
+    (gemmlowp.mbqm_folded_lines: SMMLAR on DSP cores, its definition in int64 elsewhere) with the
+    table's cc and the shift e, clamped (int8's whole range one SSAT on DSP cores)."""
+    return [f"static inline int32_t {name}(int32_t v, int32_t m, int32_t e, int32_t cc, int32_t lo, int32_t hi) {{",
+            "#if defined(__ARM_FEATURE_DSP)",
+            *["  " + x for x in mbqm_folded_lines("v", "m", "cc", "e", "q")],
+            "  if (lo == -128 && hi == 127) {",
+            "    return __ssat(q, 8);",
+            "  }",
+            "#else",
+            *["  " + x for x in mbqm_folded_lines("v", "m", "cc", "e", "q", asm=False)],
+            "#endif",
+            "  q = q < lo ? lo : q;",
+            "  return q > hi ? hi : q;",
+            "}"]
+
+
 def buf_words(cin: int) -> int:
     """int32 words of scratch pw_s8 needs for cin input channels (two pixels)."""
     return 2 * (2 * (cin // 4) + cin % 4)
