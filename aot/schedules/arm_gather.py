@@ -154,19 +154,29 @@ class Q15Rows:
         return out.view(np.int8).reshape(w.shape[0], 2 * self.n)
 
 
-def _fresh_copy(red, x, w, at, sub, win, off, n):
-    """The copy of one pixel's window (the pixel loop's variable replaced as `sub` says) into
-    win, its loops with variables of their own: as int16 with the input offset added (the
-    padding 0), or (an int8 win) as the bytes themselves (the padding the zero point)."""
-    q15 = win.dtype == "int16"
+def _fresh_window(red, x, w, sub):
+    """One pixel's window loops with variables of their own (the pixel loop's variable replaced
+    as `sub` says): (loops, the input and weight loads in them, the substitution, the window's
+    taps: the product of their extents)."""
     m = dict(sub)
     loops = []
     for r in red:
         v = Var(r.var.name, r.var.dtype)
         loops.append(For(v, substitute(r.min, m), substitute(r.extent, m), None))
         m[id(r.var)] = v
-    x2 = Load(x.buffer, tuple(substitute(i, m) for i in x.indices))
-    w2 = Load(w.buffer, tuple(substitute(i, m) for i in w.indices))
+    taps = loops[0].extent
+    for r in loops[1:]:
+        taps = taps * r.extent
+    return (loops, Load(x.buffer, tuple(substitute(i, m) for i in x.indices)),
+            Load(w.buffer, tuple(substitute(i, m) for i in w.indices)), m, simplify(taps))
+
+
+def _fresh_copy(red, x, w, at, sub, win, off, n):
+    """The copy of one pixel's window (the pixel loop's variable replaced as `sub` says) into
+    win, its loops with variables of their own: as int16 with the input offset added (the
+    padding 0), or (an int8 win) as the bytes themselves (the padding the zero point)."""
+    q15 = win.dtype == "int16"
+    loops, x2, w2, m, taps = _fresh_window(red, x, w, sub)
     at2 = simplify(substitute(at, m))
 
     def widen(ld):
@@ -175,10 +185,6 @@ def _fresh_copy(red, x, w, at, sub, win, off, n):
     def run(dst, src, length):           # a row's run widened four bytes a step (widen_q15)
         return Evaluate(Call(WIDEN, [dst, src, length, Const(off, "int32")], "int32"))
     copy = _row_runs(loops, w2, x2, win, at2, run if q15 else _copy_rows) or _taps(loops, Store(win, at2, widen(x2)))
-    taps = loops[0].extent
-    for r in loops[1:]:
-        taps = taps * r.extent
-    taps = simplify(taps)
     parts = [copy]
     row = int(np.prod(w.buffer.shape[1:]))
     if const_value(taps) != row:
@@ -277,14 +283,7 @@ def _scratch_copy(red, x, w, at, sub, scratch, p, off, K):
     pw_s8's scratch: each window row's run by widen_q15x at word at + 2p (whole 4-byte groups:
     at is a multiple of 4), the slot zeroed first where the window is clipped (the padding
     contributes nothing: x + off is 0 there). None where the rows are not runs."""
-    m = dict(sub)
-    loops = []
-    for r in red:
-        v = Var(r.var.name, r.var.dtype)
-        loops.append(For(v, substitute(r.min, m), substitute(r.extent, m), None))
-        m[id(r.var)] = v
-    x2 = Load(x.buffer, tuple(substitute(i, m) for i in x.indices))
-    w2 = Load(w.buffer, tuple(substitute(i, m) for i in w.indices))
+    loops, x2, w2, m, taps = _fresh_window(red, x, w, sub)
 
     def run(dst, src, length):
         return Evaluate(Call(WIDEN_X, [Load(scratch, (simplify(dst.indices[0] + 2 * p),)), src, length,
@@ -292,10 +291,6 @@ def _scratch_copy(red, x, w, at, sub, scratch, p, off, K):
     copy = _row_runs(loops, w2, x2, scratch, simplify(substitute(at, m)), run)
     if copy is None:
         return None
-    taps = loops[0].extent
-    for r in loops[1:]:
-        taps = taps * r.extent
-    taps = simplify(taps)
     if const_value(taps) == K:
         return copy
     g = Var("g_pad", "int32")
@@ -307,24 +302,20 @@ def _scratch_copy(red, x, w, at, sub, scratch, p, off, K):
     return Seq([fill, copy])
 
 
-def scratch_pairs(func, nest):
-    """(nest as pw_s8x2 calls, func's params with the table and the scratch, the layouts, the
-    scratch) for an int8 conv with a window whose rows are whole 4-byte groups (cin % 4 == 0),
-    per-channel requantised and stored channel after channel: two pixels along the innermost
-    pixel loop at a time (an odd last one in both slots), each window widened into pw_s8's
-    scratch (widen_q15x a row), then pw_s8's channel blocks over it; None otherwise."""
+def _window_conv(func, nest):
+    """(loops, reduce loops, accumulator, input load, its offset, weight load, the output store)
+    of an int8 conv nest whose weights are a 4-D constant [O, KH, KW, CI] read as row oc of the
+    output channel loop (the innermost, whole), the window not moving with the pixels nor the
+    input with the channels; None otherwise."""
     found = accumulation(nest)
     if not found or found[2].dtype != "int32" or not found[1]:
         return None
     loops, red, acc = found
     x, off, w = _operands(func, red)
-    if x is None or not (-128 <= -off <= 127) or len(loops) < 2:
+    if x is None or not (-128 <= -off <= 127):
         return None
-    O, KH, KW, CI = w.buffer.shape
-    K = KH * KW * CI
-    oc, pw = loops[-1], loops[-2]
-    if CI % 4 or 4 * buf_words(K) > MAX_SCRATCH_BYTES or w.indices[0] is not oc.var \
-            or const_value(oc.min) != 0 or const_value(oc.extent) != O:
+    oc = loops[-1]
+    if w.indices[0] is not oc.var or const_value(oc.min) != 0 or const_value(oc.extent) != w.buffer.shape[0]:
         return None
     pixels = [lp.var for lp in loops]
     if any(_uses(i, v) for i in w.indices[1:] for v in pixels) or any(_uses(i, oc.var) for i in x.indices) \
@@ -333,7 +324,24 @@ def scratch_pairs(func, nest):
     x_ = nest
     while isinstance(x_, For):
         x_ = x_.body
-    store = x_.body.stmts[2]
+    return loops, red, acc, x, off, w, x_.body.stmts[2]
+
+
+def scratch_pairs(func, nest):
+    """(nest as pw_s8x2 calls, func's params with the table and the scratch, the layouts, the
+    scratch) for an int8 conv with a window whose rows are whole 4-byte groups (cin % 4 == 0),
+    per-channel requantised and stored channel after channel: two pixels along the innermost
+    pixel loop at a time (an odd last one in both slots), each window widened into pw_s8's
+    scratch (widen_q15x a row), then pw_s8's channel blocks over it; None otherwise."""
+    got = _window_conv(func, nest)
+    if got is None or len(got[0]) < 2:
+        return None
+    loops, red, acc, x, off, w, store = got
+    O, KH, KW, CI = w.buffer.shape
+    K = KH * KW * CI
+    oc, pw = loops[-1], loops[-2]
+    if CI % 4 or 4 * buf_words(K) > MAX_SCRATCH_BYTES:
+        return None
     rq = find_requant(store.value, acc, oc.var)
     if rq is None or not rq.per_channel or step(store.index, oc.var) != 1:
         return None
@@ -432,29 +440,21 @@ def gather_nest(func, nest, variant):
     params with the Helium fold's bias, the layouts it adds); Nones where the rule does not
     apply."""
     none = None, None, None
-    found = accumulation(nest)
-    if not found or found[2].dtype != "int32" or not found[1]:
+    got = _window_conv(func, nest)
+    if got is None:
         return none
-    loops, red, acc = found
-    x, off, w = _operands(func, red)
-    if x is None or not (-128 <= -off <= 127):
-        return none
+    loops, red, acc, x, off, w, store = got
     O, KH, KW, CI = w.buffer.shape
     row = KH * KW * CI
     oc = loops[-1]
     # (one window row is one run already: dot_s8's)
     short = KW * CI < ROW_BYTES
-    if KH == 1 or not short or not (MIN_WINDOW <= row <= MAX_WINDOW) or w.indices[0] is not oc.var \
-            or const_value(oc.min) != 0 or const_value(oc.extent) != O:
-        return none
-    pixels = [lp.var for lp in loops]
-    if any(_uses(i, v) for i in w.indices[1:] for v in pixels) or any(_uses(i, oc.var) for i in x.indices) \
-            or any(_uses(e, oc.var) for r in red for e in (r.min, r.extent)):
+    if KH == 1 or not short or not (MIN_WINDOW <= row <= MAX_WINDOW):
         return none
     x_ = nest
     while isinstance(x_, For):
         x_ = x_.body
-    init, _, store = x_.body.stmts
+    init = x_.body.stmts[0]
     got = _pixel_pairs(func, loops, red, acc, x, off, w, store, variant) \
         if variant == "dsp" or KW * CI >= MVE_PAIRS_BYTES else None
     if got is not None:

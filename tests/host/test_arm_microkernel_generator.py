@@ -263,6 +263,20 @@ def _check(emitted, form, cases, ref):
     assert not bad, f"{form}: (a, b, got, want) {bad[:5]}"
 
 
+def _run_c(src, stdin):
+    """The stdout of C program src (built by gcc with STRICT, -O2 and UBSan where it links) fed stdin."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "f.c"), "w") as f:
+            f.write(src)
+        cmd = ["gcc", *STRICT, "-O2", "-fsanitize=undefined", "-fno-sanitize-recover", os.path.join(d, "f.c"),
+               "-o", os.path.join(d, "f")]
+        got = subprocess.run(cmd, capture_output=True, text=True)
+        if got.returncode and "sanitize" in got.stderr:
+            got = subprocess.run([c for c in cmd if "sanitize" not in c], capture_output=True, text=True)
+        assert got.returncode == 0, got.stderr
+        return subprocess.run([os.path.join(d, "f")], input=stdin, capture_output=True, text=True, check=True).stdout
+
+
 @pytest.mark.parametrize("form", ["srdhm_lines", "srdhm_both", "srdhm_literal", "srdhm_helper"])
 def test_the_emitted_rounding_multiply_is_gemmlowps(emitted, form):
     vs = _values(60)
@@ -329,26 +343,16 @@ def test_the_flat_requantisation_is_the_numpy_reference():
         [int(v) for v in rng.integers(1 << 30, 1 << 31, 20)]
     cases = [(x, m, s) for x in xs for m in ms for s in range(-31, MAX_SHIFT + 1)
              if I32_MIN <= x * (1 << max(s, 0)) <= I32_MAX]
-    with tempfile.TemporaryDirectory() as d:
-        from aot.tir.intrin import gemmlowp as fx
-        src = "\n".join(["#include <stdint.h>", "#include <stdio.h>",
-                         "static int32_t mbqm_flat(int32_t x, int32_t mult, int32_t shift) {",
-                         *["  " + x for x in fx.mbqm_flat_lines("x", "mult", "shift", "q", fx.INT32_LITERALS)],
-                         "  return q;", "}", "int main(void) {", "  long x, m, s;",
-                         '  while (scanf("%ld %ld %ld", &x, &m, &s) == 3) {',
-                         '    printf("%ld\\n", (long)mbqm_flat((int32_t)x, (int32_t)m, (int32_t)s));', "  }",
-                         "  return 0;", "}"]) + "\n"
-        with open(os.path.join(d, "f.c"), "w") as f:
-            f.write(src)
-        cmd = ["gcc", *STRICT, "-O2", "-fsanitize=undefined", "-fno-sanitize-recover", os.path.join(d, "f.c"),
-               "-o", os.path.join(d, "f")]
-        got = subprocess.run(cmd, capture_output=True, text=True)
-        if got.returncode and "sanitize" in got.stderr:
-            got = subprocess.run([c for c in cmd if "sanitize" not in c], capture_output=True, text=True)
-        assert got.returncode == 0, got.stderr
-        out = subprocess.run([os.path.join(d, "f")], input="".join(f"{x} {m} {s}\n" for x, m, s in cases),
-                             capture_output=True, text=True, check=True)
-    got = np.array([int(v) for v in out.stdout.split()], np.int64)
+    from aot.tir.intrin import gemmlowp as fx
+    src = "\n".join(["#include <stdint.h>", "#include <stdio.h>",
+                     "static int32_t mbqm_flat(int32_t x, int32_t mult, int32_t shift) {",
+                     *["  " + x for x in fx.mbqm_flat_lines("x", "mult", "shift", "q", fx.INT32_LITERALS)],
+                     "  return q;", "}", "int main(void) {", "  long x, m, s;",
+                     '  while (scanf("%ld %ld %ld", &x, &m, &s) == 3) {',
+                     '    printf("%ld\\n", (long)mbqm_flat((int32_t)x, (int32_t)m, (int32_t)s));', "  }",
+                     "  return 0;", "}"]) + "\n"
+    out = _run_c(src, "".join(f"{x} {m} {s}\n" for x, m, s in cases))
+    got = np.array([int(v) for v in out.split()], np.int64)
     x, m, s = (np.array(v, np.int64) for v in zip(*cases))
     want = mbqm_np(x, m, s)
     bad = np.nonzero(got != want)[0]
@@ -391,18 +395,7 @@ def test_the_folded_requantisation_is_tflites():
                      '  while (scanf("%ld %ld %ld %ld", &x, &m, &c, &e) == 4) {',
                      '    printf("%ld\\n", (long)folded((int32_t)x, (int32_t)m, (int32_t)c, (int32_t)e));', "  }",
                      "  return 0;", "}"]) + "\n"
-    with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "f.c"), "w") as f:
-            f.write(src)
-        cmd = ["gcc", *STRICT, "-O2", "-fsanitize=undefined", "-fno-sanitize-recover", os.path.join(d, "f.c"),
-               "-o", os.path.join(d, "f")]
-        got = subprocess.run(cmd, capture_output=True, text=True)
-        if got.returncode and "sanitize" in got.stderr:
-            got = subprocess.run([c for c in cmd if "sanitize" not in c], capture_output=True, text=True)
-        assert got.returncode == 0, got.stderr
-        out = subprocess.run([os.path.join(d, "f")], input="".join(f"{x} {m} {c} {-s}\n" for x, m, s, zp, c in cases),
-                             capture_output=True, text=True, check=True)
-    got = [int(v) for v in out.stdout.split()]
+    got = [int(v) for v in _run_c(src, "".join(f"{x} {m} {c} {-s}\n" for x, m, s, zp, c in cases)).split()]
     bad = [(cs, g) for cs, g in zip(cases, got) if g != _mbqm_ref(cs[0], cs[1], cs[2]) + cs[3]]
     assert not bad, bad[:5]
 
