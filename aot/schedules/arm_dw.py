@@ -24,9 +24,9 @@ from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import int8_operand, step, flat_index
 from ..tir.schedule import ScheduleError, pack_layout, tensorize
 from ..tir.simplify import const_value, linear_form, simplify
-from ..tir.stmt import Buffer, Seq, Store, map_exprs, own_exprs, walk_stmts
+from ..tir.stmt import Seq, Store, map_exprs, own_exprs, walk_stmts
 from .nests import accumulation, map_staged_parts, nests as _nests, staged_compute
-from .requant_table import FoldedBias, FoldedShift
+from .requant_table import fold_layouts
 
 DW = "dw_s8"
 DW_F = "dw_s8f"     # the DSP cores': the requantisation from the table (requant_table.py)
@@ -129,10 +129,7 @@ def _with_table(func, body):
         return None
     (off, zp), (kb, km, ks) = next(iter(offs)), keys
     taps = first.args[2].buffer.size // C
-    fold = dict(cout=C, cin=taps, sw=1, wbase=0, off=off, zp=zp)
-    new_layouts = {kb: FoldedBias(("mult", "shift"), (km, ks), **fold),
-                   ks: FoldedShift(("bias", "mult"), (kb, km), **fold)}
-    table = Buffer(bufs[0].name, "int32", (2 * C,), bufs[0].scope)
+    table, new_layouts = fold_layouts(bufs[0], kb, km, ks, None, cout=C, cin=taps, sw=1, wbase=0, off=off, zp=zp)
 
     def rewrite(x):
         if isinstance(x, Call) and x.fn == DW:

@@ -198,6 +198,25 @@ def _fresh_copy(red, x, w, at, sub, win, off, n):
     return Seq(parts)
 
 
+def _over_pairs(loops, pixel_pair):
+    """The nest over the innermost pixel loop (loops[-2], from 0, constant extent E) two pixels
+    at a time: pixel_pair(p0, p1) for each pair, an odd last pixel as pixel_pair(last, last),
+    inside the outer pixel loops; None where pixel_pair is."""
+    pw = loops[-2]
+    E = const_value(pw.extent)
+    v = Var(pw.var.name + "_pair", pw.var.dtype)
+    body = [pixel_pair(v * 2, v * 2 + 1)]
+    if E % 2:
+        last = Const(E - 1, pw.var.dtype)
+        body.append(pixel_pair(last, last))
+    if None in body:
+        return None
+    s = Seq([For(v, 0, E // 2, body[0])] + body[1:])
+    for lp in reversed(loops[:-2]):
+        s = lp.with_body(s)
+    return s
+
+
 def _pixel_pairs(func, loops, red, acc, x, off, w, store, variant):
     """The nest as calls of two pixels along the innermost pixel loop at a time (an odd last
     one twice), every channel requantised inside: on the DSP gconv_q15, each pixel's window
@@ -266,14 +285,7 @@ def _pixel_pairs(func, loops, red, acc, x, off, w, store, variant):
                                   Const(hi, "int32"), outs[0], outs[1] if not same else outs[0]], "int32")
         body = Seq(copies + [Evaluate(call)])
         return Allocate(wins[0], Allocate(wins[1], body) if not same else body)
-    v = Var(pw.var.name + "_pair", pw.var.dtype)
-    body = [For(v, 0, E // 2, pixel_pair(v * 2, v * 2 + 1))]
-    if E % 2:
-        last = Const(E - 1, pw.var.dtype)
-        body.append(pixel_pair(last, last))
-    s = Seq(body)
-    for lp in reversed(loops[:-2]):
-        s = lp.with_body(s)
+    s = _over_pairs(loops, pixel_pair)
     new_params = [wq if k == kw else table if table is not None and k == kb else b for k, b in enumerate(func.params)]
     return s, new_params, layouts
 
@@ -396,17 +408,9 @@ def scratch_pairs(func, nest):
         if not fused:
             return Seq(copies + [Evaluate(call)])
         return Allocate(rows, Seq(copies + [Evaluate(call)] + [epilogue(p, sb) for p, sb in enumerate(subs)]))
-    v = Var(pw.var.name + "_pair", pw.var.dtype)
-    pairs = pixel_pair(v * 2, v * 2 + 1)
-    if pairs is None:
+    s = _over_pairs(loops, pixel_pair)
+    if s is None:
         return None
-    body = [For(v, 0, E // 2, pairs)]
-    if E % 2:
-        last = Const(E - 1, pw.var.dtype)
-        body.append(pixel_pair(last, last))
-    s = Seq(body)
-    for lp in reversed(loops[:-2]):
-        s = lp.with_body(s)
     params = [table if k == kb else b for k, b in enumerate(func.params)] + [scratch]
     return s, params, layouts, scratch
 

@@ -23,8 +23,7 @@ class _Fold:
     """What pw_s8's requantisation table is worked out from (gemmlowp.folded_requant): the
     parameters it reads besides its own (roles: 'bias', 'mult', 'shift', 'weights', in reads'
     order), the call's shape (weight row c at wbase + c * sw, cin long), its input offset and
-    output zero point, and a per-tensor multiplier and shift (None where they are arrays); a
-    channel's weights are tap_step apart (1: a row; a depthwise conv's: the channel count). Each
+    output zero point, and a per-tensor multiplier and shift (None where they are arrays). Each
     channel's accumulator without its bias is at most max|x + off| * sum|w[c]| (cin * 128 of
     that where the weights are not constants)."""
     roles: tuple
@@ -37,8 +36,13 @@ class _Fold:
     zp: int
     mult: int = None
     shift: int = None
-    tap_step: int = 1
     fold_offset: bool = False     # the table's biases with off * (the channel's weight sum) added
+
+    def row_sums(self, weights, absolute=False):
+        """Each channel's sum of its weight row (of their magnitudes)."""
+        w = weights.reshape(-1).astype(np.int64)
+        rows = self.wbase + self.sw * np.arange(self.cout)[:, None] + np.arange(self.cin)[None, :]
+        return (np.abs(w) if absolute else w)[rows].sum(axis=1)
 
     def folded(self, role, own, arrays):
         got = dict(zip(self.roles, arrays), **{role: own})
@@ -47,9 +51,7 @@ class _Fold:
                for k in ("mult", "shift")}
         amax = max(abs(-128 + self.off), abs(127 + self.off))
         if "weights" in got:
-            w = np.abs(got["weights"].reshape(-1).astype(np.int64))
-            rows = self.wbase + self.sw * np.arange(n)[:, None] + self.tap_step * np.arange(self.cin)[None, :]
-            bound = amax * w[rows].sum(axis=1)
+            bound = amax * self.row_sums(got["weights"], absolute=True)
         else:
             bound = np.full(n, amax * 128 * self.cin)
         return folded_requant(got["bias"].reshape(-1)[:n], per["mult"], per["shift"], self.zp, bound)
@@ -68,9 +70,7 @@ class FoldedBias(_Fold):
         _, c, _ = self.folded("bias", bias, arrays)
         b = bias.reshape(-1)[:self.cout].astype(np.int64)
         if self.fold_offset:          # (wrapping in int32 as the kernel's own sum would)
-            w = dict(zip(self.roles, arrays))["weights"].reshape(-1).astype(np.int64)
-            rows = self.wbase + self.sw * np.arange(self.cout)[:, None] + self.tap_step * np.arange(self.cin)[None, :]
-            b = b + self.off * w[rows].sum(axis=1)
+            b = b + self.off * self.row_sums(dict(zip(self.roles, arrays))["weights"])
         out = np.zeros(2 * self.cout, np.int64)
         out[0::2], out[1::2] = b, c
         return (out & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
@@ -87,23 +87,34 @@ class FoldedShift(_Fold):
         return self.folded("shift", shift, arrays)[2].astype(np.int32)
 
 
-def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, tap_step=1, first=0, fold_offset=False):
+def fold_layouts(bias, kb, km, ks, kw, **fold):
+    """(the table's buffer for bias buffer `bias`, {parameter: layout}): FoldedBias on parameter
+    kb and, where the shifts are an array (ks), FoldedShift on them, reading the multipliers (km),
+    shifts and weights (kw) that are parameters (None where not); fold: _Fold's fields."""
+    def reading(*roles):
+        got = [(r, k) for r, k in roles if k is not None]
+        return tuple(r for r, _ in got), tuple(k for _, k in got)
+    out = {kb: FoldedBias(*reading(("mult", km), ("shift", ks), ("weights", kw)), **fold)}
+    if ks is not None:
+        out[ks] = FoldedShift(*reading(("bias", kb), ("mult", km), ("weights", kw)), **fold)
+    return Buffer(bias.name, "int32", (2 * fold["cout"],), bias.scope), out
+
+
+def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, fold_offset=False):
     """(the table's buffer, the bias parameter it replaces, {parameter: layout}) for a call whose
     requantisation reads bias, mult and shift (Loads; mult and shift ints when per tensor) along
-    output channel var oc and whose channel c's cin weights start at w's element c * sw, tap_step
-    apart (w a Load, or None: no bound from the weights; base the call's first element of a
-    Load): FoldedBias on the bias and, per channel, FoldedShift on the shifts, each then a
-    constant of its own; fold_offset: the input offset folded into the table's biases (the call
-    then sums the inputs without it). None unless they are constants no other layout holds, read
-    from channel `first` on (a constant), one element a channel (and with fold_offset, the
-    weights a constant too)."""
+    output channel var oc and whose channel c's cin weights start at w's element c * sw (w a
+    Load, or None: no bound from the weights; base the call's first element of a Load): the
+    fold_layouts; fold_offset: the input offset folded into the table's biases (the call then
+    sums the inputs without it). None unless they are constants no other layout holds, read from
+    channel 0 on, one element a channel (and with fold_offset, the weights a constant too)."""
     index, consts, layouts = ({id(b): k for k, b in enumerate(func.params)}, func.attrs.get("constants", ()),
                               func.attrs.get("layouts", {}))
 
     def table_param(ld):
         k = index.get(id(ld.buffer))
         whole = k in consts and k not in layouts and tuple(ld.buffer.shape) == (cout,)
-        return k if whole and const_value(simplify(flat_index(base(ld)))) == first and step(flat_index(ld), oc) == 1 else None
+        return k if whole and const_value(simplify(flat_index(base(ld)))) == 0 and step(flat_index(ld), oc) == 1 else None
     per_channel = not isinstance(mult, int)
     kb = table_param(bias)
     km, ks = (table_param(mult), table_param(shift)) if per_channel else (None, None)
@@ -113,13 +124,6 @@ def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, 
     kw = kw if kw in consts and kw not in layouts and wbase is not None else None
     if fold_offset and kw is None:
         return None
-    fold = dict(cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=off, zp=zp, tap_step=tap_step, fold_offset=fold_offset,
-                **({} if per_channel else {"mult": mult, "shift": shift}))
-
-    def reading(*roles):
-        got = [(r, k) for r, k in roles if k is not None]
-        return tuple(r for r, _ in got), tuple(k for _, k in got)
-    out = {kb: FoldedBias(*reading(("mult", km), ("shift", ks), ("weights", kw)), **fold)}
-    if per_channel:
-        out[ks] = FoldedShift(*reading(("bias", kb), ("mult", km), ("weights", kw)), **fold)
-    return Buffer(bias.buffer.name, "int32", (2 * cout,), bias.buffer.scope), kb, out
+    table, out = fold_layouts(bias.buffer, kb, km, ks, kw, cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=off, zp=zp,
+                              fold_offset=fold_offset, **({} if per_channel else {"mult": mult, "shift": shift}))
+    return table, kb, out

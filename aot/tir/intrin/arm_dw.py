@@ -90,6 +90,20 @@ def _at(x, r, s):
 _FOUR = ("k", "k + 1", "k + 2", "k + 3")
 
 
+def _flat_fn(name, ssat_macro=None):
+    """C lines: static inline int32_t name(v, m, sh, zp, lo, hi): TFLite's requantisation without
+    a branch (gemmlowp's flat form), the zero point added, clamped: int8's whole range one SSAT
+    (inlined, a constant test), only where ssat_macro is defined if one is named."""
+    ssat = ["  if (lo == -128 && hi == 127) {", "    return __ssat(q, 8);", "  }"]
+    return [f"static inline int32_t {name}(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, int32_t hi) {{",
+            *["  " + x for x in mbqm_flat_lines("v", "m", "sh", "q", INT32_LITERALS)],
+            "  q += zp;",
+            *(ssat if ssat_macro is None else [f"#if defined({ssat_macro})", *ssat, "#endif"]),
+            "  q = q < lo ? lo : q;",
+            "  return q > hi ? hi : q;",
+            "}"]
+
+
 def _odd_helpers(p):
     """C lines: the DSP body's helpers under prefix p (each kernel its own: a file may hold both):
     the odd bytes of a word sign-extended to two int16 lanes (plus off2): SXTAB16 rotates its
@@ -275,20 +289,7 @@ class DwS8(TensorIntrin):
         ]
         # the DSP body's: the same value without a branch (gemmlowp's flat form), straight code
         # in the epilogue's four channels
-        flat = [
-            "#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",
-            "static inline int32_t aot_dw_s8_requant(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
-            "int32_t hi) {",
-            *["  " + x for x in mbqm_flat_lines("v", "m", "sh", "q", INT32_LITERALS)],
-            "  q += zp;",
-            "  if (lo == -128 && hi == 127) {",            # int8's own range: one SSAT (inlined, a constant test)
-            "    return __ssat(q, 8);",
-            "  }",
-            "  q = q < lo ? lo : q;",
-            "  return q > hi ? hi : q;",
-            "}",
-            "#endif",
-        ]
+        flat = ["#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)", *_flat_fn("aot_dw_s8_requant"), "#endif"]
         odd = _odd_helpers(self.prefix)
         return "\n".join(helper + flat + odd) + "\n" + super().c_source()
 
@@ -478,19 +479,7 @@ class DwS8F(DwS8):
         return super().signature().replace(" aot_dw_s8(", " aot_dw_s8f(", 1)
 
     def c_source(self):
-        ends = ["  q = q < lo ? lo : q;", "  return q > hi ? hi : q;", "}"]
-        ssat = ["  if (lo == -128 && hi == 127) {", "    return __ssat(q, 8);", "  }"]   # int8's own range
-        helpers = [
-            *folded_fn("aot_dw_s8f_fast"),
-            "static inline int32_t aot_dw_s8f_exact(int32_t v, int32_t m, int32_t sh, int32_t zp, int32_t lo, "
-            "int32_t hi) {",
-            *["  " + x for x in mbqm_flat_lines("v", "m", "sh", "q", INT32_LITERALS)],
-            "  q += zp;",
-            "#if defined(__ARM_FEATURE_DSP)",
-            *ssat,
-            "#endif",
-            *ends,
-        ]
+        helpers = [*folded_fn("aot_dw_s8f_fast"), *_flat_fn("aot_dw_s8f_exact", "__ARM_FEATURE_DSP")]
         return "\n".join(helpers + _odd_helpers(self.prefix)) + "\n" + TensorIntrin.c_source(self)
 
     def bodies(self):
