@@ -270,8 +270,12 @@ def plugin_argument(fw, workdir, timing, log=None):
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(workdir, "aot_cycles.table"), "w") as f:
         f.write(timing.text())
+    # AOT_CYCLES_BLOCKS=PATH: every block's executions and cycles written there (a kernel's hot
+    # loop found by address: arm-none-eabi-objdump of the firmware)
+    blocks = os.environ.get("AOT_CYCLES_BLOCKS")
     return (f"./aot_cycles.so,table=aot_cycles.table,out=aot_cycles.report,funcs=aot_cycles.funcs,"
-            f"start=0x{syms['aot_profile_start'][0]:x},stop=0x{syms['aot_profile_stop'][0]:x}")
+            f"start=0x{syms['aot_profile_start'][0]:x},stop=0x{syms['aot_profile_stop'][0]:x}"
+            + (f",blocks={os.path.abspath(blocks)}" if blocks else ""))
 
 
 def run_program(board_name, c_source, timing=None, opt="-O2", timeout=120):

@@ -13,6 +13,8 @@ from ..errors import AotError
 # What a strategy proved (InPlace.kind):
 STAGED = "staged"       # the kernel was staged to write its output over the input (writes_over_staged)
 SHRUNK = "shrunk"       # the kernel writes its smaller output over the start of the input (writes_over_in_order)
+ORDERED = "ordered"     # the kernel as scheduled writes its output over its input of the same size
+                        # (writes_over_in_order: a micro-kernel that orders its own reads, dw3_s8r)
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,7 @@ class InPlace:
     `input` (an input that dies there); `offset`: bytes the input lies into the output (a wider
     output holds it at its end). The memory plan decides whether the two share storage."""
     input: int
-    kind: str           # STAGED | SHRUNK
+    kind: str           # STAGED | SHRUNK | ORDERED
     offset: int = 0
 
 

@@ -16,9 +16,9 @@ from ..tir.stmt import PrimFunc
 from ..tir.structural import structural_key
 from ..tir.verify import AccessReport, verify_accesses
 from .inplace.dying import Site
-from .inplace.shrunk import shrunk_in_place, steps_worth_shrinking
+from .inplace.shrunk import shrunk_in_place, steps_worth_shrinking, written_over_as_scheduled
 from .inplace.staged import Staging, staged_in_place, steps_worth_staging
-from .kernels import SHRUNK, STAGED, InPlace
+from .kernels import ORDERED, SHRUNK, STAGED, InPlace
 
 
 def in_order_schedule(target):
@@ -80,17 +80,22 @@ class Lowering:
         target = self.target if target is None else target
         func, params = lower_group(g, fname)
         site = Site(step, self.lives, len(self.kernels), self.io_ids)
-        staged = staged_in_place(func, params, g, site, target.family.staging_block(target)) \
-            if self.in_place and not target.is_device and step in self.worth_staging else None
+        memo = self.memo if target == self.target else self.module_memos.setdefault(str(target), {})
+        staged = native = None
+        if self.in_place and not target.is_device and step in self.worth_staging:
+            # a kernel that writes over its input as scheduled needs no staging
+            if target.family.writes_over_as_scheduled(target):
+                native = written_over_as_scheduled(scheduled(func, target, memo), params, g, site)
+            staged = None if native else staged_in_place(func, params, g, site, target.family.staging_block(target))
         if staged:
             func = staged.func
-        memo = self.memo if target == self.target else self.module_memos.setdefault(str(target), {})
-        plain, func = func, scheduled(func, target, memo)
+        plain, func = func, native.func if native else scheduled(func, target, memo)
         if staged and staged.by_rows and not writes_over_in_order(func, [func.params[staged.input]],
                                                                    func.params[len(params)]):
             func = legalize(flatten(plain))      # staged by rows: its schedule re-proven, else its proven nest
-        proof = InPlace(staged.input, STAGED, staged.inside) if staged else None
-        if not staged and step in self.worth_shrinking:
+        proof = InPlace(staged.input, STAGED, staged.inside) if staged else \
+            InPlace(native.input, ORDERED) if native else None
+        if not staged and not native and step in self.worth_shrinking:
             shrunk = shrunk_in_place(func, plain, params, g, site, in_order_schedule(target))
             if shrunk:
                 func, proof = shrunk.func, InPlace(shrunk.input, SHRUNK)

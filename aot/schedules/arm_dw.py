@@ -19,17 +19,25 @@ staged by rows (stage_rows: a ring of rows copied back a row behind) has every c
 """
 from __future__ import annotations
 
-from ..tir.expr import Bin, Call, Load, Var, transform, walk
+from ..tir.expr import Bin, Call, Const, Load, Var, transform, walk
 from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import int8_operand, step, flat_index
+from ..tir.intrin.arm_dw3 import ring_words
 from ..tir.schedule import ScheduleError, pack_layout, tensorize
 from ..tir.simplify import const_value, linear_form, simplify
-from ..tir.stmt import Seq, Store, map_exprs, own_exprs, walk_stmts
+from ..tir.stmt import Buffer, Evaluate, For, Seq, Store, map_exprs, own_exprs, walk_stmts
+from .inplace_conv import MAX_SCRATCH_SHARE
 from .nests import accumulation, map_staged_parts, nests as _nests, staged_compute
 from .requant_table import fold_layouts
 
 DW = "dw_s8"
 DW_F = "dw_s8f"     # the DSP cores': the requantisation from the table (requant_table.py)
+DW3 = "dw3_s8r"     # the DSP cores' 3x3 convs: four channels, every row, a call
+# dw3_s8r pays where its rows are long: a channel's setup on each row costs about two pixel pairs,
+# and a row's widening is shared by three output rows only at stride 1. Measured on M4 (est.
+# cycles, dw3_s8r / dw_s8f): 48 wide 0.59, 25 wide (KWS, by columns) 0.73, 24 wide 0.78, 12
+# wide 0.96, 6 wide 1.4; stride 2 over 48 wide 1.14
+MIN_RING_ROW = 12
 
 
 def _compute_nests(body):
@@ -107,7 +115,7 @@ def _pack_weights(func, chan, red):
     return func
 
 
-def _with_table(func, body):
+def _with_table(func, body, per_channel=False):
     """(body with its dw_s8 calls as dw_s8f over the requantisation's table, func's params with
     the table, the layouts) where every call reads the same constant bias, multipliers and
     shifts (C elements each, no other layout) with one offset and zero point; None otherwise.
@@ -129,7 +137,8 @@ def _with_table(func, body):
         return None
     (off, zp), (kb, km, ks) = next(iter(offs)), keys
     taps = first.args[2].buffer.size // C
-    table, new_layouts = fold_layouts(bufs[0], kb, km, ks, None, cout=C, cin=taps, sw=1, wbase=0, off=off, zp=zp)
+    table, new_layouts = fold_layouts(bufs[0], kb, km, ks, None, cout=C, cin=taps, sw=1, wbase=0, off=off, zp=zp,
+                                      per_channel=per_channel)
 
     def rewrite(x):
         if isinstance(x, Call) and x.fn == DW:
@@ -142,11 +151,9 @@ def _with_table(func, body):
     return out, [table if k == kb else b for k, b in enumerate(func.params)], {**layouts, **new_layouts}
 
 
-def tensorize_depthwise(func, target):
-    it = get_intrin(DW)
-    variant = it.variant_for(target.mcpu)
-    if variant == "plain":
-        return None
+def _dw_calls(func, variant):
+    """(func with its weights packed tap-major, its body with each pixel's channels a dw_s8 call)
+    for a depthwise conv the call takes, else None."""
     computes, _ = _compute_nests(func.body)
     found = accumulation(computes[0]) if computes else None
     if not found or found[2].dtype != "int32" or not found[1] or len(_operands(found[1])) != 2:
@@ -160,9 +167,19 @@ def tensorize_depthwise(func, target):
         return None
     computes, rebuild = _compute_nests(packed.body)
     try:
-        body = rebuild([tensorize(nest, accumulation(nest)[0][-1].var, DW) for nest in computes])
+        return packed, rebuild([tensorize(nest, accumulation(nest)[0][-1].var, DW) for nest in computes])
     except ScheduleError:
         return None
+
+
+def tensorize_depthwise(func, target):
+    variant = get_intrin(DW).variant_for(target.mcpu)
+    if variant == "plain":
+        return None
+    got = _dw_calls(func, variant)
+    if got is None:
+        return None
+    packed, body = got
     if variant == "dsp":
         got = _with_table(packed, body)
         if got is not None:
@@ -170,3 +187,114 @@ def tensorize_depthwise(func, target):
             return packed.with_body(body, params, attrs=dict(packed.attrs, schedule=f"{DW_F} (dsp)", layouts=layouts))
     return packed.with_body(body, attrs=dict(packed.attrs, schedule=f"{DW} ({variant})"))
 
+
+def _pixel_call(body):
+    """(the loops, the one dw_s8f call under them) of a body that is only loops around it, else None."""
+    loops, s = [], body
+    while True:
+        if isinstance(s, Seq) and len(s.stmts) == 1:
+            s = s.stmts[0]
+        elif isinstance(s, For):
+            loops.append(s)
+            s = s.body
+        else:
+            break
+    if not isinstance(s, Evaluate) or not isinstance(s.call, Call) or s.call.fn != DW_F:
+        return None
+    return loops, s.call
+
+
+def _window_of(loops, call, shape_in, shape_out):
+    """(stride, pad top, pad left) with which the calls under the loops compute each output pixel
+    once, from its 3x3 window clipped to the input (the pointers, window rows and columns
+    evaluated at every iteration, the pixel told by the output pointer), else None."""
+    import numpy as np
+    from ..tir.inplace import eval_index
+    _, H, W, C = shape_in
+    _, OH, OW, _ = shape_out
+    extents = [const_value(lp.extent) for lp in loops]
+    if None in extents or any(const_value(lp.min) != 0 for lp in loops) or np.prod(extents) != OH * OW:
+        return None
+    grid = np.meshgrid(*(np.arange(n) for n in extents), indexing="ij") if loops else []
+    env = {id(lp.var): v for lp, v in zip(loops, grid)}
+    got = [eval_index(e, env) for e in (flat_index(call.args[0]), flat_index(call.args[1]), flat_index(call.args[2]),
+                                         call.args[7], call.args[8])]
+    if any(v is None for v in got):
+        return None
+    o, a, b, kh, kw = (np.broadcast_to(v, tuple(extents)).ravel() for v in got)
+    if np.any(o % C) or not np.array_equal(np.sort(o // C), np.arange(OH * OW)):
+        return None
+    y, x = o // C // OW, o // C % OW
+    for stride in (1, 2):
+        for pt in range(3 - stride + 1):
+            for pl in range(3):
+                top, left = y * stride - pt, x * stride - pl
+                r0, c0 = np.maximum(0, -top), np.maximum(0, -left)
+                r1, c1 = np.minimum(3, H - top), np.minimum(3, W - left)
+                if np.array_equal(kh, r1 - r0) and np.array_equal(kw, c1 - c0) \
+                        and np.array_equal(a, ((top + r0) * W + left + c0) * C) and np.array_equal(b, (r0 * 3 + c0) * C):
+                    return stride, pt, pl
+    return None
+
+
+def depthwise_rows(func, target):
+    """The DSP cores' rule for a 3x3 depthwise conv of stride 1 over whole groups of four
+    channels, its rows at least MIN_RING_ROW long (the MobileNet and DS-CNN layers): dw3_s8r (aot/tir/intrin/arm_dw3.py) four channels
+    a call, every row, through a ring of widened input rows in a scratch; before
+    tensorize_depthwise, whose calls it is made from (their pointers and clipped windows,
+    evaluated at every pixel, must be the 3x3 window's). The table is dw_s8f's. Not staged: a
+    staged kernel's body is not one call a pixel, and the kernel itself is proven to write over
+    its input (ordered_accesses) where the executor asks."""
+    variant = get_intrin(DW).variant_for(target.mcpu)
+    if variant != "dsp":
+        return None
+    ins = [b for k, b in enumerate(func.params[:func.num_inputs]) if k not in func.attrs.get("constants", ())]
+    out = func.params[func.num_inputs] if len(func.params) == func.num_inputs + 1 else None
+    if out is None or len(ins) != 1 or len(ins[0].shape) != 4 or len(out.shape) != 4 \
+            or ins[0].shape[3] % 4 or out.shape[3] != ins[0].shape[3] or ins[0].shape[0] != 1:
+        return None
+    got = _dw_calls(func, variant)
+    if got is None:
+        return None
+    packed, body = got
+    got = _with_table(packed, body, per_channel=True)      # dw3_s8r tests each channel's c
+    if got is None:
+        return None
+    body, params, layouts = got
+    found = _pixel_call(body)
+    if found is None:
+        return None
+    loops, call = found
+    C = ins[0].shape[3]
+    a_buf, o_buf, b_buf = call.args[1].buffer, call.args[0].buffer, call.args[2].buffer
+    consts = [const_value(call.args[k]) for k in (6, 9, 10, 11, 12, 13, 14, 15, 16, 17)]
+    if a_buf is not ins[0] or o_buf is not out or b_buf.size != 9 * C or None in consts \
+            or consts[:6] != [C, ins[0].shape[2] * C, C, 3 * C, C, 1]:
+        return None
+    window = _window_of(loops, call, ins[0].shape, out.shape)
+    if window is None:
+        return None
+    stride, pt, pl = window
+    _, H, W, _ = ins[0].shape
+    _, OH, OW, _ = out.shape
+    # the ring runs along the longer side: its rows are what a channel's setup is spread over
+    # (KWS's 25 x 5 maps go by columns)
+    shape = [H, W, OH, OW, stride, pt, pl, W * C, C, OW * C, C, 3 * C, C]
+    if H > W:
+        shape = [W, H, OW, OH, stride, pl, pt, C, W * C, C, OW * C, C, 3 * C]
+    if stride != 1 or shape[3] < MIN_RING_ROW or shape[5] + stride > 3:
+        return None      # dw_s8f's per-pixel calls are the faster there (or the ring could be overtaken)
+    words = ring_words(shape[3], stride)
+    if 4 * words * MAX_SCRATCH_SHARE > out.size:
+        return None      # the ring would cost more RAM than staging dw_s8f saves (a tall, narrow map)
+    scratch = Buffer(f"{out.name}_ring", "int32", (words,))
+    g = Var("g", "int32")
+    table, mult, shift = (call.args[k].buffer for k in (3, 4, 5))
+    i32 = lambda v: Const(int(v), "int32")      # noqa: E731
+    four = g * i32(4)
+    args = [Load(out, (four,)), Load(ins[0], (four,)), Load(b_buf, (four,)), Load(table, (g * i32(8),)),
+            Load(mult, (four,)), Load(shift, (four,)), Load(scratch, (i32(0),)),
+            *(i32(v) for v in shape[:7]), *call.args[14:18], *(i32(v) for v in shape[7:])]
+    body = For(g, i32(0), i32(C // 4), Evaluate(Call(DW3, args, "int32")))
+    return packed.with_body(body, params + [scratch], attrs=dict(packed.attrs, schedule=f"{DW3} (dsp)",
+                                                                  layouts=layouts, scratch=scratch.size * 4))

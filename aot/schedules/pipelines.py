@@ -54,6 +54,9 @@ CORTEX_M = [
         step(arm_gather.gather_scratch,
              "DSP cores: a conv with a window over whole 4-byte channel groups, two pixels' windows widened "
              "into a scratch for pw_s8's blocks (before the dot products would take its rows one by one)"),
+        step(arm_dw.depthwise_rows,
+             "DSP cores: a 3x3 depthwise conv (stride 1 or 2, channels in fours) as whole rows through a "
+             "ring of widened input rows, before the per-pixel calls below would take it"),
         step(arm_dw.tensorize_depthwise,
              "a depthwise conv's channels as dw_s8 calls; the dot products below would take only its "
              "short windows"),

@@ -37,6 +37,8 @@ class _Fold:
     mult: int = None
     shift: int = None
     fold_offset: bool = False     # the table's biases with off * (the channel's weight sum) added
+    per_channel: bool = False     # each channel folded where it holds (c = 0 and its shift elsewhere):
+                                  # for a kernel that tests each channel's c (dw3_s8r)
 
     def row_sums(self, weights, absolute=False):
         """Each channel's sum of its weight row (of their magnitudes)."""
@@ -54,7 +56,8 @@ class _Fold:
             bound = amax * self.row_sums(got["weights"], absolute=True)
         else:
             bound = np.full(n, amax * 128 * self.cin)
-        return folded_requant(got["bias"].reshape(-1)[:n], per["mult"], per["shift"], self.zp, bound)
+        return folded_requant(got["bias"].reshape(-1)[:n], per["mult"], per["shift"], self.zp, bound,
+                              per_channel=self.per_channel)
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,8 @@ class FoldedBias(_Fold):
     """The bias of cout channels as the kernels' table: [bias[0], c[0], bias[1], c[1], ...], c the
     folded constants where the folded requantisation holds for every channel (never 0 there:
     an odd multiple of 2^(e-1)), else all 0, which tells the kernel (from any channel's pair:
-    a call over a block of channels reads its own)."""
+    a call over a block of channels reads its own); per_channel: c where it holds for the
+    channel, 0 elsewhere."""
     def shape(self, shape):
         return (2 * shape[0],)
 

@@ -71,6 +71,12 @@ class Family:
         """Whether -mattr's item `feature` ('+dsp', '-neon', ...) names a feature of this family."""
         return feature.lstrip("+-") in self.mattrs if self.mattrs else True
 
+    def writes_over_as_scheduled(self, target):
+        """Whether the target's rules include kernels that write over their input as scheduled,
+        their reads in an order they describe (the executor then asks the scheduled kernel
+        before staging it: aot/executor/inplace/shrunk.py written_over_as_scheduled)."""
+        return False
+
     def staging_block(self, target):
         """What the executor stages a kernel written over its input by (aot/schedules/inplace_conv.py):
         (channels at a time, the fewest worth a block[, pixels of a row at a time])."""

@@ -101,6 +101,9 @@ class CortexM(Family):
     def known_mcpus(self):
         return sorted(set(CORES) | set(self.OTHER_CORES), key=lambda n: (len(n), n))
 
+    def writes_over_as_scheduled(self, target):
+        return core(target.mcpu).variant == "dsp"      # dw3_s8r (aot/schedules/arm_dw.py depthwise_rows)
+
     def staging_block(self, target):
         variant = core(target.mcpu).variant
         return (1, 1) if variant == "plain" else (STAGE_BLOCK, 2 if variant == "mve" else 4)

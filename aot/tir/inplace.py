@@ -296,7 +296,7 @@ def _write_back_trails(writes, in_buf, out_buf, delta, D, vloops, fixed):
 MAX_REPLAYED = 1 << 23     # accesses: beyond this the replay is not attempted (the proof is refused)
 
 
-def _eval_index(e, env):
+def eval_index(e, env):
     """An integer index expression over numpy arrays of loop values (broadcast), or None when it
     holds anything but integer arithmetic on loop variables and constants."""
     import numpy as np
@@ -306,14 +306,14 @@ def _eval_index(e, env):
     if isinstance(e, Var):
         return env.get(id(e))
     if isinstance(e, Unary) and e.op == "neg":
-        a = _eval_index(e.a, env)
+        a = eval_index(e.a, env)
         return None if a is None else -a
     if isinstance(e, Select):
-        c, t, f = (_eval_index(x, env) for x in (e.cond, e.t, e.f))
+        c, t, f = (eval_index(x, env) for x in (e.cond, e.t, e.f))
         return None if c is None or t is None or f is None else np.where(c, t, f)
     if not isinstance(e, Bin):
         return None
-    a, b = _eval_index(e.a, env), _eval_index(e.b, env)
+    a, b = eval_index(e.a, env), eval_index(e.b, env)
     if a is None or b is None:
         return None
     ops = {"+": np.add, "-": np.subtract, "*": np.multiply, "min": np.minimum, "max": np.maximum,
@@ -332,10 +332,10 @@ def _eval_index(e, env):
 def _flat(indices, shape, env):
     import numpy as np
     if len(indices) == 1:
-        return _eval_index(indices[0], env)
+        return eval_index(indices[0], env)
     flat = np.int64(0)
     for i, n in zip(indices, shape):
-        v = _eval_index(i, env)
+        v = eval_index(i, env)
         if v is None:
             return None
         flat = flat * n + v
@@ -364,7 +364,8 @@ def writes_over_in_order(func, in_bufs, out_buf, offset=0) -> bool:
     store that lands on it. Loops must be serial (no parallel or thread-bound loop), their bounds
     bounded, indices only loop arithmetic. A micro-kernel called for what it writes (an Evaluate)
     may take the input or the output by pointer when its intrinsic describes what it touches
-    (ordered_accesses: dw_s8): its steps are replayed one after another, step k's reads at
+    (ordered_accesses: dw_s8, dw3_s8r; an access may name an element offset from its pointer
+    as a fifth item): its steps are replayed one after another, step k's reads at
     2k and its writes at 2k + 1 of the call's program counters, so a read counts as before a
     write of the same call only when the intrinsic orders them so; any other micro-kernel
     taking the input or output by pointer is refused."""
@@ -408,12 +409,12 @@ def writes_over_in_order(func, in_bufs, out_buf, offset=0) -> bool:
         if got is None:
             return False
         steps, touched = got
-        described = {j for _, j, _, _ in touched}
+        described = {t[1] for t in touched}
         for j, a in enumerate(c.args):       # scalar arguments, and pointers not described: no input or output
             if j not in described and any(isinstance(x, Load) and (id(x.buffer) in targets or x.buffer is out_buf)
                                           for x in walk(a)):
                 return False
-        for kind, j, runs, step_stride in touched:
+        for kind, j, runs, step_stride, *at in touched:
             ld = c.args[j]
             if not isinstance(ld, Load) or any(isinstance(x, Load) and (id(x.buffer) in targets or x.buffer is out_buf)
                                                for i in ld.indices for x in walk(i)):
@@ -423,7 +424,9 @@ def writes_over_in_order(func, in_bufs, out_buf, offset=0) -> bool:
             if (kind == "read") == (ld.buffer is out_buf):
                 return False      # the output read, or the input written
             base = _flat(ld.indices, ld.buffer.shape, env)
-            vals = [_eval_index(x, env) for x in (steps, step_stride, *(x for run in runs for x in run))]
+            if base is not None and at:
+                base = base + eval_index(at[0], env)
+            vals = [eval_index(x, env) for x in (steps, step_stride, *(x for run in runs for x in run))]
             if base is None or any(v is None for v in vals):
                 return False
             n, stride, *rest = vals
@@ -478,7 +481,7 @@ def writes_over_in_order(func, in_bufs, out_buf, offset=0) -> bool:
             if vals.size * max(np.size(pc), 1) > MAX_REPLAYED:
                 return False
             env2 = {k: np.expand_dims(v, -1) if np.ndim(v) else v for k, v in env.items()}
-            mn, ext = _eval_index(s.min, env2), _eval_index(s.extent, env2)
+            mn, ext = eval_index(s.min, env2), eval_index(s.extent, env2)
             if mn is None or ext is None:
                 return False
             env2[id(s.var)] = vals

@@ -24,6 +24,8 @@
  * Arguments (-plugin file=...,arg=value):
  *   table=PATH    the timing table: "key value" lines (see cortex_m_timing.py for the keys)
  *   out=PATH      where the report goes at exit
+ *   blocks=PATH   optional: every translated block's address, instructions, executions and
+ *                 cycles in the window, for finding a kernel's hot loop
  *   start=0xADDR  aot_profile_start: counting starts when a block starting there executes
  *   stop=0xADDR   aot_profile_stop: counting stops there
  *   funcs=PATH    optional, "0xADDR 0xEND kind name" lines: kind k (a kernel, cycles attributed to it
@@ -550,6 +552,7 @@ struct run {
 
 struct block {
   uint64_t vaddr, fallthrough;
+  uint64_t runs, cycles;  /* executions and cycles in the window (blocks=) */
   uint64_t n;            /* instructions */
   uint64_t refill;       /* what a taken branch at its end costs before its target's own part */
   uint64_t wide_target;  /* entering it by a branch costs this more (a 32-bit first instruction
@@ -624,7 +627,9 @@ static void tb_exec(unsigned int vcpu, void *udata) {
   /* the previous block's closing branch was taken when this block is not its fall-through */
   if (counting && prev_tb && prev_tb->branch && b->vaddr != prev_tb->fallthrough) {
     /* a low-overhead loop's end refills from the loop buffer: the target's width does not matter */
-    charge(prev_cur, prev_tb->refill + (prev_tb->loop_end ? 0u : b->wide_target), 0);
+    uint64_t refill = prev_tb->refill + (prev_tb->loop_end ? 0u : b->wide_target);
+    charge(prev_cur, refill, 0);
+    ((struct block *)prev_tb)->cycles += refill;     /* its closing branch's */
   }
   /* entered by falling through, its first instructions pipeline with (or wait for, or issue with)
    * the one before it, which its translation could not see */
@@ -656,6 +661,8 @@ static void tb_exec(unsigned int vcpu, void *udata) {
   }
   if (counting) {
     charge(cur, run.cost, b->n);
+    ((struct block *)udata)->runs++;
+    ((struct block *)udata)->cycles += run.cost;
   }
   prev_run = run;
   prev_tb = b;
@@ -697,6 +704,41 @@ static int attribute(uint64_t a, int *exec) {
   return inlined;
 }
 
+static const char *blocks_path;
+static struct block **all_blocks;
+static size_t n_blocks, cap_blocks;
+
+static void keep_block(struct block *b) {
+  if (blocks_path == NULL) {
+    return;
+  }
+  if (n_blocks == cap_blocks) {
+    size_t cap = cap_blocks ? 2 * cap_blocks : 1024;
+    struct block **grown = realloc(all_blocks, cap * sizeof(struct block *));
+    if (grown == NULL) {
+      return;
+    }
+    all_blocks = grown;
+    cap_blocks = cap;
+  }
+  all_blocks[n_blocks++] = b;
+}
+
+static void write_blocks(void) {
+  FILE *f = blocks_path ? fopen(blocks_path, "w") : NULL;
+  size_t i;
+  if (f == NULL) {
+    return;
+  }
+  for (i = 0; i < n_blocks; i++) {
+    if (all_blocks[i]->runs) {
+      fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", all_blocks[i]->vaddr, all_blocks[i]->n,
+              all_blocks[i]->runs, all_blocks[i]->cycles);
+    }
+  }
+  fclose(f);
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   size_t n = qemu_plugin_tb_n_insns(tb), i;
   struct block *b = calloc(1, sizeof *b);
@@ -710,6 +752,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     return;
   }
   b->vaddr = qemu_plugin_tb_vaddr(tb);
+  keep_block(b);
   b->func = attribute(b->vaddr, &b->exec);
   b->entry = b->func >= 0 && funcs[b->func].kind == 'k';
   b->start = b->vaddr == win_start;
@@ -775,6 +818,7 @@ static void at_exit(qemu_plugin_id_t id, void *p) {
     qemu_plugin_outs("aot cycles: cannot write the report\n");
     return;
   }
+  write_blocks();
   fprintf(f, "total %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", total_cycles, total_insns, total_wait);
   fprintf(f, "executor %" PRIu64 " %" PRIu64 "\n", exec_cycles, exec_insns);
   for (i = 0; i < n_funcs; i++) {
@@ -858,6 +902,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
       win_stop = strtoull(eq + 1, NULL, 0);
     } else if (strcmp(argv[i], "funcs") == 0) {
       fpath = eq + 1;
+    } else if (strcmp(argv[i], "blocks") == 0) {
+      blocks_path = strdup(eq + 1);
     } else {
       fprintf(stderr, "aot cycles: unknown argument '%s'\n", argv[i]);
       return -1;

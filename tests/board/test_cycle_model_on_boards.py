@@ -299,3 +299,17 @@ def test_a_shared_micro_kernel_called_from_an_inlined_kernel_is_that_kernels(tmp
     model = measure(res.tar, "qemu-cortex-m4", cycles=board_model(load_board("qemu-cortex-m4")))[0]["cycle_model"]
     first = next(k for k in model["kernels"] if k["name"] == "fused_qdense")
     assert model["executor"]["cycles"] < 400 and first["cycles"] > 256 * 64 // 2, model
+
+
+@pytest.mark.board
+def test_the_block_report_adds_up_to_the_total(tmp_path, monkeypatch):
+    """AOT_CYCLES_BLOCKS=PATH: each block's address, instructions, executions and cycles in the
+    window (a taken branch's refill its block's); they add up to the window's totals."""
+    path = tmp_path / "blocks.txt"
+    monkeypatch.setenv("AOT_CYCLES_BLOCKS", str(path))
+    from aot.cycles import run_program
+    r = run_program("qemu-cortex-m4", _program("smlad r0, r1, r2, r0", N))
+    rows = [[int(x, 16) if k == 0 else int(x) for k, x in enumerate(line.split())]
+            for line in path.read_text().splitlines()]
+    assert sum(c for _, _, _, c in rows) == r["cycles"]
+    assert sum(n * runs for _, n, runs, _ in rows) == r["instructions_counted"]

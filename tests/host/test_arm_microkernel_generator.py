@@ -416,6 +416,19 @@ def test_folded_requant_refuses_what_the_form_cannot_hold():
         assert not fast and list(e) == s and not c.any(), (bias, m, s, zp, bound)
 
 
+def test_folded_requant_per_channel_folds_each_channel_that_holds():
+    """per_channel (dw3_s8r's table): the channels that meet the form get their c and e, the others
+    c = 0 and their shift as it is; the whole-table form refuses the same channels all together."""
+    from aot.tir.intrin.gemmlowp import folded_requant
+    bias, m, s, bound = [100, 100, 100, 0], [1 << 30, 1 << 30, -5, 1 << 30], [-7, 2, -7, -24], [1000] * 4
+    fast, c, e = folded_requant(bias, m, s, 3, bound, per_channel=True)
+    assert fast and [int(x) for x in e] == [7, 2, -7, 24]
+    assert [int(x) for x in c] == [(1 << 6) + 3 * (1 << 7), 0, 0, (1 << 23) + 3 * (1 << 24)]
+    fast, c, e = folded_requant(bias, m, s, 3, bound)
+    assert not fast and list(e) == s and not c.any()
+    assert not folded_requant([100], [1 << 30], [2], 3, [1000], per_channel=True)[0]
+
+
 # -- one copy ---------------------------------------------------------------------------------
 # fragments only gemmlowp's arithmetic writes: the nudge, the remainder test, the Helium
 # rounding multiply and rounding shift, the SMMLAR rounding multiply

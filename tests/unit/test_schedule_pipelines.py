@@ -38,7 +38,7 @@ def _need(path):
 
 def test_pipelines_are_lists_in_the_documented_order():
     assert [rule_name(r) for r in rules_in(pipelines.CORTEX_M)] == [
-        "arm_gather.gather_windows", "arm_gather.gather_scratch", "arm_dw.tensorize_depthwise",
+        "arm_gather.gather_windows", "arm_gather.gather_scratch", "arm_dw.depthwise_rows", "arm_dw.tensorize_depthwise",
         "arm_add.tensorize_adds", "arm_q15.tensorize_pointwise", "arm_float.float_tiles", "arm.tensorize_dots", "cpu.register_tiles",
         "cpu.flatten_indices", "cpu.unroll_short_loops", "arm_copy.vector_copies", "arm_float.fuse_multiply_adds"]
     assert isinstance(pipelines.CORTEX_M[0], FirstOf) and all(isinstance(s, Step) for s in pipelines.CORTEX_M[1:])

@@ -54,6 +54,21 @@ def shrunk_in_place(func, plain, params, g, site, ordered=None):
     return None
 
 
+def written_over_as_scheduled(func, params, g, site):
+    """(func, the input) for a kernel whose output is as large as its one input that dies here,
+    when writes_over_in_order proves the scheduled kernel itself may write over that input: a
+    micro-kernel that orders its own reads (dw3_s8r's ring of rows, aot/tir/intrin/arm_dw3.py)
+    needs no staging scratch; None otherwise (the executor stages it instead). Planned as
+    ORDERED, the same storage as its input (write_over.py)."""
+    sole = sole_activation(params, g, site.io_ids)
+    if sole is None or sole.tensor.type.nbytes != sole.output.type.nbytes or not site.dies_here(sole.tensor):
+        return None
+    k = sole.index
+    if writes_over_in_order(func, [func.params[k]], func.params[len(params)], 0):
+        return Shrunk(func, k)
+    return None
+
+
 def write_shrunk(calls, intervals, aliases, io_keys, log):
     """Pin each shrunk kernel's output at byte 0 of its input's storage, where the planner agrees."""
     for step, c in enumerate(calls):

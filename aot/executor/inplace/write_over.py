@@ -1,10 +1,11 @@
 """Writes over a dying input: a kernel's output takes the storage of an input that dies at that
 kernel, when the kernel reads each input element only in the statement that writes the same
-output element (aot/tir/inplace.py writes_over), or was staged to (staged.py)."""
+output element (aot/tir/inplace.py writes_over), or was staged to (staged.py), or orders its own
+reads so (shrunk.py written_over_as_scheduled)."""
 from __future__ import annotations
 
 from ...tir.inplace import writes_over
-from ..kernels import STAGED, GeneratedKernel
+from ..kernels import ORDERED, STAGED, GeneratedKernel
 from ..memory import IN_PLACE
 
 
@@ -15,7 +16,7 @@ def write_in_place(calls, intervals, aliases, io_keys, log):
         if not isinstance(c, GeneratedKernel):
             continue          # only a generated kernel's loop IR can prove an in-place write safe
         p = c.in_place
-        staged_over = p.input if p is not None and p.kind == STAGED else None
+        staged_over = p.input if p is not None and p.kind in (STAGED, ORDERED) else None
         n_in = c.func.num_inputs
         for j, a in enumerate(c.args[n_in:len(c.args) - (1 if c.scratch_bytes else 0)], n_in):
             if a.kind != "workspace" or a.key in io_keys or intervals[a.key].first != step:

@@ -90,7 +90,7 @@ def _at(x, r, s):
 _FOUR = ("k", "k + 1", "k + 2", "k + 3")
 
 
-def _flat_fn(name, ssat_macro=None):
+def flat_fn(name, ssat_macro=None):
     """C lines: static inline int32_t name(v, m, sh, zp, lo, hi): TFLite's requantisation without
     a branch (gemmlowp's flat form), the zero point added, clamped: int8's whole range one SSAT
     (inlined, a constant test), only where ssat_macro is defined if one is named."""
@@ -101,6 +101,21 @@ def _flat_fn(name, ssat_macro=None):
             *(ssat if ssat_macro is None else [f"#if defined({ssat_macro})", *ssat, "#endif"]),
             "  q = q < lo ? lo : q;",
             "  return q > hi ? hi : q;",
+            "}"]
+
+
+def odd_fn(name):
+    """C lines: static inline int32_t name(off2, x): the odd bytes of word x sign-extended to two
+    int16 lanes plus off2 (SXTAB16 rotating its operand itself, which neither compiler folds
+    __sxtab16(a, ror(x, 8)) into)."""
+    return [f"static inline int32_t {name}(int32_t off2, uint32_t x) {{",
+            "#if defined(__GNUC__)",
+            "  int32_t r;",
+            '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(off2), "r"(x));',
+            "  return r;",
+            "#else",
+            "  return __sxtab16(off2, (int32_t)((x >> 8) | (x << 24)));",
+            "#endif",
             "}"]
 
 
@@ -116,15 +131,7 @@ def _odd_helpers(p):
         "#else",
         f"#define {p.upper()}_FENCE() ((void)0)",
         "#endif",
-        f"static inline int32_t {p}_odd(int32_t off2, uint32_t x) {{",
-        "#if defined(__GNUC__)",
-        "  int32_t r;",
-        '  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(off2), "r"(x));',
-        "  return r;",
-        "#else",
-        "  return __sxtab16(off2, (int32_t)((x >> 8) | (x << 24)));",
-        "#endif",
-        "}",
+        *odd_fn(f"{p}_odd"),
         f"static inline int32_t {p}_odd0(uint32_t x) {{",
         "#if defined(__GNUC__)",
         "  int32_t r;",
@@ -289,7 +296,7 @@ class DwS8(TensorIntrin):
         ]
         # the DSP body's: the same value without a branch (gemmlowp's flat form), straight code
         # in the epilogue's four channels
-        flat = ["#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)", *_flat_fn("aot_dw_s8_requant"), "#endif"]
+        flat = ["#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)", *flat_fn("aot_dw_s8_requant"), "#endif"]
         odd = _odd_helpers(self.prefix)
         return "\n".join(helper + flat + odd) + "\n" + super().c_source()
 
@@ -479,7 +486,7 @@ class DwS8F(DwS8):
         return super().signature().replace(" aot_dw_s8(", " aot_dw_s8f(", 1)
 
     def c_source(self):
-        helpers = [*folded_fn("aot_dw_s8f_fast"), *_flat_fn("aot_dw_s8f_exact", "__ARM_FEATURE_DSP")]
+        helpers = [*folded_fn("aot_dw_s8f_fast"), *flat_fn("aot_dw_s8f_exact", "__ARM_FEATURE_DSP")]
         return "\n".join(helpers + _odd_helpers(self.prefix)) + "\n" + TensorIntrin.c_source(self)
 
     def bodies(self):

@@ -184,23 +184,34 @@ def mbqm_folded_lines(x, mult, c, e, q="q", asm=True) -> list:
             f"{q} >>= {e};"]
 
 
-def folded_requant(bias, mult, shift, zp, bound):
+def mbqm_folded_asm(x, t, mult, c, e) -> list:
+    """Thumb-2 assembly lines (an __asm__ template's strings, operands by name: %[x]) of
+    mbqm_folded_lines on register x in place (t a scratch register), for a kernel's hand-written
+    loop: x = (SMMLAR(2x, mult, c) + [x < 0]) >> e."""
+    return [f'"lsl %[{t}], %[{x}], #1\\n"',
+            f'"smmlar %[{t}], %[{t}], %[{mult}], %[{c}]\\n"',
+            f'"add %[{x}], %[{t}], %[{x}], asr #31\\n"',
+            f'"asr %[{x}], %[{x}], %[{e}]\\n"']
+
+
+def folded_requant(bias, mult, shift, zp, bound, per_channel=False):
     """(fast, c, e) for mbqm_folded_lines over channels with int32 arrays bias, mult and shift
     (TFLite's: MBQM shifts left by a positive shift, right by minus a negative one) and each
     channel's bound on |sum - bias| (its accumulator without the bias): fast when every channel
     meets the form's conditions, with c = 2^(e-1) + zp * 2^e and e = -shift; (False, zeros, shift)
-    otherwise (the exact form then)."""
+    otherwise (the exact form then). per_channel: each channel on its own, c = 0 and its shift as
+    it is where it does not meet them (fast: whether any does)."""
     import numpy as np
     b, m, sh = (np.asarray(v, dtype=np.int64).reshape(-1) for v in (bias, mult, shift))
     acc = np.abs(b) + np.asarray(bound, dtype=np.int64).reshape(-1)
     e = -sh
-    ok = bool(np.all((e >= 1) & (e <= 31) & (m >= 0) & (acc < (1 << 30))))
-    c = np.zeros_like(e)
-    if ok:
-        c = (np.int64(1) << (e - 1)) + np.int64(zp) * (np.int64(1) << e)
-        high = ((2 * acc * m) >> 32) + 1          # |srdhm(sum, m)| at most
-        ok = bool(np.all((np.abs(c) < (1 << 30)) & (np.abs(c) + high + 1 < (1 << 31))))
-    return (True, c, e) if ok else (False, np.zeros_like(e), sh)
+    ok = (e >= 1) & (e <= 31) & (m >= 0) & (acc < (1 << 30))
+    c = np.where(ok, (np.int64(1) << np.clip(e - 1, 0, 62)) + np.int64(zp) * (np.int64(1) << np.clip(e, 0, 62)), 0)
+    high = ((2 * acc * m) >> 32) + 1          # |srdhm(sum, m)| at most
+    ok &= (np.abs(c) < (1 << 30)) & (np.abs(c) + high + 1 < (1 << 31))
+    if per_channel:
+        return bool(np.any(ok)), np.where(ok, c, 0), np.where(ok, e, sh)
+    return (True, c, e) if bool(np.all(ok)) else (False, np.zeros_like(e), sh)
 
 
 def requantise_lines(x, mult, shift, zp="zp") -> list:

@@ -1,0 +1,395 @@
+"""Arm micro-kernel for a whole 3x3 int8 depthwise convolution, four channels a call, row by row
+through a ring of widened input rows (the DSP cores'):
+
+  dw3_s8r(out, a, b, bias, mult, shift, scratch, h, w, oh, ow, stride, pt, pl, off, zp, lo, hi,
+          a_row, a_col, o_row, o_col, b_row, b_col)
+  out[y*o_row + x*o_col + q] = requant(bias[2q] + sum over r, t < 3 of
+                                       (a[i*a_row + j*a_col + q] + off) * b[r*b_row + t*b_col + q])
+      for q < 4, y < oh, x < ow, i = y*stride - pt + r < h, j = x*stride - pl + t < w (both >= 0)
+
+The "rows" are the ring's: the input's rows (a_row = W*C, a_col = C), or its columns on a map
+taller than wide (a_row = C, a_col = W*C, the weights' strides swapped too), so that a row is
+the longer side. out, a and b point at the call's channel group; the requantisation comes from
+the table (requant_table.py, per channel: a channel whose folded form does not hold, c = 0,
+takes the exact one).
+
+dw_s8f (arm_dw.py) runs a pixel's channels a call and widens every input word at each of the
+nine taps that read it. This kernel widens each input row once: its four channels become four
+planes of int16 (the offset added, the padding columns 0) in ring slot i % 3 of the scratch, so
+that an output row reads its three input rows from the ring. In a plane two neighbouring columns
+are one word, and a weight row's taps (w0, w1) and (w1, w2) two more (packed once a call), so
+two output pixels take four DSP MACs a row:
+  stride 1: y0 = smlad(c01, w01) + c2 * w2,     y1 = c1 * w0 + smlad(c23, w12)
+  stride 2: y0 = smlad(c01, w01) + c2 * w2,     y1 = smlad(c23, w01) + c4 * w2
+(c01 the word of columns 0 and 1 from the pair's first; the single products smlabt/smlatb). A
+clipped window is a whole one whose rows outside the input weigh 0 (the ring zeroed first).
+
+Rows are widened just before the first output row that reads them, so at output row y the
+input rows read are those below y*stride - pt + 3 and the rows overwritten (in place) those of
+output rows up to y: with pt + stride <= 3 an output row never lands on an input row the ring
+has not taken yet. ordered_accesses says so for aot/tir/inplace.py's replay, which proves the
+kernel in place without a staging copy.
+"""
+from __future__ import annotations
+
+from ..expr import Const
+from ...targets.cortex_m import core
+from .arm_dw import flat_fn, odd_fn
+from .arm_q15 import folded_fn
+from .gemmlowp import mbqm_folded_asm
+from .base import TensorIntrin, register_intrin
+
+
+def _i32(v):
+    return Const(int(v), "int32")
+
+
+def ring_words(ow: int, stride: int) -> int:
+    """int32 words of scratch one call needs: four int16 planes, each the column pairs the output
+    pairs read, a word of each of the three ring slots a pair."""
+    return 12 * (stride * ((ow + 1) // 2) + 1)
+
+
+P = "aot_dw3_s8r"
+
+
+def _requant(v):
+    return f"(int8_t)(cc != 0 ? {P}_fast({v}, m, e, cc, lo, hi) : {P}_exact({v}, m, e, zp, lo, hi))"
+
+
+def _asm_pairs(stride):
+    """C lines: the whole-window row's pairs in Thumb-2 assembly (13 registers: the pair pointer,
+    the output pointer and its stride, slots 0 and 1's weight words, two sums, three temporaries
+    and the row's constants rq: bias, multiplier, cc, shift, slot 2's weight words, the output's
+    end), both pixels requantised by the folded form into int8's whole range."""
+    nxt = 12 * stride             # bytes from a pair's first column pair to the next pair's
+
+    def row(slot, wa, wb):
+        lo, hi = 4 * slot, 4 * slot + 12
+        lines = [f'"ldr %[t0], [%[p], #{lo}]\\n"', f'"ldr %[t1], [%[p], #{hi}]\\n"']
+        if stride == 2:
+            lines.append(f'"ldr %[x], [%[p], #{hi + 12}]\\n"')
+            mac = [f'"smlad %[a0], %[t0], {wa}, %[a0]\\n"', f'"smlabt %[a0], %[t1], {wb}, %[a0]\\n"',
+                   f'"smlad %[a1], %[t1], {wa}, %[a1]\\n"', f'"smlabt %[a1], %[x], {wb}, %[a1]\\n"']
+        else:
+            mac = [f'"smlad %[a0], %[t0], {wa}, %[a0]\\n"', f'"smlabt %[a0], %[t1], {wb}, %[a0]\\n"',
+                   f'"smlatb %[a1], %[t0], {wa}, %[a1]\\n"', f'"smlad %[a1], %[t1], {wb}, %[a1]\\n"']
+        return lines + mac
+    # slot 2's weights come from rq: w2a into a1's place is not free, so two temporaries load them
+    slot2 = [f'"ldr %[t0], [%[p], #8]\\n"', f'"ldr %[t1], [%[p], #20]\\n"']
+    if stride == 2:
+        slot2 += ['"ldr %[x], [%[rq], #16]\\n"',
+                  '"smlad %[a0], %[t0], %[x], %[a0]\\n"',
+                  '"smlad %[a1], %[t1], %[x], %[a1]\\n"',
+                  '"ldr %[t0], [%[p], #32]\\n"',
+                  '"ldr %[x], [%[rq], #20]\\n"',
+                  '"smlabt %[a0], %[t1], %[x], %[a0]\\n"',
+                  '"smlabt %[a1], %[t0], %[x], %[a1]\\n"']
+    else:
+        slot2 += ['"ldr %[x], [%[rq], #16]\\n"',
+                  '"smlad %[a0], %[t0], %[x], %[a0]\\n"',
+                  '"smlatb %[a1], %[t0], %[x], %[a1]\\n"',
+                  '"ldr %[x], [%[rq], #20]\\n"',
+                  '"smlabt %[a0], %[t1], %[x], %[a0]\\n"',
+                  '"smlad %[a1], %[t1], %[x], %[a1]\\n"']
+    # loads side by side where they can be (a load after a load pipelines on these cores)
+    first = row(0, "%[w0a]", "%[w0b]")
+    body = ['".p2align 2\\n"', '"1:\\n"',
+            *first[:2], '"ldr %[a0], [%[rq]]\\n"',            # slot 0's words, the bias
+            '"mov %[a1], %[a0]\\n"',
+            *first[2:], *row(1, "%[w1a]", "%[w1b]"), *slot2,
+            f'"add %[p], %[p], #{nxt}\\n"',
+            '"ldrd %[t0], %[t1], [%[rq], #4]\\n"',            # m, cc
+            *mbqm_folded_asm("a0", "x", "t0", "t1", None)[:3],
+            *mbqm_folded_asm("a1", "x", "t0", "t1", None)[:3],
+            '"ldr %[t0], [%[rq], #12]\\n"',                   # e, and the end of the pairs
+            '"ldr %[t1], [%[rq], #24]\\n"',
+            mbqm_folded_asm("a0", "x", "t0", "t1", "t0")[3],
+            mbqm_folded_asm("a1", "x", "t0", "t1", "t0")[3],
+            '"ssat %[a0], #8, %[a0]\\n"',
+            '"ssat %[a1], #8, %[a1]\\n"',
+            '"strb %[a0], [%[o]]\\n"',
+            '"strb %[a1], [%[o], %[c]]\\n"',
+            '"add %[o], %[o], %[c], lsl #1\\n"',
+            '"cmp %[o], %[t1]\\n"',
+            '"bne 1b\\n"']
+    return ["__asm__ volatile(",
+            *["  " + x for x in body],
+            "  : [p] \"+r\"(pp), [o] \"+r\"(o), [a0] \"=&r\"(acc0), [a1] \"=&r\"(acc1), [t0] \"=&r\"(t0), "
+            "[t1] \"=&r\"(t1), [x] \"=&r\"(tx)",
+            "  : [c] \"r\"(o_col), [w0a] \"r\"(wr[0]), [w0b] \"r\"(wr[1]), [w1a] \"r\"(wr[2]), [w1b] \"r\"(wr[3]), "
+            "[rq] \"r\"(rq)",
+            "  : \"cc\", \"memory\");"]
+
+
+def _pair_c(stride, ptr_of, wa, wb, rows):
+    """C lines: a pair's sums acc0, acc1 over `rows` (each: the byte offset of its slot in a
+    column pair, its weight words)."""
+    out = []
+    for slot, a, b in rows:
+        out.append(f"q0 = {P}_ld({ptr_of} + {slot}); q1 = {P}_ld({ptr_of} + {slot} + 12);")
+        if stride == 1:
+            out += [f"acc0 = __smlad(q0, {a}, acc0); acc0 = __smlabt(q1, {b}, acc0);",
+                    f"acc1 = __smlatb(q0, {a}, acc1); acc1 = __smlad(q1, {b}, acc1);"]
+        else:
+            out += [f"q2 = {P}_ld({ptr_of} + {slot} + 24);",
+                    f"acc0 = __smlad(q0, {a}, acc0); acc0 = __smlabt(q1, {b}, acc0);",
+                    f"acc1 = __smlad(q1, {a}, acc1); acc1 = __smlabt(q2, {b}, acc1);"]
+    return out
+
+
+def _one_c(stride, ptr_of, rows):
+    """C lines: the sum acc0 of a row's last pixel (an odd width) over `rows`, as _pair_c."""
+    return [f"acc0 = __smlad({P}_ld({ptr_of} + {slot}), {a}, acc0); "
+            f"acc0 = __smlabt({P}_ld({ptr_of} + {slot} + 12), {b}, acc0);" for slot, a, b in rows]
+
+
+def _row_dsp(stride):
+    """C lines: channel q's output row over the three ring slots, wr the weight words of the
+    window rows they hold: its whole pairs by assembly where GCC optimises and the folded form
+    clamps to int8's whole range (the constants in rq), else by C; an odd width's last pixel
+    alone."""
+    rows = [(f"{4 * k}", f"wr[{2 * k}]", f"wr[{2 * k + 1}]") for k in range(3)]
+    q2 = [] if stride == 2 else ["(void)q2;"]
+    return [
+        "p = 0;",
+        "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
+        "if (asm_ok && cc != 0 && full > 0) {",
+        "  int32_t* rq = rqs + 8 * q;",
+        "  int32_t acc0, acc1, t0, t1, tx;",
+        "  rq[4] = wr[4]; rq[5] = wr[5];",
+        "  rq[6] = (int32_t)(intptr_t)(o + 2 * full * o_col);",
+        *["  " + x for x in _asm_pairs(stride)],
+        "  (void)acc0; (void)acc1; (void)t0; (void)t1; (void)tx;",
+        "  p = full;",
+        "}",
+        "#endif",
+        f"for (; p < full; ++p, pp += {12 * stride}, o += 2 * o_col) {{",
+        "  int32_t acc0 = b0, acc1 = b0, q0, q1, q2 = 0;",
+        *["  " + x for x in _pair_c(stride, "pp", None, None, rows) + q2],
+        f"  o[0] = {_requant('acc0')};",
+        f"  o[o_col] = {_requant('acc1')};",
+        "}",
+        "if (ow & 1) {",
+        "  int32_t acc0 = b0;",
+        *["  " + x for x in _one_c(stride, "pp", rows)],
+        f"  o[0] = {_requant('acc0')};",
+        "}",
+    ]
+
+
+@register_intrin
+class Dw3S8R(TensorIntrin):
+    name = "dw3_s8r"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
+    pointer_args = (0, 1, 2, 3, 4, 5, 6)
+    written_args = (0, 6)
+
+    def variant_for(self, mcpu):
+        return "dsp" if core(mcpu).variant == "dsp" else "plain"
+
+    def signature(self):
+        return ("int32_t aot_dw3_s8r(int8_t* out, const int8_t* a, const int8_t* b, const int32_t* bias, "
+                "const int32_t* mult, const int32_t* shift, int32_t* scratch, int32_t h, int32_t w, int32_t oh, "
+                "int32_t ow, int32_t stride, int32_t pt, int32_t pl, int32_t off, int32_t zp, int32_t lo, int32_t hi, "
+                "int32_t a_row, int32_t a_col, int32_t o_row, int32_t o_col, int32_t b_row, int32_t b_col)")
+
+    def match(self, loop, acc=None):
+        return None, "dw3_s8r is made by the depthwise rows rule (aot/schedules/arm_dw.py), not matched"
+
+    def last_offsets(self, args):
+        """The input's and output's last pixel's fourth channel, the nine taps', the table's
+        eight words, the scratch's ring."""
+        h, w, oh, ow, stride = args[7:12]
+        a_row, a_col, o_row, o_col, b_row, b_col = args[18:24]
+        one, two, three = _i32(1), _i32(2), _i32(3)
+        ring = _i32(ring_words(_const(ow), _const(stride)) - 1)
+        return [(0, (oh - one) * o_row + (ow - one) * o_col + three), (1, (h - one) * a_row + (w - one) * a_col + three),
+                (2, two * b_row + two * b_col + three), (3, _i32(7)), (4, three), (5, three), (6, ring)]
+
+    def ordered_accesses(self, args):
+        """(steps, accesses) for aot/tir/inplace.py: step y is output row y. It reads input rows
+        y*stride .. y*stride + stride - 1, and at every step the rows below the last output
+        row's (a VALID conv's last two), all nine taps, the table and the constants, then
+        writes the row's pixels, four channels each. The ring takes row i at the first output
+        row whose window reaches it, which is no later than step i // stride when pt + stride
+        <= 3 (the rule's condition): every read comes no later than said."""
+        h, w, oh, ow, stride = args[7:12]
+        a_row, a_col, o_row, o_col, b_row, b_col = args[18:24]
+        one, three, four, zero = _i32(1), _i32(3), _i32(4), _i32(0)
+        rest = _i32(max(_const(h) - _const(oh) * _const(stride), 0))
+        cols = ((w, a_col), (four, one))
+        return oh, [("read", 1, ((stride, a_row), *cols), stride * a_row),
+                    ("read", 1, ((rest, a_row), *cols), zero, oh * stride * a_row),
+                    ("read", 2, ((three, b_row), (three, b_col), (four, one)), zero),
+                    ("read", 3, ((_i32(8), one),), zero), ("read", 4, ((four, one),), zero),
+                    ("read", 5, ((four, one),), zero),
+                    ("write", 0, ((ow, o_col), (four, one)), o_row)]
+
+    def c_source(self):
+        helpers = [*folded_fn(f"{P}_fast"), *flat_fn(f"{P}_exact", "__ARM_FEATURE_DSP"),
+                   # the scratch is bytes: its int16 planes read and written through memcpy
+                   "#if defined(__ARM_FEATURE_DSP)",
+                   f"static inline int32_t {P}_ld(const unsigned char* p) {{",
+                   "  int32_t v;", "  memcpy(&v, p, 4);", "  return v;", "}",
+                   *odd_fn(f"{P}_odd"),
+                   "#else",
+                   f"static inline int32_t {P}_h(const unsigned char* p) {{",
+                   "  int16_t v;", "  memcpy(&v, p, 2);", "  return v;", "}",
+                   "#endif"]
+        return "\n".join(["#include <string.h>", *helpers]) + "\n" + super().c_source()
+
+    def _head(self):
+        return ["int32_t np = (ow + 1) / 2;",                      # output pairs, the last maybe half
+                "int32_t ncp = stride * np + 1;",                  # the column pairs they read
+                "int32_t plane = 12 * ncp;",                       # a plane's bytes: 3 slots a column pair
+                "int32_t k, q, r, p, next = 0;",
+                "unsigned char* ring = (unsigned char*)scratch;",
+                "const int32_t* bt = bias;"]
+
+    def bodies(self):
+        def widen_pair(pad, guarded):
+            """a column pair (s, s + 1) into the four planes at d (guarded: columns outside the
+            row are 0)."""
+            load = []
+            for k, (j, e, o) in enumerate((("j", "e0", "o0"), ("j + 1", "e1", "o1"))):
+                get = [f"memcpy(&x, ar + ({j}) * a_col, 4);",
+                       f"{e} = __sxtab16(off2, (int32_t)x); {o} = {P}_odd(off2, x);"]
+                load += ([f"if ({j} >= 0 && {j} < w) {{", *["  " + y for y in get], "}"] if guarded else get)
+            return [pad + y for y in [
+                "int32_t j = s - pl, e0 = 0, o0 = 0, e1 = 0, o1 = 0, v;",
+                "uint32_t x;",
+                *load,
+                "v = (int32_t)(((uint32_t)e0 & 0xFFFFu) | ((uint32_t)e1 << 16));",        # PKHBT
+                "memcpy(d, &v, 4);",
+                "v = (int32_t)(((uint32_t)o0 & 0xFFFFu) | ((uint32_t)o1 << 16));",
+                "memcpy(d + plane, &v, 4);",
+                "v = (int32_t)(((uint32_t)e1 & 0xFFFF0000u) | ((uint32_t)e0 >> 16));",    # PKHTB
+                "memcpy(d + 2 * plane, &v, 4);",
+                "v = (int32_t)(((uint32_t)o1 & 0xFFFF0000u) | ((uint32_t)o0 >> 16));",
+                "memcpy(d + 3 * plane, &v, 4);"]]
+        widen = [
+            # input row `next` into ring slot next % 3: column s of a plane holds input column
+            # s - pl, the offset added (|x + off| <= 255), 0 outside the row; a column pair is
+            # one word of each plane, the three slots' words side by side. The pairs with both
+            # columns inside go without a test.
+            "for (; next <= top + 2 && next < h; ++next) {",
+            "  unsigned char* d0 = ring + 4 * (next % 3);",
+            "  const int8_t* ar = a + next * a_row;",
+            "  int32_t s;",
+            "  for (s = 0; s < 2 * ncp; s += 2) {",
+            "    unsigned char* d = d0 + 6 * s;",
+            "    if (s == lo2 && lo2 < hi2) {",
+            "      for (; s < hi2; s += 2, d += 12) {",
+            *widen_pair("        ", False),
+            "      }",
+            "      if (s >= 2 * ncp) {",
+            "        break;",
+            "      }",
+            "    }",
+            *widen_pair("    ", True),
+            "  }",
+            "}",
+        ]
+        dsp = [*self._head(),
+               "int32_t full = ow / 2;",                            # the whole pairs
+               "int32_t lo2 = pl + (pl & 1), hi2 = (w + pl) & ~1;",  # the column pairs inside a row
+               "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               # each channel's weight rows as (w0, w1) and (w1, w2) int16 pairs (wq), and as the
+               # ring's slots hold them when the top row lies in slot t: ws[24 t + 6 q + 2 sl]
+               "int32_t wq[24], ws[72], wz[24];",
+               "for (q = 0; q < 4; ++q) {",
+               "  for (r = 0; r < 3; ++r) {",
+               "    uint32_t t0 = (uint16_t)b[r * b_row + q], t1 = (uint16_t)b[r * b_row + b_col + q];",
+               "    uint32_t t2 = (uint16_t)b[r * b_row + 2 * b_col + q];",
+               "    wq[6 * q + 2 * r] = (int32_t)(t0 | (t1 << 16));",
+               "    wq[6 * q + 2 * r + 1] = (int32_t)(t1 | (t2 << 16));",
+               "  }",
+               "}",
+               "for (k = 0; k < 3; ++k) {",
+               "  for (q = 0; q < 4; ++q) {",
+               "    for (r = 0; r < 3; ++r) {",                   # slot r holds window row (r - k) mod 3
+               "      ws[24 * k + 6 * q + 2 * r] = wq[6 * q + 2 * ((r - k + 3) % 3)];",
+               "      ws[24 * k + 6 * q + 2 * r + 1] = wq[6 * q + 2 * ((r - k + 3) % 3) + 1];",
+               "    }",
+               "  }",
+               "}",
+               # the folded form into int8's whole range: the assembly's; its constants a channel
+               "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
+               "int32_t asm_ok = lo == -128 && hi == 127;",
+               "int32_t rqs[32];",
+               "for (q = 0; q < 4; ++q) {",
+               "  rqs[8 * q] = bt[2 * q]; rqs[8 * q + 1] = mult[q]; rqs[8 * q + 2] = bt[2 * q + 1];",
+               "  rqs[8 * q + 3] = shift[q];",
+               "}",
+               "#endif",
+               "memset(ring, 0, (size_t)(4 * plane));",            # a slot no row reached yet is read, weighed 0
+               "for (k = 0; k < oh; ++k, out += o_row) {",
+               "  int32_t top = k * stride - pt;",
+               "  const int32_t* wk;",
+               *["  " + x for x in widen],
+               "  if (top >= 0 && top + 3 <= h) {",
+               "    wk = ws + 24 * (top % 3);",
+               "  } else {",                                        # a clipped window: its missing rows weigh 0
+               "    int32_t sl;",
+               "    for (sl = 0; sl < 3; ++sl) {",
+               "      int32_t row = (sl - top % 3 + 3) % 3, in = top + row >= 0 && top + row < h;",
+               "      for (q = 0; q < 4; ++q) {",
+               "        wz[6 * q + 2 * sl] = in ? wq[6 * q + 2 * row] : 0;",
+               "        wz[6 * q + 2 * sl + 1] = in ? wq[6 * q + 2 * row + 1] : 0;",
+               "      }",
+               "    }",
+               "    wk = wz;",
+               "  }",
+               "  for (q = 0; q < 4; ++q) {",
+               "    const int32_t* wr = wk + 6 * q;",
+               "    int32_t m = mult[q], e = shift[q], cc = bt[2 * q + 1], b0 = bt[2 * q];",
+               "    int8_t* o = out + q;",
+               "    const unsigned char* pp = ring + q * plane;",
+               "    if (stride == 1) {",
+               *["      " + x for x in _row_dsp(1)],
+               "    } else {",
+               *["      " + x for x in _row_dsp(2)],
+               "    }",
+               "  }",
+               "}",
+               "return 0;"]
+        plain = [*self._head(),
+                 "for (k = 0; k < oh; ++k, out += o_row) {",
+                 "  int32_t top = k * stride - pt;",
+                 "  int32_t r0 = top < 0 ? -top : 0, r1 = top + 3 > h ? h - top : 3;",
+                 "  for (; next <= top + 2 && next < h; ++next) {",
+                 "    int32_t s;",
+                 "    for (s = 0; s < 2 * ncp; ++s) {",
+                 "      int32_t j = s - pl;",
+                 "      for (q = 0; q < 4; ++q) {",
+                 "        int16_t v = (int16_t)(j >= 0 && j < w ? (int32_t)a[next * a_row + j * a_col + q] + off : 0);",
+                 "        memcpy(ring + q * plane + 12 * (s / 2) + 4 * (next % 3) + 2 * (s % 2), &v, 2);",
+                 "      }",
+                 "    }",
+                 "  }",
+                 "  for (q = 0; q < 4; ++q) {",
+                 "    int32_t m = mult[q], e = shift[q], cc = bt[2 * q + 1];",
+                 "    for (p = 0; p < ow; ++p) {",
+                 "      int32_t v = bt[2 * q], t;",
+                 "      for (r = r0; r < r1; ++r) {",
+                 "        for (t = 0; t < 3; ++t) {",
+                 "          int32_t col = p * stride + t;",
+                 f"          v += {P}_h(ring + q * plane + 12 * (col / 2) + 4 * ((top + r) % 3) + 2 * (col % 2))"
+                 " * (int32_t)b[r * b_row + t * b_col + q];",
+                 "        }",
+                 "      }",
+                 f"      out[p * o_col + q] = {_requant('v')};",
+                 "    }",
+                 "  }",
+                 "}",
+                 "return 0;"]
+        return {"dsp": dsp, "plain": plain}
+
+
+def _const(e):
+    from ..simplify import const_value
+    v = const_value(e)
+    if v is None:
+        raise ValueError("dw3_s8r takes its shape as constants")
+    return v
