@@ -81,15 +81,16 @@ class Lowering:
         func, params = lower_group(g, fname)
         site = Site(step, self.lives, len(self.kernels), self.io_ids)
         memo = self.memo if target == self.target else self.module_memos.setdefault(str(target), {})
-        staged = native = None
+        staged = native = sched = None
         if self.in_place and not target.is_device and step in self.worth_staging:
             # a kernel that writes over its input as scheduled needs no staging
             if target.family.writes_over_as_scheduled(target):
-                native = written_over_as_scheduled(scheduled(func, target, memo), params, g, site)
+                sched = scheduled(func, target, memo)
+                native = written_over_as_scheduled(sched, params, g, site)
             staged = None if native else staged_in_place(func, params, g, site, target.family.staging_block(target))
         if staged:
-            func = staged.func
-        plain, func = func, native.func if native else scheduled(func, target, memo)
+            func, sched = staged.func, None
+        plain, func = func, sched if sched is not None else scheduled(func, target, memo)
         if staged and staged.by_rows and not writes_over_in_order(func, [func.params[staged.input]],
                                                                    func.params[len(params)]):
             func = legalize(flatten(plain))      # staged by rows: its schedule re-proven, else its proven nest

@@ -151,6 +151,10 @@ def _with_table(func, body, per_channel=False):
     return out, [table if k == kb else b for k, b in enumerate(func.params)], {**layouts, **new_layouts}
 
 
+def _i32(v):
+    return Const(int(v), "int32")
+
+
 def _dw_calls(func, variant):
     """(func with its weights packed tap-major, its body with each pixel's channels a dw_s8 call)
     for a depthwise conv the call takes, else None."""
@@ -290,11 +294,10 @@ def depthwise_rows(func, target):
     scratch = Buffer(f"{out.name}_ring", "int32", (words,))
     g = Var("g", "int32")
     table, mult, shift = (call.args[k].buffer for k in (3, 4, 5))
-    i32 = lambda v: Const(int(v), "int32")      # noqa: E731
-    four = g * i32(4)
-    args = [Load(out, (four,)), Load(ins[0], (four,)), Load(b_buf, (four,)), Load(table, (g * i32(8),)),
-            Load(mult, (four,)), Load(shift, (four,)), Load(scratch, (i32(0),)),
-            *(i32(v) for v in shape[:7]), *call.args[14:18], *(i32(v) for v in shape[7:])]
-    body = For(g, i32(0), i32(C // 4), Evaluate(Call(DW3, args, "int32")))
+    four = g * _i32(4)
+    args = [Load(out, (four,)), Load(ins[0], (four,)), Load(b_buf, (four,)), Load(table, (g * _i32(8),)),
+            Load(mult, (four,)), Load(shift, (four,)), Load(scratch, (_i32(0),)),
+            *(_i32(v) for v in shape[:7]), *call.args[14:18], *(_i32(v) for v in shape[7:])]
+    body = For(g, _i32(0), _i32(C // 4), Evaluate(Call(DW3, args, "int32")))
     return packed.with_body(body, params + [scratch], attrs=dict(packed.attrs, schedule=f"{DW3} (dsp)",
                                                                   layouts=layouts, scratch=scratch.size * 4))

@@ -157,6 +157,19 @@ int main(void) {{
     assert b["instructions_counted"] - a["instructions_counted"] == 100 * 3
 
 
+def _fully_connected(mb, rng, tag, x, n_in, n_out, bias_scale, out):
+    """An int8 FULLY_CONNECTED of random weights (scale 0.01) and biases from x into a new tensor
+    out = (name, scale, zero point) of n_out values."""
+    w = mb.tensor(f"w{tag}", [n_out, n_in], "int8", data=rng.integers(-127, 128, (n_out, n_in)).astype(np.int8),
+                  scale=0.01, zero_point=0)
+    b = mb.tensor(f"b{tag}", [n_out], "int32", data=rng.integers(-100, 100, n_out).astype(np.int32),
+                  scale=bias_scale, zero_point=0)
+    name, scale, zp = out
+    y = mb.tensor(name, [1, n_out], "int8", scale=scale, zero_point=zp)
+    mb.op("FULLY_CONNECTED", [x, w, b], [y])
+    return y
+
+
 def small_int8_tflite():
     """An int8 CONV_2D (per-channel weights, ReLU) into a FULLY_CONNECTED: two kernels with DSP
     micro-kernels on the M4."""
@@ -171,12 +184,7 @@ def small_int8_tflite():
                      zero_point=0)
     y = mb.tensor("y", [1, 8, 8, 8], "int8", scale=0.08, zero_point=-128)
     mb.op("CONV_2D", [x, w, bias], [y], padding="SAME", fused_activation_function="RELU")
-    fw = mb.tensor("fw", [4, 512], "int8", data=rng.integers(-127, 128, (4, 512)).astype(np.int8), scale=0.01,
-                   zero_point=0)
-    fb = mb.tensor("fb", [4], "int32", data=rng.integers(-100, 100, 4).astype(np.int32), scale=0.0008,
-                   zero_point=0)
-    z = mb.tensor("z", [1, 4], "int8", scale=0.2, zero_point=1)
-    mb.op("FULLY_CONNECTED", [y, fw, fb], [z])
+    z = _fully_connected(mb, rng, "f", y, 512, 4, 0.0008, ("z", 0.2, 1))
     return mb.finish(inputs=[x], outputs=[z])
 
 
@@ -282,18 +290,8 @@ def test_a_shared_micro_kernel_called_from_an_inlined_kernel_is_that_kernels(tmp
     rng = np.random.default_rng(4)
     mb = ModelBuilder()
     x = mb.tensor("x", [1, 256], "int8", scale=0.05, zero_point=3)
-    w0 = mb.tensor("w0", [64, 256], "int8", data=rng.integers(-127, 128, (64, 256)).astype(np.int8), scale=0.01,
-                   zero_point=0)
-    b0 = mb.tensor("b0", [64], "int32", data=rng.integers(-100, 100, 64).astype(np.int32), scale=0.0005,
-                   zero_point=0)
-    y = mb.tensor("y", [1, 64], "int8", scale=0.3, zero_point=-2)
-    mb.op("FULLY_CONNECTED", [x, w0, b0], [y])
-    w1 = mb.tensor("w1", [8, 64], "int8", data=rng.integers(-127, 128, (8, 64)).astype(np.int8), scale=0.01,
-                   zero_point=0)
-    b1 = mb.tensor("b1", [8], "int32", data=rng.integers(-100, 100, 8).astype(np.int32), scale=0.003,
-                   zero_point=0)
-    z = mb.tensor("z", [1, 8], "int8", scale=0.2, zero_point=1)
-    mb.op("FULLY_CONNECTED", [y, w1, b1], [z])
+    y = _fully_connected(mb, rng, "0", x, 256, 64, 0.0005, ("y", 0.3, -2))
+    z = _fully_connected(mb, rng, "1", y, 64, 8, 0.003, ("z", 0.2, 1))
     res = aot.compile(mb.finish(inputs=[x], outputs=[z]), target="c -mcpu=cortex-m4")
     assert {c.func.attrs.get("schedule") for c in res.plan.calls} == {"fc_s8x4t (dsp)"}
     model = measure(res.tar, "qemu-cortex-m4", cycles=board_model(load_board("qemu-cortex-m4")))[0]["cycle_model"]

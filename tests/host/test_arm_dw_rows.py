@@ -11,7 +11,6 @@ ring runs along the columns), full-range and clamped outputs (the assembly, or C
 whose requantisation folds and channels whose does not (a left shift) in one conv, extreme
 input zero points.
 """
-import numpy as np
 import pytest
 
 from test_arm_dw_microkernel import _check, _feeds, _schedules, dw_chain, dw_model

@@ -263,6 +263,20 @@ def _check(emitted, form, cases, ref):
     assert not bad, f"{form}: (a, b, got, want) {bad[:5]}"
 
 
+def _filter_program(params, body):
+    """A C program applying the int32 function of `params` whose lines `body` leave its value in
+    q to each line of its input (the parameters' values), printing one value a line."""
+    args = ", ".join(f"int32_t {p}" for p in params)
+    return "\n".join(["#include <stdint.h>", "#include <stdio.h>", f"static int32_t f({args}) {{",
+                      *["  " + y for y in body], "  return q;", "}", "int main(void) {",
+                      "  long v[%d];" % len(params),
+                      '  while (scanf("%s", %s) == %d) {' % (" ".join(["%ld"] * len(params)),
+                                                             ", ".join(f"&v[{k}]" for k in range(len(params))),
+                                                             len(params)),
+                      '    printf("%%ld\\n", (long)f(%s));' % ", ".join(f"(int32_t)v[{k}]" for k in range(len(params))),
+                      "  }", "  return 0;", "}"]) + "\n"
+
+
 def _run_c(src, stdin):
     """The stdout of C program src (built by gcc with STRICT, -O2 and UBSan where it links) fed stdin."""
     with tempfile.TemporaryDirectory() as d:
@@ -344,13 +358,7 @@ def test_the_flat_requantisation_is_the_numpy_reference():
     cases = [(x, m, s) for x in xs for m in ms for s in range(-31, MAX_SHIFT + 1)
              if I32_MIN <= x * (1 << max(s, 0)) <= I32_MAX]
     from aot.tir.intrin import gemmlowp as fx
-    src = "\n".join(["#include <stdint.h>", "#include <stdio.h>",
-                     "static int32_t mbqm_flat(int32_t x, int32_t mult, int32_t shift) {",
-                     *["  " + x for x in fx.mbqm_flat_lines("x", "mult", "shift", "q", fx.INT32_LITERALS)],
-                     "  return q;", "}", "int main(void) {", "  long x, m, s;",
-                     '  while (scanf("%ld %ld %ld", &x, &m, &s) == 3) {',
-                     '    printf("%ld\\n", (long)mbqm_flat((int32_t)x, (int32_t)m, (int32_t)s));', "  }",
-                     "  return 0;", "}"]) + "\n"
+    src = _filter_program(["x", "mult", "shift"], fx.mbqm_flat_lines("x", "mult", "shift", "q", fx.INT32_LITERALS))
     out = _run_c(src, "".join(f"{x} {m} {s}\n" for x, m, s in cases))
     got = np.array([int(v) for v in out.split()], np.int64)
     x, m, s = (np.array(v, np.int64) for v in zip(*cases))
@@ -388,13 +396,7 @@ def test_the_folded_requantisation_is_tflites():
         pytest.skip("gcc is not installed")
     cases = _folded_cases()
     assert len(cases) > 10000
-    src = "\n".join(["#include <stdint.h>", "#include <stdio.h>",
-                     "static int32_t folded(int32_t x, int32_t m, int32_t c, int32_t e) {",
-                     *["  " + y for y in fx.mbqm_folded_lines("x", "m", "c", "e", "q", asm=False)],
-                     "  return q;", "}", "int main(void) {", "  long x, m, c, e;",
-                     '  while (scanf("%ld %ld %ld %ld", &x, &m, &c, &e) == 4) {',
-                     '    printf("%ld\\n", (long)folded((int32_t)x, (int32_t)m, (int32_t)c, (int32_t)e));', "  }",
-                     "  return 0;", "}"]) + "\n"
+    src = _filter_program(["x", "m", "c", "e"], fx.mbqm_folded_lines("x", "m", "c", "e", "q", asm=False))
     got = [int(v) for v in _run_c(src, "".join(f"{x} {m} {c} {-s}\n" for x, m, s, zp, c in cases)).split()]
     bad = [(cs, g) for cs, g in zip(cases, got) if g != _mbqm_ref(cs[0], cs[1], cs[2]) + cs[3]]
     assert not bad, bad[:5]

@@ -38,14 +38,22 @@ def steps_worth_shrinking(kernels, lives):
     return {s for s in smaller if live[s] > floor}
 
 
+def _dying_input(params, g, site, sizes):
+    """The parameter index of the kernel's one activation input when it dies here and
+    sizes(its bytes, the output's) holds, else None."""
+    sole = sole_activation(params, g, site.io_ids)
+    if sole is None or not sizes(sole.tensor.type.nbytes, sole.output.type.nbytes) or not site.dies_here(sole.tensor):
+        return None
+    return sole.index
+
+
 def shrunk_in_place(func, plain, params, g, site, ordered=None):
     """Shrunk when writes_over_in_order proves the scheduled kernel may write its smaller output
     over its one input, else the plain nest scheduled by `ordered` (the schedule asked to keep
     the nest's order), else the plain nest itself; None when none is proven."""
-    sole = sole_activation(params, g, site.io_ids)
-    if sole is None or sole.tensor.type.nbytes <= sole.output.type.nbytes or not site.dies_here(sole.tensor):
+    k = _dying_input(params, g, site, lambda n_in, n_out: n_in > n_out)
+    if k is None:
         return None
-    k = sole.index
     candidates = [lambda: func] + ([lambda: ordered(plain)] if ordered else []) + [lambda: legalize(flatten(plain))]
     for make in candidates:         # each built only when the one before is not proven
         f = make()
@@ -60,11 +68,8 @@ def written_over_as_scheduled(func, params, g, site):
     micro-kernel that orders its own reads (dw3_s8r's ring of rows, aot/tir/intrin/arm_dw3.py)
     needs no staging scratch; None otherwise (the executor stages it instead). Planned as
     ORDERED, the same storage as its input (write_over.py)."""
-    sole = sole_activation(params, g, site.io_ids)
-    if sole is None or sole.tensor.type.nbytes != sole.output.type.nbytes or not site.dies_here(sole.tensor):
-        return None
-    k = sole.index
-    if writes_over_in_order(func, [func.params[k]], func.params[len(params)], 0):
+    k = _dying_input(params, g, site, lambda n_in, n_out: n_in == n_out)
+    if k is not None and writes_over_in_order(func, [func.params[k]], func.params[len(params)], 0):
         return Shrunk(func, k)
     return None
 

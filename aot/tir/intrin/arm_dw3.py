@@ -76,7 +76,7 @@ def _asm_pairs(stride):
                    f'"smlatb %[a1], %[t0], {wa}, %[a1]\\n"', f'"smlad %[a1], %[t1], {wb}, %[a1]\\n"']
         return lines + mac
     # slot 2's weights come from rq: w2a into a1's place is not free, so two temporaries load them
-    slot2 = [f'"ldr %[t0], [%[p], #8]\\n"', f'"ldr %[t1], [%[p], #20]\\n"']
+    slot2 = ['"ldr %[t0], [%[p], #8]\\n"', '"ldr %[t1], [%[p], #20]\\n"']
     if stride == 2:
         slot2 += ['"ldr %[x], [%[rq], #16]\\n"',
                   '"smlad %[a0], %[t0], %[x], %[a0]\\n"',
@@ -122,7 +122,7 @@ def _asm_pairs(stride):
             "  : \"cc\", \"memory\");"]
 
 
-def _pair_c(stride, ptr_of, wa, wb, rows):
+def _pair_c(stride, ptr_of, rows):
     """C lines: a pair's sums acc0, acc1 over `rows` (each: the byte offset of its slot in a
     column pair, its weight words)."""
     out = []
@@ -166,7 +166,7 @@ def _row_dsp(stride):
         "#endif",
         f"for (; p < full; ++p, pp += {12 * stride}, o += 2 * o_col) {{",
         "  int32_t acc0 = b0, acc1 = b0, q0, q1, q2 = 0;",
-        *["  " + x for x in _pair_c(stride, "pp", None, None, rows) + q2],
+        *["  " + x for x in _pair_c(stride, "pp", rows) + q2],
         f"  o[0] = {_requant('acc0')};",
         f"  o[o_col] = {_requant('acc1')};",
         "}",
