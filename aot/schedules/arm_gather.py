@@ -36,6 +36,7 @@ from ..tir.intrin.arm import int8_operand, step, flat_index
 from ..tir.intrin.arm_gather import GATHERED
 from ..tir.intrin.arm_q15 import buf_words
 from ..tir.intrin.requant import find_requant
+from .arm_q15 import Q15Quads
 from ..tir.schedule import ScheduleError, tensorize
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs, own_exprs, walk_stmts
@@ -374,10 +375,16 @@ def scratch_pairs(func, nest):
         return Load(ld.buffer, tuple(simplify(substitute(i, first)) for i in ld.indices))
     zero = Const(0, "int32")
     row = Load(w.buffer, (oc.var, zero, zero, zero))
-    got = requant_table(func, bias, mult, shift, row, base, oc.var, O, K, K, off, zp)
+    got = requant_table(func, bias, mult, shift, row, base, oc.var, O, K, K, off, zp, fold_each=True)
     if got is None:
         return None
     table, kb, layouts = got
+    kw = {id(b): k for k, b in enumerate(func.params)}.get(id(w.buffer))
+    if kw not in func.attrs.get("constants", ()) or kw in func.attrs.get("layouts", {}):
+        return None
+    quads = Q15Quads(O, K, K)
+    layouts = {**layouts, kw: quads}
+    wq = Buffer(w.buffer.name, "int8", quads.shape(w.buffer.shape), w.buffer.scope)
     scratch = Buffer(f"{store.buffer.name}_q15", "int32", (buf_words(K),))
     at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
 
@@ -402,8 +409,8 @@ def scratch_pairs(func, nest):
             outs = [Load(rows, (Const(p * O, "int32"),)) for p in range(2)]
         else:
             outs = [Load(store.buffer, (simplify(substitute(substitute(store.index, first), sb)),)) for sb in subs]
-        call = Call(PAIR, [outs[0], outs[1], Load(scratch, (zero,)), Load(w.buffer, (zero,) * 4), Load(table, (zero,)),
-                           base(mult), base(shift), Const(K, "int32"), Const(O, "int32"), Const(K, "int32"),
+        call = Call(PAIR, [outs[0], outs[1], Load(scratch, (zero,)), Load(wq, (zero,)), Load(table, (zero,)),
+                           base(mult), base(shift), Const(K, "int32"), Const(O, "int32"), Const(quads.block_bytes, "int32"),
                            Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "int32")
         if not fused:
             return Seq(copies + [Evaluate(call)])
@@ -411,7 +418,7 @@ def scratch_pairs(func, nest):
     s = _over_pairs(loops, pixel_pair)
     if s is None:
         return None
-    params = [table if k == kb else b for k, b in enumerate(func.params)] + [scratch]
+    params = [table if k == kb else wq if k == kw else b for k, b in enumerate(func.params)] + [scratch]
     return s, params, layouts, scratch
 
 

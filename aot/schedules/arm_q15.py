@@ -1,8 +1,8 @@
 """Cortex-M rule (a micro-kernel choice of pipelines.py; DSP cores: cortex-m4/m7/m33) for int8 pointwise (1x1) convs:
 the pixel loops, the output channels, the input-channel reduction and TFLite's requantisation
 become pw_s8 calls (aot/tir/intrin/arm_q15.py): each pixel's input widened once to int16 pairs in
-a scratch, then two pixels by two channels per inner loop (CMSIS-NN's Cortex-M4 scheme), where
-dot_s8x4q (arm_pairs.py) widens the same input word again for every four channels.
+a scratch, the weights widened at compile time (Q15Quads), then two pixels by four channels per
+inner loop, where dot_s8x4q (arm_pairs.py) widens the same input word again for every four channels.
 
 One call covers the innermost pixel loop, and the loops around it while the input and the output
 move by a whole run of pixels along them (all of a stride-1 conv's pixels: one call). The scratch
@@ -149,24 +149,31 @@ def pointwise_call(func):
     if npix < 2:
         return None if stage is not None else _row_call(func, around, base, out, xa, xb, oc, bias, mult, shift, cin,
                                                          cout, sw, oa, zp, lo, hi)
-    got = requant_table(func, bias, mult, shift, xb, base, oc.var, cout, cin, sw, oa, zp)
+    got = requant_table(func, bias, mult, shift, xb, base, oc.var, cout, cin, sw, oa, zp, fold_each=True)
     if got is None:
         return None
     table, kb, new_layouts = got
+    kw = {id(b): k for k, b in enumerate(func.params)}.get(id(xb.buffer))
+    wbase = const_value(simplify(flat_index(base(xb))))
+    if kw not in func.attrs.get("constants", ()) or kw in func.attrs.get("layouts", {}) or wbase is None:
+        return None
+    quads = Q15Quads(cout, cin, sw, wbase)
+    wq = Buffer(xb.buffer.name, "int8", quads.shape(xb.buffer.shape), xb.buffer.scope)
     per_channel = not isinstance(mult, int)
     scratch = Buffer(f"{store.buffer.name}_q15", "int32", (buf_words(cin),))
     if per_channel:
         fn, scale = PW, [base(mult), base(shift)]
     else:
         fn, scale = PW_T, [_i32(mult), _i32(shift)]
-    call = Call(fn, [base(out), base(xa), base(xb), Load(table, (_i32(0),)), *scale, Load(scratch, (_i32(0),)),
-                     _i32(npix), _i32(cin), _i32(cout), _i32(sa), _i32(so), _i32(sw), _i32(oa), _i32(zp),
+    call = Call(fn, [base(out), base(xa), Load(wq, (_i32(0),)), Load(table, (_i32(0),)), *scale,
+                     Load(scratch, (_i32(0),)), _i32(npix), _i32(cin), _i32(cout), _i32(sa), _i32(so),
+                     _i32(quads.block_bytes), _i32(oa), _i32(zp),
                      _i32(lo), _i32(hi)], "int32")
     new = Evaluate(call)
     for lp in reversed(around):
         new = lp.with_body(new)
     params = list(func.params)
-    params[kb] = table
+    params[kb], params[kw] = table, wq
     if stage is not None:
         if params[-1] is not stage:
             return None
@@ -174,8 +181,45 @@ def pointwise_call(func):
     else:
         params.append(scratch)
     attrs = dict(func.attrs, schedule=f"{fn} (dsp)", scratch=scratch.size * 4,
-                 layouts={**func.attrs.get("layouts", {}), **new_layouts})
+                 layouts={**func.attrs.get("layouts", {}), **new_layouts, kw: quads})
     return func.with_body(Seq([new]), params, attrs=attrs)
+
+
+@dataclass(frozen=True)
+class Q15Quads:
+    """int8 weights of `cout` output channels (channel c's `cin` values from element wbase + c *
+    sw on) widened at compile time to int16 (little-endian, two int8 elements each) the way
+    pw_s8's channel blocks read them (aot/tir/intrin/arm_q15.py), so that the inner loop is
+    loads and SMLADs only: the channels in blocks of four (the last padded with zero rows),
+    block_bytes (8 * cin) each; in a block, for each 4-byte group of the input channels, the four
+    channels' words of its values 0 and 2 (the pairs the input's scratch has in its low word),
+    then the four of its values 1 and 3; then the cin % 4 leftovers, the four channels' int16
+    a value."""
+    cout: int
+    cin: int
+    sw: int
+    wbase: int = 0
+
+    @property
+    def block_bytes(self):
+        return 8 * self.cin
+
+    def shape(self, shape):
+        return (self.block_bytes * ((self.cout + 3) // 4),)
+
+    def apply(self, w):
+        flat = w.reshape(-1).astype(np.int64)
+        rows = flat[self.wbase + self.sw * np.arange(self.cout)[:, None] + np.arange(self.cin)[None, :]]
+        nb, groups = (self.cout + 3) // 4, self.cin // 4
+        full = np.zeros((4 * nb, self.cin), np.int64)
+        full[:self.cout] = rows
+        blocks = full.reshape(nb, 4, self.cin)
+        head = blocks[:, :, :4 * groups].reshape(nb, 4, groups, 4)        # [block, channel, group, value]
+        words = np.stack([head[..., [0, 2]], head[..., [1, 3]]], axis=1)   # [block, half, channel, group, pair]
+        head = words.transpose(0, 3, 1, 2, 4).reshape(nb, -1)             # [block, group, half, channel, pair]
+        tail = blocks[:, :, 4 * groups:].transpose(0, 2, 1).reshape(nb, -1)  # [block, leftover, channel]
+        out = np.concatenate([head, tail], axis=1).astype("<i2")
+        return out.view(np.int8).reshape(-1)
 
 
 @dataclass(frozen=True)
@@ -204,7 +248,8 @@ def _row_call(func, around, base, out, xa, xb, oc, bias, mult, shift, cin, cout,
     if cin % 4 or cout % 4 or sw != cin or kw not in consts or kw in layouts or xb.buffer.size != cout * cin \
             or const_value(simplify(flat_index(base(xb)))) != 0:
         return None
-    got = requant_table(func, bias, mult, shift, xb, base, oc.var, cout, cin, sw, off, zp, fold_offset=True)
+    got = requant_table(func, bias, mult, shift, xb, base, oc.var, cout, cin, sw, off, zp, fold_offset=True,
+                        fold_each=True)
     if got is None:
         return None
     table, kb, new_layouts = got

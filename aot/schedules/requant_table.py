@@ -39,6 +39,8 @@ class _Fold:
     fold_offset: bool = False     # the table's biases with off * (the channel's weight sum) added
     per_channel: bool = False     # each channel folded where it holds (c = 0 and its shift elsewhere):
                                   # for a kernel that tests each channel's c (dw3_s8r)
+    flagged: bool = False         # the table one pair longer: (0, 1 where every channel is folded, else 0),
+                                  # the test a kernel that tests each channel's c skips where it is 1
 
     def row_sums(self, weights, absolute=False):
         """Each channel's sum of its weight row (of their magnitudes)."""
@@ -68,15 +70,17 @@ class FoldedBias(_Fold):
     a call over a block of channels reads its own); per_channel: c where it holds for the
     channel, 0 elsewhere."""
     def shape(self, shape):
-        return (2 * shape[0],)
+        return (2 * shape[0] + 2 * self.flagged,)
 
     def apply(self, bias, *arrays):
         _, c, _ = self.folded("bias", bias, arrays)
         b = bias.reshape(-1)[:self.cout].astype(np.int64)
         if self.fold_offset:          # (wrapping in int32 as the kernel's own sum would)
             b = b + self.off * self.row_sums(dict(zip(self.roles, arrays))["weights"])
-        out = np.zeros(2 * self.cout, np.int64)
-        out[0::2], out[1::2] = b, c
+        out = np.zeros(2 * self.cout + 2 * self.flagged, np.int64)
+        out[0:2 * self.cout:2], out[1:2 * self.cout:2] = b, c
+        if self.flagged:
+            out[-1] = int(bool(np.all(c != 0)))
         return (out & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
@@ -101,16 +105,17 @@ def fold_layouts(bias, kb, km, ks, kw, **fold):
     out = {kb: FoldedBias(*reading(("mult", km), ("shift", ks), ("weights", kw)), **fold)}
     if ks is not None:
         out[ks] = FoldedShift(*reading(("bias", kb), ("mult", km), ("weights", kw)), **fold)
-    return Buffer(bias.name, "int32", (2 * fold["cout"],), bias.scope), out
+    return Buffer(bias.name, "int32", (2 * fold["cout"] + 2 * fold.get("flagged", False),), bias.scope), out
 
 
-def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, fold_offset=False):
+def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, fold_offset=False, fold_each=False):
     """(the table's buffer, the bias parameter it replaces, {parameter: layout}) for a call whose
     requantisation reads bias, mult and shift (Loads; mult and shift ints when per tensor) along
     output channel var oc and whose channel c's cin weights start at w's element c * sw (w a
     Load, or None: no bound from the weights; base the call's first element of a Load): the
     fold_layouts; fold_offset: the input offset folded into the table's biases (the call then
-    sums the inputs without it). None unless they are constants no other layout holds, read from
+    sums the inputs without it); fold_each: each channel folded where it holds (_Fold.per_channel:
+    for a kernel that tests each channel's c), the table flagged (_Fold.flagged). None unless they are constants no other layout holds, read from
     channel 0 on, one element a channel (and with fold_offset, the weights a constant too)."""
     index, consts, layouts = ({id(b): k for k, b in enumerate(func.params)}, func.attrs.get("constants", ()),
                               func.attrs.get("layouts", {}))
@@ -129,5 +134,6 @@ def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, 
     if fold_offset and kw is None:
         return None
     table, out = fold_layouts(bias.buffer, kb, km, ks, kw, cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=off, zp=zp,
-                              fold_offset=fold_offset, **({} if per_channel else {"mult": mult, "shift": shift}))
+                              fold_offset=fold_offset, per_channel=fold_each, flagged=fold_each,
+                              **({} if per_channel else {"mult": mult, "shift": shift}))
     return table, kb, out

@@ -82,8 +82,8 @@ class CortexM(Family):
         return core(target.mcpu)
 
     def c_defines(self, target):
-        # the DSP micro-kernels' hand-scheduled loops group loads for a single-issue pipeline
-        # (pw_s8's): a dual-issue core keeps the compiler's schedule
+        # a DSP micro-kernel's hand-scheduled loop that groups loads for a single-issue pipeline
+        # (fc_s8x4's) leaves a dual-issue core the compiler's schedule, where that measured faster
         c = core(target.mcpu)
         return {"AOT_CORTEX_M_SINGLE_ISSUE": "1"} if c.variant == "dsp" and not c.dual_issue else {}
 

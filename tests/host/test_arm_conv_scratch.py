@@ -74,11 +74,16 @@ def test_dsp_cores_take_the_scratch_gather_and_helium_does_not(name):
     import aot
     from aot.tir.intrin.arm_q15 import buf_words
     model, _ = CASES[name]()
+    # the window's size from the portable target's kernel: its weights' count over its channels
+    conv = aot.compile(model, target="c").plan.calls[0].func
+    O = conv.params[-1].shape[-1]
+    K = int(np.prod(conv.params[1].shape)) // O
     for mcpu in ("cortex-m4", "cortex-m7", "cortex-m33"):
         res = aot.compile(model, target=f"c -mcpu={mcpu}")
         (call,) = [c for c in res.plan.calls if c.func.attrs.get("schedule") == "pw_s8x2 gather (dsp)"]
-        K = int(np.prod(call.func.params[1].shape[1:]))
         assert call.scratch_bytes == 4 * buf_words(K) and call.args[-1].kind == "workspace"
+        # the weights widened to int16, in blocks of four channels (the last padded)
+        assert call.func.params[1].shape == (2 * K * 4 * -(-O // 4),)
     for target in ("c -mcpu=cortex-m55", "c"):
         assert not _scratch_kernels(aot.compile(model, target=target))
 

@@ -85,7 +85,7 @@ def test_channels_not_in_fours_keep_the_other_rules():
 def test_the_weights_are_stored_four_rows_a_group_and_the_offset_is_in_the_table():
     """RowQuads: block b, group g, row r, byte j at ((b * K/4 + g) * 4 + r) * 4 + j, written here
     from the model's own weights; the table's biases hold bias + x_offset * the row's weight sum
-    (the input's zero point is 5: offset -5)."""
+    (the input's zero point is 5: offset -5), its last pair the flag of every channel folded."""
     import aot
     model, _ = CASES["k12_o4"]()
     res = aot.compile(model, target="c -mcpu=cortex-m4")
@@ -101,7 +101,9 @@ def test_the_weights_are_stored_four_rows_a_group_and_the_offset_is_in_the_table
             want[((r // 4 * (K // 4) + k // 4) * 4 + r % 4) * 4 + k % 4] = w[r, k]
     np.testing.assert_array_equal(packed.astype(np.int64), want)
     table = res.plan.constants[call.args[2].index][1].astype(np.int64)
-    np.testing.assert_array_equal(table[0::2], b - 5 * w.sum(axis=1))
+    np.testing.assert_array_equal(table[0:2 * O:2], b - 5 * w.sum(axis=1))
+    # then the pair saying whether every channel takes the folded requantisation
+    assert table.shape == (2 * O + 2,) and table[2 * O] == 0 and table[2 * O + 1] == int(table[1:2 * O:2].all())
 
 
 @tflm

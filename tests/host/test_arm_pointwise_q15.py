@@ -118,9 +118,10 @@ def test_dsp_cores_take_pw_s8_and_helium_does_not(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_requantisation_table_takes_the_folded_form_where_it_holds(name):
     """pw_s8's bias argument is its table (FoldedBias): (bias, c) per channel, c 0 for the exact
-    form, and the shifts as FoldedShift gives them. Fast on the cases whose requantisation shifts right, with
-    c = 2^(e-1) + zp * 2^e for each channel's e (the call's zero point); the exact form, the
-    shifts as they were, on the two whose shifts are left (the plain and board tests run both)."""
+    form, then (0, whether every channel is folded), and the shifts as FoldedShift gives them, channel by channel. Fast where the
+    requantisation shifts right, with c = 2^(e-1) + zp * 2^e for each channel's e (the call's zero
+    point); the exact form, the shift as it was, on the channels that shift left or not at all (the plain
+    and board tests run both)."""
     import aot
     model, _ = CASES[name]()
     res = aot.compile(model, target="c -mcpu=cortex-m4")
@@ -131,18 +132,23 @@ def test_the_requantisation_table_takes_the_folded_form_where_it_holds(name):
         c = _calls(call.func)[0]         # (a stride-2 conv: one call per output row, the same table)
         table = consts[call.args[2].index][1].astype(np.int64)       # (input, weights, bias, mult, shift, ...)
         cout, zp = int(c.args[9].value), int(c.args[14].value)
-        assert table.shape == (2 * cout,)
+        assert table.shape == (2 * cout + 2,)
+        table, flag = table[:2 * cout], table[2 * cout:]
         if "per_tensor" in name:
             shifts = np.full(cout, int(c.args[5].value))
         else:
             shifts = consts[call.args[4].index][1].astype(np.int64)
-        if "left" in name:
-            assert (shifts > 0).any() and not table[1::2].any()
-            continue
+        fast = table[1::2] != 0
         e = shifts if "per_tensor" not in name else -shifts
-        assert (e >= 1).all()
-        np.testing.assert_array_equal(table[1::2], (1 << (e - 1)) + zp * (1 << e))
-        assert table[1::2].all()
+        assert (e[fast] >= 1).all()
+        np.testing.assert_array_equal(table[1::2][fast], (1 << (e[fast] - 1)) + zp * (1 << e[fast]))
+        # the pair after the channels: whether every channel is folded
+        assert list(flag) == [0, int(fast.all())]
+        if "left" in name:
+            # each channel on its own: those not shifting right keep the exact form and their shift as it was
+            assert (~fast).any() and (shifts[~fast] >= 0).all()
+        else:
+            assert fast.all()
 
 
 @tflm

@@ -1,45 +1,50 @@
-"""Arm micro-kernel for TFLite's int8 pointwise (1x1) convolution on the DSP extension, the way
-CMSIS-NN's Cortex-M4 path computes it: each input pixel widened once to int16 pairs (q15, the
-input offset added) in a scratch buffer, then two pixels by two output channels at a time.
+"""Arm micro-kernel for TFLite's int8 pointwise (1x1) convolution on the DSP extension: each input
+pixel widened once to int16 pairs (q15, the input offset added) in a scratch buffer, the weights
+widened at compile time, then two pixels by four output channels at a time.
 
   pw_s8(out, a, w, bias, mult, shift, buf, npix, cin, cout, sa, so, sw, off, zp, lo, hi)
-  out[p*so + c] = clamp(MBQM(B[c] + sum over k < cin of ((int32)a[p*sa + k] + off) *
-                             (int32)w[c*sw + k], mult[c], S[c]) + zp, lo, hi)
+  out[p*so + c] = clamp(MBQM(B[c] + sum over k < cin of ((int32)a[p*sa + k] + off) * W[c][k],
+                             mult[c], S[c]) + zp, lo, hi)
                   for p < npix, c < cout
 
-MBQM is TFLite's MultiplyByQuantizedMultiplier (gemmlowp's two roundings, exactly). `bias` is the
-requantisation's table that the schedule lays out at compile time
-(aot/schedules/requant_table.py): each channel's B[c] and c[c] = 2^(e-1) + zp * 2^e where the
-folded form holds for every channel (fast), else B[c] and 0; `shift` holds e = -S[c] where fast
-(FoldedShift), else S[c]. pw_s8t is the same with one multiplier and shift (int32 values) for every channel
-(e = -shift there). `buf` is int32 scratch of buf_words(cin) elements that the executor plans
-in the workspace: two pixels' inputs, interleaved a 4-byte group at a time (pixel 0's bytes 0
-and 2, its bytes 1 and 3, then pixel 1's: __sxtab16 and its rotated form, the offset added by
-the same instruction), then the cin % 4 leftover values one word each, pixel by pixel. Both
-pixels of a pair are read into the scratch before any output of the pair is written, so the
-call may write its output over its input when pixel p's outputs land only on input pixels up to
-p (a staged in-place conv: aot/schedules/inplace_conv.py; the order of reads and writes per
-pixel is the one aot/tir/inplace.py proves on the staged nest).
+MBQM is TFLite's MultiplyByQuantizedMultiplier (gemmlowp's two roundings, exactly). `w` holds the
+weights W in the Q15Quads layout (aot/schedules/arm_q15.py): int16, the channels in blocks of
+four, sw bytes (8 * cin) a block; in a block, each 4-byte group of the input channels as the
+four channels' words of its values 0 and 2, then of its values 1 and 3, and the cin % 4
+leftovers the four channels' int16 a value. `bias` is the requantisation's table that the
+schedule lays out at compile time (aot/schedules/requant_table.py): each channel's B[c] and
+c[c] = 2^(e-1) + zp * 2^e where the folded form holds for the channel (fast), else B[c] and 0;
+`shift` holds e = -S[c] where fast (FoldedShift), else S[c]. pw_s8t is the same with one
+multiplier and shift (int32 values) for every channel (e = -shift there). `buf` is int32
+scratch of buf_words(cin) elements that the executor plans in the workspace: two pixels'
+inputs, interleaved a 4-byte group at a time (pixel 0's bytes 0 and 2, its bytes 1 and 3, then
+pixel 1's: __sxtab16 and its rotated form, the offset added by the same instruction), then the
+cin % 4 leftover values one word each, pixel by pixel. Both pixels of a pair are read into the
+scratch before any output of the pair is written, so the call may write its output over its
+input when pixel p's outputs land only on input pixels up to p (a staged in-place conv:
+aot/schedules/inplace_conv.py; the order of reads and writes per pixel is the one
+aot/tir/inplace.py proves on the staged nest).
 
-DSP body: per 4 input bytes, one weight word per channel widened by __sxtb16 and its rotated form,
-two input words per pixel, eight __smlad: 16 multiply-accumulates. Two output channels a block
-(and a last odd one alone); under gcc with optimisation, on a single-issue core (the
-AOT_CORTEX_M_SINGLE_ISSUE the Cortex-M family defines in the generated C), the block's loop over
-pairs of 4-byte groups is Thumb-2 assembly (14 registers: gcc's own allocation of the C form
-spills two sums; its loads grouped to pipeline), elsewhere the C loop. The requantisation has
-no branch: where the table says fast, gemmlowp.mbqm_folded_lines (one SMMLAR adding the
-channel's c, the sign, one shift: four operations a value); else the exact halving form
-(mbqm_halving_lines); the clamp is __ssat for int8's whole range. An odd last pixel is paired
-with itself (its outputs written twice, the same). Plain body: the same through the scratch,
-one pixel at a time, the folded form in int64 where fast.
+DSP body: per half of a 4-byte group, both pixels' words and the four channels' weight words,
+eight __smlad: no widening in the loop, each word loaded once a block. Under gcc with
+optimisation the block's loop over the groups is Thumb-2 assembly, four groups a step (then one
+a step): 14 registers, its loads in runs of two or four, which pipeline on a single-issue core
+(on the dual-issue M7 too it measured faster than gcc's schedule of the C form, which spills:
+docs/cycles.md); elsewhere two C passes of two channels. A last partial block takes its channels
+one at a time. The requantisation, channel by channel: where the table says fast for the channel,
+gemmlowp.mbqm_folded_lines (one SMMLAR adding the channel's c, the sign, one shift: four
+operations a value); else the exact halving form (mbqm_halving_lines); the clamp is __ssat for
+int8's whole range. An odd last pixel is paired with itself (its outputs written twice, the
+same). Plain body: the same through the scratch, one pixel at a time, the folded form in int64
+where fast.
 """
 from __future__ import annotations
 
 from ..expr import Const
 from ...targets.cortex_m import core
 from .base import TensorIntrin, per_tensor, register_intrin
-from .gemmlowp import (INT32_LITERALS, clamp, high_mul, left_of, low_mask, mbqm_folded_lines, mbqm_halving_lines,
-                       product, rdbpot, right_of, round_threshold, srdhm)
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, left_of, low_mask, mbqm_folded_asm, mbqm_folded_lines,
+                       mbqm_halving_lines, product, rdbpot, right_of, round_threshold, srdhm)
 
 
 
@@ -47,6 +52,10 @@ from .gemmlowp import (INT32_LITERALS, clamp, high_mul, left_of, low_mask, mbqm_
 # the table's reading (aot/schedules/requant_table.py FoldedBias: (bias, c) a channel, c 0 in
 # every channel where the exact form is to be taken, never 0 where the folded one holds)
 TABLE_HEAD = ["const int32_t* bt = bias;", "int32_t fast = bt[1] != 0;"]
+# pw_s8's, pw_s8x2's and fc_s8x4's: each channel's c tells its form (requant_table's fold_each),
+# the pair after the channels whether every channel is folded (_dsp_requant then tests none)
+TABLE_EACH = ["const int32_t* bt = bias;", "int32_t fast = bt[2 * cout + 1];"]
+TABLE_EACH_PLAIN = ["const int32_t* bt = bias;"]
 
 
 def folded_fn(name) -> list:
@@ -92,10 +101,10 @@ def _channel_consts(mult, shift):
 
 
 def _plain_requant(v, mult, shift, fast_shift, out):
-    """C lines: channel c's sum v (its bias included) requantised as the table says (the folded
-    form in int64 where fast, else the exact one), clamped and stored to out[c]; the plain
-    bodies' (r, m, sh, left, e, mask, thr declared)."""
-    return ["if (fast) {",
+    """C lines: channel c's sum v (its bias included) requantised as the table says for it (the
+    folded form in int64 where its c is not 0, else the exact one), clamped and stored to out[c];
+    the plain bodies' (r, m, sh, left, e, mask, thr declared)."""
+    return ["if (bt[2 * c + 1] != 0) {",
             f"  int32_t ef = {fast_shift.format('c')};",
             *["  " + y for y in mbqm_folded_lines(v, mult.format("c"), "bt[2 * c + 1]", "ef", "q", asm=False)],
             "  r = q;",
@@ -107,116 +116,214 @@ def _plain_requant(v, mult, shift, fast_shift, out):
             f"{out}[c] = (int8_t)r;"]
 
 
-def _dsp_requant(chans, mult, shift, fast_shift):
-    """C lines: each (channel, pixel 0's sum, pixel 1's sum or None) requantised with no branch, then
-    stored: int8's whole range one __ssat each (full), else clamped to [lo, hi], one test for all
-    of them. Where the table says fast, gemmlowp.mbqm_folded_lines (SMMLAR with the channel's
-    folded constant c from the table, its shift e = fast_shift); else mbqm_halving_lines."""
-    per = [[(v, dst) for v, dst in ((a, "out"), (b, "o1")) if v is not None] for ch, a, b in chans]
-    vals, at = [], []
-    for (ch, _, _), mine in zip(chans, per):
-        at.append(slice(len(vals), len(vals) + len(mine)))
-        vals += [(f"v{len(vals) + j}", v, dst, ch) for j, (v, dst) in enumerate(mine)]
-    fast, slow = [], []
-    for k, (ch, a, b) in enumerate(chans):
-        m = mult.format(ch)
-        fast += ["{", f"  int32_t m = {m}, e = {fast_shift.format(ch)}, cc = bt[2 * ({ch}) + 1];"]
-        for r, v, dst, c in vals[at[k]]:
-            fast += ["  {", *["    " + y for y in mbqm_folded_lines(v, "m", "cc", "e", "q")], f"    {r} = q;", "  }"]
-        fast.append("}")
-        for r, v, dst, c in vals[at[k]]:
-            slow += ["{", f"  int32_t m = {m}, sh = {shift.format(ch)};",
-                     *["  " + y for y in mbqm_halving_lines(v, "m", "sh", "q", INT32_LITERALS)],
-                     f"  {r} = q + zp;", "}"]
-    out = ["int32_t " + ", ".join(r for r, _, _, _ in vals) + ";",
-           "if (fast) {", *["  " + y for y in fast], "} else {", *["  " + y for y in slow], "}"]
-    out.append("if (full) {")
-    out += [f"  {dst}[{ch}] = (int8_t)__ssat({r}, 8);" for r, _, dst, ch in vals]
-    out.append("} else {")
-    out += [f"  {dst}[{ch}] = (int8_t)({clamp(r)});" for r, _, dst, ch in vals]
-    return out + ["}"]
+def _quad_folded_asm(per_channel):
+    """C lines: the four-channel block's eight sums (acc, in memory: channel j's pixels at 2j and
+    2j + 1) requantised by the folded form and stored with __ssat, as Thumb-2 assembly: per
+    channel its multiplier, shift, c and both sums loaded in one run (pipelined), then
+    gemmlowp.mbqm_folded_asm and SSAT and STRB a value. gcc's allocation of the C form reloads
+    the block's pointers from the stack for every channel. Per tensor, the one multiplier and
+    shift are registers."""
+    g = []
+    for j in range(4):
+        if per_channel:
+            g += [f'"ldr %[m], [%[mp], #{4 * j}]\\n"', f'"ldr %[e], [%[ep], #{4 * j}]\\n"']
+        g += [f'"ldr %[cc], [%[tp], #{8 * j + 4}]\\n"', f'"ldr %[v0], [%[acc], #{8 * j}]\\n"',
+              f'"ldr %[v1], [%[acc], #{8 * j + 4}]\\n"']
+        for v, dst in (("v0", "op"), ("v1", "o1p")):
+            g += [*mbqm_folded_asm(v, "t", "m", "cc", "e"), f'"ssat %[{v}], #8, %[{v}]\\n"',
+                  f'"strb %[{v}], [%[{dst}], #{j}]\\n"']
+    regs = '[m] "=&r"(m), [e] "=&r"(e), ' if per_channel else ""
+    ins = ('[mp] "r"(mult + c), [ep] "r"(shift + c), ' if per_channel else '[m] "r"(mult), [e] "r"(-shift), ')
+    return ["int32_t " + ("m, e, " if per_channel else "") + "cc, v0, v1, t;",
+            "__asm__ volatile(", *["    " + x for x in g],
+            f'    : {regs}[cc] "=&r"(cc), [v0] "=&r"(v0), [v1] "=&r"(v1), [t] "=&r"(t)',
+            f'    : {ins}[tp] "r"(bt + 2 * c), [acc] "r"(acc), [op] "r"(out + c), [o1p] "r"(o1 + c)',
+            '    : "memory");']
 
 
-def _dsp_row(wp, accs, at=0):
-    """The inner loop's step for one weight row: its word widened, then both pixels' words (the
-    4-byte group `at` on from q)."""
-    q = [f"q[{4 * at + j}]" for j in range(4)]
-    return [f"memcpy(&wv, {wp}{f' + {4 * at}' if at else ''}, 4);",
-            '__asm__("sxtb16 %0, %1, ror #8" : "=r"(wh) : "r"(wv));',
-            "wl = __sxtb16((int32_t)wv);",
-            f"{accs[0]} = __smlad({q[0]}, wl, {accs[0]});",
-            f"{accs[0]} = __smlad({q[1]}, wh, {accs[0]});",
-            f"{accs[1]} = __smlad({q[2]}, wl, {accs[1]});",
-            f"{accs[1]} = __smlad({q[3]}, wh, {accs[1]});"]
+def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None):
+    """C lines: each (channel, pixel 0's sum, pixel 1's sum or None) requantised and stored channel
+    by channel (each channel's constants loaded once for its values, no value kept past its
+    store): where the table's flag says every channel is folded, all by the folded form with no
+    test; else where the table's c of the channel is not 0, gemmlowp.mbqm_folded_lines (SMMLAR
+    adding c, its shift e = fast_shift), else mbqm_halving_lines; int8's whole range one __ssat
+    a value (full: one test for the call's channels), else clamped to [lo, hi]."""
+    def channels(full, each):
+        out = []
+        for ch, a, b in chans:
+            vals = [(f"y{j}", v, dst) for j, (v, dst) in enumerate((x, d) for x, d in ((a, "out"), (b, "o1"))
+                                                                     if x is not None)]
+            out += ["{", f"  int32_t m = {mult.format(ch)}, cc = bt[2 * ({ch}) + 1], "
+                         + ", ".join(r for r, _, _ in vals) + ";",
+                    "  if (cc != 0) {" if each else "  {", f"    int32_t e = {fast_shift.format(ch)};"]
+            for r, v, _ in vals:
+                out += ["    {", *["      " + y for y in mbqm_folded_lines(v, "m", "cc", "e", "q")],
+                        f"      {r} = q;", "    }"]
+            if each:
+                out += ["  } else {", f"    int32_t sh = {shift.format(ch)};"]
+                for r, v, _ in vals:
+                    out += ["    {", *["      " + y for y in mbqm_halving_lines(v, "m", "sh", "q", INT32_LITERALS)],
+                            f"      {r} = q + zp;", "    }"]
+            out.append("  }")
+            out += [f"  {dst}[{ch}] = (int8_t)({f'__ssat({r}, 8)' if full else clamp(r)});" for r, _, dst in vals]
+            out.append("}")
+        return out
+    first = channels(True, False)
+    if fast_full is not None:       # the common case as assembly where the compiler optimises
+        first = ["#if defined(__OPTIMIZE__)", *fast_full, "#else", *first, "#endif"]
+    return ["if (fast && full) {", *["  " + y for y in first],
+            "} else if (fast) {", *["  " + y for y in channels(False, False)],
+            "} else if (full) {", *["  " + y for y in channels(True, True)],
+            "} else {", *["  " + y for y in channels(False, True)], "}"]
 
 
-def _dsp_asm_pairs(groups=2):
-    """C lines: the two-channel block's loop over pairs of 4-byte groups (q != end2 on entry) as
-    Thumb-2 assembly: per group both weight words loaded and widened, both pixels' words, eight
-    SMLADs; 14 registers (the four sums, q, w0, w1 and six temporaries), the loop's end read from
-    memory. gcc's own allocation of the C form spills two of the sums."""
+def _quad_asm(groups):
+    """C lines: the four-channel block's loop over `groups` 4-byte groups a step (q != its end on
+    entry: end4 for 4, end for 1) as Thumb-2 assembly: per half of a group both pixels' words
+    and each channel pair's two widened weight words, loaded in runs (a run pipelines on a
+    single-issue core; on the dual-issue M7 the loads moved between the multiplies measured
+    slower), then four SMLADs a pair; 14 registers (the eight sums, x0, x1, wa, wb, q, w0), the
+    loop's end read from memory."""
     g = []
     for at in range(groups):
-        b = 16 * at
-        g += ["ldr %[t0], [%[w0]], #4", "ldr %[t1], [%[w1]], #4",
-              f"ldr %[t2], [%[q], #{b}]", f"ldr %[t3], [%[q], #{b + 8}]",
-              "sxtb16 %[t4], %[t0]", "sxtb16 %[t5], %[t1]",
-              "smlad %[s00], %[t2], %[t4], %[s00]", "smlad %[s10], %[t2], %[t5], %[s10]",
-              "smlad %[s01], %[t3], %[t4], %[s01]", "smlad %[s11], %[t3], %[t5], %[s11]",
-              f"ldr %[t2], [%[q], #{b + 4}]", f"ldr %[t3], [%[q], #{b + 12}]",
-              "sxtb16 %[t0], %[t0], ror #8", "sxtb16 %[t1], %[t1], ror #8",
-              "smlad %[s00], %[t2], %[t0], %[s00]", "smlad %[s10], %[t2], %[t1], %[s10]",
-              "smlad %[s01], %[t3], %[t0], %[s01]", "smlad %[s11], %[t3], %[t1], %[s11]"]
-    g += [f"adds %[q], %[q], #{16 * groups}", "ldr %[t0], %[end]", "cmp %[q], %[t0]", "bne 1b"]
-    return (["const int8_t* w1 = w0 + sw;",
-             "int32_t t0, t1, t2, t3, t4, t5;",
-             '__asm__(".p2align 2\\n1:\\n\\t"'] + [f'        "{x}\\n\\t"' for x in g] +
-            ['        : [s00] "+r"(s00), [s01] "+r"(s01), [s10] "+r"(s10), [s11] "+r"(s11), [q] "+r"(q),',
-             '          [w0] "+r"(w0), [w1] "+r"(w1), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2),',
-             '          [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5)',
-             '        : [end] "m"(end2)',
+        b, o = 16 * at, 32 * at
+        for half in range(2):
+            g += [f"ldr %[x0], [%[q], #{b + 4 * half}]", f"ldr %[x1], [%[q], #{b + 8 + 4 * half}]"]
+            for pair in range(2):
+                wo = o + 16 * half + 8 * pair
+                g += [f"ldr %[wa], [%[w0], #{wo}]", f"ldr %[wb], [%[w0], #{wo + 4}]"]
+                j0, j1 = 2 * pair, 2 * pair + 1
+                g += [f"smlad %[s{j0}0], %[x0], %[wa], %[s{j0}0]", f"smlad %[s{j0}1], %[x1], %[wa], %[s{j0}1]",
+                      f"smlad %[s{j1}0], %[x0], %[wb], %[s{j1}0]", f"smlad %[s{j1}1], %[x1], %[wb], %[s{j1}1]"]
+    g += [f"add %[q], %[q], #{16 * groups}", f"add %[w0], %[w0], #{32 * groups}",
+          "ldr %[x0], %[end]", "cmp %[q], %[x0]", "bne 1b"]
+    sums = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
+    return (['__asm__(".p2align 2\\n1:\\n\\t"'] + [f'        "{x}\\n\\t"' for x in g] +
+            [f'        : {sums},',
+             '          [q] "+r"(q), [w0] "+r"(w0), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb)',
+             f'        : [end] "m"({"end4" if groups == 4 else "end"})',
              '        : "cc", "memory");'])
 
 
-def _dsp_channels(rows, mult, shift, fast_shift):
-    """C lines: `rows` (2 or 1) output channels from c on, for both pixels in the scratch."""
-    accs = [(f"s{j}0", f"s{j}1") for j in range(rows)]
-    chans = ["c"] + [f"c + {j}" for j in range(1, rows)]
-    row = ["w0"] + [f"w0 + {j} * sw" if j > 1 else "w0 + sw" for j in range(1, rows)]
-    out = ["const int8_t* w0 = w + c * sw;",
+def _word(p, at):
+    """C: the int32 word at byte offset `at` of int8 pointer p (memcpy: no alignment or type assumed)."""
+    return f"memcpy(&{p}, w0 + {at}, 4);" if at else f"memcpy(&{p}, w0, 4);"
+
+
+def _quad_pass(h):
+    """C lines: the block's channels 2h and 2h + 1 over every whole group of the scratch (q from
+    buf to end, w0 the block's weights): both pixels' four words, each channel's low and high
+    widened weight word, eight __smlad."""
+    j0, j1 = 2 * h, 2 * h + 1
+    return ["for (q = buf, w0 = blk; q != end; q += 4, w0 += 32) {",
+            "  " + _word("wa", 8 * h), "  " + _word("wb2", 8 * h + 4),
+            "  " + _word("wc", 16 + 8 * h), "  " + _word("wd", 20 + 8 * h),
+            f"  s{j0}0 = __smlad(q[0], wa, s{j0}0);", f"  s{j0}0 = __smlad(q[1], wc, s{j0}0);",
+            f"  s{j0}1 = __smlad(q[2], wa, s{j0}1);", f"  s{j0}1 = __smlad(q[3], wc, s{j0}1);",
+            f"  s{j1}0 = __smlad(q[0], wb2, s{j1}0);", f"  s{j1}0 = __smlad(q[1], wd, s{j1}0);",
+            f"  s{j1}1 = __smlad(q[2], wb2, s{j1}1);", f"  s{j1}1 = __smlad(q[3], wd, s{j1}1);",
+            "}"]
+
+
+def _dsp_quad(mult, shift, fast_shift):
+    """C lines: output channels c to c + 3 (one block of the widened weights, Q15Quads) for both
+    pixels in the scratch: under gcc with optimisation on a single-issue core the groups as
+    assembly (four a step, then one a step), elsewhere two C passes of two channels; the
+    cin % 4 leftovers; then the eight values requantised."""
+    out = ["const int8_t* blk = w + (c >> 2) * sw;",
+           "const int8_t* w0 = blk;",
            "const int32_t* q = buf;",
-           *[f"int32_t {a} = bt[2 * ({ch})], {b} = {a};" for (a, b), ch in zip(accs, chans)],
-           "uint32_t wv;",
-           "int32_t wl, wh;"]
-    loop = ["for (; q != end2; q += 8, w0 += 8) {"]       # two groups a step: half the loop's overhead
-    for at in range(2):
-        for j, acc in enumerate(accs):
-            loop += ["  " + y for y in _dsp_row(row[j], acc, at)]
-    loop.append("}")
-    if rows == 2:
-        # the assembly takes 14 registers: gcc with optimisation gives them (clang and -O0 not); its
-        # loads are grouped to pipeline on a single-issue core, which the target says it is
-        # (a dual-issue M7 pairs the compiler's interleaved C loop better)
-        out += ["#if defined(__OPTIMIZE__) && !defined(__clang__) && defined(AOT_CORTEX_M_SINGLE_ISSUE)",
-                "if (q != end2) {", *["  " + y for y in _dsp_asm_pairs()], "}", "#else", *loop, "#endif"]
-    else:
-        out += loop
-    out.append("if (q != end) {")
-    for j, acc in enumerate(accs):
-        out += ["  " + y for y in _dsp_row(row[j], acc)]
-    out += ["  q += 4;", "  w0 += 4;", "}",
-            "for (k = rest; k > 0; --k, q += 2, ++w0) {"]
-    for j, (a, b) in enumerate(accs):
-        at = "0" if not j else "sw" if j == 1 else f"{j} * sw"
-        out += [f"  {a} += q[0] * (int32_t)w0[{at}];", f"  {b} += q[1] * (int32_t)w0[{at}];"]
-    out.append("}")
-    return out + _dsp_requant([(ch, a, b) for (a, b), ch in zip(accs, chans)], mult, shift, fast_shift)
+           *[f"int32_t s{j}0 = bt[2 * (c + {j})], s{j}1 = s{j}0;" for j in range(4)],
+           # the assembly takes 14 registers: gcc with optimisation gives them (clang and -O0 not)
+           "#if defined(__OPTIMIZE__) && !defined(__clang__)",
+           "{",
+           "  const int32_t* end4 = buf + 16 * (words >> 2);",
+           "  int32_t x0, x1, wa, wb;",
+           "  if (q != end4) {", *["    " + y for y in _quad_asm(4)], "  }",
+           "  if (q != end) {", *["    " + y for y in _quad_asm(1)], "  }",
+           "}",
+           "#else",
+           "{",
+           "  int32_t wa, wb2, wc, wd;",
+           *["  " + y for h in range(2) for y in _quad_pass(h)],
+           "  q = end;",
+           "  w0 = blk + 32 * words;",
+           "}",
+           "#endif",
+           "for (k = 0; k < rest; ++k, q += 2, w0 += 8) {",
+           "  int16_t wr[4];",
+           "  memcpy(wr, w0, 8);",
+           *[f"  s{j}{p} += q[{p}] * (int32_t)wr[{j}];" for j in range(4) for p in range(2)],
+           "}"]
+    # the sums through memory: the requantisation then has the registers for its pointers and
+    # constants (gcc otherwise spills the pointers, reloading them for each channel)
+    out += ["int32_t acc[8] = {" + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + "};",
+            '__asm__("" : "+m"(acc));']
+    return out + _dsp_requant([(f"c + {j}", f"acc[{2 * j}]", f"acc[{2 * j + 1}]") for j in range(4)], mult, shift,
+                              fast_shift, _quad_folded_asm(mult != "mult"))
+
+
+def _dsp_single(mult, shift, fast_shift):
+    """C lines: output channel c alone (j = c % 4 of the last, partial block) for both pixels: its
+    low and high weight words of each group, two __smlad a pixel; the leftovers; requantised."""
+    return ["const int8_t* w0 = w + (c >> 2) * sw + 4 * (c & 3);",
+            "const int32_t* q = buf;",
+            "int32_t s0 = bt[2 * c], s1 = s0;",
+            "for (; q != end; q += 4, w0 += 32) {",
+            "  int32_t wl, wh;",
+            "  " + _word("wl", 0),
+            "  " + _word("wh", 16),
+            "  s0 = __smlad(q[0], wl, s0);",
+            "  s0 = __smlad(q[1], wh, s0);",
+            "  s1 = __smlad(q[2], wl, s1);",
+            "  s1 = __smlad(q[3], wh, s1);",
+            "}",
+            "w0 = w + (c >> 2) * sw + 32 * words;      /* the leftovers: four int16 a value */",
+            "for (k = 0; k < rest; ++k, q += 2, w0 += 8) {",
+            "  int16_t wr;",
+            "  memcpy(&wr, w0 + 2 * (c & 3), 2);",
+            "  s0 += q[0] * (int32_t)wr;",
+            "  s1 += q[1] * (int32_t)wr;",
+            "}",
+            *_dsp_requant([("c", "s0", "s1")], mult, shift, fast_shift)]
+
+
+def _dsp_blocks(mult, shift, fast_shift, indent):
+    """C lines: every output channel of both pixels in the scratch, four a block, then the last
+    partial block's one at a time."""
+    pad = " " * indent
+    return [pad + y for y in ["for (c = 0; c + 3 < cout; c += 4) {",
+                              *["  " + y for y in _dsp_quad(mult, shift, fast_shift)],
+                              "}",
+                              # (at most three: a count gcc's loop analysis sees bounded)
+                              "for (int32_t n1 = cout & 3; n1 > 0; --n1, ++c) {",
+                              *["  " + y for y in _dsp_single(mult, shift, fast_shift)],
+                              "}"]]
+
+
+# the widened weight of output channel c, input channel k in Q15Quads' layout (the plain bodies):
+# its int16's index in the block of c: group k / 4's low words (bytes 0, 2) then high words
+# (1, 3), channel c % 4's in each; then the leftovers, four channels a value
+Q15_AT = ("(k < 4 * words ? 2 * (8 * (k >> 2) + 4 * (k & 1) + (c & 3)) + ((k >> 1) & 1)"
+          " : 16 * words + 4 * (k - 4 * words) + (c & 3))")
+
+
+def _weights_last(cin, cout, sw):
+    """The last byte of Q15Quads' weights the call reads: its last block's, sw bytes a block."""
+    blocks = (int(cout.value) + 3) // 4
+    return Const(blocks - 1, "int32") * sw + Const(8 * int(cin.value) - 1, "int32")
+
+
+def _plain_weight():
+    """C lines: wv = the widened weight of channel c, input k (Q15_AT), read from w's block."""
+    return ["int16_t wv;",
+            f"memcpy(&wv, w + (c >> 2) * sw + 2 * {Q15_AT}, 2);"]
 
 
 @register_intrin
 class PwS8(TensorIntrin):
     name = "pw_s8"
-    headers = {"dsp": ("arm_acle.h", "string.h")}
+    headers = {"dsp": ("arm_acle.h", "string.h"), "plain": ("string.h",)}
     written_args = (0,)
     pointer_args = (0, 1, 2, 3, 4, 5, 6)
     scale_args = (4, 5)        # mult, shift: arrays per channel (per_tensor: values)
@@ -227,8 +334,8 @@ class PwS8(TensorIntrin):
         one = Const(1, "int32")
         last_c = cout - one
         words = Const(buf_words(int(cin.value)) - 1, "int32")
-        return [(0, (npix - one) * so + last_c), (1, (npix - one) * sa + cin - one), (2, last_c * sw + cin - one),
-                (3, cout + last_c), (6, words)] + [(k, last_c) for k in self.pointer_args[4:-1]]
+        return [(0, (npix - one) * so + last_c), (1, (npix - one) * sa + cin - one), (2, _weights_last(cin, cout, sw)),
+                (3, cout + cout + one), (6, words)] + [(k, last_c) for k in self.pointer_args[4:-1]]
 
     def match(self, loop, acc=None):
         return None, f"{self.name} replaces a pointwise conv's pixel loops (aot/schedules/arm_q15.py), not a loop"
@@ -246,11 +353,11 @@ class PwS8(TensorIntrin):
         pc = self.per_channel
         mult, shift = ("mult[{}]", "shift[{}]") if pc else ("mult", "shift")
         fast_shift = shift if pc else "-shift"     # FoldedShift's e per channel; minus the one shift
-        head = TABLE_HEAD
+        head = TABLE_EACH
         dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "int32_t words = cin >> 2, rest = cin & 3, full = lo == -128 && hi == 127;",
                "int32_t p, c, k;",
-               "const int32_t* end = buf + 4 * words, *end2 = buf + 8 * (words >> 1);",
+               "const int32_t* end = buf + 4 * words;",
                *head,
                "for (p = 0; p < npix; p += 2, a += 2 * sa, out += 2 * so) {",
                "  int8_t* o1 = npix - p > 1 ? out + so : out;",
@@ -274,18 +381,13 @@ class PwS8(TensorIntrin):
                "    d[0] = (int32_t)*s0++ + off;",
                "    d[1] = (int32_t)*s1++ + off;",
                "  }",
-               "  for (c = 0; c + 1 < cout; c += 2) {",
-               *["    " + y for y in _dsp_channels(2, mult, shift, fast_shift)],
-               "  }",
-               "  if (c < cout) {",
-               *["    " + y for y in _dsp_channels(1, mult, shift, fast_shift)],
-               "  }",
+               *_dsp_blocks(mult, shift, fast_shift, 2),
                "}",
                "return 0;"]
         # one pixel at a time through the scratch (its inputs read whole before its outputs written)
-        plain = ["int32_t p, c, k;",
+        plain = ["int32_t words = cin >> 2, p, c, k;",
                  "int32_t r, m, sh, left, e, mask, thr;",
-                 *head,
+                 *TABLE_EACH_PLAIN,
                  "for (p = 0; p < npix; ++p, a += sa, out += so) {",
                  "  for (k = 0; k < cin; ++k) {",
                  "    buf[k] = (int32_t)a[k] + off;",
@@ -293,7 +395,8 @@ class PwS8(TensorIntrin):
                  "  for (c = 0; c < cout; ++c) {",
                  "    int32_t s = bt[2 * c];",
                  "    for (k = 0; k < cin; ++k) {",
-                 "      s += buf[k] * (int32_t)w[c * sw + k];",
+                 *["      " + y for y in _plain_weight()],
+                 "      s += buf[k] * (int32_t)wv;",
                  "    }",
                  *["    " + y for y in _plain_requant("s", mult, shift, fast_shift, "out")],
                  "  }",
@@ -321,7 +424,7 @@ class PwS8Pair(TensorIntrin):
     the input offset already added). The same bodies as pw_s8's blocks (the DSP assembly loop
     included); the plain body reads the scratch's halves."""
     name = "pw_s8x2"
-    headers = {"dsp": ("arm_acle.h", "string.h")}
+    headers = {"dsp": ("arm_acle.h", "string.h"), "plain": ("string.h",)}
     written_args = (0, 1)
     pointer_args = (0, 1, 2, 3, 4, 5, 6)
 
@@ -330,7 +433,7 @@ class PwS8Pair(TensorIntrin):
         one = Const(1, "int32")
         last_c = cout - one
         return [(0, last_c), (1, last_c), (2, Const(buf_words(int(cin.value)) - 1, "int32")),
-                (3, last_c * sw + cin - one), (4, cout + last_c), (5, last_c), (6, last_c)]
+                (3, _weights_last(cin, cout, sw)), (4, cout + cout + one), (5, last_c), (6, last_c)]
 
     def match(self, loop, acc=None):
         return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
@@ -345,21 +448,16 @@ class PwS8Pair(TensorIntrin):
 
     def bodies(self):
         mult, shift = "mult[{}]", "shift[{}]"
-        head = TABLE_HEAD
+        head = TABLE_EACH
         dsp = ["int32_t words = cin >> 2, rest = cin & 3, full = lo == -128 && hi == 127;",
                "int32_t c, k;",
-               "const int32_t* end = buf + 4 * words, *end2 = buf + 8 * (words >> 1);",
+               "const int32_t* end = buf + 4 * words;",
                *head,
-               "for (c = 0; c + 1 < cout; c += 2) {",
-               *["  " + y for y in _dsp_channels(2, mult, shift, shift)],
-               "}",
-               "if (c < cout) {",
-               *["  " + y for y in _dsp_channels(1, mult, shift, shift)],
-               "}",
+               *_dsp_blocks(mult, shift, shift, 0),
                "return 0;"]
         plain = ["int32_t words = cin >> 2, p, c, k;",
                  "int32_t r, m, sh, left, e, mask, thr;",
-                 *head,
+                 *TABLE_EACH_PLAIN,
                  "for (p = 0; p < 2; ++p, out = o1) {",
                  "  for (c = 0; c < cout; ++c) {",
                  "    int32_t s = bt[2 * c];",
@@ -369,7 +467,8 @@ class PwS8Pair(TensorIntrin):
                  " : buf[4 * words + 2 * (k - 4 * words) + p]);",
                  "      int32_t x = k < 4 * words ? (int32_t)(int16_t)(uint16_t)((word >> (8 * (k & 2))) & 0xFFFFu)"
                  " : (int32_t)word;",
-                 "      s += x * (int32_t)w[c * sw + k];",
+                 *["      " + y for y in _plain_weight()],
+                 "      s += x * (int32_t)wv;",
                  "    }",
                  *["    " + y for y in _plain_requant("s", mult, shift, shift, "out")],
                  "  }",
@@ -482,8 +581,8 @@ class FcS8x4(TensorIntrin):
     each row's word the same, eight __smlad: 16 multiply-accumulates; under gcc with
     optimisation, on a single-issue core (AOT_CORTEX_M_SINGLE_ISSUE) and word-aligned weights,
     Thumb-2 assembly over four groups a step (the C loop's pairs and single group after it);
-    the requantisation the folded form where the table
-    says fast (mbqm_folded_lines), else the exact halving form. Plain body: the same sums read
+    the requantisation the folded form where the table's c of the
+    channel is not 0 (mbqm_folded_lines), else the exact halving form. Plain body: the same sums read
     through the layout."""
     name = "fc_s8x4"
     headers = {"dsp": ("arm_acle.h", "string.h")}
@@ -496,7 +595,7 @@ class FcS8x4(TensorIntrin):
         cin, cout = args[6:8]
         one = Const(1, "int32")
         last_c = cout - one
-        return [(0, last_c), (1, cin - one), (2, cout * cin - one), (3, cout + last_c)] + \
+        return [(0, last_c), (1, cin - one), (2, cout * cin - one), (3, cout + cout + one)] + \
             [(k, last_c) for k in self.pointer_args[4:]]
 
     def match(self, loop, acc=None):
@@ -517,7 +616,7 @@ class FcS8x4(TensorIntrin):
         chans = [("c" if j == 0 else f"c + {j}", f"s{j}", None) for j in range(4)]
         step2 = ["for (; pa != end2; pa += 8, wp += 32) {", *["  " + y for y in _fc_step() + _fc_step(1)], "}"]
         dsp = ["int32_t full = lo == -128 && hi == 127, c;",
-               *TABLE_HEAD,
+               *TABLE_EACH,
                "for (c = 0; c < cout; c += 4) {",
                "  int32_t s0 = bt[2 * c], s1 = bt[2 * c + 2], s2 = bt[2 * c + 4], s3 = bt[2 * c + 6];",
                "  const int8_t* pa = a;",
@@ -540,7 +639,7 @@ class FcS8x4(TensorIntrin):
                "return 0;"]
         plain = ["int32_t c, k;",
                  "int32_t r, m, sh, left, e, mask, thr;",
-                 *TABLE_HEAD,
+                 *TABLE_EACH_PLAIN,
                  "for (c = 0; c < cout; ++c) {",
                  "  int32_t s = bt[2 * c];",
                  "  for (k = 0; k < cin; ++k) {",
