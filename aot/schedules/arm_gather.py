@@ -36,7 +36,7 @@ from ..tir.intrin.arm import int8_operand, step, flat_index
 from ..tir.intrin.arm_gather import GATHERED
 from ..tir.intrin.arm_q15 import buf_words
 from ..tir.intrin.requant import find_requant
-from .arm_q15 import Q15Quads
+from .arm_q15 import Q15Quads, widened_weights
 from ..tir.schedule import ScheduleError, tensorize
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs, own_exprs, walk_stmts
@@ -379,12 +379,11 @@ def scratch_pairs(func, nest):
     if got is None:
         return None
     table, kb, layouts = got
-    kw = {id(b): k for k, b in enumerate(func.params)}.get(id(w.buffer))
-    if kw not in func.attrs.get("constants", ()) or kw in func.attrs.get("layouts", {}):
+    widened = widened_weights(func, w.buffer, Q15Quads(O, K, K))
+    if widened is None:
         return None
-    quads = Q15Quads(O, K, K)
+    kw, quads, wq = widened
     layouts = {**layouts, kw: quads}
-    wq = Buffer(w.buffer.name, "int8", quads.shape(w.buffer.shape), w.buffer.scope)
     scratch = Buffer(f"{store.buffer.name}_q15", "int32", (buf_words(K),))
     at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
 

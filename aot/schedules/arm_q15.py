@@ -153,12 +153,11 @@ def pointwise_call(func):
     if got is None:
         return None
     table, kb, new_layouts = got
-    kw = {id(b): k for k, b in enumerate(func.params)}.get(id(xb.buffer))
     wbase = const_value(simplify(flat_index(base(xb))))
-    if kw not in func.attrs.get("constants", ()) or kw in func.attrs.get("layouts", {}) or wbase is None:
+    widened = widened_weights(func, xb.buffer, Q15Quads(cout, cin, sw, wbase)) if wbase is not None else None
+    if widened is None:
         return None
-    quads = Q15Quads(cout, cin, sw, wbase)
-    wq = Buffer(xb.buffer.name, "int8", quads.shape(xb.buffer.shape), xb.buffer.scope)
+    kw, quads, wq = widened
     per_channel = not isinstance(mult, int)
     scratch = Buffer(f"{store.buffer.name}_q15", "int32", (buf_words(cin),))
     if per_channel:
@@ -183,6 +182,15 @@ def pointwise_call(func):
     attrs = dict(func.attrs, schedule=f"{fn} (dsp)", scratch=scratch.size * 4,
                  layouts={**func.attrs.get("layouts", {}), **new_layouts, kw: quads})
     return func.with_body(Seq([new]), params, attrs=attrs)
+
+
+def widened_weights(func, w, quads):
+    """(its parameter index, quads, the buffer in that layout) for weight buffer w of func, a
+    constant no other layout holds, to be stored as Q15Quads `quads`; None where it is not."""
+    kw = next((k for k, b in enumerate(func.params) if b is w), None)
+    if kw not in func.attrs.get("constants", ()) or kw in func.attrs.get("layouts", {}):
+        return None
+    return kw, quads, Buffer(w.name, "int8", quads.shape(w.shape), w.scope)
 
 
 @dataclass(frozen=True)

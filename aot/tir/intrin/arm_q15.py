@@ -266,7 +266,8 @@ def _dsp_quad(mult, shift, fast_shift):
 def _dsp_single(mult, shift, fast_shift):
     """C lines: output channel c alone (j = c % 4 of the last, partial block) for both pixels: its
     low and high weight words of each group, two __smlad a pixel; the leftovers; requantised."""
-    return ["const int8_t* w0 = w + (c >> 2) * sw + 4 * (c & 3);",
+    return ["const int8_t* blk = w + (c >> 2) * sw;",
+            "const int8_t* w0 = blk + 4 * (c & 3);",
             "const int32_t* q = buf;",
             "int32_t s0 = bt[2 * c], s1 = s0;",
             "for (; q != end; q += 4, w0 += 32) {",
@@ -278,7 +279,7 @@ def _dsp_single(mult, shift, fast_shift):
             "  s1 = __smlad(q[2], wl, s1);",
             "  s1 = __smlad(q[3], wh, s1);",
             "}",
-            "w0 = w + (c >> 2) * sw + 32 * words;      /* the leftovers: four int16 a value */",
+            "w0 = blk + 32 * words;      /* the leftovers: four int16 a value */",
             "for (k = 0; k < rest; ++k, q += 2, w0 += 8) {",
             "  int16_t wr;",
             "  memcpy(&wr, w0 + 2 * (c & 3), 2);",

@@ -81,9 +81,10 @@ class TensorIntrin:
         for k, (macro, headers) in enumerate(self.includes()):
             out.append(f"#{'if' if k == 0 else 'elif'} defined({macro})")
             out += [f"#include <{h}>" for h in headers]
-        if "plain" in self.headers:          # the portable body's own, where no feature's are
-            out += (["#else"] if out else []) + [f"#include <{h}>" for h in self.headers["plain"]]
-        return "\n".join(out + ["#endif"] if out and out[0].startswith("#if") else out)
+        plain = [f"#include <{h}>" for h in self.headers.get("plain", ())]   # where no feature's are
+        if not out:
+            return "\n".join(plain)
+        return "\n".join(out + (["#else"] + plain if plain else []) + ["#endif"])
 
 
 def register_intrin(cls):
