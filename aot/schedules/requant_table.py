@@ -58,8 +58,16 @@ class _Fold:
             bound = amax * self.row_sums(got["weights"], absolute=True)
         else:
             bound = np.full(n, amax * 128 * self.cin)
-        return folded_requant(got["bias"].reshape(-1)[:n], per["mult"], per["shift"], self.zp, bound,
-                              per_channel=self.per_channel)
+        bias = got["bias"].reshape(-1)[:n]
+        dead = self.shift is None                 # the shifts a table: a dead channel's e is free
+        fixed = None
+        if dead and "weights" in got:
+            # channels whose weights are all 0 (pruned, or dead in training): their value is known
+            from ..ops.fixed_point import mbqm_np
+            mask = (self.row_sums(got["weights"], absolute=True) == 0) & (per["shift"] <= 0)
+            fixed = (mask, np.clip(mbqm_np(bias, per["mult"], per["shift"]) + self.zp, -128, 127))
+        return folded_requant(bias, per["mult"], per["shift"], self.zp, bound, per_channel=self.per_channel,
+                              dead=dead, fixed=fixed)
 
 
 @dataclass(frozen=True)

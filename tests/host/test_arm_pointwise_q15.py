@@ -30,16 +30,28 @@ from test_arm_dot_microkernels import STRICT, _check, _feeds, _schedules, _stage
 tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel is not installed")
 
 
-def pw_model(H, W, C, O, per_channel=True, act="RELU", x_zp=-3, y_zp=2, y_scale=None, stride=1, seed=0):
+def pw_model(H, W, C, O, per_channel=True, act="RELU", x_zp=-3, y_zp=2, y_scale=None, stride=1, seed=0,
+             faint=(), zero_rows=0):
+    """faint: (every k-th channel's weight scale times f, ...) pairs (k, f): channels whose
+    requantisation shifts right by far more than the zero point leaves room for in c, or whose
+    multiplier TFLite rounds to 0 (below 2^-31 of the output scale). zero_rows: every k-th
+    channel's weights 0 and its bias anywhere in int32's range (a pruned channel: its value
+    the requantised bias, positive or negative, to beyond int8's range)."""
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=x_zp)
     wdata = rng.integers(-127, 128, (O, 1, 1, C)).astype(np.int8)
     if per_channel:
         ws = (rng.random(O) * 0.02 + 0.005).astype(np.float32)
+        for k, f in faint:
+            ws[::k] *= np.float32(f)
+        bias = rng.integers(-500, 500, O).astype(np.int32)
+        if zero_rows:
+            wdata[::zero_rows] = 0
+            bias[::zero_rows] = rng.integers(-(1 << 31), (1 << 31) - 1, len(bias[::zero_rows]), dtype=np.int64)
+            bias[0], bias[zero_rows] = 1 << 30, -(1 << 30)
         w = mb.tensor("w", [O, 1, 1, C], "int8", data=wdata, scale=ws, zero_point=[0] * O, quantized_dimension=0)
-        b = mb.tensor("b", [O], "int32", data=rng.integers(-500, 500, O).astype(np.int32), scale=0.05 * ws,
-                      zero_point=[0] * O)
+        b = mb.tensor("b", [O], "int32", data=bias, scale=0.05 * ws, zero_point=[0] * O)
     else:
         w = mb.tensor("w", [O, 1, 1, C], "int8", data=wdata, scale=0.01, zero_point=0)
         b = mb.tensor("b", [O], "int32", data=rng.integers(-500, 500, O).astype(np.int32), scale=0.0005,
@@ -85,10 +97,20 @@ CASES = {
     "c8_o5_per_tensor_left": lambda: pw_model(3, 3, 8, 5, per_channel=False, y_scale=2e-4, act="NONE"),
     "c7_o9_s2": lambda: pw_model(6, 5, 7, 9, stride=2),                      # a call per output row
     "c64_o64_px5": lambda: pw_model(1, 5, 64, 64, y_zp=-128),
+    # most channels' shifts too large for zp * 2^e in c (the exact form), some multipliers 0
+    # (dead channels, e free), a few ordinary ones
+    "c20_o13_faint": lambda: pw_model(3, 3, 20, 13, y_zp=-128, faint=((1, 1e-6), (4, 1e-9))),
+    # pruned channels (weights 0): each one's value fixed, most of them clamped; with faint ones
+    "c12_o14_pruned": lambda: pw_model(2, 3, 12, 14, act="NONE", y_zp=-128, zero_rows=3,
+                                       faint=((5, 1e-6), (7, 1e-8))),
+    "c16_o8_pruned_relu": lambda: pw_model(3, 1, 16, 8, y_zp=7, zero_rows=2, faint=((1, 1e-4),)),
+    # a third of the channels faint, clamped narrower than int8 (RELU6: the tested clamp)
+    "c8_o9_faint_relu6": lambda: pw_model(1, 3, 8, 9, act="RELU6", y_zp=-100, faint=((3, 1e-6),)),
     "chain_c33": lambda: chain_model(5, 3, 33),
     "chain_c11_px9": lambda: chain_model(3, 3, 11),
     "chain_c8_widen": lambda: chain_model(4, 3, 8, widen=True),
 }
+PRUNED = {"c12_o14_pruned": 3, "c16_o8_pruned_relu": 2}     # every k-th channel's weights 0
 CHAINS = {"chain_c33", "chain_c11_px9"}        # their inner convs are staged in place (checked)
 
 
@@ -141,9 +163,19 @@ def test_the_requantisation_table_takes_the_folded_form_where_it_holds(name):
         fast = table[1::2] != 0
         e = shifts if "per_tensor" not in name else -shifts
         assert (e[fast] >= 1).all()
-        np.testing.assert_array_equal(table[1::2][fast], (1 << (e[fast] - 1)) + zp * (1 << e[fast]))
         # the pair after the channels: whether every channel is folded
         assert list(flag) == [0, int(fast.all())]
+        if name in PRUNED:
+            assert fast[::PRUNED[name]].all()      # each pruned channel's c gives its value
+            continue
+        np.testing.assert_array_equal(table[1::2][fast], (1 << (e[fast] - 1)) + zp * (1 << e[fast]))
+        if "faint" in name:
+            # a multiplier 0 (dead) folds with e = 1; faint channels whose zp * 2^e leaves c's
+            # range keep the exact form (the call then tests each channel)
+            mult = consts[call.args[3].index][1].astype(np.int64)
+            assert (e[mult == 0] == 1).all() and fast[mult == 0].all() and (~fast).any()
+            assert (mult == 0).any() or name != "c20_o13_faint"
+            continue
         if "left" in name:
             # each channel on its own: those not shifting right keep the exact form and their shift as it was
             assert (~fast).any() and (shifts[~fast] >= 0).all()

@@ -194,24 +194,53 @@ def mbqm_folded_asm(x, t, mult, c, e) -> list:
             f'"asr %[{x}], %[{x}], %[{e}]\\n"']
 
 
-def folded_requant(bias, mult, shift, zp, bound, per_channel=False):
+def folded_requant(bias, mult, shift, zp, bound, per_channel=False, dead=False, fixed=None):
     """(fast, c, e) for mbqm_folded_lines over channels with int32 arrays bias, mult and shift
     (TFLite's: MBQM shifts left by a positive shift, right by minus a negative one) and each
     channel's bound on |sum - bias| (its accumulator without the bias): fast when every channel
     meets the form's conditions, with c = 2^(e-1) + zp * 2^e and e = -shift; (False, zeros, shift)
     otherwise (the exact form then). per_channel: each channel on its own, c = 0 and its shift as
-    it is where it does not meet them (fast: whether any does)."""
+    it is where it does not meet them (fast: whether any does). dead: a channel whose multiplier
+    is 0 (its value is zp whatever its sum: SMMLAR gives c itself) takes e = 1 and holds, for a
+    table whose shifts are laid out per channel. fixed: (mask, values) for such a table, the
+    channels whose sum is their bias whatever the input (all weights 0) and their requantised
+    values (clamped to int8's range): each holds with e = 1 or 2 and the c that gives its
+    value from the form's own arithmetic on that sum (fixed_c)."""
     import numpy as np
     b, m, sh = (np.asarray(v, dtype=np.int64).reshape(-1) for v in (bias, mult, shift))
     acc = np.abs(b) + np.asarray(bound, dtype=np.int64).reshape(-1)
     e = -sh
-    ok = (e >= 1) & (e <= 31) & (m >= 0) & (acc < (1 << 30))
+    if dead:
+        e = np.where(m == 0, 1, e)
+    ok = (e >= 1) & (e <= 31) & (m >= 0) & ((acc < (1 << 30)) | (m == 0 if dead else False))
     c = np.where(ok, (np.int64(1) << np.clip(e - 1, 0, 62)) + np.int64(zp) * (np.int64(1) << np.clip(e, 0, 62)), 0)
-    high = ((2 * acc * m) >> 32) + 1          # |srdhm(sum, m)| at most
+    high = ((2 * np.minimum(acc, 1 << 30) * m) >> 32) + 1          # |srdhm(sum, m)| at most
     ok &= (np.abs(c) < (1 << 30)) & (np.abs(c) + high + 1 < (1 << 31))
+    c = np.where(ok, c, 0)
+    if fixed is not None:
+        for k in np.flatnonzero(fixed[0]):
+            got = fixed_c(int(b[k]), int(m[k]), int(fixed[1][k]))
+            if got is not None:
+                ok[k], c[k], e[k] = True, got[0], got[1]
     if per_channel:
-        return bool(np.any(ok)), np.where(ok, c, 0), np.where(ok, e, sh)
+        return bool(np.any(ok)), c, np.where(ok, e, sh)
     return (True, c, e) if bool(np.all(ok)) else (False, np.zeros_like(e), sh)
+
+
+def fixed_c(x, m, v):
+    """(c, e) with e in 1..2 for which the folded form (mbqm_folded_lines: SMMLAR of x doubled in
+    uint32, the sign of x, the shift by e) gives v from the sum x and the multiplier m, worked out
+    from the same operations on the host: SMMLAR's high word is c plus k = floor((2x m + 2^31) /
+    2^32) (2x wrapped to int32, as the kernels' shift does), so c = v 2^e + 2^(e-1) - k + [x < 0]
+    (e = 2 where e = 1 would give the c 0 that means the exact form); None where c leaves
+    int32 or m < 0."""
+    t = ((2 * x + (1 << 31)) % (1 << 32)) - (1 << 31)
+    k = (t * m + (1 << 31)) >> 32
+    for e in (1, 2):
+        c = (v << e) + (1 << (e - 1)) - k + (1 if x < 0 else 0)
+        if c != 0 and m >= 0 and abs(c) < (1 << 31) - (1 << 8):
+            return c, e
+    return None
 
 
 def requantise_lines(x, mult, shift, zp="zp") -> list:
