@@ -27,7 +27,7 @@ tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel i
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 
 
-def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0, y_scale=None):
+def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0, y_scale=None, y_zp=2):
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=x_zp)
@@ -38,7 +38,7 @@ def conv_model(H, W, C, O, k, stride, padding, x_zp=-3, seed=0, y_scale=None):
                   zero_point=[0] * O)
     Ho = -(-H // stride) if padding == "SAME" else (H - k) // stride + 1
     Wo = -(-W // stride) if padding == "SAME" else (W - k) // stride + 1
-    y = mb.tensor("y", [1, Ho, Wo, O], "int8", scale=y_scale or 0.1 * np.sqrt(k * k * C / 9), zero_point=2)
+    y = mb.tensor("y", [1, Ho, Wo, O], "int8", scale=y_scale or 0.1 * np.sqrt(k * k * C / 9), zero_point=y_zp)
     mb.op("CONV_2D", [x, w, b], [y], padding=padding, stride_h=stride, stride_w=stride,
           fused_activation_function="RELU")
     return mb.finish(inputs=[x], outputs=[y]), (1, H, W, C)
@@ -86,6 +86,8 @@ CASES = {
     "gather_c3_o11_same_s2": (lambda: conv_model(9, 11, 3, 11, 3, 2, "SAME", x_zp=127), {"mve", "dsp"}),
     "gather_c1_k5_o11_valid_s2": (lambda: conv_model(11, 13, 1, 11, 5, 2, "VALID", x_zp=100), {"mve", "dsp"}),
     "gather_c3_k2_o6_same_s2": (lambda: conv_model(9, 10, 3, 6, 2, 2, "SAME", x_zp=-5), {"mve", "dsp"}),
+    # RELU at the zero point -128: int8's whole range (gconv_q15's blocks requantised by assembly)
+    "gather_c3_o12_same_s2_full": (lambda: conv_model(9, 8, 3, 12, 3, 2, "SAME", x_zp=-7, y_zp=-128), {"mve", "dsp"}),
     # left requantisation shifts: gconv_q15's table takes the exact form
     "gather_c3_o5_same_s1_left_shifts": (lambda: conv_model(6, 6, 3, 5, 3, 1, "SAME", y_scale=1e-3), {"mve", "dsp"}),
 }
@@ -98,7 +100,7 @@ GATHER = {"conv3x3_c3_same_s2": {"dsp": _Q, "mve": _S8}, "conv3x3_c3_same_s1": {
           "conv3x3_c1_same_s1": {"dsp": _Q, "mve": _DOT}, "conv5x5_c1_same_s2": {"dsp": _Q, "mve": _DOT},
           "gather_c1_o6_same_s1": {"dsp": _Q, "mve": _DOT}, "gather_c3_o11_same_s2": {"dsp": _Q, "mve": _S8},
           "gather_c1_k5_o11_valid_s2": {"dsp": _Q, "mve": _DOT}, "gather_c3_k2_o6_same_s2": {"dsp": _Q, "mve": _DOT},
-          "gather_c3_o5_same_s1_left_shifts": {"dsp": _Q, "mve": _S8}}
+          "gather_c3_o5_same_s1_left_shifts": {"dsp": _Q, "mve": _S8}, "gather_c3_o12_same_s2_full": {"dsp": _Q, "mve": _S8}}
 BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
 from ..expr import Const
 from .base import TensorIntrin, register_intrin
-from .arm_q15 import TABLE_HEAD, folded_fn
+from .arm_q15 import TABLE_HEAD, quad_folded_asm, folded_fn
 from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 SUFFIX = "_g"
@@ -68,8 +68,10 @@ class GConvQ15(TensorIntrin):
     (aot/schedules/requant_table.py: the folded form where it says fast). Each __smlad multiplies two taps of one pixel by two of
     one channel: two pixels by two channels per step, so every 32-bit load serves two products
     and no value is widened in the loop. y0[c] and y1[c] get TFLite's per-channel
-    requantisation of the sums (bias, MultiplyByQuantizedMultiplier, zero point, clamp). The
-    same pixel twice (a1 == a0, y1 == y0: an odd row's last) stores the same bytes twice."""
+    requantisation of the sums (bias, MultiplyByQuantizedMultiplier, zero point, clamp): the
+    sums start from the table's biases, and a block of two pixels by four channels that the
+    table says fast, clamped to int8's whole range, is requantised by pw_s8's assembly
+    (arm_q15.quad_folded_asm) where the compiler optimises. The same pixel twice (a1 == a0, y1 == y0: an odd row's last) stores the same bytes twice."""
     name = "gconv_q15"
     headers = {"dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
@@ -101,7 +103,7 @@ class GConvQ15(TensorIntrin):
         q = "aot_gconv_q15_requant"
 
         def out(y, s, c):
-            v = f"{s} + bt[2 * ({c})]"
+            v = s               # (the sums start from the table's biases)
             return (f"{y}[{c}] = (int8_t)(fast ? aot_gconv_q15_fast({v}, mult[{c}], shift[{c}], bt[2 * ({c}) + 1], lo, hi)"
                     f" : {q}({v}, mult[{c}], shift[{c}], zp, lo, hi));")
         def step(pixels, chans, second=False):
@@ -114,7 +116,7 @@ class GConvQ15(TensorIntrin):
         def block(pixels, chans):
             """The loop over the window for `pixels` pixels and `chans` channels: two taps a
             step, two steps an iteration (n even; a last single step when n % 4 is 2)."""
-            sums = ", ".join(f"s{p}{j} = 0" for p in range(pixels) for j in range(chans))
+            sums = ", ".join(f"s{p}{j} = bt[2 * (c + {j})]" for p in range(pixels) for j in range(chans))
             lines = [f"int32_t {sums};", "uint32_t " + ", ".join(
                 [f"x{p}" for p in range(pixels)] + [f"v{j}" for j in range(chans)]) + ";",
                 "const int8_t* w0 = w;"] + [f"const int8_t* w{j} = w + {2 * j} * n;" for j in range(1, chans)]
@@ -124,13 +126,22 @@ class GConvQ15(TensorIntrin):
                 lines += ["for (k = 0; k + 4 <= n; k += 4) {", *["  " + x for x in step(pixels, chans)],
                           *["  " + x for x in step(pixels, chans, True)], "}",
                           "if (k < n) {", *["  " + x for x in step(pixels, chans)], "}"]
+            stores = []
             for j in range(chans):
                 c = f"c + {j}" if j else "c"
                 for p in range(pixels):
-                    lines.append(out(f"y{p}", f"s{p}{j}", c))
+                    stores.append(out(f"y{p}", f"s{p}{j}", c))
                 if pixels == 1:
-                    lines.append(f"y1[{c}] = y0[{c}];")
-            return lines
+                    stores.append(f"y1[{c}] = y0[{c}];")
+            if (pixels, chans) != (2, 4):
+                return lines + stores
+            # the common case's requantisation as pw_s8's assembly where the compiler optimises
+            # (the sums through memory: gcc otherwise reloads the block's pointers every channel)
+            acc = "int32_t acc[8] = {" + ", ".join(f"s{p}{j}" for j in range(4) for p in range(2)) + "};"
+            return lines + ["#if defined(__OPTIMIZE__)", "if (fast && full) {", "  " + acc,
+                            '  __asm__("" : "+m"(acc));',
+                            *["  " + y for y in quad_folded_asm(True, ("y0", "y1"))],
+                            "} else", "#endif", "{", *["  " + y for y in stores], "}"]
 
         def loops(pixels):
             return ["for (c = 0; c + 3 < channels; c += 4, w += 8 * n) {", *["  " + x for x in block(pixels, 4)], "}",
@@ -138,6 +149,9 @@ class GConvQ15(TensorIntrin):
                     "if (c < channels) {", *["  " + x for x in block(pixels, 1)], "}"]
         # the same pixel twice (an odd row's last): one pixel's sums, stored to both outputs
         dsp = ["int32_t c = 0, k;",
+               "#if defined(__OPTIMIZE__)",
+               "int32_t full = lo == -128 && hi == 127;",
+               "#endif",
                *TABLE_HEAD,
                "if (a1 == a0) {", *["  " + x for x in loops(1)], "  return 0;", "}",
                *loops(2),
@@ -145,7 +159,7 @@ class GConvQ15(TensorIntrin):
         plain = ["int32_t c, k;",
                  *TABLE_HEAD,
                  "for (c = 0; c < channels; ++c, w += 2 * n) {",
-                 "  int32_t s0 = 0, s1 = 0;",
+                 "  int32_t s0 = bt[2 * c], s1 = s0;",
                  "  for (k = 0; k < n; ++k) {",
                  "    int32_t v = (int32_t)(int16_t)(uint16_t)((uint32_t)(uint8_t)w[2 * k]"
                  " | ((uint32_t)(uint8_t)w[2 * k + 1] << 8));",

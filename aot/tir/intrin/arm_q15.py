@@ -116,13 +116,13 @@ def _plain_requant(v, mult, shift, fast_shift, out):
             f"{out}[c] = (int8_t)r;"]
 
 
-def _quad_folded_asm(per_channel):
+def quad_folded_asm(per_channel, outs=("out", "o1")):
     """C lines: the four-channel block's eight sums (acc, in memory: channel j's pixels at 2j and
     2j + 1) requantised by the folded form and stored with __ssat, as Thumb-2 assembly: per
     channel its multiplier, shift, c and both sums loaded in one run (pipelined), then
     gemmlowp.mbqm_folded_asm and SSAT and STRB a value. gcc's allocation of the C form reloads
     the block's pointers from the stack for every channel. Per tensor, the one multiplier and
-    shift are registers."""
+    shift are registers. outs: the two pixels' output pointers (channel c's at element c)."""
     g = []
     for j in range(4):
         if per_channel:
@@ -137,7 +137,7 @@ def _quad_folded_asm(per_channel):
     return ["int32_t " + ("m, e, " if per_channel else "") + "cc, v0, v1, t;",
             "__asm__ volatile(", *["    " + x for x in g],
             f'    : {regs}[cc] "=&r"(cc), [v0] "=&r"(v0), [v1] "=&r"(v1), [t] "=&r"(t)',
-            f'    : {ins}[tp] "r"(bt + 2 * c), [acc] "r"(acc), [op] "r"(out + c), [o1p] "r"(o1 + c)',
+            f'    : {ins}[tp] "r"(bt + 2 * c), [acc] "r"(acc), [op] "r"({outs[0]} + c), [o1p] "r"({outs[1]} + c)',
             '    : "memory");']
 
 
@@ -260,7 +260,7 @@ def _dsp_quad(mult, shift, fast_shift):
     out += ["int32_t acc[8] = {" + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + "};",
             '__asm__("" : "+m"(acc));']
     return out + _dsp_requant([(f"c + {j}", f"acc[{2 * j}]", f"acc[{2 * j + 1}]") for j in range(4)], mult, shift,
-                              fast_shift, _quad_folded_asm(mult != "mult"))
+                              fast_shift, quad_folded_asm(mult != "mult"))
 
 
 def _dsp_single(mult, shift, fast_shift):
