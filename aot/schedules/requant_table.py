@@ -64,7 +64,7 @@ class _Fold:
         if dead and "weights" in got:
             # channels whose weights are all 0 (pruned, or dead in training): their value is known
             from ..ops.fixed_point import mbqm_np
-            mask = (self.row_sums(got["weights"], absolute=True) == 0) & (per["shift"] <= 0)
+            mask = (bound == 0) & (per["shift"] <= 0)
             fixed = (mask, np.clip(mbqm_np(bias, per["mult"], per["shift"]) + self.zp, -128, 127))
         return folded_requant(bias, per["mult"], per["shift"], self.zp, bound, per_channel=self.per_channel,
                               dead=dead, fixed=fixed)

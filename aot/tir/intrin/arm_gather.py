@@ -71,7 +71,8 @@ class GConvQ15(TensorIntrin):
     requantisation of the sums (bias, MultiplyByQuantizedMultiplier, zero point, clamp): the
     sums start from the table's biases, and a block of two pixels by four channels that the
     table says fast, clamped to int8's whole range, is requantised by pw_s8's assembly
-    (arm_q15.quad_folded_asm) where the compiler optimises. The same pixel twice (a1 == a0, y1 == y0: an odd row's last) stores the same bytes twice."""
+    (arm_q15.quad_folded_asm) where the compiler optimises. The same pixel twice (a1 == a0,
+    y1 == y0: an odd row's last) stores the same bytes twice."""
     name = "gconv_q15"
     headers = {"dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
@@ -102,10 +103,9 @@ class GConvQ15(TensorIntrin):
     def bodies(self):
         q = "aot_gconv_q15_requant"
 
-        def out(y, s, c):
-            v = s               # (the sums start from the table's biases)
-            return (f"{y}[{c}] = (int8_t)(fast ? aot_gconv_q15_fast({v}, mult[{c}], shift[{c}], bt[2 * ({c}) + 1], lo, hi)"
-                    f" : {q}({v}, mult[{c}], shift[{c}], zp, lo, hi));")
+        def out(y, s, c):          # (the sums start from the table's biases)
+            return (f"{y}[{c}] = (int8_t)(fast ? aot_gconv_q15_fast({s}, mult[{c}], shift[{c}], bt[2 * ({c}) + 1], lo, hi)"
+                    f" : {q}({s}, mult[{c}], shift[{c}], zp, lo, hi));")
         def step(pixels, chans, second=False):
             ka, kw = ("k + 2", "2 * k + 4") if second else ("k", "2 * k")
             x = [f"memcpy(&x{p}, a{p} + {ka}, 4);" for p in range(pixels)]

@@ -210,11 +210,11 @@ def folded_requant(bias, mult, shift, zp, bound, per_channel=False, dead=False, 
     b, m, sh = (np.asarray(v, dtype=np.int64).reshape(-1) for v in (bias, mult, shift))
     acc = np.abs(b) + np.asarray(bound, dtype=np.int64).reshape(-1)
     e = -sh
-    if dead:
-        e = np.where(m == 0, 1, e)
-    ok = (e >= 1) & (e <= 31) & (m >= 0) & ((acc < (1 << 30)) | (m == 0 if dead else False))
+    free = (m == 0) & dead               # its value zp for any e and any sum
+    e = np.where(free, 1, e)
+    ok = (e >= 1) & (e <= 31) & (m >= 0) & ((acc < (1 << 30)) | free)
     c = np.where(ok, (np.int64(1) << np.clip(e - 1, 0, 62)) + np.int64(zp) * (np.int64(1) << np.clip(e, 0, 62)), 0)
-    high = ((2 * np.minimum(acc, 1 << 30) * m) >> 32) + 1          # |srdhm(sum, m)| at most
+    high = ((2 * np.minimum(acc, 1 << 30) * m) >> 32) + 1    # |srdhm(sum, m)| at most (where acc holds)
     ok &= (np.abs(c) < (1 << 30)) & (np.abs(c) + high + 1 < (1 << 31))
     c = np.where(ok, c, 0)
     if fixed is not None:
