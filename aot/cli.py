@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from .errors import AotError
@@ -41,6 +42,8 @@ def _cmd_compile(a):
     opts.io_names = a.io_names
     opts.in_place = not a.no_in_place
     opts.trace = a.trace
+    opts.patch = parse_patch(a.patch)
+    opts.ram_budget = a.ram_budget
     opts.workspace_pools = parse_pools(a.workspace_pools, a.workspace_pools_size_hint_bytes)
     a.output = compile_output(a.model, a.output, a.model_name)
     res = compile_model(a.model, opts, log=log, progress=progress)
@@ -56,6 +59,18 @@ def _cmd_compile(a):
     print(f"wrote {a.output}: {len(p.calls)} kernels, workspace {p.workspace_size} bytes, "
           f"constants {p.constants_size} bytes")
     return 0
+
+
+def parse_patch(text):
+    """--patch: None, "auto" or (layers, strips)."""
+    if text is None:
+        return None
+    if text in ("auto", "force"):
+        return text
+    m = re.fullmatch(r"(\d+):(\d+)", text)
+    if not m:
+        raise AotError(f"--patch '{text}': give 'auto' or LAYERS:STRIPS, e.g. 8:12")
+    return int(m.group(1)), int(m.group(2))
 
 
 def check_output(flag, output, *inputs):
@@ -394,9 +409,10 @@ def _cmd_info(a):
         rows = [dict(r, offset=r["offset"] + base.get(r.get("pool"), 0)) for r in rows]
         if a.memory_svg:
             from .compiler import write_atomic
-            write_atomic(a.memory_svg, svg(rows, total, bound, kernels, f"memory plan of module {s['module']}").encode())
+            write_atomic(a.memory_svg, svg(rows, total, bound, kernels, f"memory plan of module {s['module']}",
+                                           execution=m.aot.get("execution")).encode())
         if a.memory:
-            print(table(rows, total, bound, kernels))
+            print(table(rows, total, bound, kernels, m.aot.get("execution")))
             return 0
     if a.json:
         print(json.dumps({"valid": not problems, "problems": problems, "summary": s}, indent=2))
@@ -499,6 +515,14 @@ def main(argv=None):
                         "them (an ONNX model's single output is 'output', several are 'output0', 'output1', ...)")
     c.add_argument("--no-in-place", action="store_true",
                    help="never let a kernel write its output over a dying input")
+    c.add_argument("--patch", metavar="auto|force|LAYERS:STRIPS",
+                   help="run the first stage strip by strip of rows (patch-based execution): 'auto' picks the stage "
+                        "and strip count with the smallest workspace ('force': patched even where layer by layer is smaller); "
+                        "LAYERS:STRIPS forces one (refused with the list of stages where there is none of that length)")
+    c.add_argument("--ram-budget", metavar="BYTES", type=int,
+                   help="RAM the execution must fit (workspace + the caller's inputs and outputs): the compiler picks "
+                        "layer by layer or the patched stage with the fewest extra multiply-accumulates that fits, "
+                        "and refuses with the smallest it can reach")
     c.add_argument("--trace", action="store_true",
                    help="record each kernel's schedule trace (its rules and primitives) in metadata.json; "
                         "aot info prints them")

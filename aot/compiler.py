@@ -20,6 +20,7 @@ from .passes.fold_constants import fold_constants
 from .passes.layout import channels_last
 from .passes.fuse import fuse_ops, group_name
 from .passes.order import order_for_memory
+from .passes.patch import drop_input_views, patch, stage_cuts
 from .passes.qdq import fold_qdq
 from .passes.simplify import eliminate_dead_code, fold_batchnorm, materialize_outputs, remove_identities
 from .target import Target, resolve
@@ -56,6 +57,10 @@ class Options:
                                        # off by default so that an MLF does not change with the rules' internals
     relay_text: str = None             # relay.build's module as relay prints it: src/<mod>.relay holds it,
                                        # as TVM's MLF does, and the graph aot lowered it to is src/<mod>.graph
+    patch: object = None               # patch-based execution of the first stage: None (layer by layer),
+                                       # "auto" (the smallest workspace), "force" (patched even where
+                                       # that is larger), or (layers or cut value name, strips)
+    ram_budget: int = None             # bytes of RAM (workspace + I/O outside it) the execution must fit
 
 
 @dataclass
@@ -224,6 +229,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     if backends:
         graph = partition_for(backends, graph, mod, log)
     check_supported(graph)
+    graph, execution = choose_execution(graph, options, target, mod, pools, backends or kernel_backends, log)
     claims = claim_nodes(graph, kernel_backends) if kernel_backends else {}
     groups = fuse_and_order(graph, options, log, claims)
     ext = {id(n) for n in external_functions(graph)}
@@ -290,6 +296,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         "name_notes": notes,
         "sources": src_list,
         "target": target.export(),
+        "execution": execution,
     }
     if target.is_device:     # what a build adds for the device: nvcc for the kernels, the runtime to link
         extra["device"] = {"api": target.kind,
@@ -330,6 +337,51 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     tar = write_tar(seal(files), epoch)
     log(f"mlf: {len(files)} members, {len(tar)} bytes")
     return CompileResult(tar, plan, graph, notes)
+
+
+def choose_execution(graph, options, target, mod, pools, backends, log):
+    """(graph, metadata entry): the graph with its first stage patched as options.patch asks
+    (None: layer by layer; "auto": the smallest workspace; (layers or cut value, strips): that one),
+    or the cheapest execution within options.ram_budget."""
+    from .patch_search import Choice, choose
+    if options.patch is None and options.ram_budget is None:
+        return graph, {"patch": None}
+    if backends:
+        raise AotError("--patch and --ram-budget plan the compiler's own kernels: not with partitioned backends")
+    if options.ram_budget is not None and options.ram_budget <= 0:
+        raise AotError(f"--ram-budget {options.ram_budget}: give a positive number of bytes")
+    io_bytes = 0 if options.use_workspace_io else (sum(v.type.nbytes for v in graph.inputs if not v.is_const)
+                                                   + sum(v.type.nbytes for v in graph.outputs))
+
+    def plan_of(g):
+        groups = fuse_and_order(g, options, lambda m: None)
+        names = [f"i{k}" for k in range(len(g.inputs))], [f"o{k}" for k in range(len(g.outputs))]
+        return build_plan(g, groups, mod, *names, PlanOptions(options.align, options.use_workspace_io,
+                                                              options.in_place, pools, target, None, None))
+    graph, n = drop_input_views(graph)
+    if n:
+        log(f"pass drop_input_views: {n} reshapes/transposes of the input that leave it as it is dropped")
+    if isinstance(options.patch, tuple):
+        cut, tiles = options.patch
+        if isinstance(cut, int):
+            found = [c.value for c in stage_cuts(graph) if c.nodes == cut]
+            if not found:
+                raise AotError(f"--patch {cut}:{tiles}: no stage of {cut} layers ends where one tensor leaves it "
+                               f"(stages of this model: {', '.join(str(c.nodes) for c in stage_cuts(graph)) or 'none'})")
+            cut = found[0]
+        graph, info = patch(graph, cut, tiles)
+        choice = Choice(cut, tiles, info.nodes, 0, 0, info.extra_macs, 0)
+        log(f"pass patch: the first {info.nodes} layers in {tiles} strips, +{info.extra_macs:,} multiply-accumulates")
+    else:
+        if options.patch not in (None, "auto", "force"):
+            raise AotError(f"patch {options.patch!r}: give None, 'auto', 'force' or (layers, strips)")
+        graph, choice, _ = choose(graph, plan_of, io_bytes, options.use_workspace_io, options.ram_budget, log,
+                                  force=options.patch == "force")
+        log(f"patch search: chose {choice.describe()}")
+    if choice.cut is None:
+        return graph, {"patch": None}
+    return graph, {"patch": {"layers": choice.layers, "strips": choice.tiles, "cut": choice.cut,
+                             "extra_macs": choice.extra_macs}}
 
 
 def source_order(paths):

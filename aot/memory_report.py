@@ -2,11 +2,37 @@
 workspace offset down, one box per tensor."""
 from __future__ import annotations
 
+import re
 from xml.sax.saxutils import escape
 
 
-def table(rows, total, bound, kernels):
-    lines = [f"{'tensor':40s} {'bytes':>10s} {'first':>6s} {'last':>6s} {'offset':>10s}  note"]
+def strip_steps(rows):
+    """[(strip, first step, last step)] of a patched stage (aot/passes/patch.py names each strip's
+    tensors <value>@patch<k>): the kernel steps that compute each strip."""
+    spans = {}
+    for r in rows:
+        m = re.search(r"@patch(\d+)$", r["name"])
+        if m:
+            k = int(m.group(1))
+            lo, hi = spans.get(k, (r["first"], r["first"]))
+            spans[k] = (min(lo, r["first"]), max(hi, r["first"]))
+    return [(k, *spans[k]) for k in sorted(spans)]
+
+
+def describe_execution(execution):
+    """One line for metadata's aot.execution: layer by layer, or the patched stage."""
+    p = (execution or {}).get("patch")
+    if not p:
+        return "execution: layer by layer"
+    return (f"execution: the first {p['layers']} layers in {p['strips']} strips of rows (patch-based), "
+            f"+{p['extra_macs']:,} multiply-accumulates")
+
+
+def table(rows, total, bound, kernels, execution=None):
+    lines = [describe_execution(execution)] if execution is not None else []
+    for k, lo, hi in strip_steps(rows):
+        lines.append(f"  strip {k}: steps {lo}..{hi}")
+    lines.append(f"{'tensor':40s} {'bytes':>10s} {'first':>6s} {'last':>6s} {'offset':>10s}  note")
     for r in sorted(rows, key=lambda r: (r["first"], r["offset"])):
         note = f"pool {r['pool']}; " if r.get("pool") else ""
         note += f"written in place of {r['in_place_of']}" if r.get("in_place_of") else ""
@@ -31,7 +57,7 @@ def _color(k):
     return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
 
 
-def svg(rows, total, bound, kernels, title="memory plan", width=900, height=520):
+def svg(rows, total, bound, kernels, title="memory plan", width=900, height=520, execution=None):
     left, top, right, bottom = 90, 50, 20, 60
     steps = max(len(kernels), max((r["last"] for r in rows), default=0) + 1, 1)
     w, h = width - left - right, height - top - bottom
@@ -42,6 +68,15 @@ def svg(rows, total, bound, kernels, title="memory plan", width=900, height=520)
            f'<text x="{left}" y="38" fill="#444">workspace {total:,} bytes, lower bound {bound:,} bytes '
            f'({(total / bound if bound else 1):.3f}x); {len(rows)} tensors over {len(kernels)} kernels</text>',
            f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#f4f4f4" stroke="#999"/>']
+    if execution is not None:
+        out.insert(3, f'<text x="{left + w:.0f}" y="38" fill="#444" text-anchor="end">'
+                      f'{escape(describe_execution(execution))}</text>')
+    for k, lo, hi in strip_steps(rows):      # a patched stage's strips: bands behind their tensors
+        x0, x1 = left + lo * sx, left + (hi + 1) * sx
+        out.append(f'<rect x="{x0:.1f}" y="{top}" width="{x1 - x0:.1f}" height="{h}" '
+                   f'fill="{"#dde8f6" if k % 2 == 0 else "#eef3fa"}"><title>strip {k}: steps {lo}..{hi}</title></rect>')
+        if x1 - x0 > 24:
+            out.append(f'<text x="{(x0 + x1) / 2:.1f}" y="{top - 4}" text-anchor="middle" fill="#335">{k}</text>')
     # a tensor written in place takes over the second half of its input's last step
     handed = {(r["in_place_of"], r["offset"], r["first"]) for r in rows if r.get("in_place_of")}
     for k, r in enumerate(sorted(rows, key=lambda r: (r["first"], r["offset"]))):

@@ -1,6 +1,8 @@
 """Workspace bytes vs the lower bound for every model (and without in-place writes), and for the MLPerf Tiny models our
 workspace + input/output bytes next to TFLite Micro's arena for the same model (tflite-micro's
-Python interpreter, RecordingMicroAllocator; its arena holds inputs and outputs too).
+Python interpreter, RecordingMicroAllocator; its arena holds inputs and outputs too), layer by
+layer and with the first stage patched (--patch auto: the stage and strips with the smallest
+workspace, and the multiply-accumulates that costs).
 
   python bench/bench_memory.py          (pip install tflite-micro for the TFLM column)
 """
@@ -40,11 +42,23 @@ def tflm_arena(path):
     return "no tflm" if "No module named" in r.stderr else "refused"
 
 
+def patch_macs(res):
+    """The extra multiply-accumulates of a compile's patched stage, in % ('-': layer by layer)."""
+    from mlf import read_mlf
+    p = read_mlf(res.tar).aot["execution"]["patch"]
+    if p is None:
+        return "-"
+    total = sum(n.outputs[0].type.size * (n.inputs[1].type.size // n.inputs[1].type.shape[0])
+                for n in res.graph.nodes if n.op in ("Conv", "QConv"))
+    return f"+{100 * p['extra_macs'] / max(total - p['extra_macs'], 1):.0f}%"
+
+
 def main():
     import aot
     rows = []
     print(f"{'model':34s} {'workspace':>10s} {'lower bd':>10s} {'ratio':>6s} {'no inplace':>10s} {'ws+io':>10s} "
-          f"{'ws, io in':>10s} {'TFLM arena':>11s} {'ours/TFLM':>9s} {'io-in/TFLM':>10s}")
+          f"{'ws, io in':>10s} {'TFLM arena':>11s} {'ours/TFLM':>9s} {'io-in/TFLM':>10s} {'patched':>9s} "
+          f"{'io-in':>7s} {'+MACs':>7s}")
     for onnx_rel, tfl_rel in PAIRS + [(r, r) for r in INT8]:
         p = os.path.join(MLPERF, onnx_rel)
         if not os.path.exists(p):
@@ -56,9 +70,15 @@ def main():
         with contextlib.redirect_stderr(io.StringIO()):
             io_in = aot.compile(p, use_workspace_io=True).plan.workspace_size
             plain = aot.compile(p, in_place=False).plan.workspace_size
+            pat = aot.compile(p, patch="auto")
+            pat_in = aot.compile(p, patch="auto", use_workspace_io=True)
         tflm = tflm_arena(os.path.join(MLPERF, tfl_rel)) if tfl_rel else "n/a (hybrid)"
         ratio = f"{(plan.workspace_size + io_bytes) / tflm:9.3f}" if isinstance(tflm, int) else f"{'-':>9s}"
         ratio2 = f"{io_in / tflm:10.3f}" if isinstance(tflm, int) else f"{'-':>10s}"
+        extra = [patch_macs(r) for r in (pat, pat_in)]
+        if isinstance(tflm, int):
+            ratio2 += (f" {(pat.plan.workspace_size + io_bytes) / tflm:9.3f} {pat_in.plan.workspace_size / tflm:7.3f} "
+                       + "/".join(extra))
         rows.append((os.path.basename(p), plan.workspace_size, plan.workspace_lower_bound))
         print(f"{os.path.splitext(os.path.basename(p))[0]:34s} {plan.workspace_size:10d} {plan.workspace_lower_bound:10d} "
               f"{plan.workspace_size / max(plan.workspace_lower_bound, 1):6.3f} {plain:10d} {plan.workspace_size + io_bytes:10d} "

@@ -39,14 +39,14 @@ def _init_worker(root):
 
 
 def _one(args):
-    seed, kind, failures, do_shrink, every = args
+    seed, kind, failures, do_shrink, every, patch = args
     sanitize = seed % every == 0
     from fuzz.run import run_seed, shrink_seed
     from fuzz.gen import generate
     from fuzz.shrink import save
     t = time.perf_counter()
     try:
-        r = run_seed(seed, kind, sanitize=sanitize, opt=OPT)
+        r = run_seed(seed, kind, sanitize=sanitize, opt=OPT, patch=patch)
         path = None
         if failures and r.cls in FAILURES and r.cls != "generator-invalid":
             if do_shrink:
@@ -97,17 +97,19 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0:1000", help="A:B, the seeds A..B-1")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--kind", choices=("float", "qdq", "mix"), default="mix")
+    ap.add_argument("--kind", choices=("float", "qdq", "stage", "mix"), default="mix")
     ap.add_argument("--failures", metavar="DIR", help="save each failing seed's model here")
     ap.add_argument("--shrink", action="store_true", help="shrink each failure before saving it")
     ap.add_argument("--log", metavar="FILE", help="append one JSON line per seed")
     ap.add_argument("--sanitize-every", type=int, default=1, metavar="N",
                     help="build with ASan+UBSan every N-th seed only (others plain -O0); default 1")
+    ap.add_argument("--patch", choices=("auto", "force"),
+                    help="compile with patch-based execution ('force': the first stage patched wherever there is one)")
     args = ap.parse_args(argv)
     if args.shrink and not args.failures:
         ap.error("--shrink needs --failures DIR")
     seeds = parse_range(args.seeds)
-    work = [(s, args.kind, args.failures, args.shrink, max(args.sanitize_every, 1)) for s in seeds]
+    work = [(s, args.kind, args.failures, args.shrink, max(args.sanitize_every, 1), args.patch) for s in seeds]
     results = []
     t0 = time.perf_counter()
     log = open(args.log, "a") if args.log else None

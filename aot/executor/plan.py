@@ -16,6 +16,7 @@ from ..passes.fuse import group_name
 from ..te.lower import const_param_array
 from ..tir.launch import launch_shape
 from .inplace.concat import place_concat_slices
+from .inplace.input_rows import block_lives, split_input_rows
 from .inplace.shrunk import write_shrunk
 from .inplace.staged import place_inside_outputs
 from .inplace.write_over import write_in_place
@@ -115,7 +116,11 @@ def build_plan(graph, groups, mod, in_names, out_names, options: PlanOptions = N
     kernels = [g for g in groups if not g.alias]
     lives = lifetimes(graph, kernels, opts.workspace_io)     # the same model order_for_memory optimised
     ops = _Operands(graph, mod, lives, len(kernels), opts.workspace_io)
-    lowering = Lowering(kernels, lives, ops.io_ids(), target, opts.in_place)
+    # an input in the workspace that its strips read row by row frees its rows as they go
+    # (split_input_rows): the strategies judge which steps are worth rewriting by that liveness
+    ins = [v for v in graph.inputs if id(v) not in ops.out_root]
+    judged = block_lives(kernels, lives, ins, opts.align) if opts.workspace_io else lives
+    lowering = Lowering(kernels, judged, ops.io_ids(), target, opts.in_place)
     calls = []
     modules = opts.modules or {}
     for step, (g, fname) in enumerate(zip(kernels, _symbols(kernels, mod))):
@@ -132,6 +137,8 @@ def build_plan(graph, groups, mod, in_names, out_names, options: PlanOptions = N
     io_keys = {id(v) for v in graph.inputs} | set(ops.out_root) if opts.workspace_io else set()
     aliases = Aliases()
     if opts.in_place:
+        if opts.workspace_io:
+            split_input_rows(kernels, intervals, aliases, ins, opts.align, log)
         write_in_place(calls, intervals, aliases, io_keys, log)
         place_inside_outputs(calls, intervals, aliases, log)
         write_shrunk(calls, intervals, aliases, io_keys, log)

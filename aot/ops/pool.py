@@ -8,7 +8,7 @@ import numpy as np
 from ..te import tensor as te
 from ..errors import OpError
 from ..ir.graph import TensorType
-from ..tir.expr import Cast, Const, call, min_
+from ..tir.expr import Bin, Cast, Const, Select, call, gt, max_, min_
 from .registry import FLOATS, Op, Pattern, register
 from .window import (from_nchw, join_index, nchw_shape, needs_no_clip, out_size, spatial, split_index, to_nchw,
                      valid_range, window_attrs)
@@ -228,3 +228,89 @@ class GlobalPool(Op):
             return [te.compute(out_shape, lambda *i: call("pow", red(*i), Const(1 / p, x.dtype)), "global_lp")]
         count = float(np.prod(sp))
         return [te.compute(out_shape, lambda *i: red(*i) / Const(count, x.dtype), "global_avg")]
+
+
+def _strip_layout(node):
+    return node.attrs.get("layout", "NCHW")
+
+
+@register
+class StripSum(Op):
+    """A strip of a global average pool run patch by patch (aot/passes/patch.py): each channel's
+    sum over the strip's pixels, in int32 for an integer strip (exact, as TFLite's pool sums),
+    else in its float type."""
+    name = "StripSum"
+    internal = True
+    pattern = Pattern.OUT_ELEMWISE_FUSABLE
+    dtypes = FLOATS + ("int8", "uint8", "int16")
+
+    def infer(self, node):
+        x = node.inputs[0].type
+        if len(x.shape) != 4:
+            raise OpError(node, "input must have rank 4")
+        n, c = (x.shape[0], x.shape[3]) if _strip_layout(node) == "NHWC" else x.shape[:2]
+        shape = (n, 1, 1, c) if _strip_layout(node) == "NHWC" else (n, c, 1, 1)
+        return [TensorType(shape, x.dtype if x.dtype in FLOATS else "int32")]
+
+    def reference(self, node, x):
+        axes = (1, 2) if _strip_layout(node) == "NHWC" else (2, 3)
+        acc = np.int64 if x.dtype.kind in "iu" else np.float64
+        return [x.astype(acc).sum(axis=axes, keepdims=True).astype(node.outputs[0].type.dtype)]
+
+    def compute(self, node, x):
+        nhwc = _strip_layout(node) == "NHWC"
+        shape = node.inputs[0].type.shape
+        rows, cols = (shape[1], shape[2]) if nhwc else (shape[2], shape[3])
+        dt = node.outputs[0].type.dtype
+        same = node.inputs[0].type.dtype == dt
+
+        def body(n, a, b, c):
+            rh, rw = te.reduce_axis(rows, "rh"), te.reduce_axis(cols, "rw")
+            v = x(n, rh.var, rw.var, c) if nhwc else x(n, a, rh.var, rw.var)
+            return te.sum(v if same else Cast(dt, v), [rh, rw])
+        return [te.compute(node.outputs[0].type.shape, body, "strip_sum")]
+
+
+@register
+class StripMean(Op):
+    """The global average pool of a patched stage: its strips' sums (StripSum) added and divided
+    by the pool's pixel count `count` as the pool divides: in float, or, given out_dtype, as
+    TFLite's int8 average pool (rounded half away from zero, clamped to act_min..act_max)."""
+    name = "StripMean"
+    internal = True
+    pattern = Pattern.ELEMWISE
+    dtypes = FLOATS + ("int32",)
+
+    def infer(self, node):
+        x = node.inputs[0].type
+        if any(v.type != x for v in node.inputs):
+            raise OpError(node, "the strips' sums must have one type")
+        return [TensorType(x.shape, node.attrs.get("out_dtype", x.dtype))]
+
+    def reference(self, node, *xs):
+        a = node.attrs
+        n = int(a["count"])
+        if "out_dtype" not in a:
+            total = xs[0].astype(np.float64)
+            for x in xs[1:]:
+                total = total + x
+            return [(total / n).astype(xs[0].dtype)]
+        s = sum(x.astype(np.int64) for x in xs)
+        q = np.where(s > 0, (s + n // 2) // n, -((n // 2 - s) // n))      # C's division truncates toward 0
+        return [np.clip(q, a["act_min"], a["act_max"]).astype(a["out_dtype"])]
+
+    def compute(self, node, *xs):
+        a = node.attrs
+        dt = node.inputs[0].type.dtype
+
+        def body(*i):
+            total = xs[0](*i)
+            for x in xs[1:]:
+                total = total + x(*i)
+            if "out_dtype" not in a:
+                return total / Const(float(a["count"]), dt)
+            cnt, half = Const(int(a["count"]), "int32"), Const(int(a["count"]) // 2, "int32")
+            q = Select(gt(total, Const(0, "int32")), Bin("/", total + half, cnt), Bin("/", total - half, cnt))
+            return Cast(a["out_dtype"], min_(max_(q, Const(int(a["act_min"]), "int32")),
+                                            Const(int(a["act_max"]), "int32")))
+        return [te.compute(node.outputs[0].type.shape, body, "strip_mean")]

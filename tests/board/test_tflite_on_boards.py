@@ -20,3 +20,20 @@ def test_mlperf_tiny_int8_tflite_is_bit_exact_on_cortex_m(rel, board):
     for k, (feed, ref) in enumerate(_int8_cases(rel, x)):
         got = aot.run(res, {x.name: feed}, board=board)[res.graph.output_names[0]]
         np.testing.assert_array_equal(got, ref, err_msg=f"input {k}")
+
+
+@tflm
+@pytest.mark.slow
+@pytest.mark.board
+@pytest.mark.parametrize("board", ["qemu-cortex-m4", "qemu-cortex-m55"])
+@pytest.mark.parametrize("rel", [r for r in INT8_MODELS if "anomaly" not in r])
+def test_mlperf_tiny_int8_patched_is_bit_exact_on_cortex_m(rel, board):
+    """Patch-based execution with the board's micro-kernels inside the strips: 0 LSB."""
+    import aot
+    from mlf import read_mlf
+    res = aot.compile(_read(rel), target=f"c -mcpu=cortex-{board.split('-')[-1]}", patch="force")
+    assert read_mlf(res.tar).aot["execution"]["patch"] is not None
+    x = res.graph.inputs[0]
+    for k, (feed, ref) in enumerate(_int8_cases(rel, x)[::20]):
+        got = aot.run(res, {x.name: feed}, board=board)[res.graph.output_names[0]]
+        np.testing.assert_array_equal(got, ref, err_msg=f"input {k}")

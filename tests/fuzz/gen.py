@@ -837,7 +837,33 @@ def gen_qdq(r, opset):
     return quantize(m, feeds, r), feeds
 
 
-KINDS = {"float": gen_float, "qdq": gen_qdq}
+def gen_stage(r, opset):
+    """A CNN's first stage (patch-based execution's input, aot/passes/patch.py): one batch-1
+    image through a chain of convolutions, pools and elementwise layers (residual adds now and
+    then), then the float kind's random graph on what it made."""
+    b = Builder(r, opset)
+    x = b.add_input((1, int(r.integers(1, 5)), int(r.integers(6, 25)), int(r.integers(4, 17))))
+    chain, made = [x], 0
+    for _ in range(int(r.integers(8, 20))):
+        if made >= 6:
+            break
+        fn = [g_conv, g_conv, g_conv, g_pool, g_unary, g_binary][int(r.integers(0, 6))]
+        try:
+            out = fn(b, chain[-1])
+        except (ValueError, TypeError, IndexError):
+            out = None
+        out = out[0] if isinstance(out, list) else out
+        if out is None or len(out.shape) != 4:
+            continue
+        made += fn in (g_conv, g_pool)
+        if r.random() < 0.25 and chain[-1].shape == out.shape and fn is g_conv:
+            out = b.op("Add", [out, chain[-1]])[0]
+        chain.append(out)
+    build_graph(b, FLOAT_OPS, int(r.integers(3, 12)))
+    return finish(b)
+
+
+KINDS = {"float": gen_float, "qdq": gen_qdq, "stage": gen_stage}
 
 
 def kind_for_seed(seed, kind="mix"):

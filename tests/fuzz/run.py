@@ -71,8 +71,9 @@ def _crash_reason(e):
     return f"{type(e).__name__} in {where}: {normalise(str(e))[:150]}"
 
 
-def run_case(model, feeds, expected=None, sanitize=True, opt=None, timeout=RUN_TIMEOUT):
-    """Result of compiling and running (model, feeds) against onnxruntime's `expected`."""
+def run_case(model, feeds, expected=None, sanitize=True, opt=None, timeout=RUN_TIMEOUT, patch=None):
+    """Result of compiling and running (model, feeds) against onnxruntime's `expected`; patch:
+    aot.compile's (e.g. "force": the first stage patched wherever the model has one)."""
     import aot
     from aot.errors import AotError, BuildError
     from aot.host import run_host
@@ -90,7 +91,7 @@ def run_case(model, feeds, expected=None, sanitize=True, opt=None, timeout=RUN_T
     secs["ort"] = time.perf_counter() - t
     t = time.perf_counter()
     try:
-        res = aot.compile(model)
+        res = aot.compile(model, patch=patch)
     except AotError as e:
         return Result("refused", normalise(str(e)), str(e)[:2000], ops=ops, seconds=secs)
     except Exception as e:              # noqa: BLE001 -- any other exception is a compiler crash
@@ -118,7 +119,7 @@ def run_case(model, feeds, expected=None, sanitize=True, opt=None, timeout=RUN_T
     return Result(cls, reason, detail, ops=ops, seconds=secs)
 
 
-def run_seed(seed, kind="mix", sanitize=True, opt=None):
+def run_seed(seed, kind="mix", sanitize=True, opt=None, patch=None):
     from .gen import GeneratorInvalid, generate
     t = time.perf_counter()
     try:
@@ -128,7 +129,7 @@ def run_seed(seed, kind="mix", sanitize=True, opt=None):
         r.seed, r.kind = seed, kind
         return r
     gen_s = time.perf_counter() - t
-    r = run_case(case.model, case.feeds, sanitize=sanitize, opt=opt)
+    r = run_case(case.model, case.feeds, sanitize=sanitize, opt=opt, patch=patch)
     r.seed, r.kind = seed, case.kind
     r.seconds["generate"] = gen_s
     return r
