@@ -238,7 +238,8 @@ def _strip_layout(node):
 class StripSum(Op):
     """A strip of a global average pool run patch by patch (aot/passes/patch.py): each channel's
     sum over the strip's pixels, in int32 for an integer strip (exact, as TFLite's pool sums),
-    else in its float type."""
+    else in its float type, plus the sum of the strips before (the optional second input), so
+    that one running sum is live, not one per strip."""
     name = "StripSum"
     internal = True
     pattern = Pattern.OUT_ELEMWISE_FUSABLE
@@ -252,12 +253,15 @@ class StripSum(Op):
         shape = (n, 1, 1, c) if _strip_layout(node) == "NHWC" else (n, c, 1, 1)
         return [TensorType(shape, x.dtype if x.dtype in FLOATS else "int32")]
 
-    def reference(self, node, x):
+    def reference(self, node, x, before=None):
         axes = (1, 2) if _strip_layout(node) == "NHWC" else (2, 3)
         acc = np.int64 if x.dtype.kind in "iu" else np.float64
-        return [x.astype(acc).sum(axis=axes, keepdims=True).astype(node.outputs[0].type.dtype)]
+        total = x.astype(acc).sum(axis=axes, keepdims=True)
+        if before is not None:
+            total = total + before
+        return [total.astype(node.outputs[0].type.dtype)]
 
-    def compute(self, node, x):
+    def compute(self, node, x, before=None):
         nhwc = _strip_layout(node) == "NHWC"
         shape = node.inputs[0].type.shape
         rows, cols = (shape[1], shape[2]) if nhwc else (shape[2], shape[3])
@@ -268,13 +272,16 @@ class StripSum(Op):
             rh, rw = te.reduce_axis(rows, "rh"), te.reduce_axis(cols, "rw")
             v = x(n, rh.var, rw.var, c) if nhwc else x(n, a, rh.var, rw.var)
             return te.sum(v if same else Cast(dt, v), [rh, rw])
-        return [te.compute(node.outputs[0].type.shape, body, "strip_sum")]
+        total = te.compute(node.outputs[0].type.shape, body, "strip_sum")
+        if before is None:
+            return [total]
+        return [te.compute(node.outputs[0].type.shape, lambda *i: total(*i) + before(*i), "strip_total")]
 
 
 @register
 class StripMean(Op):
-    """The global average pool of a patched stage: its strips' sums (StripSum) added and divided
-    by the pool's pixel count `count` as the pool divides: in float, or, given out_dtype, as
+    """The global average pool of a patched stage: the strips' running sum (StripSum) divided by
+    the pool's pixel count `count` as the pool divides: in float, or, given out_dtype, as
     TFLite's int8 average pool (rounded half away from zero, clamped to act_min..act_max)."""
     name = "StripMean"
     internal = True
@@ -283,30 +290,23 @@ class StripMean(Op):
 
     def infer(self, node):
         x = node.inputs[0].type
-        if any(v.type != x for v in node.inputs):
-            raise OpError(node, "the strips' sums must have one type")
         return [TensorType(x.shape, node.attrs.get("out_dtype", x.dtype))]
 
-    def reference(self, node, *xs):
+    def reference(self, node, total):
         a = node.attrs
         n = int(a["count"])
         if "out_dtype" not in a:
-            total = xs[0].astype(np.float64)
-            for x in xs[1:]:
-                total = total + x
-            return [(total / n).astype(xs[0].dtype)]
-        s = sum(x.astype(np.int64) for x in xs)
+            return [(total.astype(np.float64) / n).astype(total.dtype)]
+        s = total.astype(np.int64)
         q = np.where(s > 0, (s + n // 2) // n, -((n // 2 - s) // n))      # C's division truncates toward 0
         return [np.clip(q, a["act_min"], a["act_max"]).astype(a["out_dtype"])]
 
-    def compute(self, node, *xs):
+    def compute(self, node, x):
         a = node.attrs
         dt = node.inputs[0].type.dtype
 
         def body(*i):
-            total = xs[0](*i)
-            for x in xs[1:]:
-                total = total + x(*i)
+            total = x(*i)
             if "out_dtype" not in a:
                 return total / Const(float(a["count"]), dt)
             cnt, half = Const(int(a["count"]), "int32"), Const(int(a["count"]) // 2, "int32")

@@ -310,13 +310,16 @@ def patch(graph, cut, tiles):
             nodes.append(node)
             have[id(n.outputs[0])] = (out, a)
         part = have[id(y)][0]
-        if pool is not None:
-            node = Node("StripSum", f"{pool.name}@patch{t}", [part], [], {"layout": "NHWC" if ax == 1 else "NCHW"})
+        if pool is not None:        # a running sum: the strips before's total in, this strip's added
+            node = Node("StripSum", f"{pool.name}@patch{t}", [part] + parts[-1:], [],
+                        {"layout": "NHWC" if ax == 1 else "NCHW"})
             (typ,) = get_op("StripSum").infer(node)
             part = Value(f"{pool.outputs[0].name}@patch{t}", typ)
             node.outputs, part.producer = [part], node
             nodes.append(node)
-        parts.append(part)
+            parts = [part]          # the running sum so far
+        else:
+            parts.append(part)
     done = pool.outputs[0] if pool is not None else y
     joined = Value(done.name, done.type)
     if pool is not None:
