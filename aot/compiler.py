@@ -348,6 +348,9 @@ def choose_execution(graph, options, target, mod, pools, backends, log):
         return graph, {"patch": None}
     if backends:
         raise AotError("--patch and --ram-budget plan the compiler's own kernels: not with partitioned backends")
+    if target.is_device and options.patch is not None:
+        # a GPU's memory is not what a strip saves; --ram-budget still checks the plan
+        raise AotError(f"--patch is for C targets (CPUs, microcontrollers), not '{target}'")
     if options.ram_budget is not None and options.ram_budget <= 0:
         raise AotError(f"--ram-budget {options.ram_budget}: give a positive number of bytes")
     io_bytes = 0 if options.use_workspace_io else (sum(v.type.nbytes for v in graph.inputs if not v.is_const)
@@ -376,7 +379,7 @@ def choose_execution(graph, options, target, mod, pools, backends, log):
         if options.patch not in (None, "auto", "force"):
             raise AotError(f"patch {options.patch!r}: give None, 'auto', 'force' or (layers, strips)")
         graph, choice, _ = choose(graph, plan_of, io_bytes, options.use_workspace_io, options.ram_budget, log,
-                                  force=options.patch == "force")
+                                  force=options.patch == "force", cuts=not target.is_device)
         log(f"patch search: chose {choice.describe()}")
     if choice.cut is None:
         return graph, {"patch": None}

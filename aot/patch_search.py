@@ -98,12 +98,13 @@ def _strip_counts(rows):
     return [t for t in ts if t >= 2]
 
 
-def choose(graph, plan_of, io_bytes, workspace_io=False, budget=None, log=None, force=False):
+def choose(graph, plan_of, io_bytes, workspace_io=False, budget=None, log=None, force=False, cuts=True):
     """(graph, Choice, plan): the execution with the smallest workspace (budget None), or the one
     with the fewest multiply-accumulates whose RAM (workspace + io_bytes, the caller's I/O outside
     it) fits `budget`. plan_of(graph) -> the executor plan. A budget nothing reaches is refused
     with the smallest RAM found. force: the best patched stage even where layer by layer is
-    smaller (tests and the fuzzer exercise patching so)."""
+    smaller (tests and the fuzzer exercise patching so). cuts=False: layer by layer only (the
+    budget still checked)."""
     log = log or (lambda m: None)
     total = macs([n for n in graph.nodes if len(n.outputs) == 1 and n.outputs[0] is not None
                   and len(n.outputs[0].type.shape) == 4])
@@ -113,7 +114,7 @@ def choose(graph, plan_of, io_bytes, workspace_io=False, budget=None, log=None, 
         return graph, base, base_plan
     floor, step_of = _floors(graph, workspace_io)
     cands = []
-    for c in stage_cuts(graph):
+    for c in stage_cuts(graph) if cuts else []:
         post = max(floor[step_of[c.value] + 1:], default=0) if c.value in step_of else max(floor, default=0)
         for t in _strip_counts(c.rows):
             g2, info = patch(graph, c.value, t)

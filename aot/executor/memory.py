@@ -61,6 +61,11 @@ class Aliases:
     def __contains__(self, tensor):
         return tensor in self._of
 
+    def copy(self):
+        out = Aliases()
+        out._of = dict(self._of)
+        return out
+
     def add(self, tensor, host, offset, kind):
         self._of[tensor] = Alias(tensor, host, offset, kind)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..errors import AotError
 from ..liveness import lifetimes
 from ..names import sanitize
 from ..ops.registry import alias_root
@@ -142,8 +143,27 @@ def build_plan(graph, groups, mod, in_names, out_names, options: PlanOptions = N
         write_in_place(calls, intervals, aliases, io_keys, log)
         place_inside_outputs(calls, intervals, aliases, log)
         write_shrunk(calls, intervals, aliases, io_keys, log)
+        before = {k: Interval(iv.first, iv.last, iv.tensor) for k, iv in intervals.items()}, aliases.copy()
         place_concat_slices(kernels, calls, intervals, aliases, io_keys, log)
     layout = plan_memory(intervals, aliases, opts.pools or [("", None)], opts.align)
+    if opts.in_place and any([n.op for n in g.nodes] == ["Concat"] for g in kernels):
+        # the concats' inputs pinned at their slices instead: each held from its own first step,
+        # where a slice holds the whole output from the first; the smaller plan is kept
+        ivs, als = before
+        restrict = [getattr(c, "no_alias", None) for c in calls]
+        place_concat_slices(kernels, calls, ivs, als, io_keys, None, pinned_first=True)
+        try:
+            other = plan_memory(ivs, als, opts.pools or [("", None)], opts.align)
+        except AotError:        # a pool's size hint the other plan passes
+            other = None
+        if other is not None and sum(other.sizes) < sum(layout.sizes):
+            intervals, aliases, layout = ivs, als, other
+            if log:
+                log("memory plan: the concats' inputs pinned at their slices (a smaller plan)")
+        else:
+            for c, r in zip(calls, restrict):
+                if r is not None:
+                    c.no_alias = r
     _place_args(calls, layout)
     rows = _report(intervals, aliases, layout, opts.pools)
     constants = ops.constants

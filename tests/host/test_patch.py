@@ -135,6 +135,8 @@ def test_patch_options_are_checked(tmp_path):
         aot.compile(model, patch=(4, 11))
     with pytest.raises(AotError, match=r"positive"):
         aot.compile(model, ram_budget=0)
+    with pytest.raises(AotError, match=r"--patch is for C targets"):
+        aot.compile(model, target="cuda", patch="auto")
     p = tmp_path / "m.tflite"
     p.write_bytes(model)
     for bad in ("4", "x:2", "4:2:1"):
