@@ -3,8 +3,8 @@
 RAM budget, the one with the fewest multiply-accumulates that fits.
 
 Every candidate is ranked by an estimate: the stage's live bytes strip by strip (counted as
-the planner counts them before its in-place proofs) and, after the cut, the live bytes of the
-layer-by-layer plan, which the rewrite leaves as they were. The best few are then planned for
+the planner counts them before its in-place proofs) and, after the cut, the layer-by-layer
+floor once every dying input is written over, which the rewrite leaves as it was. The best few are then planned for
 real, and the choice is made on their planned workspaces, never on the estimate."""
 from __future__ import annotations
 
@@ -113,11 +113,11 @@ def choose(graph, plan_of, io_bytes, workspace_io=False, budget=None, log=None, 
     if budget is not None and base.ram <= budget:
         return graph, base, base_plan
     floor, step_of = _floors(graph, workspace_io)
-    cands = []
+    cands, patched = [], {}
     for c in stage_cuts(graph) if cuts else []:
         post = max(floor[step_of[c.value] + 1:], default=0) if c.value in step_of else max(floor, default=0)
         for t in _strip_counts(c.rows):
-            g2, info = patch(graph, c.value, t)
+            g2, info = patched[(c.value, t)] = patch(graph, c.value, t)
             est = max(_stage_estimate(g2, len(g2.nodes) - (len(graph.nodes) - c.nodes), workspace_io), post)
             cands.append((est, info.extra_macs, c.nodes, t, c.value))
     cands.sort()
@@ -132,7 +132,7 @@ def choose(graph, plan_of, io_bytes, workspace_io=False, budget=None, log=None, 
         if (v, t) in seen:
             continue
         seen.add((v, t))
-        g2, info = patch(graph, v, t)
+        g2, info = patched[(v, t)]
         p = plan_of(g2)
         ch = Choice(v, t, n, p.workspace_size, p.workspace_size + io_bytes, info.extra_macs, total)
         tried.append(ch)
