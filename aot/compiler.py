@@ -270,7 +270,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         for line in format_trace(trace, "  "):
             log(line)
     if target.is_device:
-        from codegen_c.emit_gpu import emit_gpu
+        from codegen_c.emit_gpu import emit_gpu, graph_plan
         if options.interface_api != "c":
             raise AotError(f"--interface-api {options.interface_api} is for C targets, not '{target}'")
         if options.debug:
@@ -302,6 +302,9 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         extra["device"] = {"api": target.kind,
                            "sources": sorted(s for s in sources if s.endswith(target.family.device_sources)),
                            "libs": target.family.link_libs(target)}
+        if target.family.graph_replay:
+            g = graph_plan(plan, target)
+            extra["device"]["graph"] = {"replay": g["ok"], "why_not": g["why"] or None, "macro": g["macro"]}
     if plan.devices and not target.is_device:     # a GPU host makes its libraries' contexts itself
         from codegen_c.emit import device_member
         extra["devices"] = [device_member(d) for d in plan.devices]

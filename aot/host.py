@@ -132,10 +132,12 @@ def host_cflags(data, sanitize=False, extra_cflags=(), werror=True, opt=None):
     return flags
 
 
-def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=None, extra_sources=None, mlf=None):
+def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=None, extra_sources=None, mlf=None,
+               main=None):
     """Path of an executable built from the MLF (cached by content and flags). extra_sources:
     {file name: C text} linked in with the harness (the `aot debug` record hook); mlf: the MLF
-    already read and validated by the caller (read_valid_mlf), so that it is not read twice."""
+    already read and validated by the caller (read_valid_mlf), so that it is not read twice;
+    main: C text of a harness of the caller's own in place of host_main.c (bench/bench_gpu.py's)."""
     from boards import load_board
     from codegen_c.emit import render_template
 
@@ -147,7 +149,7 @@ def build_host(tar, sanitize=False, cc=None, extra_cflags=(), werror=True, opt=N
     mlf = mlf or read_valid_mlf(data)
     refuse_instrumented(mlf, extra_sources)
     mod = mlf.module_name
-    main_c = render_template("host_main.c.j2", **harness_params(mlf))
+    main_c = main if main is not None else render_template("host_main.c.j2", **harness_params(mlf))
     # keyed by everything the build reads: the MLF, the harness as rendered, compiler and flags
     parts = [cc, *flags, "main.c", main_c] + [x for n, t in sorted(extra_sources.items()) for x in (n, t)]
     key = hashlib.sha256(data + "\0".join(parts).encode()).hexdigest()[:24]

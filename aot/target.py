@@ -211,7 +211,7 @@ class Target:
             out.append(f"-keys={','.join(self.keys)}")
         for name, value in sorted(self.attrs):
             if name != "keys":
-                out.append(f"-{name}={','.join(value) if isinstance(value, tuple) else value}")
+                out.append(f"-{name}={_attr_text(value)}")
         return " ".join(out)
 
     def short_str(self):
@@ -219,7 +219,7 @@ class Target:
         ("c -mcpu=cortex-m55"): what the generated files' comments and metadata's aot.target record."""
         out = [self.kind]
         for name, value in self.attrs:
-            out.append(f"-{name}={','.join(value) if isinstance(value, tuple) else value}")
+            out.append(f"-{name}={_attr_text(value)}")
         return " ".join(out)
 
     def __format__(self, spec):
@@ -245,6 +245,12 @@ class _PluginFamily(targets.Family):
 _PLUGIN = _PluginFamily()
 
 
+def _attr_text(value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return ",".join(value) if isinstance(value, tuple) else str(value)
+
+
 def _parse(text):
     if not isinstance(text, str):
         raise AotError(f"target must be a string such as 'c -mcpu=cortex-m4', not {type(text).__name__}")
@@ -263,6 +269,8 @@ def _parse(text):
     found = {}
     for o in opts:
         name, eq, value = o.lstrip("-").partition("=")
+        if o.startswith("-") and not eq and spec.get(name) == "bool":
+            eq, value = "=", "1"          # a flag alone turns it on: cuda -libs=cudnn -tf32
         if not o.startswith("-") or not eq or not value:
             raise AotError(f"target '{text}': option '{o}' must look like -name=value")
         if name not in spec:
@@ -279,6 +287,10 @@ def _parse(text):
             if not value.isdigit() or int(value) & (int(value) - 1) or not 0 < int(value) <= 1 << 28:
                 raise AotError(f"target '{text}': option '-{name}={value}' must be a power of two from 1 to 2^28")
             value = int(value)
+        if spec[name] == "bool":
+            if value not in ("0", "1", "true", "false"):
+                raise AotError(f"target '{text}': option '-{name}={value}' must be 0, 1, true or false")
+            value = value in ("1", "true")
         found[name] = tuple(items) if spec[name] == "list" else value
     _check_cpu(text, kind, found)
     known = _libraries(kind)

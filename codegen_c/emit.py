@@ -11,6 +11,7 @@ import numpy as np
 from aot.dtypes import BYTES as DTYPE_BYTES, quant_literals
 from aot.errors import AotError
 from aot.names import comment_safe, sanitize
+from aot import targets
 from aot.target import Target
 
 from .c_renderer import C_TYPES, CRenderer
@@ -120,6 +121,7 @@ def header_from_metadata(mod, aot, main):
                            workspace_size=main["workspace_size_bytes"], workspace_io=bool(aot.get("use_workspace_io")),
                            pools=[dict(q, C=q["c"].upper()) for q in aot.get("workspace_pools") or []],
                            device_api=dev["api"] if dev else None, devices=devices,
+                           device_entry=bool(dev) and getattr(targets.device_family(dev.get("api")), "device_entry", False),
                            packed=aot.get("interface_api") == "packed", target="",
                            devices_param=f", struct tvmgen_{mod}_devices* devices" if devices else "")
 

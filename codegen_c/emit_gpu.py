@@ -13,6 +13,22 @@ from .emit import CMain, format_values, device_member, render_template, with_ext
 CONST_ALIGN = 256        # every constant starts at a multiple of this in the device's constant buffer
 
 
+def graph_plan(plan, target):
+    """Whether the host may record the whole run as one graph at init (the family's
+    graph_replay), and if not, why: an external call whose backend did not declare that its calls
+    only enqueue device work (graph_safe) would run once, while recording, and never again.
+    {"ok", "why", "macro"} for the host template; metadata.json's device.graph."""
+    macro = f"TVMGEN_{plan.model_name.upper()}_CUDA_GRAPH"
+    if not target.family.graph_replay:
+        return {"ok": False, "why": f"the {target.kind} host has no graphs", "macro": macro}
+    blockers = sorted({c.symbol for c in plan.calls if type(c).__name__ == "ExternalCall" and not c.graph_safe})
+    if blockers:
+        return {"ok": False, "macro": macro,
+                "why": f"{', '.join(blockers)} may do host work between launches (its backend does not declare "
+                       "_register_device_context(graph_safe=True))"}
+    return {"ok": True, "why": "", "macro": macro}
+
+
 def emit_gpu(plan, target):
     """{relative path: text} for a GPU target (a target whose family is a GpuFamily)."""
     mod, MOD = plan.model_name, plan.model_name.upper()
@@ -38,9 +54,9 @@ def emit_gpu(plan, target):
 
     def mem(a):
         if a.kind == "input":
-            return "DEV.io[%d]" % a.index, 0
+            return family.io_pointer % a.index, 0
         if a.kind == "output":
-            return "DEV.io[%d]" % (n_in + a.index), 0
+            return family.io_pointer % (n_in + a.index), 0
         if a.kind == "const":
             return "DEV.constants", offsets[a.index]
         return "DEV.workspace", a.offset
@@ -82,7 +98,8 @@ def emit_gpu(plan, target):
     outs = [{"c": cn, "nbytes": t.nbytes, "io": n_in + k} for k, (cn, _, t) in enumerate(plan.outputs)]
     common = dict(mod=mod, MOD=MOD, target=comment_safe(target.short_str()), devices=[], devices_param="", packed=False)
     header = render_template("model.h.j2", inputs=io, outputs=outs, workspace_size=plan.workspace_size,
-                             workspace_io=False, pools=[], device_api=target.kind, **common)
+                             workspace_io=False, pools=[], device_api=target.kind,
+                             device_entry=family.device_entry, **common)
     out = {f"codegen/host/include/tvmgen_{mod}.h": header}
     files, extra = renderer.device_sources(mod, comment_safe(target.short_str()), firsts, bodies)
     out.update(files)
@@ -90,5 +107,6 @@ def emit_gpu(plan, target):
     out[f"codegen/host/src/{mod}_lib0.c"] = host_template(family).render(
         api=target.kind, constants=constants, kernels=kernels, steps=steps, inputs=io, outputs=outs,
         io=io + outs, n_io=len(io) + len(outs), workspace_size=plan.workspace_size, constants_size=at,
-        externals=ext_defs, contexts=contexts, includes=includes, init_calls=init_calls, **values, **common)
+        externals=ext_defs, contexts=contexts, includes=includes, init_calls=init_calls,
+        graph=graph_plan(plan, target), **values, **common)
     return with_external_sources(out, plan)

@@ -100,6 +100,7 @@ class ExternalKernel:
     init_body: tuple = ()      # ExternCalls (literals and the device context only) the host's init makes once
     prim_func: object = None   # UMA's TIR route: the PrimFunc the emitter renders as symbol's definition
     module: str = None         # the backend whose module (a C file of its own, lib2...) defines symbol
+    graph_safe: bool = False   # its calls only enqueue work on the context's stream: a CUDA graph may record them
 
 
 @dataclass
@@ -116,7 +117,7 @@ class ExternalCall(ExternalKernel):
         backend's later edits of its own lists do not reach the plan."""
         return cls(ext.symbol, ext.scratch_bytes, tuple(ext.literals), dict(ext.sources), tuple(ext.includes),
                    tuple(ext.body), ext.device, tuple(ext.device_setup), tuple(ext.init_body), ext.prim_func,
-                   ext.module, args=args, num_inputs=num_inputs)
+                   ext.module, ext.graph_safe, args=args, num_inputs=num_inputs)
 
 
 @dataclass

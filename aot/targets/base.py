@@ -98,6 +98,9 @@ class GpuFamily(Family):
     host_template_text = None  # or its text, for a family defined outside the package
     external_calls = False    # the host can call library or plug-in functions between launches
     runtime_libs: tuple = ()  # what the host links for the API's runtime
+    io_pointer = "DEV.io[%d]"  # how the host template's steps name I/O buffer k
+    device_entry = False      # the header declares run_device and the device buffers (device-resident I/O)
+    graph_replay = False      # the host records the run as one graph at init (codegen_c/emit_gpu.py: graph_plan)
     device_sources: tuple = ()  # the endings of the files a device compiler builds (nvcc's .cu)
     # what mlf.mk and mlf.cmake add to build and link the device code, by template name
     # (codegen_c/templates/), or as text for a family defined outside the package

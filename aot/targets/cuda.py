@@ -8,13 +8,18 @@ from .base import GpuFamily
 class Cuda(GpuFamily):
     name = "cuda"
     kind = "cuda"
-    attrs = {"keys": "list", "arch": "str", "model": "str", "libs": "list"}
+    # tf32: the libraries may use TF32 tensor cores for float32 (cuDNN's default math, cuBLAS's
+    # TF32 mode), as PyTorch's cuDNN convolutions do by default; off, they keep float32's FMA math
+    attrs = {"keys": "list", "arch": "str", "model": "str", "libs": "list", "tf32": "bool"}
     keys = ("cuda", "gpu")
     dialect = "cuda"
     host_template = "cuda_lib0.c.j2"
     build_fragments = {"mk": "mlf_cuda.mk.j2", "cmake": "mlf_cuda.cmake.j2"}
     libraries = ("cudnn", "cublas")
     external_calls = True
+    io_pointer = "io[%d]"     # the steps take the I/O buffers: the module's own, or run_device's
+    device_entry = True
+    graph_replay = True
     runtime_libs = ("-lcudart",)
     device_sources = (".cu",)
     absent = ("no CUDA GPU on this machine: the CUDA MLF compiles and links here "

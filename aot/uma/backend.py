@@ -51,6 +51,7 @@ class UMABackend:
         self._sources = {}
         self._device = False
         self._device_setup = ()
+        self._graph_safe = False
         self._target_attrs = {}      # name -> default
         self._tir_passes = []        # (PassPhase, prim_func_pass): TVM's TIR route (aot/uma/tir_route.py)
         self._relay_passes = []      # (PassPhase.PRE_PARTITIONING, module pass) run by partition(relay module)
@@ -191,14 +192,20 @@ class UMABackend:
             names.append(h)
         return names, files
 
-    def _register_device_context(self, create=None, destroy=None):
+    def _register_device_context(self, create=None, destroy=None, graph_safe=False):
         """The backend's calls get a device context. On a C target, run takes it in struct
         tvmgen_<mod>_devices and TVMDevice<Name>Open/Activate/Deactivate/Close are called around
         the calls (TVM's device API). On a GPU target the host makes it: int32_t create(void**
         context, void* stream) at init, int32_t destroy(void* context) at deinit (a library
-        handle bound to the module's stream)."""
+        handle bound to the module's stream).
+
+        graph_safe=True says that on a GPU target each call only enqueues device work on that
+        stream (no host-side compute, allocation or synchronisation), so the host may record the
+        whole run as one CUDA graph at init and replay it. A backend that does not say so keeps
+        the module's run eager: a host-side step would run once, at capture, and never again."""
         self._device = True
         self._device_setup = (create, destroy) if create else ()
+        self._graph_safe = bool(graph_safe)
 
     def _register_target_attr(self, name, default=None):
         """An option of the backend's target string: 'npu -sram_words=65536'."""
@@ -315,7 +322,8 @@ class UMABackend:
         return ExternalKernel(fn.attrs["global_symbol"], scratch_bytes=scratch, sources=dict(self._sources),
                               includes=tuple(self._includes), body=tuple(calls),
                               device=self.target_name if self._device else None, device_setup=self._device_setup,
-                              init_body=tuple(inits), module=self.target_name)
+                              init_body=tuple(inits), module=self.target_name,
+                              graph_safe=bool(self._device and self._graph_safe))
 
     @staticmethod
     def _unit_name(n):

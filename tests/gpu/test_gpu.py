@@ -305,10 +305,12 @@ def test_cudnn_cublas_take_conv_and_dense_and_generated_kernels_the_rest():
     assert ("ExternalCall", "tvmgen_default_cublas_main_0") in steps
     ext = {c.symbol: c for c in res.plan.calls if isinstance(c, ExternalCall)}
     cudnn = ext["tvmgen_default_cudnn_main_0"]
-    assert [e.symbol for e in cudnn.body] == ["aot_cudnn_conv2d"] and cudnn.body[0].args[-1] == 1     # relu fused
+    assert [e.symbol for e in cudnn.body] == ["aot_cudnn_conv2d"]
+    assert cudnn.body[0].args[-2:] == (1, 0)         # relu fused, float32 math (no -tf32)
     assert [e.symbol for e in cudnn.init_body] == ["aot_cudnn_conv2d_plan"]     # algorithm chosen at init
     assert [e.symbol for e in ext["tvmgen_default_cublas_main_0"].body] == ["aot_cublas_matmul"]
-    assert cudnn.scratch_bytes >= 16 << 20      # its workspace is in the plan
+    # the algorithm's working memory is the library context's, sized at init: the static plan holds none
+    assert cudnn.scratch_bytes == 0 and all(c.graph_safe for c in ext.values())
     launches = [c for c in res.plan.calls if isinstance(c, DeviceLaunch)]
     assert len(launches) == len(res.plan.calls) - 2 and all(c.grid[0] >= 1 for c in launches)
     files = members(res.tar)
@@ -316,12 +318,16 @@ def test_cudnn_cublas_take_conv_and_dense_and_generated_kernels_the_rest():
     assert "aot_cudnn_create(&DEV.ctx_cudnn, (void*)DEV.stream)" in lib0 and "aot_cublas_destroy(DEV.ctx_cublas)" in lib0
     init = lib0[lib0.index("_init(void) {"):lib0.index("DEV.ready = 1;")]
     assert init.index("aot_cudnn_create(") < init.index(
-        "aot_cudnn_conv2d_plan(DEV.ctx_cudnn, 1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 8, 8, 1, 1, 16777216)")
+        "aot_cudnn_conv2d_plan(DEV.ctx_cudnn, 1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 8, 8, 1, 1, 0, 268435456)")
+    assert init.index("aot_cudnn_conv2d_plan(") < init.index("tvmgen_default_record()")     # planned, then recorded
+    at = lib0.index("_steps(uint8_t* const* io) {")
+    steps = lib0[at:lib0.index("return 0;\n}", at)]
     run = lib0[lib0.index("_run(struct"):]
-    assert "aot_cudnn_conv2d_plan" not in run and "tvmgen_default_cudnn_main_0(" in run
+    assert "aot_cudnn_conv2d_plan" not in steps + run and "tvmgen_default_cudnn_main_0(" in steps
     assert "codegen/host/src/aot_cudnn.c" in files and "codegen/host/src/aot_cublas.c" in files
     meta = json.loads(files["metadata.json"])["modules"]["default"]["aot"]
     assert meta["device"]["libs"] == ["-lcudnn", "-lcublas", "-lcudart"]
+    assert meta["device"]["graph"] == {"replay": True, "why_not": None, "macro": "TVMGEN_DEFAULT_CUDA_GRAPH"}
     assert [f["compiler"] for f in meta["external_functions"]] == ["cudnn", "cublas"]
 
 

@@ -7,6 +7,8 @@ extern "C" {
 #endif
 int32_t aot_cublas_create(void** context, void* stream);
 int32_t aot_cublas_destroy(void* context);
+/* from the host's init: 1 lets float32 GEMMs use TF32 tensor cores, 0 keeps float32 math */
+int32_t aot_cublas_math(void* context, int32_t tf32);
 int32_t aot_cublas_matmul(void* context, const float* a, const float* b, float* c, int32_t batch, int32_t m,
                           int32_t n, int32_t k, int32_t stride_a, int32_t stride_b, int32_t trans_a,
                           int32_t trans_b, float alpha);

@@ -1,6 +1,9 @@
 """-libs=cublas: MatMul (2-D, or batched with equal batch dims, or a batch of rows times one
 matrix) and Gemm without a bias input, through cublasSgemmStridedBatched. A bias add or an
-activation after it stays a generated kernel (TVM's fusion boundary for library calls)."""
+activation after it stays a generated kernel (TVM's fusion boundary for library calls). Float32
+math, or TF32 tensor cores with the target's -tf32 (set once at init, aot_cublas_math). The
+handle works in a workspace of its own made with it, so that its calls only enqueue on the
+module's stream and a CUDA graph may record them."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,9 +32,10 @@ def _mkn(node):
     return int(np.prod(a[:-2])), m, n, k, m * k, k * n, 0, 0, 1.0
 
 
-def lower(call):
+def lower(call, tf32):
     batch, m, n, k, sa, sb, ta, tb, alpha = _mkn(call.nodes[0])
     x, w = call.inputs[0], call.inputs[1]
+    call.at_init(call_extern("aot_cublas_math", call.device, tf32))
     return call_extern("aot_cublas_matmul", call.device, x, w, call.outputs[0], batch, m, n, k, sa, sb, ta, tb,
                        float(alpha))
 
@@ -43,10 +47,13 @@ class CublasBackend(UMABackend):
         super().__init__(merge_compiler_regions=False)     # one library call per function
         self._register_op("MatMul", predicate=lambda n: _mkn(n) is not None)
         self._register_op("Gemm", predicate=lambda n: _mkn(n) is not None)
-        self._register_lowering("MatMul", lower)
-        self._register_lowering("Gemm", lower)
-        self._register_device_context(create="aot_cublas_create", destroy="aot_cublas_destroy")
+        self._register_lowering("MatMul", self._lower)
+        self._register_lowering("Gemm", self._lower)
+        self._register_device_context(create="aot_cublas_create", destroy="aot_cublas_destroy", graph_safe=True)
         self._register_codegen(fmt="c", includes=["aot_cublas.h"], sources=["aot_cublas.c", "aot_cublas.h"])
+
+    def _lower(self, call):
+        return lower(call, 1 if self.target is not None and self.target.get("tf32") else 0)
 
 
 BACKEND = CublasBackend
