@@ -189,3 +189,43 @@ def test_gpu_check_script_is_valid_shell():
     text = open(script).read()
     assert "bench/bench_gpu.py" in text and "on_the_gpu" in text
 
+
+
+def _gemm_model(c_shape, m=1, beta=1.0):
+    """x[m, 64] -> Gemm(transB=1, W[10, 64], C of c_shape, beta) -> Relu."""
+    import numpy as np
+    from onnx import helper
+    from conftest import init, make_model, vi
+    r = np.random.default_rng(5)
+    nodes = [helper.make_node("Gemm", ["x", "w", "c"], ["g"], name="fc", transB=1, beta=beta),
+             helper.make_node("Relu", ["g"], ["y"], name="relu")]
+    inits = [init("w", r.standard_normal((10, 64)).astype(np.float32)),
+             init("c", r.standard_normal(c_shape).astype(np.float32))]
+    return make_model(nodes, [vi("x", [m, 64])], [vi("y", [m, 10])], inits)
+
+
+@pytest.mark.parametrize("c_shape, m, call", [((10,), 1, "aot_cublas_gemm_bias"), ((1, 10), 4, "aot_cublas_gemm_bias"),
+                                              ((4, 10), 4, "aot_cublas_gemm_bias"), ((4, 1), 4, None),
+                                              ((10,), 65, None)])
+def test_cublas_takes_a_gemm_with_its_bias_without_copies_of_the_operands(c_shape, m, call):
+    """The classifier layers of resnet50 and vgg19: Gemm(transB=1) + bias. The transposes are cuBLAS's
+    op flags; the bias is copied into the output and the product added onto it (beta). A column
+    broadcast, or a row bias over more rows than it copies cheaply, stays a generated kernel."""
+    from aot.executor import ExternalCall
+    res = _compile(model=_gemm_model(c_shape, m, beta=0.5))
+    ext = [c for c in res.plan.calls if isinstance(c, ExternalCall)]
+    if call is None:
+        assert not ext
+        return
+    (k,) = ext
+    (body,) = k.body
+    # context, x, w, c, y, then m n k, transA transB, alpha beta, row broadcast
+    assert body.symbol == call and body.args[5:] == (m, 10, 64, 0, 1, 1.0, 0.5, 1 if len(c_shape) == 1 or
+                                                     c_shape[0] == 1 else 0)
+    assert k.scratch_bytes == 0
+
+
+@nvcc
+def test_cublas_gemm_bias_links():
+    from aot.host import build_host
+    assert os.path.exists(build_host(_compile(model=_gemm_model((10,))).tar))

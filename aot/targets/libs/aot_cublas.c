@@ -17,6 +17,7 @@
 
 typedef struct {
   cublasHandle_t handle;
+  cudaStream_t stream;
   void* workspace;
 } aot_cublas_context;
 
@@ -34,7 +35,8 @@ int32_t aot_cublas_create(void** context, void* stream) {
     (void)aot_cublas_destroy(ctx);
     return -1;
   }
-  if (cublasSetStream(ctx->handle, (cudaStream_t)stream) != CUBLAS_STATUS_SUCCESS ||
+  ctx->stream = (cudaStream_t)stream;
+  if (cublasSetStream(ctx->handle, ctx->stream) != CUBLAS_STATUS_SUCCESS ||
       cublasSetWorkspace(ctx->handle, ctx->workspace, AOT_CUBLAS_WORKSPACE) != CUBLAS_STATUS_SUCCESS ||
       cublasSetMathMode(ctx->handle, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
     (void)aot_cublas_destroy(ctx);
@@ -89,4 +91,30 @@ int32_t aot_cublas_matmul(void* context, const float* a, const float* b, float* 
                                    batch);
   }
   return st == CUBLAS_STATUS_SUCCESS ? 0 : -1;
+}
+
+int32_t aot_cublas_gemm_bias(void* context, const float* a, const float* b, const float* bias, float* c, int32_t m,
+                             int32_t n, int32_t k, int32_t trans_a, int32_t trans_b, float alpha, float beta,
+                             int32_t bias_row) {
+  const aot_cublas_context* ctx = (const aot_cublas_context*)context;
+  int32_t ldb = trans_b ? k : n;
+  int32_t lda = trans_a ? m : k;
+  int32_t i;
+  if (ctx == 0 || m < 1 || n < 1 || k < 1) {
+    return -1;
+  }
+  /* C = bias first (enqueued copies, which a graph records as copy nodes), then C += A x B */
+  if (bias_row) {
+    for (i = 0; i < m; ++i) {
+      if (cudaMemcpyAsync(c + (size_t)i * (size_t)n, bias, (size_t)n * sizeof *c, cudaMemcpyDeviceToDevice,
+                          ctx->stream) != cudaSuccess) {
+        return -1;
+      }
+    }
+  } else if (cudaMemcpyAsync(c, bias, (size_t)m * (size_t)n * sizeof *c, cudaMemcpyDeviceToDevice, ctx->stream) !=
+             cudaSuccess) {
+    return -1;
+  }
+  return cublasSgemm(ctx->handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                     &alpha, b, ldb, a, lda, &beta, c, n) == CUBLAS_STATUS_SUCCESS ? 0 : -1;
 }
