@@ -3,6 +3,8 @@ host C that drives the device (lib0.c, from the family's host template), and the
 the dialect's renderer packages it (CUDARenderer.device_sources, OpenCLRenderer.device_sources)."""
 from __future__ import annotations
 
+import numpy as np
+
 from aot.errors import AotError
 from aot.names import comment_safe
 
@@ -11,6 +13,18 @@ from .dialects import host_template, renderer_for
 from .emit import CMain, format_values, device_member, render_template, with_external_sources
 
 CONST_ALIGN = 256        # every constant starts at a multiple of this in the device's constant buffer
+
+
+SPLAT_MIN = 64          # elements: a uniform constant this long is one value in the host C, filled at init
+
+
+def uniform(a):
+    """Whether every element of a has the same bytes (a ConstantOfShape's weights): the host C
+    then holds one value, which init fills across the device buffer (the GPU host templates)."""
+    if a.size < SPLAT_MIN:
+        return False
+    flat = a.reshape(-1).view(np.uint8).reshape(a.size, -1)
+    return bool((flat == flat[0]).all())
 
 
 def graph_plan(plan, target):
@@ -48,9 +62,14 @@ def emit_gpu(plan, target):
     for _, a in plan.constants:
         offsets.append(at)
         at += -(-max(a.nbytes, 1) // CONST_ALIGN) * CONST_ALIGN
-    constants = [{"name": name, "ctype": C_TYPES[str(a.dtype)], "size": max(a.size, 1), "offset": off,
-                  "comment": comment_safe(f"{list(a.shape)} {a.dtype}"),
-                  "body": format_values(a) if a.size else "  0"} for (name, a), off in zip(plan.constants, offsets)]
+    constants = []
+    for (name, a), off in zip(plan.constants, offsets):
+        splat = uniform(a)
+        constants.append({"name": name, "ctype": C_TYPES[str(a.dtype)], "size": 1 if splat else max(a.size, 1),
+                          "offset": off, "count": a.size, "splat": splat, "nbytes": a.nbytes,
+                          "comment": comment_safe(f"{list(a.shape)} {a.dtype}" + (", every element this value"
+                                                                                  if splat else "")),
+                          "body": format_values(a.reshape(-1)[:1] if splat else a) if a.size else "  0"})
 
     def mem(a):
         if a.kind == "input":

@@ -229,3 +229,19 @@ def test_cublas_takes_a_gemm_with_its_bias_without_copies_of_the_operands(c_shap
 def test_cublas_gemm_bias_links():
     from aot.host import build_host
     assert os.path.exists(build_host(_compile(model=_gemm_model((10,))).tar))
+
+
+def test_a_uniform_weight_a_library_takes_is_one_value_in_the_host_c_filled_at_init():
+    """ConstantOfShape weights (the light models' vgg19: 548 MB of float32 in its three Gemms) reach
+    a library call whole, where a generated kernel folds them: the host C holds one value and init
+    fills the device buffer, so the MLF stays far below its member limit."""
+    from onnx import TensorProto, helper
+    from conftest import make_model, vi
+    nodes = [helper.make_node("Constant", [], ["ws"], value=helper.make_tensor("s", TensorProto.INT64, [2], [64, 100])),
+             helper.make_node("ConstantOfShape", ["ws"], ["w"],
+                              value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.25])),
+             helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])]
+    lib0 = _files(_compile("cuda -libs=cublas", make_model(nodes, [vi("x", [2, 64])], [vi("y", [2, 100])], [])))[
+        "codegen/host/src/default_lib0.c"]
+    assert re.search(r"static const float (\w+)\[1\] = \{\n  0\.25f,?\n\};", lib0)
+    assert re.search(r"tvmgen_default_fill\(DEV\.constants \+ 0, \w+, sizeof \w+, 6400u\)", lib0)
