@@ -275,7 +275,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
             raise AotError(f"--interface-api {options.interface_api} is for C targets, not '{target}'")
         if options.debug:
             raise AotError(f"aot debug is for C targets, not '{target}'")
-        sources = emit_gpu(plan, target)
+        replay = graph_plan(plan, target)
+        sources = emit_gpu(plan, target, replay)
     else:
         sources = emit_c(plan, target.short_str(), options.const_section, options.workspace_section, debug=options.debug,
                          interface_api=options.interface_api)
@@ -303,8 +304,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
                            "sources": sorted(s for s in sources if s.endswith(target.family.device_sources)),
                            "libs": target.family.link_libs(target)}
         if target.family.graph_replay:
-            g = graph_plan(plan, target)
-            extra["device"]["graph"] = {"replay": g["ok"], "why_not": g["why"] or None, "macro": g["macro"]}
+            extra["device"]["graph"] = {"replay": replay["ok"], "why_not": replay["why"] or None,
+                                        "macro": replay["macro"]}
     if plan.devices and not target.is_device:     # a GPU host makes its libraries' contexts itself
         from codegen_c.emit import device_member
         extra["devices"] = [device_member(d) for d in plan.devices]

@@ -43,8 +43,9 @@ def graph_plan(plan, target):
     return {"ok": True, "why": "", "macro": macro}
 
 
-def emit_gpu(plan, target):
-    """{relative path: text} for a GPU target (a target whose family is a GpuFamily)."""
+def emit_gpu(plan, target, graph=None):
+    """{relative path: text} for a GPU target (a target whose family is a GpuFamily); graph: its
+    graph_plan, where the caller already made it."""
     mod, MOD = plan.model_name, plan.model_name.upper()
     family = target.family
     if plan.pools or plan.io_offsets is not None:
@@ -127,5 +128,5 @@ def emit_gpu(plan, target):
         api=target.kind, constants=constants, kernels=kernels, steps=steps, inputs=io, outputs=outs,
         io=io + outs, n_io=len(io) + len(outs), workspace_size=plan.workspace_size, constants_size=at,
         externals=ext_defs, contexts=contexts, includes=includes, init_calls=init_calls,
-        graph=graph_plan(plan, target), **values, **common)
+        graph=graph or graph_plan(plan, target), **values, **common)
     return with_external_sources(out, plan)

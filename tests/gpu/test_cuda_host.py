@@ -3,17 +3,15 @@ CUDA graph at init, the device-pointer entry point, the cuDNN/cuBLAS plans made 
 and that the per-run code calls nothing that allocates, builds descriptors or (inside what the
 graph records) synchronises. Their sources and partitions are read; each build links with nvcc.
 The GPU itself runs them in tests/gpu/test_gpu.py's on_the_gpu tests and bench/bench_gpu.py."""
-import io
 import json
 import os
 import re
 import subprocess
 import sys
-import tarfile
 
 import pytest
 
-from test_gpu import _libs_model, nvcc
+from test_gpu import _libs_model, members, nvcc
 
 from aot.errors import AotError
 
@@ -22,9 +20,7 @@ LIBS = os.path.join(ROOT, "aot", "targets", "libs")
 
 
 def _files(res):
-    with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
-        return {m.name.removeprefix("./"): t.extractfile(m).read().decode("utf-8", "replace") for m in t.getmembers()
-                if m.isfile()}
+    return {name: data.decode("utf-8", "replace") for name, data in members(res.tar).items()}
 
 
 def _compile(target="cuda -libs=cudnn,cublas", model=None):
@@ -65,7 +61,7 @@ FORBIDDEN = re.compile(r"^(cudaMalloc\w*|cudaFree\w*|cudaHostAlloc|malloc|calloc
 SYNC = re.compile(r"^(cuda(Stream|Device|Event)Synchronize|cudaMemcpy|cudaMemset)$")
 
 
-def _all_functions(files, mod="default"):
+def _all_functions(files):
     funcs = {}
     for name, text in files.items():
         if name.endswith(".c"):

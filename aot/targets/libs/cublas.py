@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...uma import UMABackend, call_extern
+from . import tf32
 
 
 # rows of a Gemm whose bias is one broadcast row: a device-to-device copy each, so a large batch
@@ -36,10 +37,11 @@ def _mkn(node):
             shape = tuple(c.type.shape)
             if c.type.dtype != "float32":
                 return None
+            beta = float(node.attrs.get("beta", 1.0))
             if shape in ((n,), (1, n)) and m <= BIAS_ROWS_MAX:
-                bias = ("row", float(node.attrs.get("beta", 1.0)))
+                bias = ("row", beta)
             elif shape == (m, n):
-                bias = ("full", float(node.attrs.get("beta", 1.0)))
+                bias = ("full", beta)
             else:
                 return None              # a column or scalar broadcast: the generated kernel's
         return 1, m, n, k, 0, 0, ta, tb, float(node.attrs.get("alpha", 1.0)), bias
@@ -77,7 +79,7 @@ class CublasBackend(UMABackend):
         self._register_codegen(fmt="c", includes=["aot_cublas.h"], sources=["aot_cublas.c", "aot_cublas.h"])
 
     def _lower(self, call):
-        return lower(call, 1 if self.target is not None and self.target.get("tf32") else 0)
+        return lower(call, tf32(self))
 
 
 BACKEND = CublasBackend

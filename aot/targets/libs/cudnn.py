@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...ir.pattern import is_constant, is_op, wildcard
 from ...uma import UMABackend, call_extern
+from . import tf32
 
 # PyTorch's cudnn.benchmark lets an algorithm take what the GPU has free; a fixed limit keeps
 # init's memory predictable (an algorithm needing more is rare at batch 1 and never the only one)
@@ -59,7 +60,7 @@ class CudnnBackend(UMABackend):
         self._register_codegen(fmt="c", includes=["aot_cudnn.h"], sources=["aot_cudnn.c", "aot_cudnn.h"])
 
     def _lower(self, call):
-        return lower(call, 1 if self.target is not None and self.target.get("tf32") else 0)
+        return lower(call, tf32(self))
 
 
 BACKEND = CudnnBackend
