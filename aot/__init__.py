@@ -84,7 +84,7 @@ __version__ = "0.1.0"
 
 def compile(model, output=None, model_name="default", input_shapes=None, target="c", verbose=False,
             use_workspace_io=False, bind_inputs=None, workspace_pools=None, in_place=True, interface_api="c",
-            io_names="model", trace=False, patch=None, ram_budget=None):
+            io_names="model", trace=False, patch=None, ram_budget=None, stack_bound=False):
     """Compile an ONNX model (path, bytes or ModelProto); returns a CompileResult (.tar bytes).
     trace: metadata.json records each kernel's schedule trace (`aot info` prints them).
     patch: patch-based execution of the first stage: "auto" (the smallest workspace), "force" (the
@@ -94,7 +94,8 @@ def compile(model, output=None, model_name="default", input_shapes=None, target=
     opts = Options(model_name=model_name, input_shapes=dict(input_shapes or {}), target=target,
                    use_workspace_io=use_workspace_io, bind_inputs=dict(bind_inputs or {}),
                    workspace_pools=list(workspace_pools) if workspace_pools else None, in_place=in_place,
-                   interface_api=interface_api, io_names=io_names, trace=trace, patch=patch, ram_budget=ram_budget)
+                   interface_api=interface_api, io_names=io_names, trace=trace, patch=patch, ram_budget=ram_budget,
+                   stack_bound=stack_bound)
     res = compile_model(model, opts, log=stderr_log if verbose else None)
     if output is not None:
         res.save(output)

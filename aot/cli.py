@@ -44,6 +44,7 @@ def _cmd_compile(a):
     opts.trace = a.trace
     opts.patch = parse_patch(a.patch)
     opts.ram_budget = a.ram_budget
+    opts.stack_bound = a.stack_bound
     opts.workspace_pools = parse_pools(a.workspace_pools, a.workspace_pools_size_hint_bytes)
     a.output = compile_output(a.model, a.output, a.model_name)
     res = compile_model(a.model, opts, log=log, progress=progress)
@@ -519,6 +520,9 @@ def main(argv=None):
                    help="run the first stage strip by strip of rows (patch-based execution): 'auto' picks the stage "
                         "and strip count with the smallest workspace ('force': patched even where layer by layer is smaller); "
                         "LAYERS:STRIPS forces one (refused with the list of stages where there is none of that length)")
+    c.add_argument("--stack-bound", action="store_true",
+                   help="Cortex-M targets: build for the core's emulated board and record the proven stack bound "
+                        "of the model's run (aot.stack_bytes in metadata.json; needs arm-none-eabi-gcc)")
     c.add_argument("--ram-budget", metavar="BYTES", type=int,
                    help="RAM the execution must fit (workspace + the caller's inputs and outputs): the compiler picks "
                         "layer by layer or the patched stage with the fewest extra multiply-accumulates that fits, "

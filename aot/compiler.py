@@ -61,6 +61,9 @@ class Options:
                                        # "auto" (the smallest workspace), "force" (patched even where
                                        # that is larger), or (layers or cut value name, strips)
     ram_budget: int = None             # bytes of RAM (workspace + I/O outside it) the execution must fit
+    stack_bound: bool = False          # a Cortex-M target: build the model for the emulated board of its
+                                       # core and record its proven stack bound (aot.stack_bytes); off by
+                                       # default as it needs the Arm toolchain and a firmware build
 
 
 @dataclass
@@ -183,6 +186,23 @@ def io_entry(plan, kind, k, tvm_names=None):
     if (kind, k) in plan.io_quant:
         entry["scale"], entry["zero_point"] = plan.io_quant[(kind, k)]
     return entry
+
+
+def stack_entries(tar, target, log) -> dict:
+    """aot.stack_bytes (the model's proven bound, the tree under tvmgen_<mod>_run, or None with
+    the reason) and aot.stack_bound (how: board, flags, compiler, the deepest path's frames)."""
+    from .firmware import build_firmware, board_for_core, stack_bounds, toolchain_version
+    if target.family.name != "cortex_m":
+        raise AotError(f"--stack-bound is for Cortex-M targets (c -mcpu=cortex-m*), not '{target}'")
+    board = board_for_core(target.attrs.get("mcpu"))
+    fw = build_firmware(tar, board, "-O2")
+    b = stack_bounds(fw)["model"]
+    log(f"stack bound: {b['bytes'] if b['bytes'] is not None else 'none proven: ' + b.get('why', '')} "
+        f"(built for {board}, -O2)")
+    return {"stack_bytes": b["bytes"],
+            "stack_bound": {"board": board, "opt": "-O2", "cflags": list(fw.board["cflags"]),
+                            "compiler": toolchain_version(fw.board["cc"]), "path": b["path"], "frames": b["frames"],
+                            **({"why": b["why"]} if b.get("why") else {})}}
 
 
 def compile_model(model, options: Options | None = None, log=None, progress=None) -> CompileResult:
@@ -327,6 +347,7 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     # aot.partitions record those
     files["metadata.json"] = metadata_json(make_metadata(plan, [str(target)], epoch, extra))
     files[f"parameters/{mod}.params"] = empty_param_dict()
+
     if options.relay_text is not None:
         files[f"src/{mod}.relay"] = options.relay_text
         files[f"src/{mod}.graph"] = print_graph(graph)
@@ -338,6 +359,11 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
         fragment = build_fragment(target.family, tool) if target.is_device else None
         files[f"mlf.{tool}"] = render_template(f"mlf.{tool}.j2", mod=mod, MOD=mod.upper(), sources=src_list,
                                                device=extra.get("device"), fragment=fragment)
+    if options.stack_bound:
+        # the bound is the built code's, so it is read off a build of this very MLF: the same
+        # members, sealed once more with the bound added
+        extra.update(stack_entries(write_tar(seal(files), epoch), target, log))
+        files["metadata.json"] = metadata_json(make_metadata(plan, [str(target)], epoch, extra))
     tar = write_tar(seal(files), epoch)
     log(f"mlf: {len(files)} members, {len(tar)} bytes")
     return CompileResult(tar, plan, graph, notes)

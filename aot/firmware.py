@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import AotError, BuildError
+from .stack_bound import FLAGS
 from .host import (tar_bytes, label_of, cache_dir, cached_build, harness_params, read_valid_mlf, refuse_device,
                    refuse_instrumented, write_inputs)
 
@@ -29,6 +30,7 @@ BOARD_CFLAGS = ["-std=gnu99", "-Wall", "-Wextra", "-Werror"]
 COMMON = ["-ffunction-sections", "-fdata-sections", "-g"]
 LINK = ["-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections"]
 LIBS = ["-lm", "-lc", "-lgcc"]
+STACK_FLAGS = list(FLAGS)     # every object's frames and call edges, for the stack bound
 
 
 def board_dir(name):
@@ -48,6 +50,23 @@ def need_tool(tool, what):
     if shutil.which(tool) is None:
         raise AotError(f"{tool} not found: {what} (Debian: apt-get install --no-install-recommends "
                        "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)")
+
+
+def board_for_core(mcpu) -> str:
+    """The emulated board whose core is `mcpu` (its flags are the ones a bound is proven for)."""
+    from boards import BOARDS_DIR, load_board
+    for name in sorted(os.listdir(BOARDS_DIR)):
+        if name.startswith("qemu-") and os.path.exists(os.path.join(BOARDS_DIR, name, "board.json")):
+            if load_board(name).get("core") == mcpu:
+                return name
+    raise AotError(f"no emulated board has core '{mcpu}': a stack bound is proven for a board's flags "
+                   "(boards/qemu-cortex-*)")
+
+
+def toolchain_version(cc) -> str:
+    need_tool(cc, "the stack bound is read off the Arm toolchain's build")
+    r = subprocess.run([cc, "--version"], capture_output=True, text=True)
+    return r.stdout.splitlines()[0].strip() if r.stdout else cc
 
 
 def _board_files(b):
@@ -88,7 +107,7 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None, extra_sourc
     refuse_instrumented(m, extra_sources)
     main_c = render_template("firmware_main.c.j2", **harness_params(m))
     # keyed by everything the build reads: MLF, board files, the harness as rendered, flags
-    h.update(json.dumps([b, opt, STRICT, BOARD_CFLAGS, COMMON, LINK, LIBS, main_c]).encode())
+    h.update(json.dumps([b, opt, STRICT, BOARD_CFLAGS, COMMON, STACK_FLAGS, LINK, LIBS, main_c]).encode())
     for name in sorted(extra_sources):
         h.update(b"\0extra\0" + name.encode() + b"\0" + extra_sources[name].encode())
     out_dir = os.path.join(cache_dir(), "fw", board, h.hexdigest()[:24])
@@ -115,7 +134,7 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None, extra_sourc
         objs = []
         for src, std in jobs:
             obj = os.path.join(tmp, os.path.basename(src)[:-2] + ".o")
-            cmd = [b["cc"], *std, *flags, *incs, "-c", src, "-o", obj]
+            cmd = [b["cc"], *std, *flags, *STACK_FLAGS, *incs, "-c", src, "-o", obj]
             if log:
                 log(" ".join(cmd))
             r = subprocess.run(cmd, capture_output=True, text=True)
@@ -235,9 +254,23 @@ def _map_entries(path):
     return out
 
 
-def size_report(fw: Firmware, stack_bytes=None):
+def stack_bounds(fw: Firmware) -> dict:
+    """The firmware's proven stack bound (aot.stack_bound.firmware_bound: thread and exception
+    levels) and the model's own, the tree under tvmgen_<mod>_run, from the build's
+    -fstack-usage/-fcallgraph-info output and the linked ELF."""
+    from .stack_bound import CallGraph, ci_files, firmware_bound
+    objdump = fw.board["cc"].replace("gcc", "objdump")
+    g = CallGraph(ci_files(os.path.dirname(fw.elf)), fw.elf, objdump)
+    rep = firmware_bound(g, fw.elf, fw.board["cflags"], objdump)
+    model = g.bound(f"tvmgen_{fw.mlf.module_name}_run")
+    rep["model"] = dict(model.to_json(), frames=[list(x) for x in g.frames(model)])
+    return rep
+
+
+def size_report(fw: Firmware, stack_bytes=None, bound=None):
     """Flash and RAM by part: model constants, model code, workspace, I/O buffers, runtime
-    (C library), board support."""
+    (C library), board support, the stack: its proven bound where there is one (bound:
+    stack_bounds), else what was measured."""
     parts = {}
 
     def add(part, kind, n):
@@ -262,10 +295,15 @@ def size_report(fw: Firmware, stack_bytes=None):
                  "board support"):
         p = parts.get(part, {"text": 0, "rodata": 0, "data": 0, "bss": 0})
         rows.append({"part": part, "flash": p["text"] + p["rodata"] + p["data"], "ram": p["data"] + p["bss"]})
-    if stack_bytes is not None:
+    if bound is not None and bound["bytes"] is not None:
+        rows.append({"part": "stack (bound)", "flash": 0, "ram": bound["bytes"]})
+    elif stack_bytes is not None:
         rows.append({"part": "stack (measured)", "flash": 0, "ram": stack_bytes})
-    return {"board": fw.board["name"], "opt": fw.opt, "rows": rows,
-            "flash": sum(r["flash"] for r in rows), "ram": sum(r["ram"] for r in rows)}
+    rep = {"board": fw.board["name"], "opt": fw.opt, "rows": rows,
+           "flash": sum(r["flash"] for r in rows), "ram": sum(r["ram"] for r in rows)}
+    if bound is not None:
+        rep["stack"] = dict(bound, measured=stack_bytes)
+    return rep
 
 
 def format_size(rep):
@@ -273,6 +311,21 @@ def format_size(rep):
     for r in rep["rows"]:
         lines.append(f"  {r['part']:32s} {r['flash']:10,d} {r['ram']:10,d}")
     lines.append(f"  {'total':32s} {rep['flash']:10,d} {rep['ram']:10,d}")
+    st = rep.get("stack")
+    if st is not None:
+        measured = "" if st.get("measured") is None else f" (measured {st['measured']:,})"
+        th = st["thread"]
+        if st["bytes"] is None:
+            lines.append(f"  stack bound: none proven ({st.get('why', '')}); measured {st.get('measured') or 0:,} B")
+        else:
+            ex = st["exceptions"]
+            lines.append(f"  stack bound {st['bytes']:,} B = thread {th['bytes']:,}{measured} + exceptions "
+                         + " + ".join(f"{k} {v['bytes']:,}" for k, v in ex.items())
+                         + f" (each with its {st['exception_frame']} B hardware frame)")
+            lines.append("  deepest path: " + " > ".join(th["path"]))
+        m = st["model"]
+        lines.append(f"  model's own bound (under its run function): "
+                     + (f"{m['bytes']:,} B" if m["bytes"] is not None else f"none proven ({m.get('why', '')})"))
     return "\n".join(lines)
 
 
@@ -284,7 +337,7 @@ def measure(tar, board="qemu-cortex-m4", opt="-O2", inputs=None, log=None, cycle
     if inputs is None:
         inputs = {t["name"]: np.zeros(t["shape"], t["dtype"]) for t in fw.mlf.aot["inputs"]}
     outs, stats = run_firmware(tar, inputs, board, opt, log=log, fw=fw, cycles=cycles)
-    rep = size_report(fw, stats["stack_bytes"])
+    rep = size_report(fw, stats["stack_bytes"], stack_bounds(fw))
     rep["instructions"] = stats["instructions"]
     rep["resolution_instructions"] = stats["resolution_instructions"]
     if cycles is not None:

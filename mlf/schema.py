@@ -111,6 +111,10 @@ def metadata_problems(meta, files, render_header=None) -> list:
             p.append(f"aot.{key} {_show(aot[key])} is not one of {', '.join(allowed)}")
     if aot.get("interface_api") == "packed" and (aot.get("use_workspace_io") or aot.get("workspace_pools")):
         p.append("aot.interface_api 'packed' cannot go with workspace pools or use_workspace_io")
+    if "stack_bytes" in aot and not (aot["stack_bytes"] is None or _is_int(aot["stack_bytes"])):
+        p.append(f"aot.stack_bytes {_show(aot['stack_bytes'])} is not a byte count or null")
+    if "stack_bound" in aot and not (isinstance(aot["stack_bound"], dict) and "stack_bytes" in aot):
+        p.append("aot.stack_bound is not {board, opt, cflags, compiler, path, frames} beside aot.stack_bytes")
     lb = aot.get("workspace_lower_bound_bytes")
     if lb is not None and not _is_int(lb):
         p.append(f"aot.workspace_lower_bound_bytes {_show(lb)} is not a byte count")

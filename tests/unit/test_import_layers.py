@@ -13,7 +13,7 @@ TIERS = (
               "aot.ops", "aot.passes", "aot.frontend", "aot.schedules", "aot.topi", "aot.liveness", "aot.executor",
               "aot.memory_plan", "aot.uma", "aot.deprecation")),
     ("printers", ("codegen_c", "mlf")),
-    ("driver", ("aot.compiler", "aot.patch_search", "aot.cli", "aot.host", "aot.firmware", "aot.project", "aot.debug", "aot.backend", "aot.source_check",
+    ("driver", ("aot.compiler", "aot.patch_search", "aot.cli", "aot.host", "aot.firmware", "aot.stack_bound", "aot.project", "aot.debug", "aot.backend", "aot.source_check",
                 "aot.conformance", "aot.memory_report", "aot.cycles", "aot.__main__")),
     # TVM's Python API over the driver: relay (its build calls aot.compiler.compile_model), the
     # graph executor, aot.build's modules, TVMScript, and the package's own names
