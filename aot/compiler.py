@@ -192,8 +192,6 @@ def stack_entries(tar, target, log) -> dict:
     """aot.stack_bytes (the model's proven bound, the tree under tvmgen_<mod>_run, or None with
     the reason) and aot.stack_bound (how: board, flags, compiler, the deepest path's frames)."""
     from .firmware import build_firmware, board_for_core, stack_bounds, toolchain_version
-    if target.family.name != "cortex_m":
-        raise AotError(f"--stack-bound is for Cortex-M targets (c -mcpu=cortex-m*), not '{target}'")
     board = board_for_core(target.attrs.get("mcpu"))
     fw = build_firmware(tar, board, "-O2")
     b = stack_bounds(fw)["model"]
@@ -234,6 +232,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
             raise AotError(f"{what} section name '{sec}' may only contain letters, digits, '.' and '_'")
 
     check_interface(options)
+    if options.stack_bound and target.family.name != "cortex_m":
+        raise AotError(f"--stack-bound is for Cortex-M targets (c -mcpu=cortex-m*), not '{target}'")
     # the byte alignments the options leave open are the target's (TVM's target attributes), else 16
     options = replace(options, **{f: getattr(options, f) if getattr(options, f) is not None else
                                   target.attrs.get(attr, 16) for f, attr in
@@ -347,7 +347,6 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
     # aot.partitions record those
     files["metadata.json"] = metadata_json(make_metadata(plan, [str(target)], epoch, extra))
     files[f"parameters/{mod}.params"] = empty_param_dict()
-
     if options.relay_text is not None:
         files[f"src/{mod}.relay"] = options.relay_text
         files[f"src/{mod}.graph"] = print_graph(graph)

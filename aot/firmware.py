@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import AotError, BuildError
-from .stack_bound import FLAGS
+from .stack_bound import FLAGS as STACK_FLAGS   # every object's frames and call edges, for the stack bound
 from .host import (tar_bytes, label_of, cache_dir, cached_build, harness_params, read_valid_mlf, refuse_device,
                    refuse_instrumented, write_inputs)
 
@@ -30,7 +30,6 @@ BOARD_CFLAGS = ["-std=gnu99", "-Wall", "-Wextra", "-Werror"]
 COMMON = ["-ffunction-sections", "-fdata-sections", "-g"]
 LINK = ["-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections"]
 LIBS = ["-lm", "-lc", "-lgcc"]
-STACK_FLAGS = list(FLAGS)     # every object's frames and call edges, for the stack bound
 
 
 def board_dir(name):
@@ -107,7 +106,7 @@ def build_firmware(tar, board="qemu-cortex-m4", opt="-O2", log=None, extra_sourc
     refuse_instrumented(m, extra_sources)
     main_c = render_template("firmware_main.c.j2", **harness_params(m))
     # keyed by everything the build reads: MLF, board files, the harness as rendered, flags
-    h.update(json.dumps([b, opt, STRICT, BOARD_CFLAGS, COMMON, STACK_FLAGS, LINK, LIBS, main_c]).encode())
+    h.update(json.dumps([b, opt, STRICT, BOARD_CFLAGS, COMMON, list(STACK_FLAGS), LINK, LIBS, main_c]).encode())
     for name in sorted(extra_sources):
         h.update(b"\0extra\0" + name.encode() + b"\0" + extra_sources[name].encode())
     out_dir = os.path.join(cache_dir(), "fw", board, h.hexdigest()[:24])

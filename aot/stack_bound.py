@@ -11,7 +11,7 @@ A bound exists only where the graph is a finite tree of known frames: recursion,
 call, a variable-sized frame (alloca, VLAs) or a callee found nowhere leave it unproven, with
 the reason and the path that reaches it. Exceptions add their hardware frame and their handler's
 tree once per priority level that can preempt (firmware_bound); the model's own bound
-(model_bound) is the tree under tvmgen_<mod>_run, which firmware adds to its own stack.
+(CallGraph.bound) is the tree under tvmgen_<mod>_run, which firmware adds to its own stack.
 """
 from __future__ import annotations
 
@@ -206,21 +206,18 @@ class CallGraph:
 
     def _node(self, key):
         """(name, Func or None) of a key: a compiled function's, a library's by address or name."""
+        key = self._canon(key)
         if isinstance(key, int):
-            if self.compiled_at.get(key):
-                return self._node(self.compiled_at[key])
             fn = self.bin.get(key)
             return (fn.name if fn else f"0x{key:x}"), fn
-        if key.startswith("sym:"):
-            name = key[4:]
-            if name in self.globals:
-                return self._node(self.globals[name])
-            addr = self.bin_names.get(name)
-            return (name, None) if addr is None else self._node(addr)
+        if key.startswith("sym:"):          # a name neither the build nor the ELF defines
+            return key[4:], None
         fn = self.funcs.get(key)
         return (fn.name if fn else key), fn
 
     def _canon(self, key):
+        """One key per function: a compiled function's own key wherever the ELF or a name
+        reaches it, else its ELF address."""
         if isinstance(key, int) and self.compiled_at.get(key):
             return self.compiled_at[key]
         if isinstance(key, str) and key.startswith("sym:"):
