@@ -37,7 +37,7 @@ def _pow2_at_least(n, cap):
     return p
 
 
-def _tiled_axes(loops, red):
+def tiled_axes(loops, red):
     """(y, x): the output loops to tile over the block's threads. x is the innermost loop with
     more than one iteration; y the channel loop of an NC... layout (output channels share the
     input tile, positions share the weight tile), else the loop before x; None when none."""
@@ -75,11 +75,11 @@ def _guard_stores(nest):
     return go(nest)
 
 
-def _one(body):
+def single(body):
     return body.stmts[0] if isinstance(body, Seq) and len(body.stmts) == 1 else body
 
 
-def _launched(func, body):
+def launched(func, body):
     """func with `body`, flat, its launch shape recorded; None when the binding cannot launch."""
     out = flatten(func.with_body(body))
     try:
@@ -89,10 +89,10 @@ def _launched(func, body):
 
 
 def reduce_across_threads(func, target):
-    body = _one(func.body)
+    body = single(func.body)
     at = mark()
     s = reduce_rows(body, _parallel_prefix(body))
-    out = s is not None and _launched(func, s)
+    out = s is not None and launched(func, s)
     if not out:
         rollback(at)
     return out or None
@@ -101,7 +101,7 @@ def reduce_across_threads(func, target):
 def tile_accumulation(func, target):
     """The tiled shared-memory schedule, for a kernel that is one accumulation nest whose outer
     reduce loop has constant bounds; other kernels are left to bind_threads."""
-    body = _one(func.body)
+    body = single(func.body)
     found = accumulation(body)
     if found is None:
         return None
@@ -109,7 +109,7 @@ def tile_accumulation(func, target):
     if not red or const_value(red[0].min) != 0 or const_value(red[0].extent) is None or \
             any(const_value(lp.min) != 0 or const_value(lp.extent) is None for lp in loops):
         return None
-    y, x = _tiled_axes(loops, red)
+    y, x = tiled_axes(loops, red)
     if x is None:
         return None
     tx = _pow2_at_least(const_value(loops[x].extent), TILE if y is not None else 128)
@@ -149,7 +149,7 @@ def tile_accumulation(func, target):
         except ScheduleError:
             rollback(at)
             continue
-        out = _launched(func, s)
+        out = launched(func, s)
         if out is not None:
             return out
         rollback(at)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import arm, arm_add, arm_copy, arm_dw, arm_float, arm_gather, arm_q15, cpu, gpu, x86
+from . import arm, arm_add, arm_copy, arm_dw, arm_float, arm_gather, arm_q15, cpu, gpu, gpu_gemm, x86
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,10 @@ HOST = [
 
 GPU = [
     first_of(
+        step(gpu_gemm.implicit_gemm,
+             "an accumulation (conv, matmul) with two output axes the register tiles divide: lanes per "
+             "thread, both operands staged; first, since the rules below give each output a thread, or a "
+             "block when there are few outputs"),
         step(gpu.reduce_across_threads,
              "few long reductions (softmax rows, dense with a long K): a block per row, first since "
              "the tiles below would give such a kernel one thread per output"),

@@ -168,17 +168,21 @@ def test_cuda_light_models_run_on_the_gpu_and_match_onnxruntime(name, target):
     check_opencl(model, {xname: x}, rtol=1e-3, atol=1e-4, target=target, device="cuda")
 
 
-def _lowered(nodes, inputs, outputs, inits=()):
+def _plain(nodes, inputs, outputs, inits=()):
+    """The one fused kernel of a model, lowered and not yet scheduled."""
     from conftest import make_model
     from aot.frontend.onnx_import import import_onnx
     from aot.te.lower import lower_group
     from aot.passes.fuse import fuse_ops
-    from aot.schedules import schedule
-    from aot.target import Target
     g = import_onnx(make_model(nodes, inputs, outputs, inits).SerializeToString(), {})
     (grp,) = [x for x in fuse_ops(g) if not x.alias]
-    func, _ = lower_group(grp, "k")
-    return schedule(func, Target("cuda"))
+    return lower_group(grp, "k")[0]
+
+
+def _lowered(nodes, inputs, outputs, inits=()):
+    from aot.schedules import schedule
+    from aot.target import Target
+    return schedule(_plain(nodes, inputs, outputs, inits), Target("cuda"))
 
 
 def _loops(func):

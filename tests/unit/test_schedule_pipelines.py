@@ -13,7 +13,7 @@ import pytest
 
 import aot
 from aot.schedules import TraceMismatch, pipelines, replay, schedule
-from aot.schedules import cpu, gpu, x86
+from aot.schedules import cpu, gpu, gpu_gemm, x86
 from aot.schedules.pipelines import FirstOf, Step, first_of, pipeline_name, rule_name, rules_in, step
 from aot.target import Target
 from aot.tir.trace import from_json, to_json
@@ -45,7 +45,8 @@ def test_pipelines_are_lists_in_the_documented_order():
     assert rules_in(pipelines.HOST) == [x86.host_blocks, cpu.register_tiles, cpu.flatten_indices,
                                         cpu.unroll_short_loops]
     assert all(isinstance(s, Step) for s in pipelines.HOST)
-    assert rules_in(pipelines.GPU) == [gpu.reduce_across_threads, gpu.tile_accumulation, gpu.bind_threads]
+    assert rules_in(pipelines.GPU) == [gpu_gemm.implicit_gemm, gpu.reduce_across_threads, gpu.tile_accumulation,
+                                       gpu.bind_threads]
     assert pipelines.PIPELINES == {"cortex_m": pipelines.CORTEX_M, "host": pipelines.HOST, "gpu": pipelines.GPU}
 
 
