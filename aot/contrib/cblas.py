@@ -1,15 +1,16 @@
 """TVM's tvm.contrib.cblas: matmul as a te.extern calling the packed function
 "tvm.contrib.cblas.matmul", which is registered when this machine has a CBLAS library (found by
-ctypes.util.find_library("blas" / "cblas" / "openblas")) and calls its cblas_sgemm / cblas_dgemm
-on the module's buffers. Without one it is not registered, as a TVM built without cblas has none
-(tvm.get_global_func(..., allow_missing=True) is then None)."""
+ctypes.util.find_library("blas" / "cblas" / "openblas"), at the name's first lookup: the search
+runs compilers) and calls its cblas_sgemm / cblas_dgemm on the module's buffers. Without one it
+is not registered, as a TVM built without cblas has none (tvm.get_global_func(...,
+allow_missing=True) is then None)."""
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 
 from ..errors import AotError
-from ..runtime.packed import register_func
+from ..runtime.packed import register_lazy
 from ..te import extern
 from ..tir.op import call_packed
 
@@ -30,10 +31,7 @@ def _load_blas():
     return None
 
 
-_BLAS = _load_blas()
-
-
-def _gemm(a, b, c, transa, transb):
+def _gemm(blas, a, b, c, transa, transb):
     import numpy as np
     A, B, C = a._data, b._data, c._data          # the module's own buffers (aot.nd views)
     if A.ndim != 2 or B.ndim != 2 or C.ndim != 2 or not (A.dtype == B.dtype == C.dtype):
@@ -43,9 +41,9 @@ def _gemm(a, b, c, transa, transb):
     if k != k2 or C.shape != (m, n):
         raise AotError(f"cblas.matmul: shapes {A.shape} x {B.shape} -> {C.shape} do not agree")
     if A.dtype == np.float32:
-        fn, scalar = _BLAS.cblas_sgemm, ctypes.c_float
+        fn, scalar = blas.cblas_sgemm, ctypes.c_float
     elif A.dtype == np.float64:
-        fn, scalar = _BLAS.cblas_dgemm, ctypes.c_double
+        fn, scalar = blas.cblas_dgemm, ctypes.c_double
     else:
         raise AotError(f"cblas.matmul: BLAS multiplies float32 or float64, not {A.dtype}")
     p = ctypes.c_void_p
@@ -56,8 +54,12 @@ def _gemm(a, b, c, transa, transb):
        A.ctypes.data, A.shape[1], B.ctypes.data, B.shape[1], 0.0, C.ctypes.data, C.shape[1])
 
 
-if _BLAS is not None:
-    register_func("tvm.contrib.cblas.matmul", _gemm, override=True)
+def _provide():
+    blas = _load_blas()
+    return None if blas is None else (lambda a, b, c, transa, transb: _gemm(blas, a, b, c, transa, transb))
+
+
+register_lazy("tvm.contrib.cblas.matmul", _provide)
 
 
 def matmul(lhs, rhs, transa=False, transb=False, **kwargs):

@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import AotError
 
 _REGISTRY = {}
+_LAZY = {}          # name -> provider() -> the function or None: looked up at first use
 VIEW = None         # aot.runtime sets it: NDArray over an array's own memory (this module never imports it back)
 
 
@@ -26,20 +27,39 @@ def register_func(func_name, f=None, override=False):
     def register(fn):
         if func_name in _REGISTRY and not override:
             raise AotError(f"register_func: '{func_name}' is already registered (override=True replaces it)")
+        _LAZY.pop(func_name, None)
         _REGISTRY[func_name] = fn
         return fn
     return register(f) if f is not None else register
 
 
+def register_lazy(func_name, provider):
+    """Register `func_name` at its first lookup as what provider() returns, or not at all when
+    that is None: a function backed by a system library (tvm.contrib.cblas) costs its search
+    only when used, and is absent, as in a TVM built without it, where the library is."""
+    _LAZY[func_name] = provider
+
+
+def _resolve(name):
+    provider = _LAZY.pop(name, None)
+    if provider is not None and name not in _REGISTRY:
+        fn = provider()
+        if fn is not None:
+            _REGISTRY[name] = fn
+    return _REGISTRY.get(name)
+
+
 def get_global_func(name, allow_missing=False):
     """The function registered under name; None (allow_missing) or a refusal when there is none."""
-    f = _REGISTRY.get(name)
+    f = _resolve(name)
     if f is None and not allow_missing:
         raise AotError(f"get_global_func: no function is registered as '{name}'")
     return f
 
 
 def list_global_func_names():
+    for name in list(_LAZY):
+        _resolve(name)
     return sorted(_REGISTRY)
 
 
@@ -50,7 +70,7 @@ def call_from_c(name, n, ptrs, vals, kinds):
     """One tir.call_packed of a running module: the arguments as aot.nd arrays (buffers, viewing
     the module's memory) or numbers, then the registered function called with them."""
     import ctypes
-    f = _REGISTRY.get(name)
+    f = _resolve(name)
     if f is None:
         raise AotError(f"call_packed: no function is registered as '{name}' (aot.register_func)")
     args = []
