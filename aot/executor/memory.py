@@ -123,15 +123,15 @@ def bound(intervals, aliases, pins=True):
     return lower_bound(buffers(intervals, aliases, pins))
 
 
-def pin(aliases, intervals, key, host, offset):
-    """Pin key's storage `offset` bytes into host's (they share one step, at which the kernel was
-    proven to write the one over the other), unless two members of the cluster this makes would
-    then overlap elsewhere, or the peak of live bytes rises. Returns whether it did."""
-    before = bound(intervals, aliases)
-    aliases.add(key, host, offset, PIN)
+def _cluster_holds(aliases, intervals, key):
+    """Whether the buffers pinned together with key's planned storage can all be placed: no two
+    of them overlap in bytes while both are live, but a pinned pair at the one step they share."""
     bufs = buffers(intervals, aliases)
-    cl = clusters(bufs)
     at = {b.key: i for i, b in enumerate(bufs)}
+    key = aliases.home(key).key
+    if key not in at:
+        return True
+    cl = clusters(bufs)
     root = cl[at[key]][0]
     mine = [(b, cl[i][1]) for i, b in enumerate(bufs) if cl[i][0] == root]
     for k, (a, ra) in enumerate(mine):
@@ -139,9 +139,17 @@ def pin(aliases, intervals, key, host, offset):
             shared = min(a.end, b.end) - max(a.start, b.start)
             pair = aliases.pinned_to(a.key, b.key) or aliases.pinned_to(b.key, a.key)
             if shared >= 0 and ra < rb + b.size and rb < ra + a.size and not (pair and shared == 0):
-                aliases.remove(key)
                 return False
-    if bound(intervals, aliases) > before:
+    return True
+
+
+def pin(aliases, intervals, key, host, offset):
+    """Pin key's storage `offset` bytes into host's (they share one step, at which the kernel was
+    proven to write the one over the other), unless two members of the cluster this makes would
+    then overlap elsewhere, or the peak of live bytes rises. Returns whether it did."""
+    before = bound(intervals, aliases)
+    aliases.add(key, host, offset, PIN)
+    if not _cluster_holds(aliases, intervals, key) or bound(intervals, aliases) > before:
         aliases.remove(key)
         return False
     return True
@@ -150,14 +158,15 @@ def pin(aliases, intervals, key, host, offset):
 def place(aliases, intervals, tensor, host, offset):
     """Put tensor's bytes `offset` bytes into host's storage, host's interval stretched over
     tensor's, unless that raises the peak of live bytes (host's other bytes are then held from
-    tensor's first step on). Returns whether it did. The peaks compared count pinned tensors
-    one by one (pins=False): the slices the plan takes are the ones chosen so, and counting the
-    pins might choose others."""
+    tensor's first step on), or the stretch makes host overlap a buffer it is pinned together
+    with at more than their one shared step. Returns whether it did. The peaks compared count
+    pinned tensors one by one (pins=False): the slices the plan takes are the ones chosen so,
+    and counting the pins might choose others."""
     before, span = bound(intervals, aliases, pins=False), (intervals[host].first, intervals[host].last)
     aliases.add(tensor, host, offset, SLICE)
     intervals[host].first = min(span[0], intervals[tensor].first)
     intervals[host].last = max(span[1], intervals[tensor].last)
-    if bound(intervals, aliases, pins=False) <= before:
+    if bound(intervals, aliases, pins=False) <= before and _cluster_holds(aliases, intervals, host):
         return True
     aliases.remove(tensor)
     intervals[host].first, intervals[host].last = span

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..errors import AotError, InternalError
+from ..errors import AotError
 from ..liveness import lifetimes
 from ..names import sanitize
 from ..ops.registry import alias_root
@@ -154,7 +154,7 @@ def build_plan(graph, groups, mod, in_names, out_names, options: PlanOptions = N
         place_concat_slices(kernels, calls, ivs, als, io_keys, None, pinned_first=True)
         try:
             other = plan_memory(ivs, als, opts.pools or [("", None)], opts.align)
-        except (AotError, InternalError):    # a pool's size hint it passes, or pins verify refuses: keep the first
+        except AotError:        # a pool's size hint it passes: keep the first
             other = None
         if other is not None and sum(other.sizes) < sum(layout.sizes):
             intervals, aliases, layout = ivs, als, other

@@ -25,3 +25,26 @@ def test_a_workspace_argument_is_placed_by_its_offset():
     ws.pool, ws.offset = 1, 64
     assert ws.place == ("workspace", 1, 64)
     assert Arg("input", 0, "float32").place == ("input", 0, 0)
+
+
+def test_a_slice_that_would_stretch_a_pinned_buffer_past_its_shared_step_is_refused():
+    """ONNX test_gru_bidirectional's shape: a concat input x pinned into the concat's output at
+    the one step they share (56); a later slice placed in x would hold x to step 58, over the
+    output's bytes while both are live. place refuses it, so the plan the pins make verifies."""
+    from aot.executor.memory import Interval, Scratch, pin, place, plan_memory
+    ivs = {"x": Interval(13, 56, Scratch("x", 20)), "cat": Interval(56, 62, Scratch("cat", 40)),
+           "t": Interval(20, 58, Scratch("t", 20)), "other": Interval(40, 60, Scratch("other", 64))}
+    al = Aliases()
+    assert pin(al, ivs, "x", "cat", 0)
+    assert not place(al, ivs, "t", "x", 0)
+    assert (ivs["x"].first, ivs["x"].last) == (13, 56) and "t" not in al
+    plan_memory(ivs, al, [("", None)], 16)          # verifies: no overlap but the pinned pair's step
+    assert not pin(al, ivs, "t", "cat", 20)          # t and cat share steps 56..58
+
+
+def test_a_pin_sharing_more_than_one_step_is_refused():
+    from aot.executor.memory import Interval, Scratch, pin
+    ivs = {"x": Interval(13, 58, Scratch("x", 20)), "cat": Interval(56, 62, Scratch("cat", 40))}
+    al = Aliases()
+    assert not pin(al, ivs, "x", "cat", 0) and "x" not in al
+    assert not pin(al, ivs, "x", "cat", 20) and "x" not in al
