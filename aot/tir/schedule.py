@@ -583,19 +583,33 @@ def cache_read(s: Stmt, buffer: Buffer, at: Var, scope: str = "shared", shared_m
         tid, nthreads = tid * const_value(lp.extent) + lp.var, nthreads * const_value(lp.extent)
     e = Var(f"{buffer.name}_fill")
     flat = e * nthreads + tid
+    # the trailing dimensions the box covers whole are, with the last one it covers in part,
+    # one run that is contiguous both in the buffer and in the cache: an element of the run
+    # is found without a division per dimension and checked once
+    run = ndim - 1
+    while run > 0 and const_value(start[run]) == 0 and extent[run] == shape[run]:
+        run -= 1
+    gstride = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(ndim)]
     src, inside, stride = [], [], cache.size
-    for d in range(ndim):
+    for d in range(run + 1):
         stride //= extent[d]
+        whole = stride if d == run else 1       # the run: its elements, not its rows
         if d == 0:
-            pos = Bin("floordiv", flat, Const(stride, INDEX)) if stride > 1 else flat
-        elif stride > 1:
-            pos = Bin("floormod", Bin("floordiv", flat, Const(stride, INDEX)), Const(extent[d], INDEX))
+            pos = Bin("floordiv", flat, Const(stride // whole, INDEX)) if stride // whole > 1 else flat
+        elif stride // whole > 1:
+            pos = Bin("floormod", Bin("floordiv", flat, Const(stride // whole, INDEX)),
+                      Const(extent[d] * whole, INDEX))
         else:
-            pos = Bin("floormod", flat, Const(extent[d], INDEX))
-        src.append(simplify(start[d] + pos))
-        inside += [ge(src[-1], Const(0, INDEX)), lt(src[-1], Const(shape[d], INDEX))]
-    copy = IfThenElse(all_of(inside), Store(cache, flat, Load(buffer, tuple(src))),
-                      Store(cache, flat, Const(0, buffer.dtype)))
+            pos = Bin("floormod", flat, Const(extent[d] * whole, INDEX))
+        first = simplify(start[d] * whole + pos) if d == run else simplify(start[d] + pos)
+        src.append(first)
+        inside += [ge(first, Const(0, INDEX)), lt(first, Const(shape[d] * whole, INDEX))]
+    if run == ndim - 1:
+        value = Load(buffer, tuple(src))
+    else:
+        value = Load(buffer, simplify(sum((src[d] * gstride[d] for d in range(run)), Const(0, INDEX))
+                                      + src[run]))
+    copy = IfThenElse(all_of(inside), Store(cache, flat, value), Store(cache, flat, Const(0, buffer.dtype)))
     if cache.size % nthreads:
         copy = IfThenElse(lt(flat, Const(cache.size, INDEX)), copy)
     fill = For(e, 0, -(-cache.size // nthreads), copy)

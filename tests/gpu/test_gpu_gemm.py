@@ -180,3 +180,23 @@ def test_implicit_gemm_cuda_mlf_compiles_with_nvcc_and_links():
     cu = members(res.tar)["codegen/host/src/default_lib1.cu"].decode()
     assert "__shared__" in cu and "_acc0[15]" in cu
     assert os.path.exists(build_host(res.tar))      # nvcc -Werror all-warnings
+
+
+def test_a_weight_tile_whole_in_its_trailing_dimensions_fills_as_one_run():
+    """The 3x3 conv's weight tile is 64 channels x (16 input channels x 3 x 3): the 144 elements
+    of a channel are contiguous in the weights and in the cache, so an element's address costs
+    one division and one remainder, not one of each per dimension; the input tile (30 of 28
+    columns, padding zero-filled) keeps its per-dimension checks."""
+    from aot.tir.expr import Bin, Load, walk
+    from aot.tir.stmt import For, Store, walk_stmts
+    f = _lowered(*_conv_nodes(32, 64, 28, 3, 1, 1))
+    fills = {lp.var.name: lp for lp in walk_stmts(f.body) if isinstance(lp, For) and lp.var.name.endswith("_fill")}
+
+    def divisions(fill):
+        loads = [ld for st in walk_stmts(fill.body) if isinstance(st, Store) for ld in walk(st.value)
+                 if isinstance(ld, Load) and ld.buffer.scope == "global"]
+        assert len(loads) == 1
+        return sum(isinstance(x, Bin) and x.op in ("floordiv", "floormod", "/", "%") for x in walk(loads[0].indices[0]))
+    weights, inputs = fills["p1_fill"], fills["p0_fill"]
+    assert divisions(weights) == 2
+    assert divisions(inputs) > 2
