@@ -98,20 +98,28 @@ def reduce_across_threads(func, target):
     return out or None
 
 
-def tile_accumulation(func, target):
-    """The tiled shared-memory schedule, for a kernel that is one accumulation nest whose outer
-    reduce loop has constant bounds; other kernels are left to bind_threads."""
+def tileable(func):
+    """(nest, output loops, reduce loops, accumulator, y, x: tiled_axes) of a kernel that is one
+    accumulation nest with constant output loops and a constant outer reduce loop; else None."""
     body = single(func.body)
     found = accumulation(body)
     if found is None:
         return None
-    loops, red, _ = found
+    loops, red, acc = found
     if not red or const_value(red[0].min) != 0 or const_value(red[0].extent) is None or \
             any(const_value(lp.min) != 0 or const_value(lp.extent) is None for lp in loops):
         return None
     y, x = tiled_axes(loops, red)
-    if x is None:
+    return None if x is None else (body, loops, red, acc, y, x)
+
+
+def tile_accumulation(func, target):
+    """The tiled shared-memory schedule, for a kernel that is one accumulation nest whose outer
+    reduce loop has constant bounds; other kernels are left to bind_threads."""
+    found = tileable(func)
+    if found is None:
         return None
+    body, loops, red, _, y, x = found
     tx = _pow2_at_least(const_value(loops[x].extent), TILE if y is not None else 128)
     ty = _pow2_at_least(const_value(loops[y].extent), TILE) if y is not None else 1
     others = [lp.var for k, lp in enumerate(loops) if k not in (x, y)]

@@ -30,8 +30,7 @@ from ..tir.schedule import (ScheduleError, bind, cache_read, fission, fuse, hois
 from ..tir.simplify import const_value, simplify, simplify_stmt
 from ..tir.stmt import For, StmtMutator, own_exprs, walk_stmts
 from ..tir.trace import mark, rollback
-from .gpu import launched, single, tiled_axes
-from .nests import accumulation
+from .gpu import launched, tileable
 
 MAX_THREADS = (16, 16)      # (y, x) threads per block: 256 at most
 LANES = (4, 2, 1)           # accumulators per thread along each tiled axis, largest first
@@ -136,17 +135,10 @@ def _global_reads(s):
 def implicit_gemm(func, target):
     """Register-tiled, shared-memory-staged accumulation for one large accumulation nest with
     constant output loops; None for other kernels (tile_accumulation takes them)."""
-    body = single(func.body)
-    found = accumulation(body)
-    if found is None:
+    found = tileable(func)
+    if found is None or found[4] is None:
         return None
-    loops, red, acc = found
-    if not red or const_value(red[0].min) != 0 or const_value(red[0].extent) is None or \
-            any(const_value(lp.min) != 0 or const_value(lp.extent) is None for lp in loops):
-        return None
-    y, x = tiled_axes(loops, red)
-    if y is None:
-        return None
+    body, loops, red, acc, y, x = found
     (ty, ry), (tx, rx) = (_tiling(const_value(loops[k].extent), MAX_THREADS[a], MIN_THREADS[a])
                           for a, k in enumerate((y, x)))
     if ry * rx < 4 or ty * tx < MIN_BLOCK:
