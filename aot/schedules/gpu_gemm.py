@@ -167,7 +167,8 @@ def implicit_gemm(func, target):
     except ScheduleError:
         rollback(at)
         return None
-    for chunk in (c for c in CHUNKS if c <= k_ext and k_ext % c == 0):
+    # the whole reduction in one stage where it is short; a tail chunk reads the fill's zeros
+    for chunk in sorted({min(c, k_ext) for c in CHUNKS}, reverse=True):
         inner = mark()
         try:
             t, k_o, k_i = split(s, red[0].var, chunk)

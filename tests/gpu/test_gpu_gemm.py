@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from conftest import init, make_model, vi
-from test_gpu import _lowered, check_opencl, members, nvcc, opencl
+from test_gpu import _lowered, check_opencl, gpu, members, nvcc, opencl
 
 R = np.random.default_rng(11)
 
@@ -30,6 +30,7 @@ CONVS = {
     "1x1": (64, 128, 14, 1, 1, 0),
     "5x5_pad2_no_bias": (8, 64, 16, 5, 1, 2),
     "7x7_stride2_pad3_cin3": (3, 64, 32, 7, 2, 3),
+    "3x3_cin20_tail_stage": (20, 64, 14, 3, 1, 1),      # stages of 16 input channels: the second holds 4
 }
 
 
@@ -162,6 +163,12 @@ def test_implicit_gemm_convs_on_pocl_match_onnxruntime(name):
     res = check_opencl(model, feeds)
     src = next(v for k, v in members(res.tar).items() if k.endswith(".cl")).decode()
     assert "_acc0[15]" in src or "_acc0[7]" in src or "_acc0[3]" in src      # register tiles rendered
+
+
+@gpu
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_implicit_gemm_convs_run_on_the_gpu_and_match_onnxruntime(name):
+    check_opencl(*_conv(name), target="cuda", device="cuda")
 
 
 @opencl
