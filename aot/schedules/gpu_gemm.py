@@ -20,6 +20,7 @@ zero input adds nothing; a zero-point difference would not qualify).
 """
 from __future__ import annotations
 
+import math
 from itertools import product
 
 import numpy as np
@@ -64,20 +65,25 @@ def _value(e, env):
 def _input_factor(update, acc, constants):
     """The loads of `acc = acc + term` whose zero makes the term zero: term is that load, or a
     product with it as one factor (through a cast). A float product qualifies only with a
-    constant weight as the other factor: a runtime infinity there would turn a padded zero
-    into NaN, where the clipped loop never reads it."""
+    constant weight or a finite literal as the other factor: a runtime infinity there would turn
+    a padded zero into NaN, where the clipped loop never reads it."""
     if not (isinstance(update, Bin) and update.op == "+" and isinstance(update.a, Load) and update.a.buffer is acc):
         return []
 
     def plain(x):
         x = x.a if isinstance(x, Cast) else x
         return x if isinstance(x, Load) and len(x.indices) > 1 else None
+
+    def finite(other):
+        other = other.a if isinstance(other, Cast) else other
+        if isinstance(other, Const):
+            return math.isfinite(other.value)
+        return isinstance(other, Load) and any(other.buffer is c for c in constants)
     t = update.b
     if not (isinstance(t, Bin) and t.op == "*"):
         return [x for x in (plain(t),) if x is not None]
-    a, b = plain(t.a), plain(t.b)
-    ok = (lambda other: other is not None and any(other.buffer is c for c in constants)) if is_float(t.dtype) else (lambda other: True)
-    return [x for x, other in ((a, b), (b, a)) if x is not None and ok(other)]
+    return [plain(x) for x, other in ((t.a, t.b), (t.b, t.a))
+            if plain(x) is not None and (not is_float(t.dtype) or finite(other))]
 
 
 def _unclip(nest, loops, red, acc, constants):

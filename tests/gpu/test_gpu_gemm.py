@@ -207,3 +207,13 @@ def test_a_weight_tile_whole_in_its_trailing_dimensions_fills_as_one_run():
     weights, inputs = fills["p1_fill"], fills["p0_fill"]
     assert divisions(weights) == 2
     assert divisions(inputs) > 2
+
+
+@pytest.mark.parametrize("value, whole", [(0.02, True), (np.inf, False)])
+def test_a_uniform_weight_literal_is_a_finite_factor_and_an_infinite_one_is_not(value, whole):
+    """The light models' splat weights reach the kernel as one literal: 0.02 x a padded zero is
+    zero, so the window runs whole; inf x 0 is NaN, so that conv keeps its clip."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1] * 4)]
+    f = _lowered(nodes, [vi("x", [1, 32, 28, 28])], [vi("y", [1, 64, 28, 28])],
+                 [init("w", np.full((64, 32, 3, 3), value, np.float32))])
+    assert f.attrs.get("schedule", "").startswith("implicit gemm") == whole
