@@ -15,8 +15,9 @@ A padded convolution's window loops are clipped by the output position (aot/ops/
 which would give every lane its own loop bounds. Once its input is staged, the clipped-out
 taps read the zeros the fill writes outside the input, so the loops run over the whole
 window: allowed only where each clipped-out tap is proven (for every output position, by
-enumeration) to read outside the input, and the tap's term is that input times a factor (a
-zero input adds nothing; a zero-point difference would not qualify).
+enumeration) to read outside the input, and the tap's term is that input, or that input times
+a factor a zero makes zero (any integer; a constant weight or a finite literal for floats). A
+zero-point difference does not qualify, nor does a runtime float weight (inf x 0 is NaN).
 """
 from __future__ import annotations
 
@@ -186,7 +187,7 @@ def implicit_gemm(func, target):
             nbytes = 0
             for b in read:
                 t, cache = cache_read(t, b, k_o, "shared", shared_max=target.family.shared_max)
-                nbytes += cache.size * np.dtype(cache.dtype).itemsize
+                nbytes += cache.size * np.dtype("uint16" if cache.dtype == "bfloat16" else cache.dtype).itemsize
             if nbytes > target.family.shared_max:
                 raise ScheduleError(f"the staged tiles need {nbytes} bytes of shared memory")
             k_inner = next(lp for lp in walk_stmts(t) if isinstance(lp, For) and lp.var is k_i)
