@@ -34,7 +34,8 @@ from ..tir.stmt import For, StmtMutator, own_exprs, walk_stmts
 from ..tir.trace import mark, rollback
 from .gpu import launched, tileable
 
-MAX_THREADS = (16, 16)      # (y, x) threads per block: 256 at most
+MAX_THREADS = (32, 16)      # (y, x) threads along each axis of a block
+BLOCK = 256                 # threads a block at most
 LANES = (4, 2, 1)           # accumulators per thread along each tiled axis, largest first
 MIN_THREADS = (4, 7)        # fewer threads than this along an axis: a smaller lane count is preferred
 CHUNKS = (16, 8, 4, 2, 1)   # reduction steps staged per fill, largest first, while the tiles fit
@@ -146,8 +147,9 @@ def implicit_gemm(func, target):
     if found is None or found[4] is None:
         return None
     body, loops, red, acc, y, x = found
-    (ty, ry), (tx, rx) = (_tiling(const_value(loops[k].extent), MAX_THREADS[a], MIN_THREADS[a])
-                          for a, k in enumerate((y, x)))
+    tx, rx = _tiling(const_value(loops[x].extent), MAX_THREADS[1], MIN_THREADS[1])
+    # the channels take what the positions leave of a block: 17 x 4 of 272 channels beside 7 positions
+    ty, ry = _tiling(const_value(loops[y].extent), min(MAX_THREADS[0], BLOCK // tx), MIN_THREADS[0])
     if ry * rx < 4 or ty * tx < MIN_BLOCK:
         return None                 # too few lanes to repay the registers, or too few threads to fill a warp
     inputs = {id(b) for b in func.inputs}
