@@ -141,19 +141,50 @@ def quad_folded_asm(per_channel, outs=("out", "o1")):
             '    : "memory");']
 
 
-def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None):
+def quad_folded_walk(per_channel):
+    """C lines: quad_folded_asm's requantisation of the block's eight sums (acc) over walking
+    pointers instead of the block's index: the channels' multipliers (rm), shifts (re), the
+    table's c values (rt, at bt + 1) and both pixels' outputs (ro, ro1), each read or written
+    post-indexed, so that each pointer leaves the asm at the next block's channels (the block
+    loop then keeps no index arithmetic for them: gcc otherwise holds five pointers on the stack
+    and updates each with a load, an add and a store a block). Per tensor, the one multiplier
+    and shift are registers."""
+    g = []
+    for j in range(4):
+        if per_channel:
+            g += ['"ldr %[m], [%[rm]], #4\\n"', '"ldr %[e], [%[re]], #4\\n"']
+        g += ['"ldr %[cc], [%[rt]], #8\\n"', f'"ldr %[v0], [%[acc], #{8 * j}]\\n"',
+              f'"ldr %[v1], [%[acc], #{8 * j + 4}]\\n"']
+        for v, dst in (("v0", "ro"), ("v1", "ro1")):
+            g += [*mbqm_folded_asm(v, "t", "m", "cc", "e"), f'"ssat %[{v}], #8, %[{v}]\\n"',
+                  f'"strb %[{v}], [%[{dst}]], #1\\n"']
+    regs = '[m] "=&r"(m), [e] "=&r"(e), ' if per_channel else ""
+    walk = '[rm] "+r"(rm), [re] "+r"(re), ' if per_channel else ""
+    ins = "" if per_channel else '[m] "r"(mult), [e] "r"(-shift), '
+    return ["int32_t " + ("m, e, " if per_channel else "") + "cc, v0, v1, t;",
+            "__asm__ volatile(", *["    " + x for x in g],
+            f'    : {regs}[cc] "=&r"(cc), [v0] "=&r"(v0), [v1] "=&r"(v1), [t] "=&r"(t),',
+            f'      {walk}[rt] "+r"(rt), [ro] "+r"(ro), [ro1] "+r"(ro1)',
+            f'    : {ins}[acc] "r"(acc)',
+            '    : "memory");']
+
+
+def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None, tab="bt[2 * ({}) + 1]", outs=("out", "o1"),
+                 advance=()):
     """C lines: each (channel, pixel 0's sum, pixel 1's sum or None) requantised and stored channel
     by channel (each channel's constants loaded once for its values, no value kept past its
     store): where the table's flag says every channel is folded, all by the folded form with no
     test; else where the table's c of the channel is not 0, gemmlowp.mbqm_folded_lines (SMMLAR
     adding c, its shift e = fast_shift), else mbqm_halving_lines; int8's whole range one __ssat
-    a value (full: one test for the call's channels), else clamped to [lo, hi]."""
+    a value (full: one test for the call's channels), else clamped to [lo, hi]. tab: a channel's
+    c in the table; outs: the two pixels' outputs; advance: C lines after every path but the
+    assembly's (fast_full, which advances its walking pointers itself)."""
     def channels(full, each):
         out = []
         for ch, a, b in chans:
-            vals = [(f"y{j}", v, dst) for j, (v, dst) in enumerate((x, d) for x, d in ((a, "out"), (b, "o1"))
+            vals = [(f"y{j}", v, dst) for j, (v, dst) in enumerate((x, d) for x, d in ((a, outs[0]), (b, outs[1]))
                                                                      if x is not None)]
-            out += ["{", f"  int32_t m = {mult.format(ch)}, cc = bt[2 * ({ch}) + 1], "
+            out += ["{", f"  int32_t m = {mult.format(ch)}, cc = {tab.format(ch)}, "
                          + ", ".join(r for r, _, _ in vals) + ";",
                     "  if (cc != 0) {" if each else "  {", f"    int32_t e = {fast_shift.format(ch)};"]
             for r, v, _ in vals:
@@ -168,22 +199,24 @@ def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None):
             out += [f"  {dst}[{ch}] = (int8_t)({f'__ssat({r}, 8)' if full else clamp(r)});" for r, _, dst in vals]
             out.append("}")
         return out
-    first = channels(True, False)
+    advance = list(advance)
+    first = channels(True, False) + advance
     if fast_full is not None:       # the common case as assembly where the compiler optimises
         first = ["#if defined(__OPTIMIZE__)", *fast_full, "#else", *first, "#endif"]
     return ["if (fast && full) {", *["  " + y for y in first],
-            "} else if (fast) {", *["  " + y for y in channels(False, False)],
-            "} else if (full) {", *["  " + y for y in channels(True, True)],
-            "} else {", *["  " + y for y in channels(False, True)], "}"]
+            "} else if (fast) {", *["  " + y for y in channels(False, False) + advance],
+            "} else if (full) {", *["  " + y for y in channels(True, True) + advance],
+            "} else {", *["  " + y for y in channels(False, True) + advance], "}"]
 
 
-def _quad_asm(groups):
+def _quad_asm(groups, loop=True):
     """C lines: the four-channel block's loop over `groups` 4-byte groups a step (q != its end on
-    entry: end4 for 4, end for 1) as Thumb-2 assembly: per half of a group both pixels' words
-    and each channel pair's two widened weight words, loaded in runs (a run pipelines on a
-    single-issue core; on the dual-issue M7 the loads moved between the multiplies measured
-    slower), then four SMLADs a pair; 14 registers (the eight sums, x0, x1, wa, wb, q, w0), the
-    loop's end read from memory."""
+    entry: end4) as Thumb-2 assembly: per half of a group both pixels' words and each channel
+    pair's two widened weight words, loaded in runs (a run pipelines on a single-issue core; on
+    the dual-issue M7 the loads moved between the multiplies measured slower), then four SMLADs
+    a pair; 14 registers (the eight sums, x0, x1, wa, wb, q, w0), the loop's end read from
+    memory. loop=False: the groups once, straight (the whole groups after the loop's, two or
+    one: no end test, no branch), q and w0 advanced past them."""
     g = []
     for at in range(groups):
         b, o = 16 * at, 32 * at
@@ -195,13 +228,15 @@ def _quad_asm(groups):
                 j0, j1 = 2 * pair, 2 * pair + 1
                 g += [f"smlad %[s{j0}0], %[x0], %[wa], %[s{j0}0]", f"smlad %[s{j0}1], %[x1], %[wa], %[s{j0}1]",
                       f"smlad %[s{j1}0], %[x0], %[wb], %[s{j1}0]", f"smlad %[s{j1}1], %[x1], %[wb], %[s{j1}1]"]
-    g += [f"add %[q], %[q], #{16 * groups}", f"add %[w0], %[w0], #{32 * groups}",
-          "ldr %[x0], %[end]", "cmp %[q], %[x0]", "bne 1b"]
+    g += [f"add %[q], %[q], #{16 * groups}", f"add %[w0], %[w0], #{32 * groups}"]
+    if loop:
+        g += ["ldr %[x0], %[end]", "cmp %[q], %[x0]", "bne 1b"]
     sums = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
-    return (['__asm__(".p2align 2\\n1:\\n\\t"'] + [f'        "{x}\\n\\t"' for x in g] +
+    return ([f'__asm__({chr(34) + ".p2align 2" + chr(92) + "n1:" + chr(92) + "n" + chr(92) + "t" + chr(34) if loop else ""}']
+            + [f'        "{x}\\n\\t"' for x in g] +
             [f'        : {sums},',
              '          [q] "+r"(q), [w0] "+r"(w0), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb)',
-             f'        : [end] "m"({"end4" if groups == 4 else "end"})',
+             '        : [end] "m"(end4)' if loop else '        :',
              '        : "cc", "memory");'])
 
 
@@ -228,19 +263,22 @@ def _quad_pass(h):
 def _dsp_quad(mult, shift, fast_shift):
     """C lines: output channels c to c + 3 (one block of the widened weights, Q15Quads) for both
     pixels in the scratch: under gcc with optimisation on a single-issue core the groups as
-    assembly (four a step, then one a step), elsewhere two C passes of two channels; the
+    assembly (four a step, then the two and the one left straight), elsewhere two C passes of two channels; the
     cin % 4 leftovers; then the eight values requantised."""
-    out = ["const int8_t* blk = w + (c >> 2) * sw;",
+    out = ["const int8_t* blk = rw;",
            "const int8_t* w0 = blk;",
            "const int32_t* q = buf;",
-           *[f"int32_t s{j}0 = bt[2 * (c + {j})], s{j}1 = s{j}0;" for j in range(4)],
+           *[f"int32_t s{j}0 = rt[{2 * j - 1}], s{j}1 = s{j}0;" for j in range(4)],
            # the assembly takes 14 registers: gcc with optimisation gives them (clang and -O0 not)
            "#if defined(__OPTIMIZE__) && !defined(__clang__)",
            "{",
            "  const int32_t* end4 = buf + 16 * (words >> 2);",
            "  int32_t x0, x1, wa, wb;",
            "  if (q != end4) {", *["    " + y for y in _quad_asm(4)], "  }",
-           "  if (q != end) {", *["    " + y for y in _quad_asm(1)], "  }",
+           "  if (q != end) {",
+           "    if (words & 2) {", *["      " + y for y in _quad_asm(2, loop=False)], "    }",
+           "    if (words & 1) {", *["      " + y for y in _quad_asm(1, loop=False)], "    }",
+           "  }",
            "}",
            "#else",
            "{",
@@ -259,8 +297,15 @@ def _dsp_quad(mult, shift, fast_shift):
     # constants (gcc otherwise spills the pointers, reloading them for each channel)
     out += ["int32_t acc[8] = {" + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + "};",
             '__asm__("" : "+m"(acc));']
-    return out + _dsp_requant([(f"c + {j}", f"acc[{2 * j}]", f"acc[{2 * j + 1}]") for j in range(4)], mult, shift,
-                              fast_shift, quad_folded_asm(mult != "mult"))
+    # the block's constants and outputs through the walking pointers of _dsp_blocks (the
+    # assembly advances them itself, the C paths after their stores)
+    per_channel = mult != "mult"
+    if per_channel:
+        mult, shift, fast_shift = "rm[{}]", "re[{}]", "re[{}]"
+    advance = (["rm += 4;", "re += 4;"] if per_channel else []) + ["rt += 8;", "ro += 4;", "ro1 += 4;"]
+    return out + ["rw += sw;"] + _dsp_requant([(str(j), f"acc[{2 * j}]", f"acc[{2 * j + 1}]") for j in range(4)],
+                                              mult, shift, fast_shift, quad_folded_walk(per_channel),
+                                              tab="rt[2 * ({})]", outs=("ro", "ro1"), advance=advance)
 
 
 def _dsp_single(mult, shift, fast_shift):
@@ -293,7 +338,15 @@ def _dsp_blocks(mult, shift, fast_shift, indent):
     """C lines: every output channel of both pixels in the scratch, four a block, then the last
     partial block's one at a time."""
     pad = " " * indent
-    return [pad + y for y in ["for (c = 0; c + 3 < cout; c += 4) {",
+    per_channel = mult != "mult"
+    # the blocks' walking pointers (_dsp_quad): weights, multipliers, shifts, the table's c
+    # values, outputs, each one block on after a block
+    walk = [*(["const int32_t* rm = mult;", "const int32_t* re = shift;"] if per_channel else []),
+            "const int8_t* rw = w;",
+            "const int32_t* rt = bt + 1;",
+            "int8_t* ro = out;",
+            "int8_t* ro1 = o1;"]
+    return [pad + y for y in [*walk, "for (c = 0; c + 3 < cout; c += 4) {",
                               *["  " + y for y in _dsp_quad(mult, shift, fast_shift)],
                               "}",
                               # (at most three: a count gcc's loop analysis sees bounded)
