@@ -109,9 +109,15 @@ CASES = {
     "chain_c33": lambda: chain_model(5, 3, 33),
     "chain_c11_px9": lambda: chain_model(3, 3, 11),
     "chain_c8_widen": lambda: chain_model(4, 3, 8, widen=True),
+    # 8 input channels, whole blocks, every channel folded, int8's whole range: pw_s8's one-pixel
+    # path (odd pixels); the same with faint channels (the pairs' path); in place (the inner
+    # convs, the third's requantisation int8's whole range)
+    "c8_o16_px7": lambda: pw_model(7, 1, 8, 16, act="NONE", y_zp=-128),
+    "c8_o8_faint": lambda: pw_model(2, 2, 8, 8, act="NONE", y_zp=-128, faint=((3, 1e-6),)),
+    "chain_c8_px9": lambda: chain_model(3, 3, 8, n=4),
 }
 PRUNED = {"c12_o14_pruned": 3, "c16_o8_pruned_relu": 2}     # every k-th channel's weights 0
-CHAINS = {"chain_c33", "chain_c11_px9"}        # their inner convs are staged in place (checked)
+CHAINS = {"chain_c33", "chain_c11_px9", "chain_c8_px9"}        # their inner convs are staged in place (checked)
 
 
 def _pw_kernels(res):

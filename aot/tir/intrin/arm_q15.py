@@ -35,8 +35,12 @@ one at a time. The requantisation, channel by channel: where the table says fast
 gemmlowp.mbqm_folded_lines (one SMMLAR adding the channel's c, the sign, one shift: four
 operations a value); else the exact halving form (mbqm_halving_lines); the clamp is __ssat for
 int8's whole range. An odd last pixel is paired with itself (its outputs written twice, the
-same). Plain body: the same through the scratch, one pixel at a time, the folded form in int64
-where fast.
+same). The blocks' constants and outputs walk by pointer (post-indexed in the assembly). With 8
+input channels (whole blocks, every channel folded, int8's whole range, gcc optimising) one pixel
+at a time instead: its two words widened into four registers (no scratch), then per channel its
+bias and four weight words, four __smlad and the folded requantisation in assembly, the sum never
+leaving its register; a pixel's inputs are read before its outputs are written. Plain body: the
+same through the scratch, one pixel at a time, the folded form in int64 where fast.
 """
 from __future__ import annotations
 
@@ -240,6 +244,64 @@ def _quad_asm(groups, loop=True):
              '        : "cc", "memory");'])
 
 
+def _pix8_asm():
+    """C lines: pw_s8's one-pixel loop body for cin 8 (two 4-byte groups) as Thumb-2 assembly over
+    the output channels, four a step (op != end on entry): the pixel's four widened words in
+    registers (x0 to x3: group 0's values 0 and 2, 1 and 3, then group 1's), per channel its
+    bias and its four weight words of the Q15Quads block (wp: the block, channel j's words at
+    4j, 16 + 4j, 32 + 4j and 48 + 4j) in one run of loads, four SMLADs, then its multiplier,
+    shift and the table's c, gemmlowp.mbqm_folded_asm, SSAT and STRB. The sum never leaves its
+    register and every pointer is a register (14: x0-x3, wp, bp, mp, ep, op, w0-w3, s)."""
+    g = []
+    for j in range(4):
+        g += [f"ldr %[s], [%[bp], #{8 * j}]", f"ldr %[w0], [%[wp], #{4 * j}]", f"ldr %[w1], [%[wp], #{16 + 4 * j}]",
+              f"ldr %[w2], [%[wp], #{32 + 4 * j}]", f"ldr %[w3], [%[wp], #{48 + 4 * j}]",
+              "smlad %[s], %[x0], %[w0], %[s]", "smlad %[s], %[x1], %[w1], %[s]",
+              "smlad %[s], %[x2], %[w2], %[s]", "smlad %[s], %[x3], %[w3], %[s]",
+              f"ldr %[w0], [%[mp], #{4 * j}]", f"ldr %[w1], [%[ep], #{4 * j}]", f"ldr %[w2], [%[bp], #{8 * j + 4}]",
+              *[x[1:-3] for x in mbqm_folded_asm("s", "w3", "w0", "w2", "w1")],
+              "ssat %[s], #8, %[s]", f"strb %[s], [%[op], #{j}]"]
+    g += ["add %[wp], %[wp], #64", "add %[bp], %[bp], #32", "add %[mp], %[mp], #16", "add %[ep], %[ep], #16",
+          "add %[op], %[op], #4", "ldr %[w0], %[end]", "cmp %[op], %[w0]", "bne 1b"]
+    return (['__asm__ volatile(".p2align 2\\n1:\\n\\t"'] + [f'        "{x}\\n\\t"' for x in g] +
+            ['        : [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [s] "=&r"(s),',
+             '          [wp] "+r"(wp), [bp] "+r"(bp), [mp] "+r"(mp), [ep] "+r"(ep), [op] "+r"(op)',
+             '        : [x0] "r"(x0), [x1] "r"(x1), [x2] "r"(x2), [x3] "r"(x3), [end] "m"(oend)',
+             '        : "cc", "memory");'])
+
+
+def _pix8(indent):
+    """C lines: pw_s8 over 8 input channels, the case that takes it (whole blocks of four
+    channels, every channel folded, int8's whole range, under gcc's optimisation), one pixel at
+    a time: its two words widened into registers (no scratch), then _pix8_asm over every output
+    channel; returns. A pixel's inputs are read before any of its outputs is written (the order
+    an in-place call needs: pixel p's outputs on input pixels up to p only)."""
+    pad = " " * indent
+    return [pad + y for y in [
+        "#if defined(__OPTIMIZE__) && !defined(__clang__)",
+        "if (cin == 8 && sw == 64 && cout > 0 && (cout & 3) == 0 && fast && full) {",
+        "  for (p = 0; p < npix; ++p, a += sa, out += so) {",
+        "    uint32_t u0, u1;",
+        "    int32_t x0, x1, x2, x3, w0, w1, w2, w3, s;",
+        "    const int8_t* wp = w;",
+        "    const int32_t* bp = bt;",
+        "    const int32_t* mp = mult;",
+        "    const int32_t* ep = shift;",
+        "    int8_t* op = out;",
+        "    const int8_t* oend = out + cout;",
+        "    memcpy(&u0, a, 4);",
+        "    memcpy(&u1, a + 4, 4);",
+        "    x0 = __sxtab16(off2, (int32_t)u0);",
+        "    x2 = __sxtab16(off2, (int32_t)u1);",
+        '    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(x1) : "r"(off2), "r"(u0));',
+        '    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(x3) : "r"(off2), "r"(u1));',
+        *["    " + y for y in _pix8_asm()],
+        "  }",
+        "  return 0;",
+        "}",
+        "#endif"]]
+
+
 def _word(p, at):
     """C: the int32 word at byte offset `at` of int8 pointer p (memcpy: no alignment or type assumed)."""
     return f"memcpy(&{p}, w0 + {at}, 4);" if at else f"memcpy(&{p}, w0, 4);"
@@ -413,6 +475,7 @@ class PwS8(TensorIntrin):
                "int32_t p, c, k;",
                "const int32_t* end = buf + 4 * words;",
                *head,
+               *(_pix8(0) if pc else []),
                "for (p = 0; p < npix; p += 2, a += 2 * sa, out += 2 * so) {",
                "  int8_t* o1 = npix - p > 1 ? out + so : out;",
                "  const int8_t* s1 = npix - p > 1 ? a + sa : a;",
