@@ -207,7 +207,8 @@ def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None, tab="bt[2 * ({}
     first = channels(True, False) + advance
     if fast_full is not None:       # the common case as assembly where the compiler optimises
         first = ["#if defined(__OPTIMIZE__)", *fast_full, "#else", *first, "#endif"]
-    return ["if (fast && full) {", *["  " + y for y in first],
+    # (the common case laid out to fall through: no taken branch to it a block)
+    return ["if (__builtin_expect(fast && full, 1)) {", *["  " + y for y in first],
             "} else if (fast) {", *["  " + y for y in channels(False, False) + advance],
             "} else if (full) {", *["  " + y for y in channels(True, True) + advance],
             "} else {", *["  " + y for y in channels(False, True) + advance], "}"]
