@@ -340,7 +340,54 @@ def _window_conv(func, nest):
     return loops, red, acc, x, off, w, x_.body.stmts[2]
 
 
-def scratch_pairs(func, nest):
+@dataclass(frozen=True)
+class PaddedQuads:
+    """OHWI int8 weights whose rows (row values a channel) are not whole 4-byte groups, each
+    padded with zeros to cin values (a multiple of 4), then laid out as Q15Quads(cout, cin, cin):
+    what pw_s8x2 reads over windows gathered as int8 and widened whole (scratch_pairs, gathered)."""
+    cout: int
+    row: int
+    cin: int
+
+    @property
+    def block_bytes(self):
+        return 8 * self.cin
+
+    def shape(self, shape):
+        return Q15Quads(self.cout, self.cin, self.cin).shape(shape)
+
+    def apply(self, w: np.ndarray) -> np.ndarray:
+        rows = w.reshape(self.cout, -1)
+        out = np.zeros((self.cout, self.cin), rows.dtype)
+        out[:, :self.row] = rows
+        return Q15Quads(self.cout, self.cin, self.cin).apply(out)
+
+
+def _gathered_copy(red, x, w, at, sub, scratch, p, off, K, win):
+    """Pixel p's window (rows shorter than whole 4-byte groups: a first layer's) gathered as int8
+    into win (the padding the zero point, the taps past the window's to K too), then widened
+    whole into its slot of pw_s8's scratch (widen_q15x, one call a group)."""
+    row = int(np.prod(w.buffer.shape[1:]))
+    copy = _fresh_copy(red, x, w, at, sub, win, off, row)
+    taps = _fresh_window(red, x, w, sub)[4]
+    if const_value(taps) != row:
+        # a whole window (no tap clipped: every loop over its whole weight dimension, from 0)
+        # copied with constant run lengths, the clipped ones as they are
+        full = []
+        for r in red:
+            d = [d for d in (1, 2, 3) if w.indices[d] is r.var]
+            full.append(For(r.var, Const(0, r.var.dtype), Const(w.buffer.shape[d[0]], r.var.dtype), r.body, r.kind)
+                        if d else r)
+        copy = IfThenElse(Bin("==", taps, Const(row, taps.dtype)), _fresh_copy(full, x, w, at, sub, win, off, row), copy)
+    parts = [copy]
+    parts += [Store(win, Const(k, "int32"), Const(-off, "int8")) for k in range(row, K)]
+    # a call a group: straight code, no loop (gcc keeps widen_q15x's loop over 7 groups rolled)
+    parts += [Evaluate(Call(WIDEN_X, [Load(scratch, (Const(2 * p + 4 * g, "int32"),)), Load(win, (Const(4 * g, "int32"),)),
+                                      Const(4, "int32"), Const(off, "int32")], "int32")) for g in range(K // 4)]
+    return Seq(parts)
+
+
+def scratch_pairs(func, nest, gathered=False):
     """(nest as pw_s8x2 calls, func's params with the table and the scratch, the layouts, the
     scratch) for an int8 conv with a window whose rows are whole 4-byte groups (cin % 4 == 0),
     per-channel requantised and stored channel after channel: two pixels along the innermost
@@ -351,9 +398,12 @@ def scratch_pairs(func, nest):
         return None
     loops, red, acc, x, off, w, store = got
     O, KH, KW, CI = w.buffer.shape
-    K = KH * KW * CI
+    row_k = KH * KW * CI
     oc, pw = loops[-1], loops[-2]
-    if CI % 4 or 4 * buf_words(K) > MAX_SCRATCH_BYTES:
+    if gathered != bool(CI % 4):
+        return None
+    K = (row_k + 3) // 4 * 4       # (gathered: the window's taps padded to whole groups)
+    if 4 * buf_words(K) > MAX_SCRATCH_BYTES or (gathered and not MIN_WINDOW <= row_k <= MAX_WINDOW):
         return None
     rq = find_requant(store.value, acc, oc.var)
     if rq is None or not rq.per_channel or step(store.index, oc.var) != 1:
@@ -375,11 +425,11 @@ def scratch_pairs(func, nest):
         return Load(ld.buffer, tuple(simplify(substitute(i, first)) for i in ld.indices))
     zero = Const(0, "int32")
     row = Load(w.buffer, (oc.var, zero, zero, zero))
-    got = requant_table(func, bias, mult, shift, row, base, oc.var, O, K, K, off, zp, fold_each=True)
+    got = requant_table(func, bias, mult, shift, row, base, oc.var, O, row_k, row_k, off, zp, fold_each=True)
     if got is None:
         return None
     table, kb, layouts = got
-    widened = widened_weights(func, w.buffer, Q15Quads(O, K, K))
+    widened = widened_weights(func, w.buffer, PaddedQuads(O, row_k, K) if gathered else Q15Quads(O, K, K))
     if widened is None:
         return None
     kw, quads, wq = widened
@@ -388,6 +438,7 @@ def scratch_pairs(func, nest):
     at = simplify(w.indices[1] * (KW * CI) + w.indices[2] * CI + w.indices[3])
 
     rows = Buffer(acc.name + "_rows", "int8", (2 * O,), "local") if fused else None
+    win = Buffer(acc.name + "_win", "int8", (K,), "local") if gathered else None
 
     def epilogue(p, sb):
         """Pixel p's stores, the requantised value read from its row of `rows`."""
@@ -401,7 +452,10 @@ def scratch_pairs(func, nest):
 
     def pixel_pair(p0, p1):
         subs = [{id(pw.var): q} for q in (p0, p1)]
-        copies = [_scratch_copy(red, x, w, at, sb, scratch, p, off, K) for p, sb in enumerate(subs)]
+        if gathered:
+            copies = [_gathered_copy(red, x, w, at, sb, scratch, p, off, K, win) for p, sb in enumerate(subs)]
+        else:
+            copies = [_scratch_copy(red, x, w, at, sb, scratch, p, off, K) for p, sb in enumerate(subs)]
         if None in copies:
             return None
         if fused:
@@ -412,8 +466,10 @@ def scratch_pairs(func, nest):
                            base(mult), base(shift), Const(K, "int32"), Const(O, "int32"), Const(quads.block_bytes, "int32"),
                            Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "int32")
         if not fused:
-            return Seq(copies + [Evaluate(call)])
-        return Allocate(rows, Seq(copies + [Evaluate(call)] + [epilogue(p, sb) for p, sb in enumerate(subs)]))
+            body = Seq(copies + [Evaluate(call)])
+        else:
+            body = Allocate(rows, Seq(copies + [Evaluate(call)] + [epilogue(p, sb) for p, sb in enumerate(subs)]))
+        return Allocate(win, body) if gathered else body
     s = _over_pairs(loops, pixel_pair)
     if s is None:
         return None
@@ -507,6 +563,16 @@ def gather_nest(func, nest, variant):
     return s, params, folds
 
 
+def _short_rows(func, nest):
+    """Whether nest is a conv gather_nest takes: window rows shorter than the row kernels want
+    (several rows of them)."""
+    got = _window_conv(func, nest)
+    if got is None:
+        return False
+    O, KH, KW, CI = got[5].buffer.shape
+    return KH > 1 and KW * CI < ROW_BYTES and MIN_WINDOW <= KH * KW * CI <= MAX_WINDOW
+
+
 def gather_windows(func, target):
     variant = get_intrin(DOT).variant_for(target.mcpu)
     if variant == "plain":
@@ -517,6 +583,13 @@ def gather_windows(func, target):
     nest, put_back = staged_compute(tops[0])
     if nest is None:
         return None
+    if variant == "dsp" and get_intrin(PAIR).variant_for(target.mcpu) == "dsp":
+        got = _short_rows(func, nest) and scratch_pairs(func, nest, gathered=True)
+        if got:
+            s, params, layouts, scratch = got
+            attrs = dict(func.attrs, schedule=f"{PAIR} gather (dsp)", scratch=scratch.size * 4,
+                         layouts={**func.attrs.get("layouts", {}), **layouts})
+            return func.with_body(Seq([put_back(s)]), params, attrs=attrs)
     got, params, folds = gather_nest(func, nest, variant)
     if got is None:
         return None

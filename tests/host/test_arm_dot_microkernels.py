@@ -93,9 +93,9 @@ CASES = {
 }
 # the cases whose window rows (taps x channels) are shorter than the row kernels want: each
 # pixel's window gathered (aot/schedules/arm_gather.py), with the kernel named per variant: on
-# the DSP two pixels a gconv_q15 call; on Helium rows of 8+ bytes two pixels a gconv_s8 call,
+# the DSP two pixels' windows gathered as int8, widened into pw_s8's scratch, a pw_s8x2 call; on Helium rows of 8+ bytes two pixels a gconv_s8 call,
 # shorter ones one pixel a dot_s8x4q call
-_Q, _S8, _DOT = "gconv_q15", "gconv_s8", "dot_s8"
+_Q, _S8, _DOT = "pw_s8x2", "gconv_s8", "dot_s8"
 GATHER = {"conv3x3_c3_same_s2": {"dsp": _Q, "mve": _S8}, "conv3x3_c3_same_s1": {"dsp": _Q, "mve": _S8},
           "conv3x3_c1_same_s1": {"dsp": _Q, "mve": _DOT}, "conv5x5_c1_same_s2": {"dsp": _Q, "mve": _DOT},
           "gather_c1_o6_same_s1": {"dsp": _Q, "mve": _DOT}, "gather_c3_o11_same_s2": {"dsp": _Q, "mve": _S8},
@@ -329,10 +329,10 @@ def test_tensorized_kernels_compile_warning_free(cc, flags, tmp_path):
     if mcpu == "cortex-m4":       # pointwise: pw_s8 (tests/host/test_arm_pointwise_q15.py); a window's rows four channels a call
         calls["conv1x1_c9_o11_mixed_shifts"] = ("aot_pw_s8(&",)
         calls["conv3x3_c33_valid_s2"] = ("aot_dot_s8x4q(&",)
-    # the gathered windows for the DSP: gconv_q15 (its DSP body for arm-none-eabi-gcc's M4, its
-    # plain body on the host), 11 channels: pairs and a single; an odd row: one pixel twice
-    m4 = {"gather_c1_k5_o11_valid_s2": ("aot_gconv_q15(&", "_win1["),
-          "gather_c3_o11_same_s2": ("aot_gconv_q15(&", "aot_widen_q15(&")}
+    # the gathered windows for the DSP: pw_s8x2 over the int8 windows widened whole (its DSP
+    # body for arm-none-eabi-gcc's M4, its plain body on the host)
+    m4 = {"gather_c1_k5_o11_valid_s2": ("aot_pw_s8x2(&", "aot_widen_q15x(&"),
+          "gather_c3_o11_same_s2": ("aot_pw_s8x2(&", "aot_widen_q15x(&", "aot_copy_s8(&")}
     jobs = [(n, e, mcpu) for n, e in calls.items() if mcpu == "cortex-m55" or "gather" not in n]
     jobs += [(n, e, "cortex-m4") for n, e in m4.items() if mcpu != "cortex-m55" or not flags]
     for name, expected, cpu in jobs:
