@@ -7,12 +7,15 @@ vectors and words the dot micro-kernels read, so dot_s8_rows would make one shor
 holds it as one), the taps in the padding set to what contributes nothing, so that every window
 is whole and the weights are read as one run per channel:
 
-- DSP (cortex-m4/m7/m33): two pixels a gconv_q15 call (aot/tir/intrin/arm_gather.py). The
-  windows are int16 with the input offset added while gathering (widen_q15: four bytes a step;
-  the padding 0), the weights int16 too, widened at compile time (the Q15Rows layout), so the
-  loop is only loads and __smlad: two pixels by four channels a step, every channel requantised
-  inside from the table (requant_table.py; per-channel quantisation, the requantisation the
-  whole epilogue);
+- DSP (cortex-m4/m7/m33), per-channel requantisation, int8's range: two pixels a pw_s8x2 call
+  (scratch_pairs, gathered): each pixel's window widened into pw_s8's scratch with the input
+  offset added (widen_q15x, a call a 4-byte group: straight code), each window row's whole
+  groups read where they lie in the input when no tap is clipped, the rows' leftover taps
+  (9-byte rows: one each) gathered into a small array and widened after them; a clipped window
+  gathered as int8 first (the padding the zero point). The weights are widened at compile time
+  in that tap order, padded to whole groups (PaddedQuads). Otherwise two pixels a gconv_q15
+  call (aot/tir/intrin/arm_gather.py): int16 windows (widen_q15), the Q15Rows weights, every
+  channel requantised inside from the table (requant_table.py);
 - Helium, rows of MVE_PAIRS_BYTES or more: two pixels a gconv_s8 call over int8 windows (the
   padding the input's zero point, rows copied by copy_s8), the offset folded into the bias
   (aot/schedules/arm_fold.py's OffsetFold: a gathered window is never clipped), four channels a
@@ -342,16 +345,26 @@ def _window_conv(func, nest):
 
 @dataclass(frozen=True)
 class PaddedQuads:
-    """OHWI int8 weights whose rows (row values a channel) are not whole 4-byte groups, each
-    padded with zeros to cin values (a multiple of 4), then laid out as Q15Quads(cout, cin, cin):
-    what pw_s8x2 reads over windows gathered as int8 and widened whole (scratch_pairs, gathered)."""
+    """OHWI int8 weights whose window rows (kh of them, row values a channel) are not whole 4-byte
+    groups: each channel's taps in _widened_rows' order (order()), padded with zeros to cin
+    values (a multiple of 4), then laid out as Q15Quads(cout, cin, cin): what pw_s8x2 reads over
+    a first layer's windows (scratch_pairs, gathered)."""
     cout: int
     row: int
     cin: int
+    kh: int = 1
 
     @property
     def block_bytes(self):
         return 8 * self.cin
+
+    def order(self):
+        """The window's taps in the order _widened_rows widens them: each of the kh rows' whole
+        4-byte groups, then every row's leftover taps."""
+        R = self.row // self.kh
+        G = R // 4 * 4
+        head = [r * R + j for r in range(self.kh) for j in range(G)]
+        return head + [r * R + j for r in range(self.kh) for j in range(G, R)]
 
     def shape(self, shape):
         return Q15Quads(self.cout, self.cin, self.cin).shape(shape)
@@ -359,32 +372,65 @@ class PaddedQuads:
     def apply(self, w: np.ndarray) -> np.ndarray:
         rows = w.reshape(self.cout, -1)
         out = np.zeros((self.cout, self.cin), rows.dtype)
-        out[:, :self.row] = rows
+        out[:, :self.row] = rows[:, self.order()]
         return Q15Quads(self.cout, self.cin, self.cin).apply(out)
 
 
-def _gathered_copy(red, x, w, at, sub, scratch, p, off, K, win):
-    """Pixel p's window (rows shorter than whole 4-byte groups: a first layer's) gathered as int8
-    into win (the padding the zero point, the taps past the window's to K too), then widened
-    whole into its slot of pw_s8's scratch (widen_q15x, one call a group)."""
-    row = int(np.prod(w.buffer.shape[1:]))
-    copy = _fresh_copy(red, x, w, at, sub, win, off, row)
+def _widened_rows(src, stride, KH, R, scratch, p, off, tail):
+    """Pixel p's window of KH rows of R int8 taps (row r's first at element src + r * stride of
+    src's buffer: a Load) widened into its slot of pw_s8's scratch in PaddedQuads' order: each
+    row's whole 4-byte groups read where they lie (widen_q15x, a call a group: straight code),
+    then the rows' R % 4 leftover taps gathered into tail (the zero point after them) and
+    widened after them."""
+    G, L = R // 4, R % 4
+    base = flat_index(src)
+
+    def widen(at, ld):
+        return Evaluate(Call(WIDEN_X, [Load(scratch, (Const(2 * p + 4 * at, "int32"),)), ld, Const(4, "int32"),
+                                       Const(off, "int32")], "int32"))
+    parts = [widen(r * G + g, Load(src.buffer, (simplify(base + (r * stride + 4 * g)),)))
+             for r in range(KH) for g in range(G)]
+    if L:
+        parts += [Store(tail, Const(r * L + t, "int32"), Load(src.buffer, (simplify(base + (r * stride + 4 * G + t)),)))
+                  for r in range(KH) for t in range(L)]
+        n = (KH * L + 3) // 4 * 4
+        parts += [Store(tail, Const(t, "int32"), Const(-off, "int8")) for t in range(KH * L, n)]
+        parts += [widen(KH * G + g, Load(tail, (Const(4 * g, "int32"),))) for g in range(n // 4)]
+    return parts
+
+
+def _reads_or_writes(stmt, buf):
+    return any((isinstance(st, Store) and st.buffer is buf) or
+               any(isinstance(e, Load) and e.buffer is buf for x in own_exprs(st) for e in walk(x))
+               for st in walk_stmts(stmt))
+
+
+def _gathered_copy(red, x, w, at, sub, scratch, p, off, K, win, tail):
+    """Pixel p's window (rows shorter than whole 4-byte groups: a first layer's) widened into its
+    slot of pw_s8's scratch (_widened_rows): a whole window (no tap clipped: every loop over its
+    whole weight dimension, from 0) straight from the input where its rows are runs, otherwise
+    gathered as int8 into win first (the padding the zero point)."""
+    O, KH, KW, CI = w.buffer.shape
+    R = KW * CI
+    row = KH * R
+    natural = Seq([_fresh_copy(red, x, w, at, sub, win, off, row),
+                   *_widened_rows(Load(win, (Const(0, "int32"),)), R, KH, R, scratch, p, off, tail)])
+    dims = [[d for d in (1, 2, 3) if w.indices[d] is r.var] for r in red]
+    full = [For(r.var, Const(0, r.var.dtype), Const(w.buffer.shape[d[0]], r.var.dtype), r.body, r.kind) if d else r
+            for r, d in zip(red, dims)]
+    loops, x2, _, _, _ = _fresh_window(full, x, w, sub)
+    flat = flat_index(x2)
+    var = {d[0]: lp.var for lp, d in zip(loops, dims) if d}
+    at0 = {id(lp.var): lp.min for lp in loops}
+    runs = (CI == 1 or (3 in var and step(flat, var[3]) == 1)) and (KW == 1 or (2 in var and step(flat, var[2]) == CI))
+    stride = step(flat, var[1]) if 1 in var else None
+    if not runs or stride is None:
+        return natural
+    direct = Seq(_widened_rows(Load(x.buffer, (simplify(substitute(flat, at0)),)), stride, KH, R, scratch, p, off, tail))
     taps = _fresh_window(red, x, w, sub)[4]
-    if const_value(taps) != row:
-        # a whole window (no tap clipped: every loop over its whole weight dimension, from 0)
-        # copied with constant run lengths, the clipped ones as they are
-        full = []
-        for r in red:
-            d = [d for d in (1, 2, 3) if w.indices[d] is r.var]
-            full.append(For(r.var, Const(0, r.var.dtype), Const(w.buffer.shape[d[0]], r.var.dtype), r.body, r.kind)
-                        if d else r)
-        copy = IfThenElse(Bin("==", taps, Const(row, taps.dtype)), _fresh_copy(full, x, w, at, sub, win, off, row), copy)
-    parts = [copy]
-    parts += [Store(win, Const(k, "int32"), Const(-off, "int8")) for k in range(row, K)]
-    # a call a group: straight code, no loop (gcc keeps widen_q15x's loop over 7 groups rolled)
-    parts += [Evaluate(Call(WIDEN_X, [Load(scratch, (Const(2 * p + 4 * g, "int32"),)), Load(win, (Const(4 * g, "int32"),)),
-                                      Const(4, "int32"), Const(off, "int32")], "int32")) for g in range(K // 4)]
-    return Seq(parts)
+    if const_value(taps) == row:
+        return direct
+    return IfThenElse(Bin("==", taps, Const(row, taps.dtype)), direct, natural)
 
 
 def scratch_pairs(func, nest, gathered=False):
@@ -429,7 +475,7 @@ def scratch_pairs(func, nest, gathered=False):
     if got is None:
         return None
     table, kb, layouts = got
-    widened = widened_weights(func, w.buffer, PaddedQuads(O, row_k, K) if gathered else Q15Quads(O, K, K))
+    widened = widened_weights(func, w.buffer, PaddedQuads(O, row_k, K, KH) if gathered else Q15Quads(O, K, K))
     if widened is None:
         return None
     kw, quads, wq = widened
@@ -439,6 +485,7 @@ def scratch_pairs(func, nest, gathered=False):
 
     rows = Buffer(acc.name + "_rows", "int8", (2 * O,), "local") if fused else None
     win = Buffer(acc.name + "_win", "int8", (K,), "local") if gathered else None
+    tail = Buffer(acc.name + "_tail", "int8", ((KH * (KW * CI % 4) + 3) // 4 * 4 or 4,), "local") if gathered else None
 
     def epilogue(p, sb):
         """Pixel p's stores, the requantised value read from its row of `rows`."""
@@ -453,7 +500,7 @@ def scratch_pairs(func, nest, gathered=False):
     def pixel_pair(p0, p1):
         subs = [{id(pw.var): q} for q in (p0, p1)]
         if gathered:
-            copies = [_gathered_copy(red, x, w, at, sb, scratch, p, off, K, win) for p, sb in enumerate(subs)]
+            copies = [_gathered_copy(red, x, w, at, sb, scratch, p, off, K, win, tail) for p, sb in enumerate(subs)]
         else:
             copies = [_scratch_copy(red, x, w, at, sb, scratch, p, off, K) for p, sb in enumerate(subs)]
         if None in copies:
@@ -469,7 +516,10 @@ def scratch_pairs(func, nest, gathered=False):
             body = Seq(copies + [Evaluate(call)])
         else:
             body = Allocate(rows, Seq(copies + [Evaluate(call)] + [epilogue(p, sb) for p, sb in enumerate(subs)]))
-        return Allocate(win, body) if gathered else body
+        for buf in (tail, win) if gathered else ():      # (the ones the copies use: a whole window needs no win)
+            if _reads_or_writes(body, buf):
+                body = Allocate(buf, body)
+        return body
     s = _over_pairs(loops, pixel_pair)
     if s is None:
         return None
