@@ -82,6 +82,7 @@ def _no_gather(monkeypatch):
     tested in test_microkernels.py); switched off here so that the broadcast cases test dw_s8."""
     from aot.schedules import arm_gather
     monkeypatch.setattr(arm_gather, "gather_nest", lambda *a: (None, None, None))
+    monkeypatch.setattr(arm_gather, "_short_rows", lambda *a: False)      # the DSP cores' scratch path too
 
 
 # name -> (model, the variants the rule gives it)
