@@ -88,6 +88,9 @@ def _at(x, r, s):
 
 
 _FOUR = ("k", "k + 1", "k + 2", "k + 3")
+# the windows the DSP body takes in straight code: a whole 3x3 and its clips at a padded border
+# (a row or a column fewer)
+_WINDOWS = ((3, 3), (3, 2), (2, 3), (2, 2))
 
 
 def flat_fn(name, ssat_macro=None):
@@ -351,15 +354,16 @@ class DwS8(TensorIntrin):
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                # a whole 3x3 window (every pixel off the border): nine taps in straight code, a
                # compiler fence after each so that its loads are not all hoisted (and spilled)
-               "if (a_k != 0 && kh == 3 && kw == 3) {",
-               "  for (k = 0; k < whole; k += 4) {",
-               "  " + acc4,
-               "    uint32_t xa, xb;",
-               "    int32_t ea, oa, eb, ob;",
-               *[x for r in range(3) for t in range(3) for x in _tap4(
-                   "    ", _at("a", r, t), _at("b", r, t), p) + [f"    {p.upper()}_FENCE();"]],
-               *requant4,
-               "  }",
+               *[x for n, (kr, kc) in enumerate(_WINDOWS) for x in (
+                   f"{'} else ' if n else ''}if (a_k != 0 && kh == {kr} && kw == {kc}) {{",
+                   "  for (k = 0; k < whole; k += 4) {",
+                   "  " + acc4,
+                   "    uint32_t xa, xb;",
+                   "    int32_t ea, oa, eb, ob;",
+                   *[y for r in range(kr) for t in range(kc) for y in _tap4(
+                       "    ", _at("a", r, t), _at("b", r, t), p) + [f"    {p.upper()}_FENCE();"]],
+                   *requant4,
+                   "  }")],
                "} else if (a_k != 0) {",
                "  for (k = 0; k < whole; k += 4) {",
                "  " + acc4,
