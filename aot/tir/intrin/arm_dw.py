@@ -81,10 +81,11 @@ def _tap4(pad, pa="pa", pb="pb", p="aot_dw_s8"):
         "a3 = __smlatt(oa, ob, a3);")]
 
 
-def _at(x, r, s):
-    """The DSP body's pointer to tap (r, s) of operand x ('a' or 'b') for channel k."""
+def _at(x, r, s, base=None):
+    """The DSP body's pointer to tap (r, s) of operand x ('a' or 'b') for channel k (from base,
+    channel k's own pointer, where one is named)."""
     steps = [("" if n == 1 else f"{n} * ") + f"{x}_{w}" for n, w in ((r, "row"), (s, "col")) if n]
-    return " + ".join([f"{x} + k", *steps])
+    return " + ".join([f"{x} + k" if base is None else base, *steps])
 
 
 _FOUR = ("k", "k + 1", "k + 2", "k + 3")
@@ -356,12 +357,14 @@ class DwS8(TensorIntrin):
                # compiler fence after each so that its loads are not all hoisted (and spilled)
                *[x for n, (kr, kc) in enumerate(_WINDOWS) for x in (
                    f"{'} else ' if n else ''}if (a_k != 0 && kh == {kr} && kw == {kc}) {{",
-                   "  for (k = 0; k < whole; k += 4) {",
+                   "  const int8_t* pa = a;",                  # channel k's input and weights
+                   "  const int8_t* pb = b;",
+                   "  for (k = 0; k < whole; k += 4, pa += 4, pb += 4) {",
                    "  " + acc4,
                    "    uint32_t xa, xb;",
                    "    int32_t ea, oa, eb, ob;",
                    *[y for r in range(kr) for t in range(kc) for y in _tap4(
-                       "    ", _at("a", r, t), _at("b", r, t), p) + [f"    {p.upper()}_FENCE();"]],
+                       "    ", _at("a", r, t, "pa"), _at("b", r, t, "pb"), p) + [f"    {p.upper()}_FENCE();"]],
                    *requant4,
                    "  }")],
                "} else if (a_k != 0) {",
