@@ -467,7 +467,8 @@ class DwS8F(DwS8):
     def requant4(self):
         fast, exact = ([f"  out[{i}] = (int8_t){self._requant(form, f'a{j}', i)};" for j, i in enumerate(_FOUR)]
                        for form in ("fast", "exact"))
-        return ["if (fast) {", *fast, "} else {", *exact, "}"]
+        # the fast form laid out to fall through after the taps (no taken branch to it a group)
+        return ["if (__builtin_expect(fast, 1)) {", *fast, "} else {", *exact, "}"]
 
     def last_offsets(self, args):
         c = args[6]
