@@ -563,9 +563,7 @@ def gather_nest(func, nest, variant):
     O, KH, KW, CI = w.buffer.shape
     row = KH * KW * CI
     oc = loops[-1]
-    # (one window row is one run already: dot_s8's)
-    short = KW * CI < ROW_BYTES
-    if KH == 1 or not short or not (MIN_WINDOW <= row <= MAX_WINDOW):
+    if not _short(w.buffer.shape):
         return none
     x_ = nest
     while isinstance(x_, For):
@@ -619,7 +617,13 @@ def _short_rows(func, nest):
     got = _window_conv(func, nest)
     if got is None:
         return False
-    O, KH, KW, CI = got[5].buffer.shape
+    return _short(got[5].buffer.shape)
+
+
+def _short(weight_shape):
+    """An OHWI window of several rows, each shorter than the row kernels want (one window row
+    is one run already: dot_s8's), within the gathered sizes."""
+    _, KH, KW, CI = weight_shape
     return KH > 1 and KW * CI < ROW_BYTES and MIN_WINDOW <= KH * KW * CI <= MAX_WINDOW
 
 
