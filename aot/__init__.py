@@ -88,7 +88,8 @@ def compile(model, output=None, model_name="default", input_shapes=None, target=
     """Compile an ONNX model (path, bytes or ModelProto); returns a CompileResult (.tar bytes).
     trace: metadata.json records each kernel's schedule trace (`aot info` prints them).
     patch: patch-based execution of the first stage: "auto" (the smallest workspace), "force" (the
-    best patched stage, even when layer by layer is smaller), or (layers, strips); ram_budget:
+    best patched stage, even when layer by layer is smaller), (layers, strips) or (layers, strips,
+    column tiles); ram_budget:
     bytes of workspace + caller-owned I/O the execution must fit (docs/memory.md)."""
     from .compiler import Options, compile_model, stderr_log
     opts = Options(model_name=model_name, input_shapes=dict(input_shapes or {}), target=target,

@@ -63,15 +63,17 @@ def _cmd_compile(a):
 
 
 def parse_patch(text):
-    """--patch: None, "auto" or (layers, strips)."""
+    """--patch: None, "auto", "force", (layers, strips) or (layers, strips, column tiles)."""
     if text is None:
         return None
     if text in ("auto", "force"):
         return text
-    m = re.fullmatch(r"(\d+):(\d+)", text)
+    m = re.fullmatch(r"(\d+):(\d+)(?:x(\d+))?", text)
     if not m:
-        raise AotError(f"--patch '{text}': give 'auto' or LAYERS:STRIPS, e.g. 8:12")
-    return int(m.group(1)), int(m.group(2))
+        raise AotError(f"--patch '{text}': give 'auto', 'force', LAYERS:STRIPS or LAYERS:STRIPSxCOLUMNS, e.g. 8:12 or 8:16x2")
+    if m.group(3) is None:
+        return int(m.group(1)), int(m.group(2))
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
 def check_output(flag, output, *inputs):
@@ -516,10 +518,11 @@ def main(argv=None):
                         "them (an ONNX model's single output is 'output', several are 'output0', 'output1', ...)")
     c.add_argument("--no-in-place", action="store_true",
                    help="never let a kernel write its output over a dying input")
-    c.add_argument("--patch", metavar="auto|force|LAYERS:STRIPS",
-                   help="run the first stage strip by strip of rows (patch-based execution): 'auto' picks the stage "
-                        "and strip count with the smallest workspace ('force': patched even where layer by layer is smaller); "
-                        "LAYERS:STRIPS forces one (refused with the list of stages where there is none of that length)")
+    c.add_argument("--patch", metavar="auto|force|LAYERS:STRIPS[xCOLUMNS]",
+                   help="run the first stage strip by strip of rows, and each strip tile by tile of its columns where "
+                        "that is smaller (patch-based execution): 'auto' picks the stage and tiling with the smallest "
+                        "workspace ('force': patched even where layer by layer is smaller); LAYERS:STRIPS or "
+                        "LAYERS:STRIPSxCOLUMNS forces one (refused with the list of stages where there is none of that length)")
     c.add_argument("--stack-bound", action="store_true",
                    help="Cortex-M targets: build for the core's emulated board and record the proven stack bound "
                         "of the model's run (aot.stack_bytes in metadata.json; needs arm-none-eabi-gcc)")

@@ -59,7 +59,7 @@ class Options:
                                        # as TVM's MLF does, and the graph aot lowered it to is src/<mod>.graph
     patch: object = None               # patch-based execution of the first stage: None (layer by layer),
                                        # "auto" (the smallest workspace), "force" (patched even where
-                                       # that is larger), or (layers or cut value name, strips)
+                                       # that is larger), or (layers or cut value name, strips[, column tiles])
     ram_budget: int = None             # bytes of RAM (workspace + I/O outside it) the execution must fit
     stack_bound: bool = False          # a Cortex-M target: build the model for the emulated board of its
                                        # core and record its proven stack bound (aot.stack_bytes); off by
@@ -370,7 +370,8 @@ def compile_model(model, options: Options | None = None, log=None, progress=None
 
 def choose_execution(graph, options, target, mod, pools, backends, log):
     """(graph, metadata entry): the graph with its first stage patched as options.patch asks
-    (None: layer by layer; "auto": the smallest workspace; (layers or cut value, strips): that one),
+    (None: layer by layer; "auto": the smallest workspace; (layers or cut value, strips[, column
+    tiles]): that one),
     or the cheapest execution within options.ram_budget."""
     from .patch_search import Choice, choose
     if options.patch is None and options.ram_budget is None:
@@ -394,26 +395,30 @@ def choose_execution(graph, options, target, mod, pools, backends, log):
     if n:
         log(f"pass drop_input_views: {n} reshapes/transposes of the input that leave it as it is dropped")
     if isinstance(options.patch, tuple):
-        cut, tiles = options.patch
+        if len(options.patch) not in (2, 3):
+            raise AotError(f"patch {options.patch!r}: give (layers, strips) or (layers, strips, column tiles)")
+        cut, tiles, cols = (*options.patch, 1)[:3]
         if isinstance(cut, int):
             found = [c.value for c in stage_cuts(graph) if c.nodes == cut]
             if not found:
-                raise AotError(f"--patch {cut}:{tiles}: no stage of {cut} layers ends where one tensor leaves it "
+                shown = f"{cut}:{tiles}" + (f"x{cols}" if cols != 1 else "")
+                raise AotError(f"--patch {shown}: no stage of {cut} layers ends where one tensor leaves it "
                                f"(stages of this model: {', '.join(str(c.nodes) for c in stage_cuts(graph)) or 'none'})")
             cut = found[0]
-        graph, info = patch(graph, cut, tiles)
-        choice = Choice(cut, tiles, info.nodes, 0, 0, info.extra_macs, 0)
-        log(f"pass patch: the first {info.nodes} layers in {tiles} strips, +{info.extra_macs:,} multiply-accumulates")
+        graph, info = patch(graph, cut, tiles, cols)
+        choice = Choice(cut, tiles, info.nodes, 0, 0, info.extra_macs, 0, cols)
+        log(f"pass patch: the first {info.nodes} layers in {tiles} strips" + (f" of {cols} column tiles" if cols > 1 else "")
+            + f", +{info.extra_macs:,} multiply-accumulates")
     else:
         if options.patch not in (None, "auto", "force"):
-            raise AotError(f"patch {options.patch!r}: give None, 'auto', 'force' or (layers, strips)")
+            raise AotError(f"patch {options.patch!r}: give None, 'auto', 'force', (layers, strips) or (layers, strips, column tiles)")
         graph, choice, _ = choose(graph, plan_of, io_bytes, options.use_workspace_io, options.ram_budget, log,
                                   force=options.patch == "force", cuts=not target.is_device)
         log(f"patch search: chose {choice.describe()}")
     if choice.cut is None:
         return graph, {"patch": None}
-    return graph, {"patch": {"layers": choice.layers, "strips": choice.tiles, "cut": choice.cut,
-                             "extra_macs": choice.extra_macs}}
+    return graph, {"patch": {"layers": choice.layers, "strips": choice.tiles, "columns": choice.cols,
+                             "cut": choice.cut, "extra_macs": choice.extra_macs}}
 
 
 def source_order(paths):

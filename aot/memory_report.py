@@ -8,10 +8,11 @@ from xml.sax.saxutils import escape
 
 def strip_steps(rows):
     """[(strip, first step, last step)] of a patched stage (aot/passes/patch.py names each strip's
-    tensors <value>@patch<k>): the kernel steps that compute each strip."""
+    tensors <value>@patch<k>, a strip's column tiles <value>@patch<k>_<tile>): the kernel steps
+    that compute each strip."""
     spans = {}
     for r in rows:
-        m = re.search(r"@patch(\d+)$", r["name"])
+        m = re.search(r"@patch(\d+)(?:_\d+)?$", r["name"])
         if m:
             k = int(m.group(1))
             lo, hi = spans.get(k, (r["first"], r["first"]))
@@ -24,8 +25,9 @@ def describe_execution(execution):
     p = (execution or {}).get("patch")
     if not p:
         return "execution: layer by layer"
-    return (f"execution: the first {p['layers']} layers in {p['strips']} strips of rows (patch-based), "
-            f"+{p['extra_macs']:,} multiply-accumulates")
+    cols = p.get("columns", 1)
+    tiles = f"{p['strips']} strips of rows" + (f", {cols} tiles of columns each" if cols > 1 else "")
+    return f"execution: the first {p['layers']} layers in {tiles} (patch-based), +{p['extra_macs']:,} multiply-accumulates"
 
 
 def table(rows, total, bound, kernels, execution=None):

@@ -1,6 +1,6 @@
 """The memory planner's choice of execution: layer by layer, or the first stage patch by patch
-(aot/passes/patch.py) with the cut and strip count that make the smallest workspace, or, under a
-RAM budget, the one with the fewest multiply-accumulates that fits.
+(aot/passes/patch.py) with the cut, strip count and column tiles that make the smallest
+workspace, or, under a RAM budget, the one with the fewest multiply-accumulates that fits.
 
 Every candidate is ranked by an estimate: the stage's live bytes strip by strip (counted as
 the planner counts them before its in-place proofs) and, after the cut, the layer-by-layer
@@ -16,7 +16,7 @@ from .executor.inplace.dying import dying_inputs, live_bytes
 from .liveness import lifetimes
 from .ops.registry import Pattern, get_op
 from .passes.fuse import fuse_ops
-from .passes.patch import macs, patch, stage_cuts, stage_input
+from .passes.patch import macs, patch_at, stage_cuts, stage_input
 
 PLANNED = 4         # candidates planned for real, best estimates first
 
@@ -32,11 +32,13 @@ class Choice:
     ram: int
     extra_macs: int
     macs: int
+    cols: int = 1       # column tiles a strip
 
     def describe(self):
         if self.cut is None:
             return f"layer by layer: workspace {self.workspace:,} B, RAM {self.ram:,} B"
-        return (f"the first {self.layers} layers in {self.tiles} strips of rows: workspace {self.workspace:,} B, "
+        tiles = f"{self.tiles} strips of rows" + (f", {self.cols} tiles of columns each" if self.cols > 1 else "")
+        return (f"the first {self.layers} layers in {tiles}: workspace {self.workspace:,} B, "
                 f"RAM {self.ram:,} B, +{self.extra_macs:,} multiply-accumulates "
                 f"(+{100 * self.extra_macs / max(self.macs, 1):.1f}%)")
 
@@ -86,16 +88,37 @@ def _stage_estimate(graph, n_nodes, workspace_io):
     edges = sorted({0, x.type.nbytes} | {e for lo, hi, _ in x_reads for e in (lo, hi)})
     x_runs = [(hi - lo, max([k for a, b, k in x_reads if a < hi and lo < b], default=-1))
               for lo, hi in zip(edges, edges[1:])] if x_reads else []
-    peak = 0
-    for k in range(len(nodes)):
-        live = sum(size[i] for i in first if first[i] <= k <= last.get(i, len(graph.nodes)))
-        peak = max(peak, live + sum(nb for nb, end in x_runs if end >= k))
+    steps = len(nodes)
+    delta = [0] * (steps + 1)       # bytes that start (+) and stop (-) being live at each step
+    for i, k in first.items():
+        delta[k] += size[i]
+        delta[min(last.get(i, len(graph.nodes)), steps - 1) + 1] -= size[i]
+    for nb, end in x_runs:
+        if end >= 0:
+            delta[0] += nb
+            delta[min(end, steps - 1) + 1] -= nb
+    peak = live = 0
+    for k in range(steps):
+        live += delta[k]
+        peak = max(peak, live)
     return peak
+
+
+MAX_TILES = 64      # tiles of one stage the search tries (each is a copy of the stage's kernels)
 
 
 def _strip_counts(rows):
     ts = sorted({t for t in (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64) if t <= rows} | {rows} - {1})
     return [t for t in ts if t >= 2]
+
+
+def _tilings(c):
+    """(strips, column tiles) the search tries for cut c: strips of whole rows, and each strip
+    count with 2, 3 or 4 tiles of columns (a wide map's strip is what columns shrink; more
+    tiles than that pay halos on every side for little)."""
+    out = [(t, 1) for t in _strip_counts(c.rows)]
+    out += [(t, u) for t in [1] + _strip_counts(c.rows) for u in (2, 3, 4) if u <= c.cols and t * u <= MAX_TILES]
+    return out
 
 
 def choose(graph, plan_of, io_bytes, workspace_io=False, budget=None, log=None, force=False, cuts=True):
@@ -113,13 +136,14 @@ def choose(graph, plan_of, io_bytes, workspace_io=False, budget=None, log=None, 
     if budget is not None and base.ram <= budget:
         return graph, base, base_plan
     floor, step_of = _floors(graph, workspace_io)
-    cands, patched = [], {}
+    cands, by_value = [], {}
     for c in stage_cuts(graph) if cuts else []:
+        by_value[c.value] = c
         post = max(floor[step_of[c.value] + 1:], default=0) if c.value in step_of else max(floor, default=0)
-        for t in _strip_counts(c.rows):
-            g2, info = patched[(c.value, t)] = patch(graph, c.value, t)
+        for t, u in _tilings(c):
+            g2, info = patch_at(graph, c, t, u)
             est = max(_stage_estimate(g2, len(g2.nodes) - (len(graph.nodes) - c.nodes), workspace_io), post)
-            cands.append((est, info.extra_macs, c.nodes, t, c.value))
+            cands.append((est, info.extra_macs, c.nodes, (t, u), c.value))
     cands.sort()
     if budget is not None:      # the cheapest whose estimate fits, then the smallest estimates
         fits = sorted((m, e, n, t, v) for e, m, n, t, v in cands if e + io_bytes <= budget)
@@ -128,13 +152,13 @@ def choose(graph, plan_of, io_bytes, workspace_io=False, budget=None, log=None, 
         order = cands[:PLANNED]
     best, best_plan, best_graph, seen = base, base_plan, graph, set()
     tried = [base]
-    for est, extra, n, t, v in order:
-        if (v, t) in seen:
+    for est, extra, n, (t, u), v in order:
+        if (v, t, u) in seen:
             continue
-        seen.add((v, t))
-        g2, info = patched[(v, t)]
+        seen.add((v, t, u))
+        g2, info = patch_at(graph, by_value[v], t, u)     # made again: not every candidate is kept
         p = plan_of(g2)
-        ch = Choice(v, t, n, p.workspace_size, p.workspace_size + io_bytes, info.extra_macs, total)
+        ch = Choice(v, t, n, p.workspace_size, p.workspace_size + io_bytes, info.extra_macs, total, u)
         tried.append(ch)
         log(f"patch search: {ch.describe()} (estimate {est:,} B)")
         if budget is not None:

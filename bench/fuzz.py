@@ -103,8 +103,9 @@ def main(argv=None):
     ap.add_argument("--log", metavar="FILE", help="append one JSON line per seed")
     ap.add_argument("--sanitize-every", type=int, default=1, metavar="N",
                     help="build with ASan+UBSan every N-th seed only (others plain -O0); default 1")
-    ap.add_argument("--patch", choices=("auto", "force"),
-                    help="compile with patch-based execution ('force': the first stage patched wherever there is one)")
+    ap.add_argument("--patch", choices=("auto", "force", "tiles"),
+                    help="compile with patch-based execution ('force': the first stage patched wherever there is one; "
+                         "'tiles': a tiling of rows and columns drawn by the seed)")
     args = ap.parse_args(argv)
     if args.shrink and not args.failures:
         ap.error("--shrink needs --failures DIR")

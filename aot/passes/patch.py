@@ -1,17 +1,21 @@
-"""Patch-based execution (MCUNetV2's idea, for any channels-last CNN): the first stage of a
-network, from its input to a cut, runs strip by strip of the cut's rows. Each strip computes,
-through every layer of the stage, only the rows its output rows read (the halos between strips
-are computed twice), so the stage's large intermediates exist one strip at a time; the strips'
-outputs are concatenated into the cut, which the layers after it read as before.
+"""Patch-based execution (MCUNetV2's idea, for any CNN in one layout): the first stage of a
+network, from its input to a cut, runs strip by strip of the cut's rows, and each strip, where
+asked, tile by tile of its columns (MCUNetV2's 2-D patches). Each tile computes, through every
+layer of the stage, only the box of rows and columns its output box reads (the halos between
+tiles are computed twice), so the stage's large intermediates exist one tile at a time; the
+tiles' outputs are concatenated, columns within a strip and then the strips, into the cut, which
+the layers after it read as before. Columns shrink what a strip of a wide map holds, at the
+price of halos on four sides instead of two.
 
-The rewrite is exact: a strip's window rows keep their padding only where the full tensor has
-it (at its top and bottom edges), so every output element sees the same taps in the same order.
+The rewrite is exact: a tile's windows keep their padding only where the full tensor has it (at
+its edges), so every output element sees the same taps in the same order.
 It works on the graph IR, before fusion, so every strip's layers are ordinary kernels to the
 target's schedules (micro-kernels included), the in-bounds verifier and the memory planner:
 a strip's input is a Slice of rows, which the planner lays over the rows it copies where the
-source is in the workspace, and the concat's inputs are placed in their slices of the cut.
+source is in the workspace (a tile's box of columns is copied), and the concat's inputs are
+placed in their slices of the cut.
 
-stage_cuts(graph) lists where a stage may end; patch(graph, cut, tiles) rewrites it.
+stage_cuts(graph) lists where a stage may end; patch(graph, cut, tiles, cols) rewrites it.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ class Cut:
     nbytes: int         # the cut's bytes
     axis: int           # the row axis of the stage's tensors (its window layers' layout)
     pooled: bool = False    # the stage ends in a global average pool, summed strip by strip
+    cols: int = 1           # the cut's columns (most column tiles possible)
 
 
 @dataclass(frozen=True)
@@ -45,20 +50,22 @@ class Patched:
     nodes: int
     macs_before: int
     macs_after: int
+    cols: int = 1
 
     @property
     def extra_macs(self):
         return self.macs_after - self.macs_before
 
 
-def _window(n):
-    """(kernel rows, stride, dilation, pad top, pad bottom) of a window op over the rows, or None."""
+def _window(n, d=0):
+    """(kernel extent, stride, dilation, pad before, pad after) of a window op along spatial
+    dimension d (0 the rows, 1 the columns), or None."""
     a = n.attrs
     ks = a.get("kernel_shape")
     if ks is None or len(ks) != 2 or a.get("ceil_mode", 0) or a.get("auto_pad", "NOTSET") not in ("NOTSET", None):
         return None
     st, dl, pads = a.get("strides", [1, 1]), a.get("dilations", [1, 1]), a.get("pads", [0, 0, 0, 0])
-    return int(ks[0]), int(st[0]), int(dl[0]), int(pads[0]), int(pads[2])
+    return int(ks[d]), int(st[d]), int(dl[d]), int(pads[d]), int(pads[d + 2])
 
 
 def _spatial(v):
@@ -67,10 +74,10 @@ def _spatial(v):
 
 
 def _rows_free(c, out_shape, axis):
-    """A constant operand that is the same for every row (it broadcasts over the row axis)."""
+    """A constant operand that is the same for every row and column (it broadcasts over both)."""
     s = c.type.shape
-    k = axis - (len(out_shape) - len(s))
-    return k < 0 or s[k] == 1
+    ks = [a - (len(out_shape) - len(s)) for a in (axis, axis + 1)]
+    return all(k < 0 or s[k] == 1 for k in ks)
 
 
 def _patchable(n, inside, axis=1):
@@ -95,7 +102,7 @@ def _patchable(n, inside, axis=1):
             continue
         if v.is_const:
             if not _rows_free(v, out, axis):
-                return "a constant that varies along the rows"
+                return "a constant that varies along the rows or columns"
         elif v.type.shape != out:
             return "broadcasts a tensor"
     return None
@@ -204,19 +211,19 @@ def stage_cuts(graph):
         if windows >= 2 and n.outputs[0].type.shape[axis] >= 2 and len(crossing) == 1 \
                 and crossing[0] is n.outputs[0] and id(n.outputs[0]) not in outs:
             t = n.outputs[0].type
-            cuts.append(Cut(n.outputs[0].name, k + 1, t.shape[axis], t.nbytes, axis))
+            cuts.append(Cut(n.outputs[0].name, k + 1, t.shape[axis], t.nbytes, axis, False, t.shape[axis + 1]))
             readers = uses.get(id(n.outputs[0]), [])
             if len(readers) == 1 and pos[id(readers[0])] == k + 1 and id(readers[0].outputs[0]) not in outs \
                     and _global_average(readers[0], n.outputs[0], axis) is not None:
                 p = readers[0].outputs[0]
-                cuts.append(Cut(p.name, k + 2, t.shape[axis], p.type.nbytes, axis, True))
+                cuts.append(Cut(p.name, k + 2, t.shape[axis], p.type.nbytes, axis, True, t.shape[axis + 1]))
     return cuts
 
 
-def _in_rows(n, a, b, h_in):
+def _in_rows(n, a, b, h_in, d=0):
     """Input rows [lo, hi) that output rows [a, b) of node n read, and the strip's pads at top
-    and bottom (the part of the window outside the input)."""
-    w = _window(n) if n.op in WINDOW_OPS else None
+    and bottom (the part of the window outside the input); d=1: the same along the columns."""
+    w = _window(n, d) if n.op in WINDOW_OPS else None
     if w is None:
         return a, b, 0, 0
     k, s, d, pt, _ = w
@@ -246,88 +253,127 @@ def strips(rows, tiles):
     return [rows * t // tiles for t in range(tiles + 1)]
 
 
-def patch(graph, cut, tiles):
-    """(graph with the stage ending at value `cut` run in `tiles` strips, Patched). The input
-    graph is not changed."""
+def patch(graph, cut, tiles, cols=1):
+    """(graph with the stage ending at value `cut` run in `tiles` strips of rows, each in `cols`
+    tiles of columns, Patched). The input graph is not changed."""
     found = [c for c in stage_cuts(graph) if c.value == cut]
     if not found:
         names = ", ".join(c.value for c in stage_cuts(graph)) or "none"
         raise AotError(f"--patch: '{cut}' is not where a patchable stage ends (the cuts of this model: {names})")
-    c = found[0]
-    if not 2 <= tiles <= c.rows:
-        raise AotError(f"--patch: {tiles} strips for '{cut}', which has {c.rows} rows: give 2 to {c.rows}")
+    return patch_at(graph, found[0], tiles, cols)
+
+
+def patch_at(graph, c, tiles, cols=1):
+    """patch() at Cut c, one of stage_cuts(graph) (the search's candidates reuse them)."""
+    cut = c.value
+    if not 1 <= tiles <= c.rows or not 1 <= cols <= c.cols or tiles * cols < 2:
+        raise AotError(f"--patch: {tiles} strips of {cols} columns for '{cut}', which has {c.rows} rows and "
+                       f"{c.cols} columns: give 1 to {c.rows} strips and 1 to {c.cols} column tiles, 2 tiles or more")
     g = graph.copy()
     stage, rest = g.nodes[:c.nodes], g.nodes[c.nodes:]
-    pool = stage.pop() if c.pooled else None        # summed strip by strip, not run on the whole map
+    pool = stage.pop() if c.pooled else None        # summed tile by tile, not run on the whole map
     x, y, ax = stage_input(g), stage[-1].outputs[0], c.axis
-    nodes, parts = [], []
-    bounds = strips(c.rows, tiles)
-    for t in range(tiles):
-        need = {id(y): (bounds[t], bounds[t + 1])}
+    axes = (ax, ax + 1)
+    nodes, parts, strip_parts = [], [], []
+    rb, cb = strips(c.rows, tiles), strips(y.type.shape[ax + 1], cols)
+    for t, u in ((t, u) for t in range(tiles) for u in range(cols)):
+        tag = f"{t}" if cols == 1 else f"{t}_{u}"
+        # the box of every value this tile reads: rows [lo, hi) and columns [lo, hi)
+        need = {id(y): ((rb[t], rb[t + 1]), (cb[u], cb[u + 1]))}
+
+        def spans(n, box, v):
+            """(lo, hi, pad before, pad after) of v's rows and columns that n's output box reads;
+            strips of whole rows read every column, their windows' pads as they were."""
+            out = [_in_rows(n, *box[0], v.type.shape[ax])]
+            if cols == 1:
+                w = _window(n, 1) if n.op in WINDOW_OPS else None
+                return out + [(0, v.type.shape[ax + 1], *((w[3], w[4]) if w else (0, 0)))]
+            return out + [_in_rows(n, *box[1], v.type.shape[ax + 1], 1)]
+
         for n in reversed(stage):
-            a, b = need[id(n.outputs[0])]
+            box = need[id(n.outputs[0])]
             for v in n.inputs:
                 if v is None or v.is_const:
                     continue
-                lo, hi, _, _ = _in_rows(n, a, b, v.type.shape[ax])
+                got = tuple(sp[:2] for sp in spans(n, box, v))
                 old = need.get(id(v))
-                need[id(v)] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
-        have = {id(x): (x, 0)}      # value -> (this strip's version of it, its first row)
+                need[id(v)] = got if old is None else tuple((min(o[0], e[0]), max(o[1], e[1]))
+                                                            for o, e in zip(old, got))
+        have = {id(x): (x, (0, 0))}      # value -> (this tile's version of it, its first row and column)
 
-        def rows_of(v, lo, hi, n):
+        def box_of(v, spans, n):
             src, first = have[id(v)]
-            if (lo - first, hi - first) == (0, src.type.shape[ax]):
-                return src
             shape = list(src.type.shape)
+            if all((lo - f, hi - f) == (0, shape[a]) for (lo, hi), f, a in zip(spans, first, axes)):
+                return src
             begin = [0] * 4
-            begin[ax], shape[ax] = lo - first, hi - lo
-            out = Value(f"{v.name}@rows{lo}_{hi}@patch{t}", TensorType(shape, src.type.dtype))
-            nodes.append(Node("Slice", f"{n.name}@patch{t}/rows", [src],
+            for (lo, hi), f, a in zip(spans, first, axes):
+                begin[a], shape[a] = lo - f, hi - lo
+            (r0, r1), (c0, c1) = spans
+            where = f"rows{r0}_{r1}" if cols == 1 else f"rows{r0}_{r1}_cols{c0}_{c1}"
+            out = Value(f"{v.name}@{where}@patch{tag}", TensorType(shape, src.type.dtype))
+            nodes.append(Node("Slice", f"{n.name}@patch{tag}/rows", [src],
                               [out], {"begin": begin, "step": [1] * 4, "count": shape}))
             return out
 
         for n in stage:
-            a, b = need[id(n.outputs[0])]
+            box = need[id(n.outputs[0])]
             attrs = dict(n.attrs)
             ins = []
             for v in n.inputs:
                 if v is None or v.is_const:
                     ins.append(v)
                     continue
-                lo, hi, top, bottom = _in_rows(n, a, b, v.type.shape[ax])
-                ins.append(rows_of(v, lo, hi, n))
+                sp = spans(n, box, v)
+                ins.append(box_of(v, [e[:2] for e in sp], n))
                 if n.op in WINDOW_OPS:
                     p = list(attrs["pads"])
-                    p[0], p[2] = top, bottom
+                    (_, _, p[0], p[2]), (_, _, p[1], p[3]) = sp
                     attrs["pads"] = p
-            node = Node(n.op, f"{n.name}@patch{t}", ins, [], attrs)
+            node = Node(n.op, f"{n.name}@patch{tag}", ins, [], attrs)
             (typ,) = get_op(n.op).infer(node)
-            if typ.shape[ax] != b - a:
-                raise AotError(f"--patch: strip {t} of '{n.name}' would make {typ.shape[ax]} rows, not {b - a}")
-            out = Value(f"{n.outputs[0].name}@patch{t}", typ)
+            made = tuple(typ.shape[a] for a in axes)
+            if made != tuple(b - a for a, b in box):
+                raise AotError(f"--patch: tile {tag} of '{n.name}' would make {made[0]} rows and {made[1]} "
+                               f"columns, not {box[0][1] - box[0][0]} and {box[1][1] - box[1][0]}")
+            out = Value(f"{n.outputs[0].name}@patch{tag}", typ)
             node.outputs = [out]
             out.producer = node
             nodes.append(node)
-            have[id(n.outputs[0])] = (out, a)
+            have[id(n.outputs[0])] = (out, (box[0][0], box[1][0]))
         part = have[id(y)][0]
-        if pool is not None:        # a running sum: the strips before's total in, this strip's added
-            node = Node("StripSum", f"{pool.name}@patch{t}", [part] + parts[-1:], [],
+        if pool is not None:        # a running sum: the tiles before's total in, this tile's added
+            node = Node("StripSum", f"{pool.name}@patch{tag}", [part] + parts[-1:], [],
                         {"layout": "NHWC" if ax == 1 else "NCHW"})
             (typ,) = get_op("StripSum").infer(node)
-            part = Value(f"{pool.outputs[0].name}@patch{t}", typ)
+            part = Value(f"{pool.outputs[0].name}@patch{tag}", typ)
             node.outputs, part.producer = [part], node
             nodes.append(node)
             parts = [part]          # the running sum so far
-        else:
+        elif cols == 1:
             parts.append(part)
+        else:
+            strip_parts.append(part)
+            if u == cols - 1:       # the strip's tiles side by side, then the strips one above the other
+                shape = list(part.type.shape)
+                shape[ax + 1] = y.type.shape[ax + 1]
+                row = Value(f"{y.name}@patch{t}", TensorType(shape, part.type.dtype))
+                nodes.append(Node("Concat", f"{stage[-1].name}@patch{t}/cols", strip_parts, [row],
+                                  {"axis": ax + 1}))
+                row.producer = nodes[-1]
+                parts.append(row)
+                strip_parts = []
     done = pool.outputs[0] if pool is not None else y
     joined = Value(done.name, done.type)
     if pool is not None:
         nodes.append(Node("StripMean", f"{pool.name}@patches", parts, [joined], _global_average(pool, y, ax)))
+    elif len(parts) == 1:           # one strip of column tiles: its concat is the cut
+        last = nodes.pop()
+        nodes.append(Node("Concat", f"{stage[-1].name}@patches", last.inputs, [joined], last.attrs))
     else:
         nodes.append(Node("Concat", f"{stage[-1].name}@patches", parts, [joined], {"axis": ax}))
     for n in rest:
         n.inputs = [joined if v is done else v for v in n.inputs]
     out = g.with_nodes(nodes + rest)
-    new_stage = [n for n in nodes[:-1] if n.op not in ("Slice", "StripSum")]
-    return out, Patched(cut, tiles, c.nodes, macs(stage), macs(new_stage))
+    new_stage = [n for n in nodes[:-1] if n.op not in ("Slice", "StripSum", "Concat")]
+    return out, Patched(cut, tiles, c.nodes, macs(stage), macs(new_stage), cols)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from .expr import Bin, Cast, Const, Expr, Select, Unary, Var, children, is_float, rebuild, substituter
-from .stmt import Allocate, For, IfThenElse, Seq, Stmt, StmtMutator, map_exprs
+from .stmt import Allocate, For, IfThenElse, Seq, Stmt, StmtMutator, map_exprs, uses_buffer
 
 Ranges = dict  # id(Var) -> (lo, hi) inclusive integer bounds
 
@@ -407,8 +407,12 @@ class _SimplifyStmt(StmtMutator):
         return parts[0] if len(parts) == 1 else Seq(parts)
 
     def visit_Allocate(self, s):
+        # a piece of a split loop may no longer touch a buffer its schedule allocated for all
+        # of them (a border's gather window in an interior piece): C would warn it unused
         body = self.visit(s.body)
-        return None if body is None else Allocate(s.buffer, body)
+        if body is None:
+            return None
+        return Allocate(s.buffer, body) if uses_buffer(body, s.buffer) else body
 
     def visit_IfThenElse(self, s):
         c = self.mutate_expr(s.cond)

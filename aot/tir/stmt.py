@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import AotError, InternalError
-from .expr import Const, Expr, Var, preorder, wrap
+from .expr import Const, Expr, Load, Var, preorder, walk, wrap
 
 SCOPES = ("global", "local", "shared")
 FOR_KINDS = ("serial", "unroll", "vectorize", "simd", "parallel", "thread_binding")
@@ -417,6 +417,18 @@ def map_exprs(s: Stmt, fexpr) -> Stmt:
 def walk_stmts(s: Stmt):
     """Every statement of s, pre-order."""
     return preorder(s, stmt_children)
+
+
+def uses_buffer(s: Stmt, buf) -> bool:
+    """Whether a statement tree stores into or loads from buffer `buf` (a pointer to it passed
+    to a call is a Load of it too)."""
+    for st in walk_stmts(s):
+        if isinstance(st, Store) and st.buffer is buf:
+            return True
+        for x in own_exprs(st):
+            if any(isinstance(e, Load) and e.buffer is buf for e in walk(x)):
+                return True
+    return False
 
 
 def stmt_exprs(s: Stmt):

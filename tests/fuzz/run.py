@@ -71,9 +71,30 @@ def _crash_reason(e):
     return f"{type(e).__name__} in {where}: {normalise(str(e))[:150]}"
 
 
-def run_case(model, feeds, expected=None, sanitize=True, opt=None, timeout=RUN_TIMEOUT, patch=None):
+def tiling_for(model, seed):
+    """("cut value", strips, column tiles) drawn by seed among the model's first stages, each
+    strip cut into 2 or more tiles of columns (patch-based execution's 2-D patches), or None
+    where no stage is two columns wide. The stages are found on the graph the compiler's
+    execution choice sees (passes, channels-last, the input's views dropped)."""
+    import random
+    from aot.compiler import run_passes
+    from aot.frontend import import_model
+    from aot.passes.layout import channels_last
+    from aot.passes.patch import drop_input_views, stage_cuts
+    data = model if isinstance(model, bytes) else model.SerializeToString()
+    g = run_passes(import_model(data, None, name="m", log=lambda m: None), lambda m: None)
+    cuts = [c for c in stage_cuts(drop_input_views(channels_last(g)[0])[0]) if c.cols >= 2]
+    if not cuts:
+        return None
+    rng = random.Random(seed)
+    c = rng.choice(cuts)
+    return c.value, rng.randint(1, c.rows), rng.randint(2, min(c.cols, 6))
+
+
+def run_case(model, feeds, expected=None, sanitize=True, opt=None, timeout=RUN_TIMEOUT, patch=None, seed=0):
     """Result of compiling and running (model, feeds) against onnxruntime's `expected`; patch:
-    aot.compile's (e.g. "force": the first stage patched wherever the model has one)."""
+    aot.compile's (e.g. "force": the first stage patched wherever the model has one), or "tiles":
+    a tiling of rows and columns drawn by `seed` (tiling_for; layer by layer where none)."""
     import aot
     from aot.errors import AotError, BuildError
     from aot.host import run_host
@@ -90,6 +111,8 @@ def run_case(model, feeds, expected=None, sanitize=True, opt=None, timeout=RUN_T
             return Result("generator-invalid", normalise(str(e))[:200], str(e)[:2000], ops=ops, seconds=secs)
     secs["ort"] = time.perf_counter() - t
     t = time.perf_counter()
+    if patch == "tiles":
+        patch = tiling_for(model, seed)
     try:
         res = aot.compile(model, patch=patch)
     except AotError as e:
@@ -129,7 +152,7 @@ def run_seed(seed, kind="mix", sanitize=True, opt=None, patch=None):
         r.seed, r.kind = seed, kind
         return r
     gen_s = time.perf_counter() - t
-    r = run_case(case.model, case.feeds, sanitize=sanitize, opt=opt, patch=patch)
+    r = run_case(case.model, case.feeds, sanitize=sanitize, opt=opt, patch=patch, seed=seed)
     r.seed, r.kind = seed, case.kind
     r.seconds["generate"] = gen_s
     return r

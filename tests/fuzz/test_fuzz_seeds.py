@@ -38,6 +38,22 @@ def test_stage_seed_patched(seed, monkeypatch):
     assert chosen, "the compile did not reach the execution choice"
 
 
+TILED_SEEDS = range(0, 40)      # 14 of them have a stage two columns wide; ~100 s at -O0
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("seed", TILED_SEEDS)
+def test_stage_seed_tiled(seed):
+    """Patch-based execution in tiles of rows and columns (a tiling drawn by the seed): the
+    outputs must still match onnxruntime, under ASan/UBSan."""
+    from fuzz.gen import generate
+    from fuzz.run import tiling_for
+    if tiling_for(generate(seed, "stage").model, seed) is None:
+        pytest.skip("no stage two columns wide in this seed's model")
+    r = run_seed(seed, "stage", opt="-O0", patch="tiles")
+    assert r.cls in OK, f"{r.line()}\nops: {', '.join(r.ops)}\n{r.detail}"
+
+
 def test_stage_seeds_are_mostly_patched():
     """The stage kind is worth its seeds: most of them give the patch search a stage to cut."""
     from fuzz.gen import generate

@@ -1,7 +1,7 @@
 """Patch-based execution (aot/passes/patch.py, aot/patch_search.py): a CNN's first stage run
-strip by strip of rows gives TFLite Micro's int8 outputs bit for bit and onnxruntime's float
-outputs, its workspace is exact under ASan, and --ram-budget picks, refuses and names the
-smallest RAM it reaches."""
+strip by strip of rows, or tile by tile of rows and columns, gives TFLite Micro's int8 outputs
+bit for bit and onnxruntime's float outputs, its workspace is exact under ASan, and --ram-budget
+picks, refuses and names the smallest RAM it reaches."""
 import subprocess
 
 import numpy as np
@@ -73,26 +73,53 @@ def test_the_stages_of_a_cnn():
     model, _ = int8_cnn()
     # conv, depthwise, pointwise, add (the residual's two reads keep the conv's output alive until
     # it), depthwise s2; then the global pool, summed strip by strip (a pooled stage)
-    assert [(c.nodes, c.rows, c.pooled) for c in _stages(model)] == [(4, 10, False), (5, 5, False), (6, 5, True)]
+    assert [(c.nodes, c.rows, c.cols, c.pooled) for c in _stages(model)] == [
+        (4, 10, 7, False), (5, 5, 4, False), (6, 5, 4, True)]
+
+
+# (layers, strips, column tiles): strips of whole rows; tiles of rows and columns, the SAME
+# padding's right column and bottom row in the last tiles, one column a tile, a pooled stage's
+# tiles summed; one strip of columns only
+TILINGS = [(4, 2, 1), (4, 3, 1), (4, 10, 1), (5, 2, 1), (5, 5, 1), (6, 2, 1), (6, 5, 1),
+           (4, 2, 2), (4, 3, 7), (4, 1, 3), (5, 5, 4), (5, 2, 3), (6, 2, 2), (6, 5, 4), (6, 1, 4)]
 
 
 @pytest.mark.skipif(not tflm_available(), reason="tflite-micro wheel not installed")
-@pytest.mark.parametrize("layers,strips", [(4, 2), (4, 3), (4, 10), (5, 2), (5, 5), (6, 2), (6, 5)])
-def test_patched_int8_matches_tflm_bit_for_bit(layers, strips):
+@pytest.mark.parametrize("layers,strips,cols", TILINGS)
+def test_patched_int8_matches_tflm_bit_for_bit(layers, strips, cols):
     model, x = int8_cnn()
     (want,) = run_tflm(model, [x])
-    res = aot.compile(model, patch=(layers, strips))
+    res = aot.compile(model, patch=(layers, strips, cols) if cols > 1 else (layers, strips))
     got = aot.run(res, {"x": x}, sanitize=True)
     np.testing.assert_array_equal(got["out"], want)
     entry = _execution(res)
-    assert (entry["layers"], entry["strips"]) == (layers, strips) and entry["extra_macs"] > 0
+    assert (entry["layers"], entry["strips"], entry["columns"]) == (layers, strips, cols) and entry["extra_macs"] > 0
 
 
-def test_patched_workspace_is_exact_under_asan():
+def test_column_tiles_cost_their_halos():
+    """A tile's halo is computed again by its neighbour: the same strips cut into columns too
+    add multiply-accumulates, and hold less of the stage at once."""
+    from aot.compiler import run_passes
+    from aot.frontend import import_model
+    from aot.passes.patch import patch
+    model, _ = int8_cnn(h=40, w=40)
+    g = run_passes(import_model(model, None, name="m", log=lambda m: None), lambda m: None)
+    cut = [c for c in _stages(model) if c.nodes == 4][0]
+    _, rows = patch(g, cut.value, 4)
+    g2, tiles = patch(g, cut.value, 4, 4)
+    assert tiles.macs_before == rows.macs_before and tiles.macs_after > rows.macs_after > rows.macs_before
+    # every tile's first conv reads a box of the input: a Slice of rows and columns
+    boxes = [n for n in g2.nodes if n.op == "Slice" and n.inputs[0].name == "x"]
+    assert len(boxes) == 16 and all(b.outputs[0].type.shape[2] < 40 for b in boxes)
+    assert len({tuple(b.attrs["begin"]) for b in boxes}) == 16
+
+
+@pytest.mark.parametrize("tiling", [(5, 5), (5, 2, 3), (4, 3, 2)])
+def test_patched_workspace_is_exact_under_asan(tiling):
     """The patched plan's workspace, one byte short, overflows; at its size it runs clean."""
     model, x = int8_cnn()
     for io_in in (False, True):
-        res = aot.compile(model, patch=(5, 5), use_workspace_io=io_in)
+        res = aot.compile(model, patch=tiling, use_workspace_io=io_in)
         if io_in:
             continue        # the workspace-I/O client is another harness; the plan is verified the same way
         size = res.plan.workspace_size
@@ -129,17 +156,23 @@ def test_patch_options_are_checked(tmp_path):
     model, _ = int8_cnn()
     with pytest.raises(AotError, match=r"no stage of 3 layers .*stages of this model: 4, 5, 6\)"):
         aot.compile(model, patch=(3, 2))
-    with pytest.raises(AotError, match=r"give 2 to 5"):
+    with pytest.raises(AotError, match=r"5 rows and 4 columns: give 1 to 5 strips and 1 to 4 column tiles"):
         aot.compile(model, patch=(6, 6))
-    with pytest.raises(AotError, match=r"give 2 to 10"):
+    with pytest.raises(AotError, match=r"give 1 to 10 strips and 1 to 7 column tiles"):
         aot.compile(model, patch=(4, 11))
+    with pytest.raises(AotError, match=r"give 1 to 10 strips and 1 to 7 column tiles"):
+        aot.compile(model, patch=(4, 2, 8))
+    with pytest.raises(AotError, match=r"2 tiles or more"):
+        aot.compile(model, patch=(4, 1, 1))
+    with pytest.raises(AotError, match=r"give \(layers, strips\) or \(layers, strips, column tiles\)"):
+        aot.compile(model, patch=(4, 2, 2, 2))
     with pytest.raises(AotError, match=r"positive"):
         aot.compile(model, ram_budget=0)
     with pytest.raises(AotError, match=r"--patch is for C targets"):
         aot.compile(model, target="cuda", patch="auto")
     p = tmp_path / "m.tflite"
     p.write_bytes(model)
-    for bad in ("4", "x:2", "4:2:1"):
+    for bad in ("4", "x:2", "4:2:1", "4:2x", "4:2x0", "4:1"):
         r = subprocess.run(["python", "-m", "aot", "compile", str(p), "-o", str(tmp_path / "o.tar"), "--patch", bad],
                            capture_output=True, text=True)
         assert r.returncode == 2 and "--patch" in r.stderr and "Traceback" not in r.stderr

@@ -12,15 +12,16 @@ from ..memory import PIN, Interval, Scratch
 
 
 def rows_read(node, x):
-    """(first byte, end byte) of x that node reads: a Slice of whole leading rows reads its
-    bytes; anything else reads all of x."""
+    """(first byte, end byte) of x that node reads: a Slice of consecutive leading rows reads
+    their bytes (of a box of their columns too, the rows' bytes hold all it reads); anything
+    else reads all of x."""
     shape = x.type.shape
     whole = (0, x.type.nbytes)
     if node.op != "Slice" or node.inputs[0] is not x:
         return whole
     begin, count, step = node.attrs["begin"], node.attrs["count"], node.attrs["step"]
     cut = [d for d in range(len(shape)) if (begin[d], count[d]) != (0, shape[d])]
-    if len(cut) != 1 or step[cut[0]] != 1 or any(shape[d] != 1 for d in range(cut[0])):
+    if not cut or step[cut[0]] != 1 or any(shape[d] != 1 for d in range(cut[0])):
         return whole
     row = x.type.nbytes // shape[cut[0]]
     return begin[cut[0]] * row, (begin[cut[0]] + count[cut[0]]) * row
