@@ -115,6 +115,12 @@ CASES = {
     "c8_o16_px7": lambda: pw_model(7, 1, 8, 16, act="NONE", y_zp=-128),
     "c8_o8_faint": lambda: pw_model(2, 2, 8, 8, act="NONE", y_zp=-128, faint=((3, 1e-6),)),
     "chain_c8_px9": lambda: chain_model(3, 3, 8, n=4),
+    # every channel folded, int8's whole range, per channel: the blocks' sums requantised from
+    # their registers; 15 groups (the eight-group loop, then four, two and one straight), 8
+    # groups and 3 leftovers, 25 groups (the loop three times and one) with a partial last block
+    "c60_o12_full": lambda: pw_model(3, 3, 60, 12, act="NONE", y_zp=5, seed=1),
+    "c35_o8_full": lambda: pw_model(1, 5, 35, 8, act="NONE", y_zp=-128, x_zp=-128, seed=2),
+    "c100_o13_full": lambda: pw_model(2, 2, 100, 13, act="NONE", y_zp=-20, x_zp=127, seed=3),
 }
 PRUNED = {"c12_o14_pruned": 3, "c16_o8_pruned_relu": 2}     # every k-th channel's weights 0
 CHAINS = {"chain_c33", "chain_c11_px9", "chain_c8_px9"}        # their inner convs are staged in place (checked)

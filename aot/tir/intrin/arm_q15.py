@@ -173,8 +173,44 @@ def quad_folded_walk(per_channel):
             '    : "memory");']
 
 
+def quad_folded_regs():
+    """C lines: the four-channel block's eight sums, still in their registers s00 to s31 (channel
+    j's pixels at sj0, sj1), requantised by the folded form and stored with SSAT, as Thumb-2
+    assembly over the walking pointers of quad_folded_walk (rm, re, rt, ro, ro1, post-indexed).
+    Against quad_folded_walk, the sums never go through memory (gcc's spill of them to acc and
+    their reloads: about 20 cycles a block on the M4). The 14 registers are the eight sums, the
+    five pointers and one temporary: channel 3's sums are parked in two stack words first (their
+    registers then hold channel 0's multiplier and c, its shift loaded into the temporary after
+    its first value's SMMLAR), and each channel's freed sums serve the next ones' constants."""
+    g = ['"str %[s30], %[park0]\\n"', '"str %[s31], %[park1]\\n"']
+    # channel 0: m and c in channel 3's registers, e loaded into t once its first SMMLAR is done
+    v0, v1, m, cc = "s00", "s01", "s30", "s31"
+    fold = mbqm_folded_asm(v0, "t", m, cc, "t")
+    g += [f'"ldr %[{m}], [%[rm]], #4\\n"', f'"ldr %[{cc}], [%[rt]], #8\\n"', *fold[:3],
+          '"ldr %[t], [%[re]], #4\\n"', fold[3], f'"ssat %[{v0}], #8, %[{v0}]\\n"', f'"strb %[{v0}], [%[ro]], #1\\n"',
+          *mbqm_folded_asm(v1, v0, m, cc, "t"), f'"ssat %[{v1}], #8, %[{v1}]\\n"', f'"strb %[{v1}], [%[ro1]], #1\\n"']
+    free = ["s30", "s31", "t", "s00", "s01"]
+    for j in (1, 2, 3):
+        v0, v1 = (f"s{j}0", f"s{j}1") if j < 3 else free[4:6]
+        m, cc, e, tmp = free[:4]
+        if j == 3:              # channel 3's sums back from the stack, in the run of its constants' loads
+            g += [f'"ldr %[{v0}], %[park0]\\n"', f'"ldr %[{v1}], %[park1]\\n"']
+        g += [f'"ldr %[{m}], [%[rm]], #4\\n"', f'"ldr %[{cc}], [%[rt]], #8\\n"', f'"ldr %[{e}], [%[re]], #4\\n"']
+        for v, dst in ((v0, "ro"), (v1, "ro1")):
+            g += [*mbqm_folded_asm(v, tmp, m, cc, e), f'"ssat %[{v}], #8, %[{v}]\\n"',
+                  f'"strb %[{v}], [%[{dst}]], #1\\n"']
+        free += [f"s{j}0", f"s{j}1"]
+    sums = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
+    return ["int32_t t, park[2];",
+            "__asm__ volatile(", *["    " + x for x in g],
+            f'    : {sums}, [t] "=&r"(t), [park0] "=m"(park[0]), [park1] "=m"(park[1]),',
+            '      [rm] "+r"(rm), [re] "+r"(re), [rt] "+r"(rt), [ro] "+r"(ro), [ro1] "+r"(ro1)',
+            '    :',
+            '    : "memory");']
+
+
 def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None, tab="bt[2 * ({}) + 1]", outs=("out", "o1"),
-                 advance=()):
+                 advance=(), asm_if="defined(__OPTIMIZE__)"):
     """C lines: each (channel, pixel 0's sum, pixel 1's sum or None) requantised and stored channel
     by channel (each channel's constants loaded once for its values, no value kept past its
     store): where the table's flag says every channel is folded, all by the folded form with no
@@ -206,7 +242,7 @@ def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None, tab="bt[2 * ({}
     advance = list(advance)
     first = channels(True, False) + advance
     if fast_full is not None:       # the common case as assembly where the compiler optimises
-        first = ["#if defined(__OPTIMIZE__)", *fast_full, "#else", *first, "#endif"]
+        first = [f"#if {asm_if}", *fast_full, "#else", *first, "#endif"]
     # (the common case laid out to fall through: no taken branch to it a block)
     return ["if (__builtin_expect(fast && full, 1)) {", *["  " + y for y in first],
             "} else if (fast) {", *["  " + y for y in channels(False, False) + advance],
@@ -220,8 +256,8 @@ def _quad_asm(groups, loop=True):
     pair's two widened weight words, loaded in runs (a run pipelines on a single-issue core; on
     the dual-issue M7 the loads moved between the multiplies measured slower), then four SMLADs
     a pair; 14 registers (the eight sums, x0, x1, wa, wb, q, w0), the loop's end read from
-    memory. loop=False: the groups once, straight (the whole groups after the loop's, two or
-    one: no end test, no branch), q and w0 advanced past them."""
+    memory. loop=False: the groups once, straight (the whole groups after the loop's, four, two
+    or one: no end test, no branch), q and w0 advanced past them."""
     g = []
     for at in range(groups):
         b, o = 16 * at, 32 * at
@@ -326,7 +362,7 @@ def _quad_pass(h):
 def _dsp_quad(mult, shift, fast_shift):
     """C lines: output channels c to c + 3 (one block of the widened weights, Q15Quads) for both
     pixels in the scratch: under gcc with optimisation on a single-issue core the groups as
-    assembly (four a step, then the two and the one left straight), elsewhere two C passes of two channels; the
+    assembly (eight a step, then the four, two and one left straight), elsewhere two C passes of two channels; the
     cin % 4 leftovers; then the eight values requantised."""
     out = ["const int8_t* blk = rw;",
            "const int8_t* w0 = blk;",
@@ -335,10 +371,13 @@ def _dsp_quad(mult, shift, fast_shift):
            # the assembly takes 14 registers: gcc with optimisation gives them (clang and -O0 not)
            "#if defined(__OPTIMIZE__) && !defined(__clang__)",
            "{",
-           "  const int32_t* end4 = buf + 16 * (words >> 2);",
+           # eight groups a step (the loop's end test and pointer steps, about 8 cycles on the
+           # M4, once per 256 MACs instead of per 128)
+           "  const int32_t* end4 = buf + 32 * (words >> 3);",
            "  int32_t x0, x1, wa, wb;",
-           "  if (q != end4) {", *["    " + y for y in _quad_asm(4)], "  }",
+           "  if (q != end4) {", *["    " + y for y in _quad_asm(8)], "  }",
            "  if (q != end) {",
+           "    if (words & 4) {", *["      " + y for y in _quad_asm(4, loop=False)], "    }",
            "    if (words & 2) {", *["      " + y for y in _quad_asm(2, loop=False)], "    }",
            "    if (words & 1) {", *["      " + y for y in _quad_asm(1, loop=False)], "    }",
            "  }",
@@ -358,17 +397,26 @@ def _dsp_quad(mult, shift, fast_shift):
            "}"]
     # the sums through memory: the requantisation then has the registers for its pointers and
     # constants (gcc otherwise spills the pointers, reloading them for each channel)
-    out += ["int32_t acc[8] = {" + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + "};",
-            '__asm__("" : "+m"(acc));']
+    acc = ["int32_t acc[8] = {" + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + "};",
+           '__asm__("" : "+m"(acc));']
     # the block's constants and outputs through the walking pointers of _dsp_blocks (the
     # assembly advances them itself, the C paths after their stores)
     per_channel = mult != "mult"
     if per_channel:
         mult, shift, fast_shift = "rm[{}]", "re[{}]", "re[{}]"
     advance = (["rm += 4;", "re += 4;"] if per_channel else []) + ["rt += 8;", "ro += 4;", "ro1 += 4;"]
-    return out + ["rw += sw;"] + _dsp_requant([(str(j), f"acc[{2 * j}]", f"acc[{2 * j + 1}]") for j in range(4)],
-                                              mult, shift, fast_shift, quad_folded_walk(per_channel),
-                                              tab="rt[2 * ({})]", outs=("ro", "ro1"), advance=advance)
+    # per channel under gcc's optimisation the common case takes the sums from their registers
+    # (quad_folded_regs: the 14 registers gcc gives the block's assembly); elsewhere through acc
+    regs = per_channel
+    rq = acc + _dsp_requant([(str(j), f"acc[{2 * j}]", f"acc[{2 * j + 1}]") for j in range(4)],
+                            mult, shift, fast_shift, quad_folded_walk(per_channel),
+                            tab="rt[2 * ({})]", outs=("ro", "ro1"), advance=advance,
+                            asm_if="defined(__OPTIMIZE__) && defined(__clang__)" if regs else "defined(__OPTIMIZE__)")
+    if not regs:
+        return out + ["rw += sw;"] + rq
+    return out + ["rw += sw;", "#if defined(__OPTIMIZE__) && !defined(__clang__)",
+                  "if (__builtin_expect(fast && full, 1)) {", *["  " + y for y in quad_folded_regs()], "} else",
+                  "#endif", "{", *["  " + y for y in rq], "}"]
 
 
 def _dsp_single(mult, shift, fast_shift):
