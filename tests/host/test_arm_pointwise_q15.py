@@ -121,6 +121,9 @@ CASES = {
     "c60_o12_full": lambda: pw_model(3, 3, 60, 12, act="NONE", y_zp=5, seed=1),
     "c35_o8_full": lambda: pw_model(1, 5, 35, 8, act="NONE", y_zp=-128, x_zp=-128, seed=2),
     "c100_o13_full": lambda: pw_model(2, 2, 100, 13, act="NONE", y_zp=-20, x_zp=127, seed=3),
+    # the one-pixel path of 8 input channels sixteen output channels a step (32), four (12)
+    "c8_o32_px5": lambda: pw_model(5, 1, 8, 32, act="NONE", y_zp=3, x_zp=-128, seed=4),
+    "c8_o12_px3": lambda: pw_model(1, 3, 8, 12, act="NONE", y_zp=-128, seed=5),
 }
 PRUNED = {"c12_o14_pruned": 3, "c16_o8_pruned_relu": 2}     # every k-th channel's weights 0
 CHAINS = {"chain_c33", "chain_c11_px9", "chain_c8_px9"}        # their inner convs are staged in place (checked)

@@ -36,7 +36,7 @@ gemmlowp.mbqm_folded_lines (one SMMLAR adding the channel's c, the sign, one shi
 operations a value); else the exact halving form (mbqm_halving_lines); the clamp is __ssat for
 int8's whole range. An odd last pixel is paired with itself (its outputs written twice, the
 same). The blocks' constants and outputs walk by pointer (post-indexed in the assembly). With 8
-input channels (whole blocks, every channel folded, int8's whole range, gcc optimising) one pixel
+input channels (16k output channels, every channel folded, int8's whole range, gcc optimising) one pixel
 at a time instead: its two words widened into four registers (no scratch), then per channel its
 bias and four weight words, four __smlad and the folded requantisation in assembly, the sum never
 leaving its register; a pixel's inputs are read before its outputs are written. Plain body: the
@@ -178,32 +178,42 @@ def quad_folded_regs():
     j's pixels at sj0, sj1), requantised by the folded form and stored with SSAT, as Thumb-2
     assembly over the walking pointers of quad_folded_walk (rm, re, rt, ro, ro1, post-indexed).
     Against quad_folded_walk, the sums never go through memory (gcc's spill of them to acc and
-    their reloads: about 20 cycles a block on the M4). The 14 registers are the eight sums, the
-    five pointers and one temporary: channel 3's sums are parked in two stack words first (their
-    registers then hold channel 0's multiplier and c, its shift loaded into the temporary after
-    its first value's SMMLAR), and each channel's freed sums serve the next ones' constants."""
-    g = ['"str %[s30], %[park0]\\n"', '"str %[s31], %[park1]\\n"']
-    # channel 0: m and c in channel 3's registers, e loaded into t once its first SMMLAR is done
-    v0, v1, m, cc = "s00", "s01", "s30", "s31"
-    fold = mbqm_folded_asm(v0, "t", m, cc, "t")
+    their reloads: about 20 cycles a block on the M4). 13 registers, the eight sums and the five
+    pointers (gcc inlined into some kernels gives no 14th: 'impossible constraints'): s21, s30
+    and s31 are parked in three stack words first, their registers then channel 0's multiplier,
+    c and a temporary (its shift loaded into the temporary once its first value's SMMLAR is
+    done), and each channel's freed sums serve the next ones' constants and reloads."""
+    g = ['"str %[s21], %[park0]\\n"', '"str %[s30], %[park1]\\n"', '"str %[s31], %[park2]\\n"']
+    v0, v1, m, cc, t = "s00", "s01", "s30", "s31", "s21"
+    fold = mbqm_folded_asm(v0, t, m, cc, t)
     g += [f'"ldr %[{m}], [%[rm]], #4\\n"', f'"ldr %[{cc}], [%[rt]], #8\\n"', *fold[:3],
-          '"ldr %[t], [%[re]], #4\\n"', fold[3], f'"ssat %[{v0}], #8, %[{v0}]\\n"', f'"strb %[{v0}], [%[ro]], #1\\n"',
-          *mbqm_folded_asm(v1, v0, m, cc, "t"), f'"ssat %[{v1}], #8, %[{v1}]\\n"', f'"strb %[{v1}], [%[ro1]], #1\\n"']
-    free = ["s30", "s31", "t", "s00", "s01"]
+          f'"ldr %[{t}], [%[re]], #4\\n"', fold[3], f'"ssat %[{v0}], #8, %[{v0}]\\n"',
+          f'"strb %[{v0}], [%[ro]], #1\\n"',
+          *mbqm_folded_asm(v1, v0, m, cc, t), f'"ssat %[{v1}], #8, %[{v1}]\\n"', f'"strb %[{v1}], [%[ro1]], #1\\n"']
+    free = ["s30", "s31", "s21", "s00", "s01"]
     for j in (1, 2, 3):
-        v0, v1 = (f"s{j}0", f"s{j}1") if j < 3 else free[4:6]
         m, cc, e, tmp = free[:4]
-        if j == 3:              # channel 3's sums back from the stack, in the run of its constants' loads
-            g += [f'"ldr %[{v0}], %[park0]\\n"', f'"ldr %[{v1}], %[park1]\\n"']
-        g += [f'"ldr %[{m}], [%[rm]], #4\\n"', f'"ldr %[{cc}], [%[rt]], #8\\n"', f'"ldr %[{e}], [%[re]], #4\\n"']
+        loads = []
+        if j == 1:
+            v0, v1 = "s10", "s11"
+        elif j == 2:            # s21 back from the stack in the run of the constants' loads
+            v0, v1 = "s20", free[4]
+            loads = [f'"ldr %[{v1}], %[park0]\\n"']
+        else:
+            v0, v1 = free[5:7]
+            loads = [f'"ldr %[{v0}], %[park1]\\n"', f'"ldr %[{v1}], %[park2]\\n"']
+        g += [*loads, f'"ldr %[{m}], [%[rm]], #4\\n"', f'"ldr %[{cc}], [%[rt]], #8\\n"',
+              f'"ldr %[{e}], [%[re]], #4\\n"']
         for v, dst in ((v0, "ro"), (v1, "ro1")):
             g += [*mbqm_folded_asm(v, tmp, m, cc, e), f'"ssat %[{v}], #8, %[{v}]\\n"',
                   f'"strb %[{v}], [%[{dst}]], #1\\n"']
-        free += [f"s{j}0", f"s{j}1"]
+        free += [v0, v1] if j < 3 else []
+        if j == 2:
+            free = [r for r in free if r != v1] + [v1]      # (the reloaded s21's register: free again)
     sums = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
-    return ["int32_t t, park[2];",
+    return ["int32_t park[3];",
             "__asm__ volatile(", *["    " + x for x in g],
-            f'    : {sums}, [t] "=&r"(t), [park0] "=m"(park[0]), [park1] "=m"(park[1]),',
+            f'    : {sums}, [park0] "=m"(park[0]), [park1] "=m"(park[1]), [park2] "=m"(park[2]),',
             '      [rm] "+r"(rm), [re] "+r"(re), [rt] "+r"(rt), [ro] "+r"(ro), [ro1] "+r"(ro1)',
             '    :',
             '    : "memory");']
@@ -281,25 +291,29 @@ def _quad_asm(groups, loop=True):
              '        : "cc", "memory");'])
 
 
-def _pix8_asm():
+def _pix8_asm(n=16):
     """C lines: pw_s8's one-pixel loop body for cin 8 (two 4-byte groups) as Thumb-2 assembly over
-    the output channels, four a step (op != end on entry): the pixel's four widened words in
+    the output channels, n a step (op != end on entry): the pixel's four widened words in
     registers (x0 to x3: group 0's values 0 and 2, 1 and 3, then group 1's), per channel its
     bias and its four weight words of the Q15Quads block (wp: the block, channel j's words at
     4j, 16 + 4j, 32 + 4j and 48 + 4j) in one run of loads, four SMLADs, then its multiplier,
     shift and the table's c, gemmlowp.mbqm_folded_asm, SSAT and STRB. The sum never leaves its
-    register and every pointer is a register (14: x0-x3, wp, bp, mp, ep, op, w0-w3, s)."""
+    register and every pointer is a register (14: x0-x3, wp, bp, mp, ep, op, w0-w3, s). Sixteen
+    channels (four blocks) a step: the five pointer steps and the end test, about ten cycles on
+    the M4, once per sixteen channels (VWW's 8 -> 16 layer 951,641 -> 884,825 cycles); one copy
+    only (a second one, for four a step, left gcc 13 registers for either on the M33)."""
     g = []
-    for j in range(4):
-        g += [f"ldr %[s], [%[bp], #{8 * j}]", f"ldr %[w0], [%[wp], #{4 * j}]", f"ldr %[w1], [%[wp], #{16 + 4 * j}]",
-              f"ldr %[w2], [%[wp], #{32 + 4 * j}]", f"ldr %[w3], [%[wp], #{48 + 4 * j}]",
+    for j in range(n):
+        wo = 64 * (j >> 2) + 4 * (j & 3)
+        g += [f"ldr %[s], [%[bp], #{8 * j}]", f"ldr %[w0], [%[wp], #{wo}]", f"ldr %[w1], [%[wp], #{16 + wo}]",
+              f"ldr %[w2], [%[wp], #{32 + wo}]", f"ldr %[w3], [%[wp], #{48 + wo}]",
               "smlad %[s], %[x0], %[w0], %[s]", "smlad %[s], %[x1], %[w1], %[s]",
               "smlad %[s], %[x2], %[w2], %[s]", "smlad %[s], %[x3], %[w3], %[s]",
               f"ldr %[w0], [%[mp], #{4 * j}]", f"ldr %[w1], [%[ep], #{4 * j}]", f"ldr %[w2], [%[bp], #{8 * j + 4}]",
               *[x[1:-3] for x in mbqm_folded_asm("s", "w3", "w0", "w2", "w1")],
               "ssat %[s], #8, %[s]", f"strb %[s], [%[op], #{j}]"]
-    g += ["add %[wp], %[wp], #64", "add %[bp], %[bp], #32", "add %[mp], %[mp], #16", "add %[ep], %[ep], #16",
-          "add %[op], %[op], #4", "ldr %[w0], %[end]", "cmp %[op], %[w0]", "bne 1b"]
+    g += [f"add %[wp], %[wp], #{16 * n}", f"add %[bp], %[bp], #{8 * n}", f"add %[mp], %[mp], #{4 * n}",
+          f"add %[ep], %[ep], #{4 * n}", f"add %[op], %[op], #{n}", "ldr %[w0], %[end]", "cmp %[op], %[w0]", "bne 1b"]
     return (['__asm__ volatile(".p2align 2\\n1:\\n\\t"'] + [f'        "{x}\\n\\t"' for x in g] +
             ['        : [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [s] "=&r"(s),',
              '          [wp] "+r"(wp), [bp] "+r"(bp), [mp] "+r"(mp), [ep] "+r"(ep), [op] "+r"(op)',
@@ -308,15 +322,15 @@ def _pix8_asm():
 
 
 def _pix8(indent):
-    """C lines: pw_s8 over 8 input channels, the case that takes it (whole blocks of four
-    channels, every channel folded, int8's whole range, under gcc's optimisation), one pixel at
+    """C lines: pw_s8 over 8 input channels, the case that takes it (output channels a multiple
+    of 16, every channel folded, int8's whole range, under gcc's optimisation), one pixel at
     a time: its two words widened into registers (no scratch), then _pix8_asm over every output
     channel; returns. A pixel's inputs are read before any of its outputs is written (the order
     an in-place call needs: pixel p's outputs on input pixels up to p only)."""
     pad = " " * indent
     return [pad + y for y in [
         "#if defined(__OPTIMIZE__) && !defined(__clang__)",
-        "if (cin == 8 && sw == 64 && cout > 0 && (cout & 3) == 0 && fast && full) {",
+        "if (cin == 8 && sw == 64 && cout > 0 && (cout & 15) == 0 && fast && full) {",
         "  for (p = 0; p < npix; ++p, a += sa, out += so) {",
         "    uint32_t u0, u1;",
         "    int32_t x0, x1, x2, x3, w0, w1, w2, w3, s;",
@@ -332,7 +346,7 @@ def _pix8(indent):
         "    x2 = __sxtab16(off2, (int32_t)u1);",
         '    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(x1) : "r"(off2), "r"(u0));',
         '    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(x3) : "r"(off2), "r"(u1));',
-        *["    " + y for y in _pix8_asm()],
+        *["    " + y for y in _pix8_asm(16)],
         "  }",
         "  return 0;",
         "}",
@@ -457,9 +471,8 @@ def _dsp_blocks(mult, shift, fast_shift, indent):
             "const int32_t* rt = bt + 1;",
             "int8_t* ro = out;",
             "int8_t* ro1 = o1;"]
-    return [pad + y for y in [*walk, "for (c = 0; c + 3 < cout; c += 4) {",
-                              *["  " + y for y in _dsp_quad(mult, shift, fast_shift)],
-                              "}",
+    blocks = ["for (c = 0; c + 3 < cout; c += 4) {", *["  " + y for y in _dsp_quad(mult, shift, fast_shift)], "}"]
+    return [pad + y for y in [*walk, *blocks,
                               # (at most three: a count gcc's loop analysis sees bounded)
                               "for (int32_t n1 = cout & 3; n1 > 0; --n1, ++c) {",
                               *["  " + y for y in _dsp_single(mult, shift, fast_shift)],
