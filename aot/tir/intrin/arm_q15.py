@@ -173,44 +173,36 @@ def quad_folded_walk(per_channel):
             '    : "memory");']
 
 
-def _regs_requant(t=None):
-    """quad_folded_regs' instructions (operands by name, unquoted). t: a 14th register free for a
-    temporary (_blocks_asm's own): channel 3's sums alone parked (%[park0], %[park1]), channel 0's
-    multiplier and c in their registers, its shift in t once its first SMMLAR is done."""
-    if t is not None:
-        g = ['str %[s30], %[park0]', 'str %[s31], %[park1]']
-        v0, v1, m, cc = "s00", "s01", "s30", "s31"
-        free = ["s30", "s31", t, "s00", "s01"]
-    else:
-        g = ['str %[s21], %[park0]', 'str %[s30], %[park1]', 'str %[s31], %[park2]']
-        v0, v1, m, cc, t = "s00", "s01", "s30", "s31", "s21"
-        free = ["s30", "s31", "s21", "s00", "s01"]
-    fourteen = t not in ("s21",)
-    fold = [x[1:-3] for x in mbqm_folded_asm(v0, t, m, cc, t)]
-    g += [f'ldr %[{m}], [%[rm]], #4', f'ldr %[{cc}], [%[rt]], #8', *fold[:3],
-          f'ldr %[{t}], [%[re]], #4', fold[3], f'ssat %[{v0}], #8, %[{v0}]', f'strb %[{v0}], [%[ro]], #1',
-          *[x[1:-3] for x in mbqm_folded_asm(v1, v0, m, cc, t)], f'ssat %[{v1}], #8, %[{v1}]',
-          f'strb %[{v1}], [%[ro1]], #1']
+def _regs_requant():
+    """quad_folded_regs' instructions (operands by name, unquoted)."""
+    g = ['"str %[s21], %[park0]\\n"', '"str %[s30], %[park1]\\n"', '"str %[s31], %[park2]\\n"']
+    v0, v1, m, cc, t = "s00", "s01", "s30", "s31", "s21"
+    fold = mbqm_folded_asm(v0, t, m, cc, t)
+    g += [f'"ldr %[{m}], [%[rm]], #4\\n"', f'"ldr %[{cc}], [%[rt]], #8\\n"', *fold[:3],
+          f'"ldr %[{t}], [%[re]], #4\\n"', fold[3], f'"ssat %[{v0}], #8, %[{v0}]\\n"',
+          f'"strb %[{v0}], [%[ro]], #1\\n"',
+          *mbqm_folded_asm(v1, v0, m, cc, t), f'"ssat %[{v1}], #8, %[{v1}]\\n"', f'"strb %[{v1}], [%[ro1]], #1\\n"']
+    free = ["s30", "s31", "s21", "s00", "s01"]
     for j in (1, 2, 3):
         m, cc, e, tmp = free[:4]
         loads = []
-        if j < 3 and (fourteen or j == 1):
-            v0, v1 = f"s{j}0", f"s{j}1"
+        if j == 1:
+            v0, v1 = "s10", "s11"
         elif j == 2:            # s21 back from the stack in the run of the constants' loads
             v0, v1 = "s20", free[4]
-            loads = [f'ldr %[{v1}], %[park0]']
-        else:                   # channel 3's sums back from the stack
-            v0, v1 = free[4:6] if fourteen else free[5:7]
-            p0, p1 = ("park0", "park1") if fourteen else ("park1", "park2")
-            loads = [f'ldr %[{v0}], %[{p0}]', f'ldr %[{v1}], %[{p1}]']
-        g += [*loads, f'ldr %[{m}], [%[rm]], #4', f'ldr %[{cc}], [%[rt]], #8', f'ldr %[{e}], [%[re]], #4']
+            loads = [f'"ldr %[{v1}], %[park0]\\n"']
+        else:
+            v0, v1 = free[5:7]
+            loads = [f'"ldr %[{v0}], %[park1]\\n"', f'"ldr %[{v1}], %[park2]\\n"']
+        g += [*loads, f'"ldr %[{m}], [%[rm]], #4\\n"', f'"ldr %[{cc}], [%[rt]], #8\\n"',
+              f'"ldr %[{e}], [%[re]], #4\\n"']
         for v, dst in ((v0, "ro"), (v1, "ro1")):
-            g += [*[x[1:-3] for x in mbqm_folded_asm(v, tmp, m, cc, e)], f'ssat %[{v}], #8, %[{v}]',
-                  f'strb %[{v}], [%[{dst}]], #1']
+            g += [*mbqm_folded_asm(v, tmp, m, cc, e), f'"ssat %[{v}], #8, %[{v}]\\n"',
+                  f'"strb %[{v}], [%[{dst}]], #1\\n"']
         free += [v0, v1] if j < 3 else []
-        if j == 2 and not fourteen:
+        if j == 2:
             free = [r for r in free if r != v1] + [v1]      # (the reloaded s21's register: free again)
-    return g
+    return [x[1:-3] if x.startswith('"') else x for x in g]
 
 
 def quad_folded_regs():
@@ -313,7 +305,7 @@ def _blocks_asm():
     park = {f"%[park{k}]": f"[sp, #{4 * len(_FRAME) + 4 * k}]" for k in range(3)}
     ptr = {"%[rm]": "%[q]", "%[re]": "%[w0]", "%[rt]": "%[x0]", "%[ro]": "%[x1]", "%[ro1]": "%[wa]"}
     rq = []
-    for x in _regs_requant("wb"):
+    for x in _regs_requant():
         for a, b in {**park, **ptr}.items():
             x = x.replace(a, b)
         rq.append(x)
