@@ -173,8 +173,16 @@ def quad_folded_walk(per_channel):
             '    : "memory");']
 
 
-def _regs_requant():
-    """quad_folded_regs' instructions (operands by name, unquoted)."""
+def quad_folded_regs():
+    """C lines: the four-channel block's eight sums, still in their registers s00 to s31 (channel
+    j's pixels at sj0, sj1), requantised by the folded form and stored with SSAT, as Thumb-2
+    assembly over the walking pointers of quad_folded_walk (rm, re, rt, ro, ro1, post-indexed).
+    Against quad_folded_walk, the sums never go through memory (gcc's spill of them to acc and
+    their reloads: about 20 cycles a block on the M4). 13 registers, the eight sums and the five
+    pointers (gcc inlined into some kernels gives no 14th: 'impossible constraints'): s21, s30
+    and s31 are parked in three stack words first, their registers then channel 0's multiplier,
+    c and a temporary (its shift loaded into the temporary once its first value's SMMLAR is
+    done), and each channel's freed sums serve the next ones' constants and reloads."""
     g = ['"str %[s21], %[park0]\\n"', '"str %[s30], %[park1]\\n"', '"str %[s31], %[park2]\\n"']
     v0, v1, m, cc, t = "s00", "s01", "s30", "s31", "s21"
     fold = mbqm_folded_asm(v0, t, m, cc, t)
@@ -202,20 +210,6 @@ def _regs_requant():
         free += [v0, v1] if j < 3 else []
         if j == 2:
             free = [r for r in free if r != v1] + [v1]      # (the reloaded s21's register: free again)
-    return [x[1:-3] if x.startswith('"') else x for x in g]
-
-
-def quad_folded_regs():
-    """C lines: the four-channel block's eight sums, still in their registers s00 to s31 (channel
-    j's pixels at sj0, sj1), requantised by the folded form and stored with SSAT, as Thumb-2
-    assembly over the walking pointers of quad_folded_walk (rm, re, rt, ro, ro1, post-indexed).
-    Against quad_folded_walk, the sums never go through memory (gcc's spill of them to acc and
-    their reloads: about 20 cycles a block on the M4). 13 registers, the eight sums and the five
-    pointers (gcc inlined into some kernels gives no 14th: 'impossible constraints'): s21, s30
-    and s31 are parked in three stack words first, their registers then channel 0's multiplier,
-    c and a temporary (its shift loaded into the temporary once its first value's SMMLAR is
-    done), and each channel's freed sums serve the next ones' constants and reloads."""
-    g = [f'"{x}\\n"' for x in _regs_requant()]
     sums = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
     return ["int32_t park[3];",
             "__asm__ volatile(", *["    " + x for x in g],
@@ -266,9 +260,14 @@ def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None, tab="bt[2 * ({}
             "} else {", *["  " + y for y in channels(False, True) + advance], "}"]
 
 
-def _quad_mac(groups):
-    """_quad_asm's instructions over `groups` 4-byte groups (operands by name), q and w0 advanced
-    past them."""
+def _quad_asm(groups, loop=True):
+    """C lines: the four-channel block's loop over `groups` 4-byte groups a step (q != its end on
+    entry: end4) as Thumb-2 assembly: per half of a group both pixels' words and each channel
+    pair's two widened weight words, loaded in runs (a run pipelines on a single-issue core; on
+    the dual-issue M7 the loads moved between the multiplies measured slower), then four SMLADs
+    a pair; 14 registers (the eight sums, x0, x1, wa, wb, q, w0), the loop's end read from
+    memory. loop=False: the groups once, straight (the whole groups after the loop's, four, two
+    or one: no end test, no branch), q and w0 advanced past them."""
     g = []
     for at in range(groups):
         b, o = 16 * at, 32 * at
@@ -280,71 +279,7 @@ def _quad_mac(groups):
                 j0, j1 = 2 * pair, 2 * pair + 1
                 g += [f"smlad %[s{j0}0], %[x0], %[wa], %[s{j0}0]", f"smlad %[s{j0}1], %[x1], %[wa], %[s{j0}1]",
                       f"smlad %[s{j1}0], %[x0], %[wb], %[s{j1}0]", f"smlad %[s{j1}1], %[x1], %[wb], %[s{j1}1]"]
-    return g + [f"add %[q], %[q], #{16 * groups}", f"add %[w0], %[w0], #{32 * groups}"]
-
-
-# _blocks_asm's stack frame: its inputs' words (in this order), then three words for the parked sums
-_FRAME = ("rm", "re", "rt", "ro", "ro1", "w", "buf", "end8", "has4", "roend")
-
-
-def _blocks_asm():
-    """C lines: every whole block of four output channels of both pixels in the scratch as one
-    Thumb-2 assembly statement, for the common case (per channel, every channel folded, int8's
-    whole range, cin a multiple of 16, blocks of 8 * cin bytes, at least one block): the bias
-    loads, _quad_mac's groups (eight a step, then an odd four), the registers' requantisation
-    (quad_folded_regs), the loop over the blocks. Its state (the walking pointers of the
-    multipliers, shifts, the table's c values, both outputs and the weights; the scratch, its
-    end of whole steps, whether an odd four is left, the outputs' end) lives in a frame the
-    statement pushes below sp itself and pops (no memory operand, whose sp-relative address the
-    frame would move), so between the phases the 14 registers are the statement's own: gcc's
-    block loop around the assembly reloaded and stored its pointers, tested the table's flags,
-    and re-copied the sums, about 50 cycles a block on the M4. Inputs are all read into the
-    frame before any output is written (the outputs need no registers of their own)."""
-    at = {n: 4 * k for k, n in enumerate(_FRAME)}
-    size = 4 * len(_FRAME) + 16
-    park = {f"%[park{k}]": f"[sp, #{4 * len(_FRAME) + 4 * k}]" for k in range(3)}
-    ptr = {"%[rm]": "%[q]", "%[re]": "%[w0]", "%[rt]": "%[x0]", "%[ro]": "%[x1]", "%[ro1]": "%[wa]"}
-    rq = []
-    for x in _regs_requant():
-        for a, b in {**park, **ptr}.items():
-            x = x.replace(a, b)
-        rq.append(x)
-    g = [f"sub sp, sp, #{size}", *[f"str %[i_{n}], [sp, #{at[n]}]" for n in _FRAME],
-         "3:",
-         f"ldr %[x0], [sp, #{at['rt']}]", f"ldr %[q], [sp, #{at['buf']}]", f"ldr %[w0], [sp, #{at['w']}]",
-         *[f"ldr %[s{j}0], [%[x0], #{8 * j - 4}]" for j in range(4)],
-         *[f"mov %[s{j}1], %[s{j}0]" for j in range(4)],
-         f"ldr %[x0], [sp, #{at['end8']}]", "cmp %[q], %[x0]", "beq 5f",
-         "1:", *_quad_mac(8), f"ldr %[x0], [sp, #{at['end8']}]", "cmp %[q], %[x0]", "bne 1b",
-         "5:", f"ldr %[x0], [sp, #{at['has4']}]", "cmp %[x0], #0", "beq 6f", *_quad_mac(4),
-         "6:", f"str %[w0], [sp, #{at['w']}]",
-         *[f"ldr {ptr['%[' + n + ']']}, [sp, #{at[n]}]" for n in ("rm", "re", "rt", "ro", "ro1")],
-         *rq,
-         *[f"str {ptr['%[' + n + ']']}, [sp, #{at[n]}]" for n in ("rm", "re", "rt", "ro", "ro1")],
-         f"ldr %[wb], [sp, #{at['roend']}]", "cmp %[x1], %[wb]", "bne 3b",
-         f"add sp, sp, #{size}"]
-    outs = ", ".join(f'[s{j}{p}] "=r"(s{j}{p})' for j in range(4) for p in range(2))
-    ins = {"rm": "mult", "re": "shift", "rt": "bt + 1", "ro": "out", "ro1": "o1", "w": "w", "buf": "buf",
-           "end8": "buf + 32 * (words >> 3)", "has4": "words & 4", "roend": "out + (cout & ~3)"}
-    return ["int32_t " + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + ", q, w0, x0, x1, wa, wb;",
-            '__asm__ volatile(".p2align 2\\n\\t"', *[f'    "{x}\\n\\t"' for x in g],
-            f'    : {outs},',
-            '      [q] "=r"(q), [w0] "=r"(w0), [x0] "=r"(x0), [x1] "=r"(x1), [wa] "=r"(wa), [wb] "=r"(wb)',
-            "    : " + ", ".join(f'[i_{n}] "r"({v})' for n, v in ins.items()),
-            '    : "cc", "memory");',
-            "(void)s00; (void)s01; (void)s10; (void)s11; (void)s20; (void)s21; (void)s30; (void)s31;",
-            "(void)q; (void)w0; (void)x0; (void)x1; (void)wa; (void)wb;"]
-
-
-def _quad_asm(groups, loop=True):
-    """C lines: the four-channel block's loop over `groups` 4-byte groups a step (q != its end on
-    entry: end4) as Thumb-2 assembly: per half of a group both pixels' words and each channel
-    pair's two widened weight words, loaded in runs (a run pipelines on a single-issue core; on
-    the dual-issue M7 the loads moved between the multiplies measured slower), then four SMLADs
-    a pair; 14 registers (the eight sums, x0, x1, wa, wb, q, w0), the loop's end read from
-    memory. loop=False: the groups once, straight (the whole groups after the loop's, four, two
-    or one: no end test, no branch), q and w0 advanced past them."""
-    g = _quad_mac(groups)
+    g += [f"add %[q], %[q], #{16 * groups}", f"add %[w0], %[w0], #{32 * groups}"]
     if loop:
         g += ["ldr %[x0], %[end]", "cmp %[q], %[x0]", "bne 1b"]
     sums = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
@@ -524,10 +459,9 @@ def _dsp_single(mult, shift, fast_shift):
             *_dsp_requant([("c", "s0", "s1")], mult, shift, fast_shift)]
 
 
-def _dsp_blocks(mult, shift, fast_shift, indent, asm_blocks=False):
+def _dsp_blocks(mult, shift, fast_shift, indent):
     """C lines: every output channel of both pixels in the scratch, four a block, then the last
-    partial block's one at a time; asm_blocks (per channel): the whole blocks of the common case
-    one assembly statement (_blocks_asm) under gcc's optimisation."""
+    partial block's one at a time."""
     pad = " " * indent
     per_channel = mult != "mult"
     # the blocks' walking pointers (_dsp_quad): weights, multipliers, shifts, the table's c
@@ -538,14 +472,6 @@ def _dsp_blocks(mult, shift, fast_shift, indent, asm_blocks=False):
             "int8_t* ro = out;",
             "int8_t* ro1 = o1;"]
     blocks = ["for (c = 0; c + 3 < cout; c += 4) {", *["  " + y for y in _dsp_quad(mult, shift, fast_shift)], "}"]
-    if asm_blocks and per_channel:
-        blocks = ["#if defined(__OPTIMIZE__) && !defined(__clang__)",
-                  "if (__builtin_expect(fast && full && (cin & 15) == 0 && sw == 8 * cin && cout >= 4, 1)) {",
-                  *["  " + y for y in _blocks_asm()],
-                  "  c = cout & ~3;",
-                  "} else",
-                  "#endif",
-                  "{", *["  " + y for y in blocks], "}"]
     return [pad + y for y in [*walk, *blocks,
                               # (at most three: a count gcc's loop analysis sees bounded)
                               "for (int32_t n1 = cout & 3; n1 > 0; --n1, ++c) {",
@@ -634,7 +560,7 @@ class PwS8(TensorIntrin):
                "    d[0] = (int32_t)*s0++ + off;",
                "    d[1] = (int32_t)*s1++ + off;",
                "  }",
-               *_dsp_blocks(mult, shift, fast_shift, 2, asm_blocks=True),
+               *_dsp_blocks(mult, shift, fast_shift, 2),
                "}",
                "return 0;"]
         # one pixel at a time through the scratch (its inputs read whole before its outputs written)
