@@ -122,6 +122,50 @@ def _asm_pairs(stride):
             "  : \"cc\", \"memory\");"]
 
 
+def _asm_quads():
+    """C lines: a stride-1 whole-window row's outputs four at a time in Thumb-2 assembly. Four
+    neighbours read three words of each slot (columns 0-1, 2-3, 4-5), against two for each of two
+    pairs; their sums start from the bias in one register (the first MACs accumulate onto it, no
+    copies). The weights and bias in rq are doubled, so that the sums are the folded form's
+    doubled sum (|sum| < 2^30 where it holds: doubling keeps its sign, and |2w| <= 256 an int16
+    lane): no shift before each SMMLAR. rq: 2*bias, m, cc, e, the three slots' doubled weight
+    words (w01, w12 each), the output's end."""
+    def slot(k):
+        lines = [f'"ldr %[t0], [%[p], #{4 * k}]\\n"', f'"ldr %[t1], [%[p], #{4 * k + 12}]\\n"',
+                 f'"ldr %[t2], [%[p], #{4 * k + 24}]\\n"',
+                 f'"ldr %[w0], [%[rq], #{16 + 8 * k}]\\n"', f'"ldr %[w1], [%[rq], #{20 + 8 * k}]\\n"']
+        if k == 0:      # every sum from the bias (a0's, loaded with the slot's words)
+            lines.insert(0, '"ldr %[a0], [%[rq]]\\n"')
+            first = ['"smlatb %[a1], %[t0], %[w0], %[a0]\\n"', '"smlad %[a2], %[t1], %[w0], %[a0]\\n"',
+                     '"smlatb %[a3], %[t1], %[w0], %[a0]\\n"', '"smlad %[a0], %[t0], %[w0], %[a0]\\n"']
+        else:
+            first = ['"smlad %[a0], %[t0], %[w0], %[a0]\\n"', '"smlatb %[a1], %[t0], %[w0], %[a1]\\n"',
+                     '"smlad %[a2], %[t1], %[w0], %[a2]\\n"', '"smlatb %[a3], %[t1], %[w0], %[a3]\\n"']
+        return lines + first + ['"smlabt %[a0], %[t1], %[w1], %[a0]\\n"', '"smlad %[a1], %[t1], %[w1], %[a1]\\n"',
+                                '"smlabt %[a2], %[t2], %[w1], %[a2]\\n"', '"smlad %[a3], %[t2], %[w1], %[a3]\\n"']
+    acc = ("a0", "a1", "a2", "a3")
+    body = ['".p2align 2\\n"', '"1:\\n"', *slot(0), *slot(1), *slot(2),
+            '"add %[p], %[p], #24\\n"',
+            '"ldr %[t0], [%[rq], #4]\\n"', '"ldr %[t1], [%[rq], #8]\\n"', '"ldr %[t2], [%[rq], #12]\\n"',
+            *[x for a, b in (("a0", "a1"), ("a2", "a3")) for x in (
+                f'"smmlar %[w0], %[{a}], %[t0], %[t1]\\n"', f'"smmlar %[w1], %[{b}], %[t0], %[t1]\\n"',
+                f'"add %[{a}], %[w0], %[{a}], asr #31\\n"', f'"add %[{b}], %[w1], %[{b}], asr #31\\n"')],
+            *[f'"asr %[{a}], %[{a}], %[t2]\\n"' for a in acc],
+            *[f'"ssat %[{a}], #8, %[{a}]\\n"' for a in acc],
+            '"ldr %[w0], [%[rq], #40]\\n"',
+            '"strb %[a0], [%[o]]\\n"', '"strb %[a1], [%[o], %[c]]\\n"', '"add %[o], %[o], %[c], lsl #1\\n"',
+            '"strb %[a2], [%[o]]\\n"', '"strb %[a3], [%[o], %[c]]\\n"', '"add %[o], %[o], %[c], lsl #1\\n"',
+            '"cmp %[o], %[w0]\\n"',
+            '"bne 1b\\n"']
+    return ["__asm__ volatile(",
+            *["  " + x for x in body],
+            "  : [p] \"+r\"(pp), [o] \"+r\"(o), [a0] \"=&r\"(acc0), [a1] \"=&r\"(acc1), [a2] \"=&r\"(acc2), "
+            "[a3] \"=&r\"(acc3), [t0] \"=&r\"(t0), [t1] \"=&r\"(t1), [t2] \"=&r\"(t2), [w0] \"=&r\"(w0), "
+            "[w1] \"=&r\"(w1)",
+            "  : [c] \"r\"(o_col), [rq] \"r\"(rq)",
+            "  : \"cc\", \"memory\");"]
+
+
 def _pair_c(stride, ptr_of, rows):
     """C lines: a pair's sums acc0, acc1 over `rows` (each: the byte offset of its slot in a
     column pair, its weight words)."""
@@ -154,11 +198,20 @@ def _row_dsp(stride):
     return [
         "p = 0;",
         "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
-        "if (asm_ok && cc != 0 && full > 0) {",
+        *(["if (asm_ok && cc != 0 && full >= 2) {",        # whole quads of outputs
+           "  int32_t* rq = rqq + 12 * q;",
+           "  int32_t acc0, acc1, acc2, acc3, t0, t1, t2, w0, w1;",
+           *[f"  rq[{4 + j}] = __sadd16(wr[{j}], wr[{j}]);" for j in range(6)],
+           "  rq[10] = (int32_t)(intptr_t)(o + 4 * (full / 2) * o_col);",
+           *["  " + x for x in _asm_quads()],
+           "  (void)acc0; (void)acc1; (void)acc2; (void)acc3; (void)t0; (void)t1; (void)t2; (void)w0; (void)w1;",
+           "  p = full & ~1;",
+           "}"] if stride == 1 else []),
+        "if (asm_ok && cc != 0 && p < full) {",
         "  int32_t* rq = rqs + 8 * q;",
         "  int32_t acc0, acc1, t0, t1, tx;",
         "  rq[4] = wr[4]; rq[5] = wr[5];",
-        "  rq[6] = (int32_t)(intptr_t)(o + 2 * full * o_col);",
+        "  rq[6] = (int32_t)(intptr_t)(o + 2 * (full - p) * o_col);",
         *["  " + x for x in _asm_pairs(stride)],
         "  (void)acc0; (void)acc1; (void)t0; (void)t1; (void)tx;",
         "  p = full;",
@@ -317,10 +370,13 @@ class Dw3S8R(TensorIntrin):
                # the folded form into int8's whole range: the assembly's; its constants a channel
                "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
                "int32_t asm_ok = lo == -128 && hi == 127;",
-               "int32_t rqs[32];",
+               "int32_t rqs[32], rqq[48];",
                "for (q = 0; q < 4; ++q) {",
                "  rqs[8 * q] = bt[2 * q]; rqs[8 * q + 1] = mult[q]; rqs[8 * q + 2] = bt[2 * q + 1];",
                "  rqs[8 * q + 3] = shift[q];",
+               # the quads' doubled bias (unsigned: a channel of the exact form may not fit, unused)
+               "  rqq[12 * q] = (int32_t)((uint32_t)bt[2 * q] << 1); rqq[12 * q + 1] = mult[q];",
+               "  rqq[12 * q + 2] = bt[2 * q + 1]; rqq[12 * q + 3] = shift[q];",
                "}",
                "#endif",
                "memset(ring, 0, (size_t)(4 * plane));",            # a slot no row reached yet is read, weighed 0
