@@ -122,14 +122,17 @@ def _asm_pairs(stride):
             "  : \"cc\", \"memory\");"]
 
 
-def _asm_quads():
+def _asm_quads(row=False):
     """C lines: a stride-1 whole-window row's outputs four at a time in Thumb-2 assembly. Four
     neighbours read three words of each slot (columns 0-1, 2-3, 4-5), against two for each of two
     pairs; their sums start from the bias in one register (the first MACs accumulate onto it, no
     copies). The weights and bias in rq are doubled, so that the sums are the folded form's
     doubled sum (|sum| < 2^30 where it holds: doubling keeps its sign, and |2w| <= 256 an int16
     lane): no shift before each SMMLAR. rq: 2*bias, m, cc, e, the three slots' doubled weight
-    words (w01, w12 each), the output's end."""
+    words (w01, w12 each), the output's end. row: the four channels' rows in one go, rq's entry
+    of 16 words a channel, which also holds the moves to the next channel's plane and output
+    (plane bytes less the row's, 1 less the row's output bytes) and the end of the entries: no
+    C between the channels."""
     def slot(k):
         lines = [f'"ldr %[t0], [%[p], #{4 * k}]\\n"', f'"ldr %[t1], [%[p], #{4 * k + 12}]\\n"',
                  f'"ldr %[t2], [%[p], #{4 * k + 24}]\\n"',
@@ -157,12 +160,17 @@ def _asm_quads():
             '"strb %[a2], [%[o]]\\n"', '"strb %[a3], [%[o], %[c]]\\n"', '"add %[o], %[o], %[c], lsl #1\\n"',
             '"cmp %[o], %[w0]\\n"',
             '"bne 1b\\n"']
+    if row:
+        body += ['"ldr %[t0], [%[rq], #44]\\n"', '"ldr %[t1], [%[rq], #48]\\n"', '"ldr %[t2], [%[rq], #52]\\n"',
+                 '"add %[p], %[p], %[t0]\\n"', '"add %[o], %[o], %[t1]\\n"', '"add %[rq], %[rq], #64\\n"',
+                 '"cmp %[rq], %[t2]\\n"', '"bne 1b\\n"']
+    rq_out, rq_in = (', [rq] \"+r\"(rq)', "") if row else ("", ', [rq] \"r\"(rq)')
     return ["__asm__ volatile(",
             *["  " + x for x in body],
             "  : [p] \"+r\"(pp), [o] \"+r\"(o), [a0] \"=&r\"(acc0), [a1] \"=&r\"(acc1), [a2] \"=&r\"(acc2), "
             "[a3] \"=&r\"(acc3), [t0] \"=&r\"(t0), [t1] \"=&r\"(t1), [t2] \"=&r\"(t2), [w0] \"=&r\"(w0), "
-            "[w1] \"=&r\"(w1)",
-            "  : [c] \"r\"(o_col), [rq] \"r\"(rq)",
+            f"[w1] \"=&r\"(w1){rq_out}",
+            f"  : [c] \"r\"(o_col){rq_in}",
             "  : \"cc\", \"memory\");"]
 
 
@@ -196,10 +204,10 @@ def _row_dsp(stride):
     rows = [(f"{4 * k}", f"wr[{2 * k}]", f"wr[{2 * k + 1}]") for k in range(3)]
     q2 = [] if stride == 2 else ["(void)q2;"]
     return [
-        "p = 0;",
+        "p = done;",
         "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
-        *(["if (asm_ok && cc != 0 && full >= 2) {",        # whole quads of outputs
-           "  int32_t* rq = rqq + 12 * q;",
+        *(["if (asm_ok && cc != 0 && p == 0 && full >= 2) {",        # whole quads of outputs
+           "  int32_t* rq = rqq + 16 * q;",
            "  int32_t acc0, acc1, acc2, acc3, t0, t1, t2, w0, w1;",
            *[f"  rq[{4 + j}] = __sadd16(wr[{j}], wr[{j}]);" for j in range(6)],
            "  rq[10] = (int32_t)(intptr_t)(o + 4 * (full / 2) * o_col);",
@@ -346,7 +354,8 @@ class Dw3S8R(TensorIntrin):
         ]
         dsp = [*self._head(),
                "int32_t full = ow / 2;",                            # the whole pairs
-               "int32_t lo2 = pl + (pl & 1), hi2 = (w + pl) & ~1;",  # the column pairs inside a row
+               "int32_t lo2 = pl + (pl & 1), hi2 = (w + pl) & ~1;",
+               "int32_t done;",                                     # a row's pairs the four channels' assembly did  # the column pairs inside a row
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                # each channel's weight rows as (w0, w1) and (w1, w2) int16 pairs (wq), and as the
                # ring's slots hold them when the top row lies in slot t: ws[24 t + 6 q + 2 sl]
@@ -370,13 +379,18 @@ class Dw3S8R(TensorIntrin):
                # the folded form into int8's whole range: the assembly's; its constants a channel
                "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
                "int32_t asm_ok = lo == -128 && hi == 127;",
-               "int32_t rqs[32], rqq[48];",
+               "int32_t rqs[32], rqq[64];",
+               # every channel's folded form: the four channels' rows in one piece of assembly
+               "int32_t asm4 = asm_ok && bt[1] != 0 && bt[3] != 0 && bt[5] != 0 && bt[7] != 0;",
                "for (q = 0; q < 4; ++q) {",
                "  rqs[8 * q] = bt[2 * q]; rqs[8 * q + 1] = mult[q]; rqs[8 * q + 2] = bt[2 * q + 1];",
                "  rqs[8 * q + 3] = shift[q];",
                # the quads' doubled bias (unsigned: a channel of the exact form may not fit, unused)
-               "  rqq[12 * q] = (int32_t)((uint32_t)bt[2 * q] << 1); rqq[12 * q + 1] = mult[q];",
-               "  rqq[12 * q + 2] = bt[2 * q + 1]; rqq[12 * q + 3] = shift[q];",
+               "  rqq[16 * q] = (int32_t)((uint32_t)bt[2 * q] << 1); rqq[16 * q + 1] = mult[q];",
+               "  rqq[16 * q + 2] = bt[2 * q + 1]; rqq[16 * q + 3] = shift[q];",
+               "  rqq[16 * q + 11] = plane - 24 * (full / 2);",
+               "  rqq[16 * q + 12] = 1 - 4 * (full / 2) * o_col;",
+               "  rqq[16 * q + 13] = (int32_t)(intptr_t)(rqq + 64);",
                "}",
                "#endif",
                "memset(ring, 0, (size_t)(4 * plane));",            # a slot no row reached yet is read, weighed 0
@@ -397,11 +411,26 @@ class Dw3S8R(TensorIntrin):
                "    }",
                "    wk = wz;",
                "  }",
-               "  for (q = 0; q < 4; ++q) {",
+               "  done = 0;",
+               "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
+               "  if (stride == 1 && asm4 && full >= 2) {",
+               "    int32_t* rq = rqq;",
+               "    const unsigned char* pp = ring;",
+               "    int8_t* o = out;",
+               "    int32_t acc0, acc1, acc2, acc3, t0, t1, t2, w0, w1;",
+               *[f"    rqq[{16 * q + 4 + j}] = __sadd16(wk[{6 * q + j}], wk[{6 * q + j}]);" for q in range(4) for j in range(6)],
+               *[f"    rqq[{16 * q + 10}] = (int32_t)(intptr_t)(out + {q} + 4 * (full / 2) * o_col);" for q in range(4)],
+               *["    " + x for x in _asm_quads(row=True)],
+               "    (void)acc0; (void)acc1; (void)acc2; (void)acc3; (void)t0; (void)t1; (void)t2; (void)w0; (void)w1;",
+               "    (void)rq; (void)pp; (void)o;",
+               "    done = full & ~1;",
+               "  }",
+               "#endif",
+               "  for (q = 0; q < 4 && (done < full || (ow & 1)); ++q) {",
                "    const int32_t* wr = wk + 6 * q;",
                "    int32_t m = mult[q], e = shift[q], cc = bt[2 * q + 1], b0 = bt[2 * q];",
-               "    int8_t* o = out + q;",
-               "    const unsigned char* pp = ring + q * plane;",
+               "    int8_t* o = out + q + 2 * done * o_col;",
+               "    const unsigned char* pp = ring + q * plane + 12 * stride * done;",
                "    if (stride == 1) {",
                *["      " + x for x in _row_dsp(1)],
                "    } else {",
