@@ -174,6 +174,37 @@ def _asm_quads(row=False):
             "  : \"cc\", \"memory\");"]
 
 
+def _asm_widen():
+    """C lines: the column pairs (s, s + 1) from s to hi2 (at least one), both columns inside
+    the row, widened into the four planes at d in Thumb-2 assembly: the words of planes 0 and 1
+    (the even and odd channels' first columns' halves) by PKHBT, 2 and 3 by PKHTB, where GCC's
+    C takes two instructions a half and spills the strides."""
+    body = ['".p2align 2\\n"', '"1:\\n"',
+            '"ldr %[x0], [%[ar]]\\n"', '"ldr %[x1], [%[ar], %[ac]]\\n"',
+            '"add %[ar], %[ar], %[ac], lsl #1\\n"',
+            '"sxtab16 %[e0], %[off2], %[x0]\\n"', '"sxtab16 %[e1], %[off2], %[x1]\\n"',
+            '"sxtab16 %[x0], %[off2], %[x0], ror #8\\n"', '"sxtab16 %[x1], %[off2], %[x1], ror #8\\n"',
+            '"pkhbt %[t], %[e0], %[e1], lsl #16\\n"', '"pkhtb %[e1], %[e1], %[e0], asr #16\\n"',
+            '"pkhbt %[e0], %[x0], %[x1], lsl #16\\n"', '"pkhtb %[x1], %[x1], %[x0], asr #16\\n"',
+            '"str %[t], [%[d]]\\n"', '"str %[e0], [%[d], %[pl]]\\n"',
+            '"str %[e1], [%[d2]]\\n"', '"str %[x1], [%[d2], %[pl]]\\n"',
+            '"add %[d], %[d], #12\\n"', '"add %[d2], %[d2], #12\\n"',
+            '"cmp %[d], %[de]\\n"', '"bne 1b\\n"']
+    return ["{",
+            "  const int8_t* pa = ar + (s - pl) * a_col;",
+            "  unsigned char* pd = d;",
+            "  unsigned char* pd2 = d + 2 * plane;",
+            "  int32_t x0, x1, e0, e1, t;",
+            "  __asm__ volatile(",
+            *["    " + x for x in body],
+            "    : [ar] \"+r\"(pa), [d] \"+r\"(pd), [d2] \"+r\"(pd2), [x0] \"=&r\"(x0), [x1] \"=&r\"(x1), "
+            "[e0] \"=&r\"(e0), [e1] \"=&r\"(e1), [t] \"=&r\"(t)",
+            "    : [ac] \"r\"(a_col), [off2] \"r\"(off2), [pl] \"r\"(plane), [de] \"r\"(d + 6 * (hi2 - s))",
+            "    : \"cc\", \"memory\");",
+            "  (void)pa; (void)pd; (void)pd2; (void)x0; (void)x1; (void)e0; (void)e1; (void)t;",
+            "}"]
+
+
 def _pair_c(stride, ptr_of, rows):
     """C lines: a pair's sums acc0, acc1 over `rows` (each: the byte offset of its slot in a
     column pair, its weight words)."""
@@ -341,9 +372,15 @@ class Dw3S8R(TensorIntrin):
             "  for (s = 0; s < 2 * ncp; s += 2) {",
             "    unsigned char* d = d0 + 6 * s;",
             "    if (s == lo2 && lo2 < hi2) {",
+            "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
+            *["      " + x for x in _asm_widen()],
+            "      d += 6 * (hi2 - s);",
+            "      s = hi2;",
+            "#else",
             "      for (; s < hi2; s += 2, d += 12) {",
             *widen_pair("        ", False),
             "      }",
+            "#endif",
             "      if (s >= 2 * ncp) {",
             "        break;",
             "      }",
