@@ -122,7 +122,7 @@ def _asm_pairs(stride):
             "  : \"cc\", \"memory\");"]
 
 
-def _asm_quads(row=False):
+def _asm_quads(row=False, rot=0):
     """C lines: a stride-1 whole-window row's outputs four at a time in Thumb-2 assembly. Four
     neighbours read three words of each slot (columns 0-1, 2-3, 4-5), against two for each of two
     pairs; their sums start from the bias in one register (the first MACs accumulate onto it, no
@@ -132,10 +132,13 @@ def _asm_quads(row=False):
     words (w01, w12 each), the output's end. row: the four channels' rows in one go, rq's entry
     of 16 words a channel, which also holds the moves to the next channel's plane and output
     (plane bytes less the row's, 1 less the row's output bytes) and the end of the entries: no
-    C between the channels."""
+    C between the channels. rot: the ring slot of the window's top row (the row's words at
+    4 * ((rot + r) % 3) for window row r, rq's weights in window-row order: one table a call,
+    not one rotated a row)."""
     def slot(k):
-        lines = [f'"ldr %[t0], [%[p], #{4 * k}]\\n"', f'"ldr %[t1], [%[p], #{4 * k + 12}]\\n"',
-                 f'"ldr %[t2], [%[p], #{4 * k + 24}]\\n"',
+        at = 4 * ((rot + k) % 3)
+        lines = [f'"ldr %[t0], [%[p], #{at}]\\n"', f'"ldr %[t1], [%[p], #{at + 12}]\\n"',
+                 f'"ldr %[t2], [%[p], #{at + 24}]\\n"',
                  f'"ldr %[w0], [%[rq], #{16 + 8 * k}]\\n"', f'"ldr %[w1], [%[rq], #{20 + 8 * k}]\\n"']
         if k == 0:      # every sum from the bias (a0's, loaded with the slot's words)
             lines.insert(0, '"ldr %[a0], [%[rq]]\\n"')
@@ -416,6 +419,7 @@ class Dw3S8R(TensorIntrin):
                # the folded form into int8's whole range: the assembly's; its constants a channel
                "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
                "int32_t asm_ok = lo == -128 && hi == 127;",
+               "int32_t dirty = 1;",                               # the quads' weights not yet written
                "int32_t rqs[32], rqq[64];",
                # every channel's folded form: the four channels' rows in one piece of assembly
                "int32_t asm4 = asm_ok && bt[1] != 0 && bt[3] != 0 && bt[5] != 0 && bt[7] != 0;",
@@ -455,9 +459,28 @@ class Dw3S8R(TensorIntrin):
                "    const unsigned char* pp = ring;",
                "    int8_t* o = out;",
                "    int32_t acc0, acc1, acc2, acc3, t0, t1, t2, w0, w1;",
-               *[f"    rqq[{16 * q + 4 + j}] = __sadd16(wk[{6 * q + j}], wk[{6 * q + j}]);" for q in range(4) for j in range(6)],
+               "    int32_t rot = top % 3, clip = top < 0 || top + 3 > h;",
+               "    rot += rot < 0 ? 3 : 0;",
+               # the doubled weights in window-row order, rewritten only for a clipped window
+               # (its rows outside the input 0) and the row after one
+               "    if (clip || dirty) {",
+               "      for (r = 0; r < 3; ++r) {",
+               "        int32_t in = top + r >= 0 && top + r < h;",
+               "        for (q = 0; q < 4; ++q) {",
+               "          rqq[16 * q + 4 + 2 * r] = in ? __sadd16(wq[6 * q + 2 * r], wq[6 * q + 2 * r]) : 0;",
+               "          rqq[16 * q + 5 + 2 * r] = in ? __sadd16(wq[6 * q + 2 * r + 1], wq[6 * q + 2 * r + 1]) : 0;",
+               "        }",
+               "      }",
+               "      dirty = clip;",
+               "    }",
                *[f"    rqq[{16 * q + 10}] = (int32_t)(intptr_t)(out + {q} + 4 * (full / 2) * o_col);" for q in range(4)],
-               *["    " + x for x in _asm_quads(row=True)],
+               "    if (rot == 0) {",
+               *["      " + x for x in _asm_quads(row=True, rot=0)],
+               "    } else if (rot == 1) {",
+               *["      " + x for x in _asm_quads(row=True, rot=1)],
+               "    } else {",
+               *["      " + x for x in _asm_quads(row=True, rot=2)],
+               "    }",
                "    (void)acc0; (void)acc1; (void)acc2; (void)acc3; (void)t0; (void)t1; (void)t2; (void)w0; (void)w1;",
                "    (void)rq; (void)pp; (void)o;",
                "    done = full & ~1;",
