@@ -36,7 +36,7 @@ from ..expr import Const
 from ...targets.cortex_m import core
 from .arm_dw import flat_fn, odd_fn
 from .arm_q15 import folded_fn
-from .gemmlowp import mbqm_folded_asm
+from .gemmlowp import mbqm_folded2_asm, mbqm_folded_asm
 from .base import TensorIntrin, register_intrin
 
 
@@ -150,13 +150,13 @@ def _asm_quads(row=False, rot=0):
         return lines + first + ['"smlabt %[a0], %[t1], %[w1], %[a0]\\n"', '"smlad %[a1], %[t1], %[w1], %[a1]\\n"',
                                 '"smlabt %[a2], %[t2], %[w1], %[a2]\\n"', '"smlad %[a3], %[t2], %[w1], %[a3]\\n"']
     acc = ("a0", "a1", "a2", "a3")
+    folded = [mbqm_folded2_asm(a, t, "t0", "t1", "t2") for a, t in zip(acc, ("w0", "w1", "w0", "w1"))]
     body = ['".p2align 2\\n"', '"1:\\n"', *slot(0), *slot(1), *slot(2),
             '"add %[p], %[p], #24\\n"',
             '"ldr %[t0], [%[rq], #4]\\n"', '"ldr %[t1], [%[rq], #8]\\n"', '"ldr %[t2], [%[rq], #12]\\n"',
-            *[x for a, b in (("a0", "a1"), ("a2", "a3")) for x in (
-                f'"smmlar %[w0], %[{a}], %[t0], %[t1]\\n"', f'"smmlar %[w1], %[{b}], %[t0], %[t1]\\n"',
-                f'"add %[{a}], %[w0], %[{a}], asr #31\\n"', f'"add %[{b}], %[w1], %[{b}], asr #31\\n"')],
-            *[f'"asr %[{a}], %[{a}], %[t2]\\n"' for a in acc],
+            # two sums at a time through the two temporaries, the four shifts after
+            *[folded[i][n] for two in ((0, 1), (2, 3)) for n in (0, 1) for i in two],
+            *[folded[i][2] for i in range(4)],
             *[f'"ssat %[{a}], #8, %[{a}]\\n"' for a in acc],
             '"ldr %[w0], [%[rq], #40]\\n"',
             '"strb %[a0], [%[o]]\\n"', '"strb %[a1], [%[o], %[c]]\\n"', '"add %[o], %[o], %[c], lsl #1\\n"',

@@ -194,6 +194,15 @@ def mbqm_folded_asm(x, t, mult, c, e) -> list:
             f'"asr %[{x}], %[{x}], %[{e}]\\n"']
 
 
+def mbqm_folded2_asm(x, t, mult, c, e) -> list:
+    """mbqm_folded_asm's lines for register x holding the sum already doubled (a kernel whose
+    weights and bias are doubled): no shift first. Where the folded form holds |sum| < 2^30, so
+    2 * sum keeps its sign: x = (SMMLAR(x, mult, c) + [x < 0]) >> e."""
+    return [f'"smmlar %[{t}], %[{x}], %[{mult}], %[{c}]\\n"',
+            f'"add %[{x}], %[{t}], %[{x}], asr #31\\n"',
+            f'"asr %[{x}], %[{x}], %[{e}]\\n"']
+
+
 def folded_requant(bias, mult, shift, zp, bound, per_channel=False, dead=False, fixed=None):
     """(fast, c, e) for mbqm_folded_lines over channels with int32 arrays bias, mult and shift
     (TFLite's: MBQM shifts left by a positive shift, right by minus a negative one) and each
