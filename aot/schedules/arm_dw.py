@@ -115,12 +115,12 @@ def _pack_weights(func, chan, red):
     return func
 
 
-def _with_table(func, body, per_channel=False):
+def _with_table(func, body, per_channel=False, wide=False):
     """(body with its dw_s8 calls as dw_s8f over the requantisation's table, func's params with
     the table, the layouts) where every call reads the same constant bias, multipliers and
     shifts (C elements each, no other layout) with one offset and zero point; None otherwise.
     The bound on a channel's sum is the window's taps at int8's extremes (the weights' layout is
-    their own)."""
+    their own). wide: the table four words a channel (FoldedBias.wide: dw_s8f's)."""
     calls = [x for st in walk_stmts(body) for e in own_exprs(st) for x in walk(e) if isinstance(x, Call) and x.fn == DW]
     if not calls:
         return None
@@ -138,13 +138,13 @@ def _with_table(func, body, per_channel=False):
     (off, zp), (kb, km, ks) = next(iter(offs)), keys
     taps = first.args[2].buffer.size // C
     table, new_layouts = fold_layouts(bufs[0], kb, km, ks, None, cout=C, cin=taps, sw=1, wbase=0, off=off, zp=zp,
-                                      per_channel=per_channel)
+                                      per_channel=per_channel, wide=wide)
 
     def rewrite(x):
         if isinstance(x, Call) and x.fn == DW:
             (i,) = x.args[3].indices
             args = list(x.args)
-            args[3] = Load(table, (simplify(i * 2),))
+            args[3] = Load(table, (simplify(i * (4 if wide else 2)),))
             return Call(DW_F, [transform(a, rewrite) for a in args], x.dtype)
         return None
     out = map_exprs(body, lambda e: transform(e, rewrite))
@@ -185,7 +185,7 @@ def tensorize_depthwise(func, target):
         return None
     packed, body = got
     if variant == "dsp":
-        got = _with_table(packed, body)
+        got = _with_table(packed, body, wide=True)
         if got is not None:
             body, params, layouts = got
             return packed.with_body(body, params, attrs=dict(packed.attrs, schedule=f"{DW_F} (dsp)", layouts=layouts))

@@ -41,6 +41,8 @@ class _Fold:
                                   # for a kernel that tests each channel's c (dw3_s8r)
     flagged: bool = False         # the table one pair longer: (0, 1 where every channel is folded, else 0),
                                   # the test a kernel that tests each channel's c skips where it is 1
+    wide: bool = False            # FoldedBias four words a channel: (bias, c, multiplier, shift as the
+                                  # kernel reads it), the whole requantisation behind one pointer (dw_s8f)
 
     def row_sums(self, weights, absolute=False):
         """Each channel's sum of its weight row (of their magnitudes)."""
@@ -78,10 +80,18 @@ class FoldedBias(_Fold):
     a call over a block of channels reads its own); per_channel: c where it holds for the
     channel, 0 elsewhere."""
     def shape(self, shape):
-        return (2 * shape[0] + 2 * self.flagged,)
+        return ((4 if self.wide else 2) * shape[0] + 2 * self.flagged,)
 
     def apply(self, bias, *arrays):
-        _, c, _ = self.folded("bias", bias, arrays)
+        _, c, e = self.folded("bias", bias, arrays)
+        if self.wide:
+            assert not (self.fold_offset or self.flagged), "the wide table holds neither"
+            got = dict(zip(self.roles, arrays))
+            n = self.cout
+            m = got["mult"].reshape(-1)[:n] if "mult" in got else np.full(n, self.mult)
+            out = np.zeros(4 * n, np.int64)
+            out[0::4], out[1::4], out[2::4], out[3::4] = bias.reshape(-1)[:n], c, m, e
+            return (out & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
         b = bias.reshape(-1)[:self.cout].astype(np.int64)
         if self.fold_offset:          # (wrapping in int32 as the kernel's own sum would)
             b = b + self.off * self.row_sums(dict(zip(self.roles, arrays))["weights"])
@@ -113,7 +123,8 @@ def fold_layouts(bias, kb, km, ks, kw, **fold):
     out = {kb: FoldedBias(*reading(("mult", km), ("shift", ks), ("weights", kw)), **fold)}
     if ks is not None:
         out[ks] = FoldedShift(*reading(("bias", kb), ("mult", km), ("weights", kw)), **fold)
-    return Buffer(bias.name, "int32", (2 * fold["cout"] + 2 * fold.get("flagged", False),), bias.scope), out
+    words = (4 if fold.get("wide", False) else 2) * fold["cout"] + 2 * fold.get("flagged", False)
+    return Buffer(bias.name, "int32", (words,), bias.scope), out
 
 
 def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, fold_offset=False, fold_each=False):

@@ -337,19 +337,23 @@ def test_staged_depthwise_plain_body_on_the_host_is_bit_exact(C):
 
 @pytest.mark.parametrize("name", sorted(k for k, v in CASES.items() if "dsp" in v[1]))
 def test_dw_s8f_tables_take_the_folded_form_only_where_every_shift_is_right(name):
-    """The DSP compile's table (FoldedBias on the bias: (bias, c) a channel): c nonzero in every
-    channel on the right-shift cases; elsewhere either that with every e at least 1, or all c
-    zero with a shift that does not go right (the exact form's reason: these bounds hold)."""
+    """The DSP compile's table (FoldedBias.wide on the bias: (bias, c, multiplier, shift) a
+    channel): c nonzero in every channel on the right-shift cases; elsewhere either that with
+    every e at least 1, or all c zero with a shift that does not go right (the exact form's
+    reason: these bounds hold). The multipliers and shifts in it are the call's own arrays
+    (the shifts as FoldedShift lays them out)."""
     import aot
     model, _ = CASES[name][0]()
     res = aot.compile(model, target="c -mcpu=cortex-m4", in_place=False)
     (call,) = [c for c in res.plan.calls if c.func.attrs.get("schedule") == "dw_s8f (dsp)"]
     table = res.plan.constants[call.args[2].index][1]
+    mults = res.plan.constants[call.args[3].index][1]
     shifts = res.plan.constants[call.args[4].index][1]
-    assert table.shape == (2 * call.func.params[3].shape[0],)        # (bias, c) for each multiplier
-    fast = bool(table[1::2].all())
+    assert table.shape == (4 * call.func.params[3].shape[0],)        # four words for each multiplier
+    assert (table[2::4] == mults).all() and (table[3::4] == shifts).all()
+    fast = bool(table[1::4].all())
     assert fast or name not in FOLDED
     if fast:
         assert (shifts >= 1).all()
     else:
-        assert not table[1::2].any() and (shifts >= 0).any()
+        assert not table[1::4].any() and (shifts >= 0).any()

@@ -441,8 +441,9 @@ class DwS8(TensorIntrin):
 @register_intrin
 class DwS8F(DwS8):
     """dw_s8 on the DSP cores with its requantisation from the table the schedule lays out
-    (aot/schedules/requant_table.py): `bias` holds FoldedBias's (bias, c) a channel, `shift`
-    FoldedShift's shifts. The DSP body is dw_s8's, its sums starting from the table's biases and
+    (aot/schedules/requant_table.py): `bias` holds FoldedBias's wide table, (bias, c,
+    multiplier, shift) a channel, so that a group's whole requantisation walks one pointer (with
+    three arrays the interior window's loop spilled its pointers); `mult` and `shift` are not read. The DSP body is dw_s8's, its sums starting from the table's biases and
     each group of four channels requantised by gemmlowp.mbqm_folded_lines where the table says
     fast (one test a group), else by the exact flat form; the plain body the same, the folded
     form in int64."""
@@ -451,15 +452,15 @@ class DwS8F(DwS8):
     headers = {"dsp": ("arm_acle.h", "string.h")}
 
     def bias_of(self, k):
-        return f"bt[2 * ({k})]"
+        return f"bt[4 * ({k})]"
 
     def table_head(self):
-        return list(TABLE_HEAD)
+        return [*TABLE_HEAD, "(void)mult;", "(void)shift;"]
 
     def _requant(self, form, v, k):
         if form == "fast":
-            return f"aot_dw_s8f_fast({v}, mult[{k}], shift[{k}], bt[2 * ({k}) + 1], lo, hi)"
-        return f"aot_dw_s8f_exact({v}, mult[{k}], shift[{k}], zp, lo, hi)"
+            return f"aot_dw_s8f_fast({v}, bt[4 * ({k}) + 2], bt[4 * ({k}) + 3], bt[4 * ({k}) + 1], lo, hi)"
+        return f"aot_dw_s8f_exact({v}, bt[4 * ({k}) + 2], bt[4 * ({k}) + 3], zp, lo, hi)"
 
     def requant1(self, v="v", k="k"):
         return f"out[{k}] = (int8_t)(fast ? {self._requant('fast', v, k)} : {self._requant('exact', v, k)});"
@@ -472,16 +473,17 @@ class DwS8F(DwS8):
 
     def last_offsets(self, args):
         c = args[6]
-        return [(k, c + c - _i32(1)) if k == 3 else (k, v) for k, v in super().last_offsets(args)]
+        return [(k, _i32(4) * c - _i32(1)) if k == 3 else (k, v) for k, v in super().last_offsets(args)]
 
     def ordered_accesses(self, args):
-        """dw_s8's, the table's two words of channel k read at step k."""
+        """dw_s8's, the table's four words of channel k read at step k (mult and shift said
+        read as dw_s8's, which is only more than the body does)."""
         got = super().ordered_accesses(args)
         if got is None:
             return None
         n, accesses = got
-        two = _i32(2)
-        return n, [(kind, k, ((two, _i32(1)),), two) if k == 3 else (kind, k, ext, st)
+        four = _i32(4)
+        return n, [(kind, k, ((four, _i32(1)),), four) if k == 3 else (kind, k, ext, st)
                    for kind, k, ext, st in accesses]
 
     def match(self, loop, acc=None):
