@@ -31,6 +31,10 @@ CASES = {
     "10x16x16_same_left_shifts": (10, 16, 16, "SAME", dict(x_zp=0)),       # folded and exact channels
     "30x6x32_same_by_columns": (30, 6, 32, "SAME", RIGHT),
     "27x5x64_valid_by_columns": (27, 5, 64, "VALID", dict(x_zp=-77, **RIGHT)),
+    # widths in fours: the four channels' rows in one piece of assembly, no window clipped (VALID),
+    # and by columns with a zero ring row below the input
+    "14x14x16_valid_rows_in_fours": (14, 14, 16, "VALID", dict(x_zp=-128, **RIGHT)),
+    "28x5x64_same_by_columns_in_fours": (28, 5, 64, "SAME", dict(x_zp=5, **RIGHT)),
 }
 # the rule leaves these to dw_s8f: stride 2, rows shorter than MIN_RING_ROW, a ring larger than a
 # quarter of the output, channels not in fours, a 5x5 window, dilation

@@ -391,11 +391,24 @@ class Dw3S8R(TensorIntrin):
             *widen_pair("    ", True),
             "  }",
             "}",
+            # a window row below the input: a zero row in its slot (the ones above the input are
+            # the memset's), which the four channels' assembly weighs as any other
+            "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
+            "for (; rows4 && next <= top + 2; ++next) {",
+            "  unsigned char* d0 = ring + 4 * (next % 3);",
+            "  int32_t s, z;",
+            "  for (z = 0; z < 4; ++z, d0 += plane) {",
+            "    for (s = 0; s < ncp; ++s) {",
+            "      memset(d0 + 12 * s, 0, 4);",
+            "    }",
+            "  }",
+            "}",
+            "#endif",
         ]
         dsp = [*self._head(),
                "int32_t full = ow / 2;",                            # the whole pairs
-               "int32_t lo2 = pl + (pl & 1), hi2 = (w + pl) & ~1;",
-               "int32_t done;",                                     # a row's pairs the four channels' assembly did  # the column pairs inside a row
+               "int32_t lo2 = pl + (pl & 1), hi2 = (w + pl) & ~1;",  # the column pairs inside a row
+               "int32_t done;",                                     # a row's pairs the four channels' assembly did
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                # each channel's weight rows as (w0, w1) and (w1, w2) int16 pairs (wq), and as the
                # ring's slots hold them when the top row lies in slot t: ws[24 t + 6 q + 2 sl]
@@ -419,10 +432,12 @@ class Dw3S8R(TensorIntrin):
                # the folded form into int8's whole range: the assembly's; its constants a channel
                "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
                "int32_t asm_ok = lo == -128 && hi == 127;",
-               "int32_t dirty = 1;",                               # the quads' weights not yet written
                "int32_t rqs[32], rqq[64];",
                # every channel's folded form: the four channels' rows in one piece of assembly
                "int32_t asm4 = asm_ok && bt[1] != 0 && bt[3] != 0 && bt[5] != 0 && bt[7] != 0;",
+               # (an odd width's last pixels take the channels' own path anyway: its setup a
+               # channel would then be paid twice)
+               "int32_t rows4 = asm4 && stride == 1 && full >= 2 && (ow & 3) == 0;",
                "for (q = 0; q < 4; ++q) {",
                "  rqs[8 * q] = bt[2 * q]; rqs[8 * q + 1] = mult[q]; rqs[8 * q + 2] = bt[2 * q + 1];",
                "  rqs[8 * q + 3] = shift[q];",
@@ -432,6 +447,11 @@ class Dw3S8R(TensorIntrin):
                "  rqq[16 * q + 11] = plane - 24 * (full / 2);",
                "  rqq[16 * q + 12] = 1 - 4 * (full / 2) * o_col;",
                "  rqq[16 * q + 13] = (int32_t)(intptr_t)(rqq + 64);",
+               # the doubled weights in window-row order (a window's rows outside the input are
+               # zero rows of the ring, so that a clipped window needs no weights of its own)
+               "  for (r = 0; r < 6; ++r) {",
+               "    rqq[16 * q + 4 + r] = __sadd16(wq[6 * q + r], wq[6 * q + r]);",
+               "  }",
                "}",
                "#endif",
                "memset(ring, 0, (size_t)(4 * plane));",            # a slot no row reached yet is read, weighed 0
@@ -454,25 +474,13 @@ class Dw3S8R(TensorIntrin):
                "  }",
                "  done = 0;",
                "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
-               "  if (stride == 1 && asm4 && full >= 2) {",
+               "  if (rows4) {",
                "    int32_t* rq = rqq;",
                "    const unsigned char* pp = ring;",
                "    int8_t* o = out;",
                "    int32_t acc0, acc1, acc2, acc3, t0, t1, t2, w0, w1;",
-               "    int32_t rot = top % 3, clip = top < 0 || top + 3 > h;",
+               "    int32_t rot = top % 3;",
                "    rot += rot < 0 ? 3 : 0;",
-               # the doubled weights in window-row order, rewritten only for a clipped window
-               # (its rows outside the input 0) and the row after one
-               "    if (clip || dirty) {",
-               "      for (r = 0; r < 3; ++r) {",
-               "        int32_t in = top + r >= 0 && top + r < h;",
-               "        for (q = 0; q < 4; ++q) {",
-               "          rqq[16 * q + 4 + 2 * r] = in ? __sadd16(wq[6 * q + 2 * r], wq[6 * q + 2 * r]) : 0;",
-               "          rqq[16 * q + 5 + 2 * r] = in ? __sadd16(wq[6 * q + 2 * r + 1], wq[6 * q + 2 * r + 1]) : 0;",
-               "        }",
-               "      }",
-               "      dirty = clip;",
-               "    }",
                *[f"    rqq[{16 * q + 10}] = (int32_t)(intptr_t)(out + {q} + 4 * (full / 2) * o_col);" for q in range(4)],
                "    if (rot == 0) {",
                *["      " + x for x in _asm_quads(row=True, rot=0)],
