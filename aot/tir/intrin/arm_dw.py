@@ -39,7 +39,7 @@ from ...targets.cortex_m import core
 from .arm import flat_index, int8_operand, step
 from .base import TensorIntrin, register_intrin
 from .arm_q15 import TABLE_HEAD, folded_fn
-from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mbqm_flat_lines, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mbqm_flat_lines, mbqm_folded_asm, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
                        product, rdbpot_bit_lines, srdhm)
 from .requant import match_requant
 
@@ -468,8 +468,35 @@ class DwS8F(DwS8):
     def requant4(self):
         fast, exact = ([f"  out[{i}] = (int8_t){self._requant(form, f'a{j}', i)};" for j, i in enumerate(_FOUR)]
                        for form in ("fast", "exact"))
-        # the fast form laid out to fall through after the taps (no taken branch to it a group)
-        return ["if (__builtin_expect(fast, 1)) {", *fast, "} else {", *exact, "}"]
+        # the fast form laid out to fall through after the taps (no taken branch to it a group);
+        # into int8's whole range in assembly: the four channels' constants off the one table
+        # pointer, each channel's three loads side by side (C kept the group's pointers and
+        # sums in registers no better than it kept the taps')
+        asm = []
+        for j in range(4):
+            asm += [f'"ldr %[c], [%[t], #{16 * j + 4}]\\n"', f'"ldr %[m], [%[t], #{16 * j + 8}]\\n"',
+                    f'"ldr %[e], [%[t], #{16 * j + 12}]\\n"', *mbqm_folded_asm(f"a{j}", "x", "m", "c", "e"),
+                    f'"ssat %[a{j}], #8, %[a{j}]\\n"', f'"strb %[a{j}], [%[o], #{j}]\\n"']
+        return ["if (__builtin_expect(fast, 1)) {",
+                "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
+                "  if (lo == -128 && hi == 127) {",
+                "    const int32_t* tq = bt + 4 * k;",
+                "    int8_t* oq = out + k;",
+                "    int32_t x, cq, mq, eq;",
+                "    __asm__ volatile(",
+                *["      " + x for x in asm],
+                '      : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "=&r"(x), [c] "=&r"(cq), '
+                '[m] "=&r"(mq), [e] "=&r"(eq)',
+                '      : [t] "r"(tq), [o] "r"(oq)',
+                '      : "memory");',
+                "    (void)x; (void)cq; (void)mq; (void)eq;",
+                "  } else {",
+                *["  " + x for x in fast],
+                "  }",
+                "#else",
+                *fast,
+                "#endif",
+                "} else {", *exact, "}"]
 
     def last_offsets(self, args):
         c = args[6]
