@@ -477,8 +477,9 @@ class DwS8F(DwS8):
             asm += [f'"ldr %[c], [%[t], #{16 * j + 4}]\\n"', f'"ldr %[m], [%[t], #{16 * j + 8}]\\n"',
                     f'"ldr %[e], [%[t], #{16 * j + 12}]\\n"', *mbqm_folded_asm(f"a{j}", "x", "m", "c", "e"),
                     f'"ssat %[a{j}], #8, %[a{j}]\\n"', f'"strb %[a{j}], [%[o], #{j}]\\n"']
+        # (single-issue cores only: on the M7 gcc's schedule of the C pairs better)
         return ["if (__builtin_expect(fast, 1)) {",
-                "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
+                "#if defined(__GNUC__) && defined(__OPTIMIZE__) && defined(AOT_CORTEX_M_SINGLE_ISSUE)",
                 "  if (lo == -128 && hi == 127) {",
                 "    const int32_t* tq = bt + 4 * k;",
                 "    int8_t* oq = out + k;",
