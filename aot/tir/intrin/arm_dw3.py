@@ -449,7 +449,7 @@ class Dw3S8R(TensorIntrin):
                "  rqq[16 * q + 13] = (int32_t)(intptr_t)(rqq + 64);",
                # the doubled weights in window-row order (a window's rows outside the input are
                # zero rows of the ring, so that a clipped window needs no weights of its own)
-               "  for (r = 0; r < 6; ++r) {",
+               "  for (r = 0; rows4 && r < 6; ++r) {",
                "    rqq[16 * q + 4 + r] = __sadd16(wq[6 * q + r], wq[6 * q + r]);",
                "  }",
                "}",
