@@ -150,18 +150,18 @@ def _asm_quads(row=False, rot=0):
         return lines + first + ['"smlabt %[a0], %[t1], %[w1], %[a0]\\n"', '"smlad %[a1], %[t1], %[w1], %[a1]\\n"',
                                 '"smlabt %[a2], %[t2], %[w1], %[a2]\\n"', '"smlad %[a3], %[t2], %[w1], %[a3]\\n"']
     acc = ("a0", "a1", "a2", "a3")
-    folded = [mbqm_folded2_asm(a, t, "t0", "t1", "t2") for a, t in zip(acc, ("w0", "w1", "w0", "w1"))]
+    folded = [mbqm_folded2_asm(a, "w0", "t0", "t1", "t2") for a in acc]
     body = ['".p2align 2\\n"', '"1:\\n"', *slot(0), *slot(1), *slot(2),
             '"add %[p], %[p], #24\\n"',
+            # the requantisation's constants and the output's end side by side (loads pipeline)
             '"ldr %[t0], [%[rq], #4]\\n"', '"ldr %[t1], [%[rq], #8]\\n"', '"ldr %[t2], [%[rq], #12]\\n"',
-            # two sums at a time through the two temporaries, the four shifts after
-            *[folded[i][n] for two in ((0, 1), (2, 3)) for n in (0, 1) for i in two],
+            '"ldr %[w1], [%[rq], #40]\\n"',
+            *[x for i in range(4) for x in folded[i][:2]],
             *[folded[i][2] for i in range(4)],
             *[f'"ssat %[{a}], #8, %[{a}]\\n"' for a in acc],
-            '"ldr %[w0], [%[rq], #40]\\n"',
             '"strb %[a0], [%[o]]\\n"', '"strb %[a1], [%[o], %[c]]\\n"', '"add %[o], %[o], %[c], lsl #1\\n"',
             '"strb %[a2], [%[o]]\\n"', '"strb %[a3], [%[o], %[c]]\\n"', '"add %[o], %[o], %[c], lsl #1\\n"',
-            '"cmp %[o], %[w0]\\n"',
+            '"cmp %[o], %[w1]\\n"',
             '"bne 1b\\n"']
     if row:
         body += ['"ldr %[t0], [%[rq], #44]\\n"', '"ldr %[t1], [%[rq], #48]\\n"', '"ldr %[t2], [%[rq], #52]\\n"',
