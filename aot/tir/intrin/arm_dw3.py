@@ -421,14 +421,6 @@ class Dw3S8R(TensorIntrin):
                "    wq[6 * q + 2 * r + 1] = (int32_t)(t1 | (t2 << 16));",
                "  }",
                "}",
-               "for (k = 0; k < 3; ++k) {",
-               "  for (q = 0; q < 4; ++q) {",
-               "    for (r = 0; r < 3; ++r) {",                   # slot r holds window row (r - k) mod 3
-               "      ws[24 * k + 6 * q + 2 * r] = wq[6 * q + 2 * ((r - k + 3) % 3)];",
-               "      ws[24 * k + 6 * q + 2 * r + 1] = wq[6 * q + 2 * ((r - k + 3) % 3) + 1];",
-               "    }",
-               "  }",
-               "}",
                # the folded form into int8's whole range: the assembly's; its constants a channel
                "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
                "int32_t asm_ok = lo == -128 && hi == 127;",
@@ -454,6 +446,21 @@ class Dw3S8R(TensorIntrin):
                "  }",
                "}",
                "#endif",
+               # the rotated table only for the channels' own path (not run where the four
+               # channels' assembly takes whole rows)
+               "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
+               "if (!rows4)",
+               "#endif",
+               "{",
+               "  for (k = 0; k < 3; ++k) {",
+               "    for (q = 0; q < 4; ++q) {",
+               "      for (r = 0; r < 3; ++r) {",                   # slot r holds window row (r - k) mod 3
+               "        ws[24 * k + 6 * q + 2 * r] = wq[6 * q + 2 * ((r - k + 3) % 3)];",
+               "        ws[24 * k + 6 * q + 2 * r + 1] = wq[6 * q + 2 * ((r - k + 3) % 3) + 1];",
+               "      }",
+               "    }",
+               "  }",
+               "}",
                "memset(ring, 0, (size_t)(4 * plane));",            # a slot no row reached yet is read, weighed 0
                "for (k = 0; k < oh; ++k, out += o_row) {",
                "  int32_t top = k * stride - pt;",
