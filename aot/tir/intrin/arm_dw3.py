@@ -24,6 +24,13 @@ two output pixels take four DSP MACs a row:
 (c01 the word of columns 0 and 1 from the pair's first; the single products smlabt/smlatb). A
 clipped window is a whole one whose rows outside the input weigh 0 (the ring zeroed first).
 
+At stride 1, where GCC optimises and the folded form clamps to int8's whole range, four
+neighbours are computed at a time in assembly (three words a slot shared by four outputs, the
+weights and bias doubled so that SMMLAR takes the sum as it is); where every one of the four
+channels folds and a row is whole fours, one piece of assembly takes the four channels' rows
+(one of three, by the ring slot of the window's top row), its weights one table a call: a
+window row below the input is then a zero row of the ring rather than a zero weight.
+
 Rows are widened just before the first output row that reads them, so at output row y the
 input rows read are those below y*stride - pt + 3 and the rows overwritten (in place) those of
 output rows up to y: with pt + stride <= 3 an output row never lands on an input row the ring
