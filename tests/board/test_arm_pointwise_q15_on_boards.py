@@ -28,3 +28,19 @@ def test_helium_keeps_its_kernels_on_cortex_m55(name):
     res = aot.compile(model, target="c -mcpu=cortex-m55")
     assert set(_schedules(res).values()) == {"dot_s8 (mve)"}
     _check(res, _feeds(shape, 2), model, board="qemu-cortex-m55")
+
+
+@tflm
+@pytest.mark.board
+@pytest.mark.parametrize("board,opt", [("qemu-cortex-m4", "-O1"), ("qemu-cortex-m4", "-Os"), ("qemu-cortex-m4", "-O3"),
+                                       ("qemu-cortex-m33", "-O1"), ("qemu-cortex-m33", "-Os"),
+                                       ("qemu-cortex-m7", "-Os"), ("qemu-cortex-m7", "-O2")])
+@pytest.mark.parametrize("name", ["c48_o20_full", "c32_o8_px7_full", "c16_o6_full"])
+def test_pw_s8_whole_blocks_build_and_are_bit_exact_at_every_optimisation(name, board, opt):
+    """The whole blocks' one assembly statement (cin a multiple of 16) takes all fourteen
+    registers: it must still build at every -O and on every DSP core, and give TFLM's bits."""
+    import aot
+    model, shape = CASES[name]()
+    res = aot.compile(model, target=f"c -mcpu=cortex-{board.split('-')[-1]}")
+    assert _pw_kernels(res)
+    _check(res, _feeds(shape, 1), model, board=board, opt=opt)

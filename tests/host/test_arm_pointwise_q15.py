@@ -121,6 +121,11 @@ CASES = {
     "c60_o12_full": lambda: pw_model(3, 3, 60, 12, act="NONE", y_zp=5, seed=1),
     "c35_o8_full": lambda: pw_model(1, 5, 35, 8, act="NONE", y_zp=-128, x_zp=-128, seed=2),
     "c100_o13_full": lambda: pw_model(2, 2, 100, 13, act="NONE", y_zp=-20, x_zp=127, seed=3),
+    # cin a multiple of 16 (the whole blocks one assembly statement): eight groups a step and an
+    # odd four, five blocks; one step, odd pixels; the odd four alone, a block and two channels
+    "c48_o20_full": lambda: pw_model(2, 3, 48, 20, act="NONE", y_zp=-7, seed=6),
+    "c32_o8_px7_full": lambda: pw_model(7, 1, 32, 8, act="NONE", y_zp=100, x_zp=-128, seed=7),
+    "c16_o6_full": lambda: pw_model(3, 3, 16, 6, act="NONE", y_zp=-128, x_zp=127, seed=8),
     # the one-pixel path of 8 input channels sixteen output channels a step (32), four (12)
     "c8_o32_px5": lambda: pw_model(5, 1, 8, 32, act="NONE", y_zp=3, x_zp=-128, seed=4),
     "c8_o12_px3": lambda: pw_model(1, 3, 8, 12, act="NONE", y_zp=-128, seed=5),

@@ -173,6 +173,46 @@ def quad_folded_walk(per_channel):
             '    : "memory");']
 
 
+def _regs_requant(t=None):
+    """quad_folded_regs' instructions (operands by name, unquoted). t: a 14th register free for a
+    temporary (_blocks_asm's own): channel 3's sums alone parked (%[park0], %[park1]), channel 0's
+    multiplier and c in their registers, its shift in t once its first SMMLAR is done."""
+    if t is not None:
+        g = ['str %[s30], %[park0]', 'str %[s31], %[park1]']
+        v0, v1, m, cc = "s00", "s01", "s30", "s31"
+        free = ["s30", "s31", t, "s00", "s01"]
+    else:
+        g = ['str %[s21], %[park0]', 'str %[s30], %[park1]', 'str %[s31], %[park2]']
+        v0, v1, m, cc, t = "s00", "s01", "s30", "s31", "s21"
+        free = ["s30", "s31", "s21", "s00", "s01"]
+    fourteen = t not in ("s21",)
+    fold = [x[1:-3] for x in mbqm_folded_asm(v0, t, m, cc, t)]
+    g += [f'ldr %[{m}], [%[rm]], #4', f'ldr %[{cc}], [%[rt]], #8', *fold[:3],
+          f'ldr %[{t}], [%[re]], #4', fold[3], f'ssat %[{v0}], #8, %[{v0}]', f'strb %[{v0}], [%[ro]], #1',
+          *[x[1:-3] for x in mbqm_folded_asm(v1, v0, m, cc, t)], f'ssat %[{v1}], #8, %[{v1}]',
+          f'strb %[{v1}], [%[ro1]], #1']
+    for j in (1, 2, 3):
+        m, cc, e, tmp = free[:4]
+        loads = []
+        if j < 3 and (fourteen or j == 1):
+            v0, v1 = f"s{j}0", f"s{j}1"
+        elif j == 2:            # s21 back from the stack in the run of the constants' loads
+            v0, v1 = "s20", free[4]
+            loads = [f'ldr %[{v1}], %[park0]']
+        else:                   # channel 3's sums back from the stack
+            v0, v1 = free[4:6] if fourteen else free[5:7]
+            p0, p1 = ("park0", "park1") if fourteen else ("park1", "park2")
+            loads = [f'ldr %[{v0}], %[{p0}]', f'ldr %[{v1}], %[{p1}]']
+        g += [*loads, f'ldr %[{m}], [%[rm]], #4', f'ldr %[{cc}], [%[rt]], #8', f'ldr %[{e}], [%[re]], #4']
+        for v, dst in ((v0, "ro"), (v1, "ro1")):
+            g += [*[x[1:-3] for x in mbqm_folded_asm(v, tmp, m, cc, e)], f'ssat %[{v}], #8, %[{v}]',
+                  f'strb %[{v}], [%[{dst}]], #1']
+        free += [v0, v1] if j < 3 else []
+        if j == 2 and not fourteen:
+            free = [r for r in free if r != v1] + [v1]      # (the reloaded s21's register: free again)
+    return g
+
+
 def quad_folded_regs():
     """C lines: the four-channel block's eight sums, still in their registers s00 to s31 (channel
     j's pixels at sj0, sj1), requantised by the folded form and stored with SSAT, as Thumb-2
@@ -183,33 +223,7 @@ def quad_folded_regs():
     and s31 are parked in three stack words first, their registers then channel 0's multiplier,
     c and a temporary (its shift loaded into the temporary once its first value's SMMLAR is
     done), and each channel's freed sums serve the next ones' constants and reloads."""
-    g = ['"str %[s21], %[park0]\\n"', '"str %[s30], %[park1]\\n"', '"str %[s31], %[park2]\\n"']
-    v0, v1, m, cc, t = "s00", "s01", "s30", "s31", "s21"
-    fold = mbqm_folded_asm(v0, t, m, cc, t)
-    g += [f'"ldr %[{m}], [%[rm]], #4\\n"', f'"ldr %[{cc}], [%[rt]], #8\\n"', *fold[:3],
-          f'"ldr %[{t}], [%[re]], #4\\n"', fold[3], f'"ssat %[{v0}], #8, %[{v0}]\\n"',
-          f'"strb %[{v0}], [%[ro]], #1\\n"',
-          *mbqm_folded_asm(v1, v0, m, cc, t), f'"ssat %[{v1}], #8, %[{v1}]\\n"', f'"strb %[{v1}], [%[ro1]], #1\\n"']
-    free = ["s30", "s31", "s21", "s00", "s01"]
-    for j in (1, 2, 3):
-        m, cc, e, tmp = free[:4]
-        loads = []
-        if j == 1:
-            v0, v1 = "s10", "s11"
-        elif j == 2:            # s21 back from the stack in the run of the constants' loads
-            v0, v1 = "s20", free[4]
-            loads = [f'"ldr %[{v1}], %[park0]\\n"']
-        else:
-            v0, v1 = free[5:7]
-            loads = [f'"ldr %[{v0}], %[park1]\\n"', f'"ldr %[{v1}], %[park2]\\n"']
-        g += [*loads, f'"ldr %[{m}], [%[rm]], #4\\n"', f'"ldr %[{cc}], [%[rt]], #8\\n"',
-              f'"ldr %[{e}], [%[re]], #4\\n"']
-        for v, dst in ((v0, "ro"), (v1, "ro1")):
-            g += [*mbqm_folded_asm(v, tmp, m, cc, e), f'"ssat %[{v}], #8, %[{v}]\\n"',
-                  f'"strb %[{v}], [%[{dst}]], #1\\n"']
-        free += [v0, v1] if j < 3 else []
-        if j == 2:
-            free = [r for r in free if r != v1] + [v1]      # (the reloaded s21's register: free again)
+    g = [f'"{x}\\n"' for x in _regs_requant()]
     sums = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
     return ["int32_t park[3];",
             "__asm__ volatile(", *["    " + x for x in g],
@@ -260,14 +274,9 @@ def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None, tab="bt[2 * ({}
             "} else {", *["  " + y for y in channels(False, True) + advance], "}"]
 
 
-def _quad_asm(groups, loop=True):
-    """C lines: the four-channel block's loop over `groups` 4-byte groups a step (q != its end on
-    entry: end4) as Thumb-2 assembly: per half of a group both pixels' words and each channel
-    pair's two widened weight words, loaded in runs (a run pipelines on a single-issue core; on
-    the dual-issue M7 the loads moved between the multiplies measured slower), then four SMLADs
-    a pair; 14 registers (the eight sums, x0, x1, wa, wb, q, w0), the loop's end read from
-    memory. loop=False: the groups once, straight (the whole groups after the loop's, four, two
-    or one: no end test, no branch), q and w0 advanced past them."""
+def _quad_mac(groups):
+    """_quad_asm's instructions over `groups` 4-byte groups (operands by name), q and w0 advanced
+    past them."""
     g = []
     for at in range(groups):
         b, o = 16 * at, 32 * at
@@ -279,7 +288,72 @@ def _quad_asm(groups, loop=True):
                 j0, j1 = 2 * pair, 2 * pair + 1
                 g += [f"smlad %[s{j0}0], %[x0], %[wa], %[s{j0}0]", f"smlad %[s{j0}1], %[x1], %[wa], %[s{j0}1]",
                       f"smlad %[s{j1}0], %[x0], %[wb], %[s{j1}0]", f"smlad %[s{j1}1], %[x1], %[wb], %[s{j1}1]"]
-    g += [f"add %[q], %[q], #{16 * groups}", f"add %[w0], %[w0], #{32 * groups}"]
+    return g + [f"add %[q], %[q], #{16 * groups}", f"add %[w0], %[w0], #{32 * groups}"]
+
+
+# _blocks_asm's state words (memory operands), then the two words channel 3's sums are parked in
+_FRAME = ("rm", "re", "rt", "ro", "ro1", "w", "buf", "end8", "has4", "roend")
+
+
+def _blocks_asm():
+    """C lines: every whole block of four output channels of both pixels in the scratch as one
+    Thumb-2 assembly statement, for the common case (per channel, every channel folded, int8's
+    whole range, cin a multiple of 16, blocks of 8 * cin bytes, at least one block): the bias
+    loads, _quad_mac's groups (eight a step, then an odd four), the registers' requantisation
+    (quad_folded_regs), the loop over the blocks. Between the phases the 14 registers are the
+    statement's own: gcc's block loop around the assembly reloaded and stored its pointers,
+    tested the table's flags and re-copied the sums, about 50 cycles a block on the M4. Its state
+    (the walking pointers of the multipliers, shifts, the table's c values, both outputs and the
+    weights; the scratch, its end of whole steps, whether an odd four is left, the outputs' end)
+    and the parked sums are locals passed as memory operands, and every register operand is an
+    early-clobber output with no input: register inputs beside the 14 outputs left gcc at -O1
+    and -Os 'impossible constraints' (760edf2), while a local's memory operand is sp-relative
+    and takes no register (so the statement must not move sp)."""
+    park = {f"%[park{k}]": f"%[f_park{k}]" for k in range(2)}
+    ptr = {"%[rm]": "%[q]", "%[re]": "%[w0]", "%[rt]": "%[x0]", "%[ro]": "%[x1]", "%[ro1]": "%[wa]"}
+    rq = []
+    for x in _regs_requant("wb"):
+        for a, b in {**park, **ptr}.items():
+            x = x.replace(a, b)
+        rq.append(x)
+    g = ["3:",
+         "ldr %[x0], %[f_rt]", "ldr %[q], %[f_buf]", "ldr %[w0], %[f_w]",
+         *[f"ldr %[s{j}0], [%[x0], #{8 * j - 4}]" for j in range(4)],
+         *[f"mov %[s{j}1], %[s{j}0]" for j in range(4)],
+         "ldr %[x0], %[f_end8]", "cmp %[q], %[x0]", "beq 5f",
+         "1:", *_quad_mac(8), "ldr %[x0], %[f_end8]", "cmp %[q], %[x0]", "bne 1b",
+         "5:", "ldr %[x0], %[f_has4]", "cmp %[x0], #0", "beq 6f", *_quad_mac(4),
+         "6:", "str %[w0], %[f_w]",
+         *[f"ldr {ptr['%[' + n + ']']}, %[f_{n}]" for n in ("rm", "re", "rt", "ro", "ro1")],
+         *rq,
+         *[f"str {ptr['%[' + n + ']']}, %[f_{n}]" for n in ("rm", "re", "rt", "ro", "ro1")],
+         "ldr %[wb], %[f_roend]", "cmp %[x1], %[wb]", "bne 3b"]
+    outs = ", ".join(f'[s{j}{p}] "=&r"(s{j}{p})' for j in range(4) for p in range(2))
+    ins = {"rm": "mult", "re": "shift", "rt": "bt + 1", "ro": "out", "ro1": "o1", "w": "w", "buf": "buf",
+           "end8": "buf + 32 * (words >> 3)", "has4": "words & 4", "roend": "out + (cout & ~3)"}
+    names = _FRAME + ("park0", "park1")
+    return ["int32_t " + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + ", q, w0, x0, x1, wa, wb;",
+            f"uintptr_t fr[{len(names)}];",
+            *[f"fr[{k}] = (uintptr_t)({ins[n]});" for k, n in enumerate(_FRAME)],
+            '__asm__ volatile(".p2align 2\\n\\t"', *[f'    "{x}\\n\\t"' for x in g],
+            f'    : {outs},',
+            '      [q] "=&r"(q), [w0] "=&r"(w0), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb),',
+            f'      [fr] "+m"(*(uintptr_t(*)[{len(names)}])fr)',
+            "    : " + ", ".join(f'[f_{n}] "m"(fr[{k}])' for k, n in enumerate(names)),
+            '    : "cc", "memory");',
+            "(void)s00; (void)s01; (void)s10; (void)s11; (void)s20; (void)s21; (void)s30; (void)s31;",
+            "(void)q; (void)w0; (void)x0; (void)x1; (void)wa; (void)wb;"]
+
+
+def _quad_asm(groups, loop=True):
+    """C lines: the four-channel block's loop over `groups` 4-byte groups a step (q != its end on
+    entry: end4) as Thumb-2 assembly: per half of a group both pixels' words and each channel
+    pair's two widened weight words, loaded in runs (a run pipelines on a single-issue core; on
+    the dual-issue M7 the loads moved between the multiplies measured slower), then four SMLADs
+    a pair; 14 registers (the eight sums, x0, x1, wa, wb, q, w0), the loop's end read from
+    memory. loop=False: the groups once, straight (the whole groups after the loop's, four, two
+    or one: no end test, no branch), q and w0 advanced past them."""
+    g = _quad_mac(groups)
     if loop:
         g += ["ldr %[x0], %[end]", "cmp %[q], %[x0]", "bne 1b"]
     sums = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
@@ -459,9 +533,10 @@ def _dsp_single(mult, shift, fast_shift):
             *_dsp_requant([("c", "s0", "s1")], mult, shift, fast_shift)]
 
 
-def _dsp_blocks(mult, shift, fast_shift, indent):
+def _dsp_blocks(mult, shift, fast_shift, indent, asm_blocks=False):
     """C lines: every output channel of both pixels in the scratch, four a block, then the last
-    partial block's one at a time."""
+    partial block's one at a time; asm_blocks (per channel): the whole blocks of the common case
+    one assembly statement (_blocks_asm) under gcc's optimisation."""
     pad = " " * indent
     per_channel = mult != "mult"
     # the blocks' walking pointers (_dsp_quad): weights, multipliers, shifts, the table's c
@@ -472,6 +547,14 @@ def _dsp_blocks(mult, shift, fast_shift, indent):
             "int8_t* ro = out;",
             "int8_t* ro1 = o1;"]
     blocks = ["for (c = 0; c + 3 < cout; c += 4) {", *["  " + y for y in _dsp_quad(mult, shift, fast_shift)], "}"]
+    if asm_blocks and per_channel:
+        blocks = ["#if defined(__OPTIMIZE__) && !defined(__clang__)",
+                  "if (__builtin_expect(fast && full && (cin & 15) == 0 && sw == 8 * cin && cout >= 4, 1)) {",
+                  *["  " + y for y in _blocks_asm()],
+                  "  c = cout & ~3;",
+                  "} else",
+                  "#endif",
+                  "{", *["  " + y for y in blocks], "}"]
     return [pad + y for y in [*walk, *blocks,
                               # (at most three: a count gcc's loop analysis sees bounded)
                               "for (int32_t n1 = cout & 3; n1 > 0; --n1, ++c) {",
@@ -560,7 +643,7 @@ class PwS8(TensorIntrin):
                "    d[0] = (int32_t)*s0++ + off;",
                "    d[1] = (int32_t)*s1++ + off;",
                "  }",
-               *_dsp_blocks(mult, shift, fast_shift, 2),
+               *_dsp_blocks(mult, shift, fast_shift, 2, asm_blocks=True),
                "}",
                "return 0;"]
         # one pixel at a time through the scratch (its inputs read whole before its outputs written)
