@@ -59,6 +59,11 @@ CASES = {
     "c20_o3_left_shifts": lambda: conv_model(4, 4, 20, 3, y_scale=1e-3),            # the exact form
     "c8_o8_add": lambda: conv_model(4, 5, 8, 8, add=True),                          # residual add, 3x3
     "c8_o16_add_1x1_s2": lambda: conv_model(6, 6, 8, 16, kh=1, kw=1, stride=2, add=True, padding="VALID"),
+    # windows of a multiple of 16 values at int8's whole range (the whole blocks one assembly
+    # statement): 144 (four eight-group steps and an odd four), five blocks; 288 (nine steps),
+    # RELU from -128, an odd pixel count, two blocks
+    "c16_o20_full": lambda: conv_model(5, 5, 16, 20, act="NONE", y_zp=-7, seed=4),
+    "c32_o8_relu_full": lambda: conv_model(3, 5, 32, 8, act="RELU", y_zp=-128, x_zp=-128, seed=5),
 }
 ADDS = {"c8_o8_add", "c8_o16_add_1x1_s2"}
 

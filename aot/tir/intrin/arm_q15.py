@@ -684,7 +684,8 @@ class PwS8Pair(TensorIntrin):
     where x0 and x1 are the pixels' values in pw_s8's scratch layout (4-byte groups as two int16
     pair words, pixel 0's then pixel 1's, then the cin % 4 leftovers a word each, pixel by pixel;
     the input offset already added). The same bodies as pw_s8's blocks (the DSP assembly loop
-    included); the plain body reads the scratch's halves."""
+    and the whole blocks' one statement, _blocks_asm, included); the plain body reads the
+    scratch's halves."""
     name = "pw_s8x2"
     headers = {"dsp": ("arm_acle.h", "string.h"), "plain": ("string.h",)}
     written_args = (0, 1)
@@ -715,7 +716,7 @@ class PwS8Pair(TensorIntrin):
                "int32_t c, k;",
                "const int32_t* end = buf + 4 * words;",
                *head,
-               *_dsp_blocks(mult, shift, shift, 0),
+               *_dsp_blocks(mult, shift, shift, 0, asm_blocks=True),
                "return 0;"]
         plain = ["int32_t words = cin >> 2, p, c, k;",
                  "int32_t r, m, sh, left, e, mask, thr;",
