@@ -292,19 +292,20 @@ def _quad_mac(groups):
 
 
 # _blocks_asm's state words (memory operands), then the two words channel 3's sums are parked in
-_FRAME = ("rm", "re", "rt", "ro", "ro1", "w", "buf", "end8", "has4", "roend")
+_FRAME = ("rm", "re", "rt", "ro", "ro1", "w", "buf", "end", "has4", "roend")
 
 
 def _blocks_asm():
     """C lines: every whole block of four output channels of both pixels in the scratch as one
     Thumb-2 assembly statement, for the common case (per channel, every channel folded, int8's
     whole range, cin a multiple of 16, blocks of 8 * cin bytes, at least one block): the bias
-    loads, _quad_mac's groups (eight a step, then an odd four), the registers' requantisation
+    loads, _quad_mac's groups (eight a step, an odd four entering the first step halfway), the
+    registers' requantisation
     (quad_folded_regs), the loop over the blocks. Between the phases the 14 registers are the
     statement's own: gcc's block loop around the assembly reloaded and stored its pointers,
     tested the table's flags and re-copied the sums, about 50 cycles a block on the M4. Its state
     (the walking pointers of the multipliers, shifts, the table's c values, both outputs and the
-    weights; the scratch, its end of whole steps, whether an odd four is left, the outputs' end)
+    weights; the scratch, its end, whether an odd four is left, the outputs' end)
     and the parked sums are locals passed as memory operands, and every register operand is an
     early-clobber output with no input: register inputs beside the 14 outputs left gcc at -O1
     and -Os 'impossible constraints' (760edf2), while a local's memory operand is sp-relative
@@ -316,21 +317,28 @@ def _blocks_asm():
         for a, b in {**park, **ptr}.items():
             x = x.replace(a, b)
         rq.append(x)
-    g = ["3:",
-         "ldr %[x0], %[f_rt]", "ldr %[q], %[f_buf]", "ldr %[w0], %[f_w]",
+    # the groups eight a step, an odd four first and out of line (then into the loop where it
+    # has steps): one test a block where a pre-test of the loop and an odd four's test after it
+    # took two, and no branch taken for it where there is no odd four (VWW's 32 to 256 channels)
+    mac = _quad_mac(8)
+    g = ["ldr %[x0], %[f_rt]",
+         ".p2align 2", "3:",      # (x0: the table's c values of the block, rt walked there by the requantisation)
+         "ldr %[q], %[f_buf]", "ldr %[w0], %[f_w]",
          *[f"ldr %[s{j}0], [%[x0], #{8 * j - 4}]" for j in range(4)],
          *[f"mov %[s{j}1], %[s{j}0]" for j in range(4)],
-         "ldr %[x0], %[f_end8]", "cmp %[q], %[x0]", "beq 5f",
-         "1:", *_quad_mac(8), "ldr %[x0], %[f_end8]", "cmp %[q], %[x0]", "bne 1b",
-         "5:", "ldr %[x0], %[f_has4]", "cmp %[x0], #0", "beq 6f", *_quad_mac(4),
+         "ldr %[x0], %[f_has4]", "cmp %[x0], #0", "bne 7f",
+         ".p2align 2", "1:", *mac, "ldr %[x0], %[f_end]", "cmp %[q], %[x0]", "bne 1b",
          "6:", "str %[w0], %[f_w]",
          *[f"ldr {ptr['%[' + n + ']']}, %[f_{n}]" for n in ("rm", "re", "rt", "ro", "ro1")],
          *rq,
          *[f"str {ptr['%[' + n + ']']}, %[f_{n}]" for n in ("rm", "re", "rt", "ro", "ro1")],
-         "ldr %[wb], %[f_roend]", "cmp %[x1], %[wb]", "bne 3b"]
+         "ldr %[wb], %[f_roend]", "cmp %[x1], %[wb]", "bne 3b",
+         "b 8f",
+         "7:", *_quad_mac(4), "ldr %[x0], %[f_end]", "cmp %[q], %[x0]", "beq 6b", "b 1b",
+         "8:"]
     outs = ", ".join(f'[s{j}{p}] "=&r"(s{j}{p})' for j in range(4) for p in range(2))
     ins = {"rm": "mult", "re": "shift", "rt": "bt + 1", "ro": "out", "ro1": "o1", "w": "w", "buf": "buf",
-           "end8": "buf + 32 * (words >> 3)", "has4": "words & 4", "roend": "out + (cout & ~3)"}
+           "end": "buf + 4 * words", "has4": "words & 4", "roend": "out + (cout & ~3)"}
     names = _FRAME + ("park0", "park1")
     return ["int32_t " + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + ", q, w0, x0, x1, wa, wb;",
             f"uintptr_t fr[{len(names)}];",
