@@ -9,7 +9,9 @@ pack_layout over the whole channel dimension) so that a tap's channels are conse
 input's are in NHWC. A conv whose input has one channel (KWS's first layer) is the same call on Helium, its
 input broadcast to every output channel (a_k = 0). A depth multiplier above one on more than one
 input channel (output channel k reads input channel k / M), a per-tensor requantisation, or a
-core with neither extension keeps the other rules.
+core with neither extension keeps the other rules. On the single-issue DSP cores (M4, M33) a
+call of whole groups of four channels reads its weights widened at compile time (DwWide:
+dw_s8w), a tap then one input word's widening instead of two words'.
 
 A depthwise conv staged to write over its input (aot/schedules/inplace_conv.py, issue 16) is
 staged 16 channels at a time on these cores (the Cortex-M family's staging_block, which the executor asks):
@@ -19,11 +21,16 @@ staged by rows (stage_rows: a ring of rows copied back a row behind) has every c
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 from ..tir.expr import Bin, Call, Const, Load, Var, transform, walk
+from ..targets.cortex_m import core
 from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import int8_operand, step, flat_index
 from ..tir.intrin.arm_dw3 import ring_words
-from ..tir.schedule import ScheduleError, pack_layout, tensorize
+from ..tir.schedule import PackLayout, ScheduleError, pack_layout, tensorize
 from ..tir.simplify import const_value, linear_form, simplify
 from ..tir.stmt import Buffer, Evaluate, For, Seq, Store, map_exprs, own_exprs, walk_stmts
 from .inplace_conv import MAX_SCRATCH_SHARE
@@ -32,6 +39,7 @@ from .requant_table import fold_layouts
 
 DW = "dw_s8"
 DW_F = "dw_s8f"     # the DSP cores': the requantisation from the table (requant_table.py)
+DW_W = "dw_s8w"     # dw_s8f over weights widened at compile time (DwWide)
 DW3 = "dw3_s8r"     # the DSP cores' 3x3 convs: four channels, every row, a call
 # dw3_s8r pays where its rows are long: a channel's setup on each row costs about two pixel pairs,
 # and a row's widening is shared by three output rows only at stride 1. Measured on M4 (est.
@@ -155,6 +163,55 @@ def _i32(v):
     return Const(int(v), "int32")
 
 
+@dataclass(frozen=True)
+class DwWide:
+    """Depthwise weights as dw_s8w reads them (aot/tir/intrin/arm_dw.py): the constant in `pack`
+    (the tap-major PackLayout, or None where its channels are innermost already), then each row
+    of `row` consecutive channels (a tap's) widened to little-endian int16, every four channels
+    of a row stored 0, 2, 1, 3 (the words of the DSP body's even and odd lanes). row % 4 == 0."""
+    pack: PackLayout = None
+    row: int = 4
+
+    def shape(self, shape):
+        return (2 * int(np.prod(shape)),)
+
+    def apply(self, w):
+        flat = (w if self.pack is None else self.pack.apply(w)).reshape(-1, self.row // 4, 4)
+        return np.ascontiguousarray(flat[..., [0, 2, 1, 3]]).astype("<i2").view(np.int8).reshape(-1)
+
+
+def _widen(func, body, params, layouts):
+    """(body with its dw_s8f calls as dw_s8w, params, layouts) with the weights in DwWide, where
+    every call takes a whole row of the packed weights (c == row: its groups of four are the
+    layout's), row % 4 == 0, one input channel each (a_k == 1), and nothing else reads the
+    weights; None otherwise (dw_s8f's calls stay)."""
+    calls = [x for st in walk_stmts(body) for e in own_exprs(st) for x in walk(e) if isinstance(x, Call) and x.fn == DW_F]
+    if not calls:
+        return None
+    w = calls[0].args[2].buffer
+    kw = next((k for k, b in enumerate(params) if b is w), None)
+    pack = layouts.get(kw)
+    if kw is None or kw not in func.attrs.get("constants", ()) or not (pack is None or isinstance(pack, PackLayout)):
+        return None
+    row = pack.factor if pack is not None else w.shape[-1]
+    reads = [x for st in walk_stmts(body) for e in own_exprs(st) for x in walk(e) if isinstance(x, Load) and x.buffer is w]
+    if row % 4 or any(c.args[2].buffer is not w or const_value(c.args[6]) != row or const_value(c.args[13]) != 1
+                      for c in calls) or len(reads) != len(calls):
+        return None
+    wide = Buffer(w.name, "int8", (2 * w.size,), w.scope)
+    two = _i32(2)
+
+    def rewrite(x):
+        if isinstance(x, Call) and x.fn == DW_F:
+            args = [transform(a, rewrite) for a in x.args]
+            args[2] = Load(wide, (simplify(flat_index(x.args[2]) * two),))
+            args[11], args[12] = simplify(args[11] * two), simplify(args[12] * two)
+            return Call(DW_W, args, x.dtype)
+        return None
+    out = map_exprs(body, lambda e: transform(e, rewrite))
+    return out, [wide if k == kw else b for k, b in enumerate(params)], {**layouts, kw: DwWide(pack, row)}
+
+
 def _dw_calls(func, variant):
     """(func with its weights packed tap-major, its body with each pixel's channels a dw_s8 call)
     for a depthwise conv the call takes, else None."""
@@ -188,7 +245,13 @@ def tensorize_depthwise(func, target):
         got = _with_table(packed, body, wide=True)
         if got is not None:
             body, params, layouts = got
-            return packed.with_body(body, params, attrs=dict(packed.attrs, schedule=f"{DW_F} (dsp)", layouts=layouts))
+            fn = DW_F
+            # (single-issue cores only: on the M7 the two widenings it saves pair with the loads
+            # anyway, and the load it adds does not: VWW est. cycles 8,124,847 -> 8,140,798)
+            wide = None if core(target.mcpu).dual_issue else _widen(packed, body, params, layouts)
+            if wide is not None:
+                (body, params, layouts), fn = wide, DW_W
+            return packed.with_body(body, params, attrs=dict(packed.attrs, schedule=f"{fn} (dsp)", layouts=layouts))
     return packed.with_body(body, attrs=dict(packed.attrs, schedule=f"{DW} ({variant})"))
 
 

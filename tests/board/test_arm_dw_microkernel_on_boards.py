@@ -3,7 +3,7 @@ bit for bit with TFLite Micro."""
 import numpy as np
 import pytest
 
-from test_arm_dw_microkernel import (BOARDS, CASES, _check, _feeds, _no_gather, _schedules, dw_chain, dw_schedule,  # noqa: F401
+from test_arm_dw_microkernel import (BOARDS, CASES, _check, _feeds, _no_gather, _schedules, dw_chain, dw_schedule, dw_schedules,  # noqa: F401
                                      tflm)
 from conftest import is_staged
 
@@ -23,7 +23,7 @@ def test_dw_microkernel_on_cortex_m_is_bit_exact(name, board, monkeypatch):
         takes = {"mve", "dsp"}
     model, shape = build()
     res = aot.compile(model, target=f"c -mcpu={board.split('-', 1)[1]}", in_place=False)
-    assert (dw_schedule(BOARDS[board]) in _schedules(res)) == (BOARDS[board] in takes)
+    assert bool(set(dw_schedules(BOARDS[board])) & _schedules(res)) == (BOARDS[board] in takes)
     feeds = _feeds(shape, 2)
     _check(res, feeds, model, board=board)
     # and the plain loop nest (target "c": no micro-kernel) on the same board, output for output

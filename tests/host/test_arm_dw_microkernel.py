@@ -27,13 +27,21 @@ from conftest import is_staged
 
 tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel is not installed")
 STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
-# the recorded choice per extension: the DSP cores take dw_s8f (the requantisation from the
-# table: aot/schedules/requant_table.py), Helium dw_s8
-DW_SCHEDULE = {"dsp": "dw_s8f (dsp)", "mve": "dw_s8 (mve)"}
+# the recorded choice per extension: the DSP cores take dw_s8w (dw_s8f's requantisation from the
+# table, aot/schedules/requant_table.py, over weights widened at compile time) for calls of whole
+# groups of four channels, dw_s8f otherwise; Helium dw_s8
+DW_SCHEDULE = {"dsp": "dw_s8w (dsp)", "mve": "dw_s8 (mve)"}
+DSP_SCHEDULES = ("dw_s8w (dsp)", "dw_s8f (dsp)")
 
 
 def dw_schedule(variant):
     return DW_SCHEDULE.get(variant, f"dw_s8 ({variant})")
+
+
+def dw_schedules(variant):
+    """Those a variant's depthwise call may record (the DSP cores': dw_s8f where a call's channels
+    are no whole groups of four)."""
+    return DSP_SCHEDULES if variant == "dsp" else (dw_schedule(variant),)
 
 BOARDS = {"qemu-cortex-m4": "dsp", "qemu-cortex-m55": "mve"}
 
@@ -107,8 +115,19 @@ CASES = {
                                  {"mve", "dsp"}),
     "c16_valid_s2_right_shifts": (lambda: dw_model(7, 9, 16, 3, 2, "VALID", x_zp=55, decades=(-2, 0.5)),
                                   {"mve", "dsp"}),
+    # whole groups of four channels: dw_s8w's widened weights on the DSP cores, its clipped
+    # windows (SAME: every border), stride 2, the generic window loop (5x5), both requantisations
+    "c12_same_s2": (lambda: dw_model(11, 10, 12, 3, 2, "SAME", x_zp=-5, seed=3), {"mve", "dsp"}),
+    "c8_same_s2_odd": (lambda: dw_model(6, 9, 8, 3, 2, "SAME", x_zp=-128, act="RELU", seed=4), {"mve", "dsp"}),
+    "c4_valid_s1": (lambda: dw_model(5, 6, 4, 3, 1, "VALID", x_zp=127, seed=5), {"mve", "dsp"}),
+    "c20_5x5_same_s1": (lambda: dw_model(7, 6, 20, 5, 1, "SAME", x_zp=33, seed=6), {"mve", "dsp"}),
+    "c24_same_s1_right_shifts": (lambda: dw_model(6, 7, 24, 3, 1, "SAME", x_zp=-128, act="RELU6", decades=(-3, 0.5),
+                                                  seed=7), {"mve", "dsp"}),
+    "c32_same_s2_right_shifts": (lambda: dw_model(8, 8, 32, 3, 2, "SAME", x_zp=17, decades=(-2, 0.5), seed=8),
+                                 {"mve", "dsp"}),
 }
-FOLDED = {"c19_same_s1_right_shifts", "c16_valid_s2_right_shifts"}
+FOLDED = {"c19_same_s1_right_shifts", "c16_valid_s2_right_shifts", "c24_same_s1_right_shifts",
+          "c32_same_s2_right_shifts"}
 
 
 def _feeds(shape, n=3):
@@ -183,11 +202,30 @@ def test_dw_plain_body_on_the_host_is_bit_exact(name):
     _check(res, _feeds(shape), model, sanitize=True)
 
 
+@tflm
+@pytest.mark.parametrize("name", sorted(k for k, v in CASES.items() if "dsp" in v[1]))
+def test_the_dsp_cores_call_reads_widened_weights_for_whole_groups_and_its_plain_body_is_exact(name):
+    """The DSP compile takes dw_s8w (its weights DwWide: int16, every four channels' tap 0, 2, 1,
+    3) exactly where a call's channels are whole groups of four, dw_s8f elsewhere; its plain
+    body (the host's) against TFLM, on the layout the executor linked."""
+    import aot
+    from aot.schedules.arm_dw import DwWide
+    model, shape = CASES[name][0]()
+    res = aot.compile(model, target="c -mcpu=cortex-m4", in_place=False)
+    (call,) = [c for c in res.plan.calls if c.func.attrs.get("schedule") in DSP_SCHEDULES]
+    C = call.func.params[call.func.num_inputs].shape[-1]
+    assert call.func.attrs["schedule"] == ("dw_s8w (dsp)" if C % 4 == 0 else "dw_s8f (dsp)")
+    if C % 4 == 0:
+        (layout,) = [v for v in call.func.attrs["layouts"].values() if isinstance(v, DwWide)]
+        assert layout.row == C
+    _check(res, _feeds(shape), model, sanitize=True)
+
+
 @pytest.mark.parametrize("mcpu,variant", [("cortex-m4", "dsp"), ("cortex-m55", "mve"), ("cortex-m0", None)])
 def test_each_target_gets_its_depthwise_schedule_and_info_names_it(mcpu, variant, tmp_path):
     import aot
     from aot.cli import main
-    model, _ = CASES["c17_same_s1"][0]()
+    model, _ = CASES["c16_same_s2"][0]()
     res = aot.compile(model, target=f"c -mcpu={mcpu}", in_place=False)
     assert (dw_schedule(variant) in _schedules(res)) == (variant is not None)
     tar = tmp_path / "m.tar"
@@ -217,16 +255,18 @@ def test_dw_kernels_compile_warning_free(cc, flags, tmp_path):
     if "--target=arm-none-eabi" in flags and not os.path.isdir(ARM_SYSROOT):
         pytest.skip("no arm-none-eabi sysroot for clang")
     mcpu = next((f.split("=")[1] for f in flags if f.startswith("-mcpu=")), "cortex-m55")
-    model, _ = CASES["c33_valid_s2"][0]()
-    res = aot.compile(model, target=f"c -mcpu={mcpu}", in_place=False)
-    with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
-        t.extractall(tmp_path / "m")
-    src = tmp_path / "m/codegen/host/src/default_lib1.c"
-    assert ("aot_dw_s8f(" if mcpu == "cortex-m4" else "aot_dw_s8(") in src.read_text()
-    r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / "m/codegen/host/include"),
-                        "-I", str(tmp_path / "m/runtime/include"), "-c", str(src), "-o", str(tmp_path / "m.o")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    # 33 channels: dw_s8f on the DSP cores; 12: dw_s8w
+    for case, dsp in (("c33_valid_s2", "aot_dw_s8f("), ("c12_same_s2", "aot_dw_s8w(")):
+        model, _ = CASES[case][0]()
+        res = aot.compile(model, target=f"c -mcpu={mcpu}", in_place=False)
+        with tarfile.open(fileobj=io.BytesIO(res.tar)) as t:
+            t.extractall(tmp_path / case)
+        src = tmp_path / case / "codegen/host/src/default_lib1.c"
+        assert (dsp if mcpu == "cortex-m4" else "aot_dw_s8(") in src.read_text()
+        r = subprocess.run([cc, *STRICT, "-O2", *flags, "-I", str(tmp_path / case / "codegen/host/include"),
+                            "-I", str(tmp_path / case / "runtime/include"), "-c", str(src), "-o",
+                            str(tmp_path / f"{case}.o")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
 
 
 # --- staged in place (issue 16): a block of channels at a time, so that the call has a run of them
@@ -345,7 +385,7 @@ def test_dw_s8f_tables_take_the_folded_form_only_where_every_shift_is_right(name
     import aot
     model, _ = CASES[name][0]()
     res = aot.compile(model, target="c -mcpu=cortex-m4", in_place=False)
-    (call,) = [c for c in res.plan.calls if c.func.attrs.get("schedule") == "dw_s8f (dsp)"]
+    (call,) = [c for c in res.plan.calls if c.func.attrs.get("schedule") in DSP_SCHEDULES]
     table = res.plan.constants[call.args[2].index][1]
     mults = res.plan.constants[call.args[3].index][1]
     shifts = res.plan.constants[call.args[4].index][1]

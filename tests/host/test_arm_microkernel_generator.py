@@ -31,7 +31,7 @@ STRICT = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 ZP_LO_HI = {"dot_s8x4q": slice(-3, None), "dot_s8x4qt": slice(-3, None), "dot_s8xq": slice(-3, None),
             "dot_s8xqt": slice(-3, None), "dw_s8": slice(-3, None), "pw_s8": slice(-3, None),
             "pw_s8t": slice(-3, None), "gconv_q15": slice(8, 11), "gconv_s8": slice(8, 11),
-            "dot_s8x4q_g": slice(-3, None), "dot_s8x4qt_g": slice(-3, None), "dw_s8f": slice(-3, None),
+            "dot_s8x4q_g": slice(-3, None), "dot_s8x4qt_g": slice(-3, None), "dw_s8f": slice(-3, None), "dw_s8w": slice(-3, None),
             "pw_s8x2": slice(-3, None), "fc_s8x4": slice(-3, None), "fc_s8x4t": slice(-3, None)}
 PER_TENSOR = {"dot_s8x4qt", "dot_s8xqt", "pw_s8t", "dot_s8x4qt_g", "fc_s8x4t"}
 

@@ -123,19 +123,13 @@ def odd_fn(name):
             "}"]
 
 
-def _odd_helpers(p):
+def _odd_helpers(p, odd0=True):
     """C lines: the DSP body's helpers under prefix p (each kernel its own: a file may hold both):
     the odd bytes of a word sign-extended to two int16 lanes (plus off2): SXTAB16 rotates its
     operand itself, which neither compiler folds __sxtab16(a, ror(x, 8)) into; and the compiler
-    fence between taps."""
-    return [
-        "#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",
-        "#if defined(__GNUC__)",
-        f'#define {p.upper()}_FENCE() __asm__ volatile("" ::: "memory")',
-        "#else",
-        f"#define {p.upper()}_FENCE() ((void)0)",
-        "#endif",
-        *odd_fn(f"{p}_odd"),
+    fence between taps. odd0: the one without off2 too (the weights' widening: clang warns of it
+    unused where they come widened)."""
+    odd0_fn = [
         f"static inline int32_t {p}_odd0(uint32_t x) {{",
         "#if defined(__GNUC__)",
         "  int32_t r;",
@@ -144,7 +138,16 @@ def _odd_helpers(p):
         "#else",
         "  return __sxtb16((int32_t)((x >> 8) | (x << 24)));",
         "#endif",
-        "}",
+        "}"]
+    return [
+        "#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",
+        "#if defined(__GNUC__)",
+        f'#define {p.upper()}_FENCE() __asm__ volatile("" ::: "memory")',
+        "#else",
+        f"#define {p.upper()}_FENCE() ((void)0)",
+        "#endif",
+        *odd_fn(f"{p}_odd"),
+        *(odd0_fn if odd0 else []),
         "#endif",
     ]
 
@@ -530,3 +533,118 @@ class DwS8F(DwS8):
     def bodies(self):
         got = super().bodies()
         return {"dsp": got["dsp"], "plain": got["plain"]}
+
+
+def _tap4w(pad, pa, pb, p):
+    """dw_s8w's step over one window tap for channels k .. k+3: the input's word widened as
+    _tap4's, the weights' two words already int16 (channels 0, 2 then 1, 3: DwWide), so a tap is
+    three loads, two widenings and four MACs (the M4 pipelines the weights' loads behind the
+    input's: one cycle each, where a widening costs one too and the loads save two)."""
+    return [pad + x for x in (
+        f"memcpy(&xa, {pa}, 4);",
+        f"memcpy(&w0, {pb}, 4);",
+        f"memcpy(&w1, {pb} + 4, 4);",
+        "ea = __sxtab16(off2, (int32_t)xa);",
+        f"oa = {p}_odd(off2, xa);",
+        "a0 = __smlabb(ea, w0, a0);",
+        "a2 = __smlatt(ea, w0, a2);",
+        "a1 = __smlabb(oa, w1, a1);",
+        "a3 = __smlatt(oa, w1, a3);")]
+
+
+# the int16 weight (little-endian, its two bytes at q) without a pointer cast or an
+# implementation-defined conversion
+_W16 = "((int32_t)(q)[1] * 256 + (int32_t)(uint8_t)(q)[0])"
+
+
+@register_intrin
+class DwS8W(DwS8F):
+    """dw_s8f with its weights widened at compile time (aot/schedules/arm_dw.py DwWide): b, b_row
+    and b_col count bytes of int16 weights, each group of four channels a tap stored as the words
+    (w0, w2), (w1, w3) the DSP body's lanes read, so that a tap widens only its input. For calls
+    of whole groups of four channels (c % 4 == 0), one input channel per output channel (a_k ==
+    1); the requantisation dw_s8f's. The plain body reads the same layout."""
+    name = "dw_s8w"
+    prefix = "aot_dw_s8w"
+
+    def last_offsets(self, args):
+        kh, kw, b_row, b_col = args[7], args[8], args[11], args[12]
+        one = _i32(1)
+        return [(k, (kh - one) * b_row + (kw - one) * b_col + _i32(2) * args[6] - one) if k == 2 else (k, v)
+                for k, v in super().last_offsets(args)]
+
+    def ordered_accesses(self, args):
+        """dw_s8f's, channel k's weights the two bytes of its int16 at each tap (said read as
+        bytes 2k and 2k + 1 of the tap: the group's permutation reads them within the group, whose
+        four channels are read before any is written)."""
+        got = super().ordered_accesses(args)
+        if got is None:
+            return None
+        n, accesses = got
+        two = _i32(2)
+        return n, [(kind, k, (*ext, (two, _i32(1))), two) if k == 2 else (kind, k, ext, st)
+                   for kind, k, ext, st in accesses]
+
+    def match(self, loop, acc=None):
+        return None, "dw_s8w is made of dw_s8f calls by the depthwise rule (aot/schedules/arm_dw.py), not matched"
+
+    def signature(self):
+        return super().signature().replace(" aot_dw_s8f(", " aot_dw_s8w(", 1)
+
+    def c_source(self):
+        helpers = [*folded_fn("aot_dw_s8w_fast"), *flat_fn("aot_dw_s8w_exact", "__ARM_FEATURE_DSP")]
+        return "\n".join(helpers + _odd_helpers(self.prefix, odd0=False)) + "\n" + TensorIntrin.c_source(self)
+
+    def _requant(self, form, v, k):
+        return super()._requant(form, v, k).replace("aot_dw_s8f_", "aot_dw_s8w_")
+
+    def bodies(self):
+        p = self.prefix
+        acc4 = "  int32_t " + ", ".join(f"a{j} = {self.bias_of(i)}" for j, i in enumerate(_FOUR)) + ";"
+        requant4 = ["  " + x for x in self.requant4()]
+        slot = "(k & ~3) + ((k & 1) << 1) + ((k >> 1) & 1)"     # channel k's int16 in its group
+        scalar = ["for (k = 0; k < c; ++k) {",
+                  f"  int32_t v = {self.bias_of('k')};",
+                  f"  int32_t at = 2 * ({slot});",
+                  "  for (r = 0; r < kh; ++r) {",
+                  "    for (s = 0; s < kw; ++s) {",
+                  "      const int8_t* q = b + r * b_row + s * b_col + at;",
+                  f"      v += ((int32_t)a[r * a_row + s * a_col + k] + off) * {_W16};",
+                  "    }",
+                  "  }",
+                  f"  {self.requant1()}",
+                  "}"]
+        dsp = ["int32_t k, r, s;",
+               *self.table_head(),
+               "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "(void)a_k;",
+               *[x for n, (kr, kc) in enumerate(_WINDOWS) for x in (
+                   f"{'} else ' if n else ''}if (kh == {kr} && kw == {kc}) {{",
+                   "  const int8_t* pa = a;",
+                   "  const int8_t* pb = b;",
+                   "  for (k = 0; k < c; k += 4, pa += 4, pb += 8) {",
+                   "  " + acc4,
+                   "    uint32_t xa;",
+                   "    int32_t ea, oa, w0, w1;",
+                   *[y for r in range(kr) for t in range(kc) for y in _tap4w(
+                       "    ", _at("a", r, t, "pa"), _at("b", r, t, "pb"), p) + [f"    {p.upper()}_FENCE();"]],
+                   *requant4,
+                   "  }")],
+               "} else {",
+               "  for (k = 0; k < c; k += 4) {",
+               "  " + acc4,
+               "    uint32_t xa;",
+               "    int32_t ea, oa, w0, w1;",
+               "    for (r = 0; r < kh; ++r) {",
+               "      const int8_t* pa = a + r * a_row + k;",
+               "      const int8_t* pb = b + r * b_row + 2 * k;",
+               "      for (s = 0; s < kw; ++s, pa += a_col, pb += b_col) {",
+               *_tap4w("        ", "pa", "pb", p),
+               "      }",
+               "    }",
+               *requant4,
+               "  }",
+               "}",
+               "return 0;"]
+        plain = ["int32_t k, r, s;", *self.table_head(), "(void)a_k;", *scalar, "return 0;"]
+        return {"dsp": dsp, "plain": plain}
