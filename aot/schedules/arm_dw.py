@@ -21,7 +21,7 @@ staged by rows (stage_rows: a ring of rows copied back a row behind) has every c
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,7 +35,7 @@ from ..tir.simplify import const_value, linear_form, simplify
 from ..tir.stmt import Buffer, Evaluate, For, Seq, Store, map_exprs, own_exprs, walk_stmts
 from .inplace_conv import MAX_SCRATCH_SHARE
 from .nests import accumulation, map_staged_parts, nests as _nests, staged_compute
-from .requant_table import fold_layouts
+from .requant_table import FoldedBias, fold_layouts
 
 DW = "dw_s8"
 DW_F = "dw_s8f"     # the DSP cores': the requantisation from the table (requant_table.py)
@@ -168,7 +168,8 @@ class DwWide:
     """Depthwise weights as dw_s8w reads them (aot/tir/intrin/arm_dw.py): the constant in `pack`
     (the tap-major PackLayout, or None where its channels are innermost already), then each row
     of `row` consecutive channels (a tap's) widened to little-endian int16, every four channels
-    of a row stored 0, 2, 1, 3 (the words of the DSP body's even and odd lanes). row % 4 == 0."""
+    of a row stored 0, 2, 1, 3 (the words of the DSP body's even and odd lanes), each doubled
+    (|2w| <= 256: the folded requantisation's doubled sum, dw_s8w). row % 4 == 0."""
     pack: PackLayout = None
     row: int = 4
 
@@ -177,7 +178,7 @@ class DwWide:
 
     def apply(self, w):
         flat = (w if self.pack is None else self.pack.apply(w)).reshape(-1, self.row // 4, 4)
-        return np.ascontiguousarray(flat[..., [0, 2, 1, 3]]).astype("<i2").view(np.int8).reshape(-1)
+        return (2 * np.ascontiguousarray(flat[..., [0, 2, 1, 3]]).astype(np.int64)).astype("<i2").view(np.int8).reshape(-1)
 
 
 def _widen(func, body, params, layouts):
@@ -209,7 +210,11 @@ def _widen(func, body, params, layouts):
             return Call(DW_W, args, x.dtype)
         return None
     out = map_exprs(body, lambda e: transform(e, rewrite))
-    return out, [wide if k == kw else b for k, b in enumerate(params)], {**layouts, kw: DwWide(pack, row)}
+    # the table's biases doubled with the weights (where it is fast)
+    tables = {k: replace(v, doubled=True) for k, v in layouts.items() if isinstance(v, FoldedBias) and v.wide}
+    if len(tables) != 1:
+        return None
+    return out, [wide if k == kw else b for k, b in enumerate(params)], {**layouts, **tables, kw: DwWide(pack, row)}
 
 
 def _dw_calls(func, variant):

@@ -43,6 +43,8 @@ class _Fold:
                                   # the test a kernel that tests each channel's c skips where it is 1
     wide: bool = False            # FoldedBias four words a channel: (bias, c, multiplier, shift as the
                                   # kernel reads it), the whole requantisation behind one pointer (dw_s8f)
+    doubled: bool = False         # the wide table's biases doubled (wrapping) where it is fast: for a
+                                  # kernel whose weights are doubled (dw_s8w); as they are elsewhere
 
     def row_sums(self, weights, absolute=False):
         """Each channel's sum of its weight row (of their magnitudes)."""
@@ -90,7 +92,8 @@ class FoldedBias(_Fold):
             n = self.cout
             m = got["mult"].reshape(-1)[:n] if "mult" in got else np.full(n, self.mult)
             out = np.zeros(4 * n, np.int64)
-            out[0::4], out[1::4], out[2::4], out[3::4] = bias.reshape(-1)[:n], c, m, e
+            b = bias.reshape(-1)[:n].astype(np.int64)
+            out[0::4], out[1::4], out[2::4], out[3::4] = 2 * b if self.doubled and np.all(c != 0) else b, c, m, e
             return (out & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
         b = bias.reshape(-1)[:self.cout].astype(np.int64)
         if self.fold_offset:          # (wrapping in int32 as the kernel's own sum would)

@@ -39,7 +39,7 @@ from ...targets.cortex_m import core
 from .arm import flat_index, int8_operand, step
 from .base import TensorIntrin, register_intrin
 from .arm_q15 import TABLE_HEAD, folded_fn
-from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mbqm_flat_lines, mbqm_folded_asm, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
+from .gemmlowp import (INT32_LITERALS, clamp, high_mul, mbqm_flat_lines, mbqm_folded_asm, mbqm_folded2_asm, mve_clamp, mve_left, mve_rdbpot_fixup, mve_rshl, mve_srdhm,
                        product, rdbpot_bit_lines, srdhm)
 from .requant import match_requant
 
@@ -460,6 +460,8 @@ class DwS8F(DwS8):
     def table_head(self):
         return [*TABLE_HEAD, "(void)mult;", "(void)shift;"]
 
+    folded_asm = staticmethod(mbqm_folded_asm)
+
     def _requant(self, form, v, k):
         if form == "fast":
             return f"aot_dw_s8f_fast({v}, bt[4 * ({k}) + 2], bt[4 * ({k}) + 3], bt[4 * ({k}) + 1], lo, hi)"
@@ -478,7 +480,7 @@ class DwS8F(DwS8):
         asm = []
         for j in range(4):
             asm += [f'"ldr %[c], [%[t], #{16 * j + 4}]\\n"', f'"ldr %[m], [%[t], #{16 * j + 8}]\\n"',
-                    f'"ldr %[e], [%[t], #{16 * j + 12}]\\n"', *mbqm_folded_asm(f"a{j}", "x", "m", "c", "e"),
+                    f'"ldr %[e], [%[t], #{16 * j + 12}]\\n"', *self.folded_asm(f"a{j}", "x", "m", "c", "e"),
                     f'"ssat %[a{j}], #8, %[a{j}]\\n"', f'"strb %[a{j}], [%[o], #{j}]\\n"']
         # (single-issue cores only: on the M7 gcc's schedule of the C pairs better)
         return ["if (__builtin_expect(fast, 1)) {",
@@ -561,7 +563,9 @@ _W16 = "((int32_t)(q)[1] * 256 + (int32_t)(uint8_t)(q)[0])"
 class DwS8W(DwS8F):
     """dw_s8f with its weights widened at compile time (aot/schedules/arm_dw.py DwWide): b, b_row
     and b_col count bytes of int16 weights, each group of four channels a tap stored as the words
-    (w0, w2), (w1, w3) the DSP body's lanes read, so that a tap widens only its input. For calls
+    (w0, w2), (w1, w3) the DSP body's lanes read, so that a tap widens only its input. The
+    weights are doubled, and so is the table's bias where it says fast (FoldedBias.doubled): the
+    folded form's SMMLAR then takes the sum as it is (mbqm_folded2_asm). For calls
     of whole groups of four channels (c % 4 == 0), one input channel per output channel (a_k ==
     1); the requantisation dw_s8f's. The plain body reads the same layout."""
     name = "dw_s8w"
@@ -595,8 +599,16 @@ class DwS8W(DwS8F):
         helpers = [*folded_fn("aot_dw_s8w_fast"), *flat_fn("aot_dw_s8w_exact", "__ARM_FEATURE_DSP")]
         return "\n".join(helpers + _odd_helpers(self.prefix, odd0=False)) + "\n" + TensorIntrin.c_source(self)
 
+    # its weights and its table's biases doubled where the table says fast (DwWide, FoldedBias
+    # doubled): the sums are the folded form's doubled sum, no shift before each SMMLAR
+    folded_asm = staticmethod(mbqm_folded2_asm)
+
     def _requant(self, form, v, k):
-        return super()._requant(form, v, k).replace("aot_dw_s8f_", "aot_dw_s8w_")
+        # the sum halved back: exactly (it is even) where fast; where not, the table's bias is
+        # undoubled, so the sum is bias + 2 S (S the products' sum, far inside int32)
+        half = f"{v} / 2" if form == "fast" else \
+            f"bt[4 * ({k})] + (int32_t)((uint32_t){v} - (uint32_t)bt[4 * ({k})]) / 2"
+        return super()._requant(form, half, k).replace("aot_dw_s8f_", "aot_dw_s8w_")
 
     def bodies(self):
         p = self.prefix
