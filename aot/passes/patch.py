@@ -220,7 +220,7 @@ def stage_cuts(graph):
     return cuts
 
 
-def _in_rows(n, a, b, h_in, d=0):
+def _in_span(n, a, b, h_in, d=0):
     """Input rows [lo, hi) that output rows [a, b) of node n read, and the strip's pads at top
     and bottom (the part of the window outside the input); d=1: the same along the columns."""
     w = _window(n, d) if n.op in WINDOW_OPS else None
@@ -275,21 +275,21 @@ def patch_at(graph, c, tiles, cols=1):
     x, y, ax = stage_input(g), stage[-1].outputs[0], c.axis
     axes = (ax, ax + 1)
     nodes, parts, strip_parts = [], [], []
-    rb, cb = strips(c.rows, tiles), strips(y.type.shape[ax + 1], cols)
+    rb, cb = strips(c.rows, tiles), strips(c.cols, cols)
+
+    def spans(n, box, v):
+        """(lo, hi, pad before, pad after) of v's rows and columns that n's output box reads;
+        strips of whole rows read every column, their windows' pads as they were."""
+        out = [_in_span(n, *box[0], v.type.shape[ax])]
+        if cols == 1:
+            w = _window(n, 1) if n.op in WINDOW_OPS else None
+            return out + [(0, v.type.shape[ax + 1], *((w[3], w[4]) if w else (0, 0)))]
+        return out + [_in_span(n, *box[1], v.type.shape[ax + 1], 1)]
+
     for t, u in ((t, u) for t in range(tiles) for u in range(cols)):
         tag = f"{t}" if cols == 1 else f"{t}_{u}"
         # the box of every value this tile reads: rows [lo, hi) and columns [lo, hi)
         need = {id(y): ((rb[t], rb[t + 1]), (cb[u], cb[u + 1]))}
-
-        def spans(n, box, v):
-            """(lo, hi, pad before, pad after) of v's rows and columns that n's output box reads;
-            strips of whole rows read every column, their windows' pads as they were."""
-            out = [_in_rows(n, *box[0], v.type.shape[ax])]
-            if cols == 1:
-                w = _window(n, 1) if n.op in WINDOW_OPS else None
-                return out + [(0, v.type.shape[ax + 1], *((w[3], w[4]) if w else (0, 0)))]
-            return out + [_in_rows(n, *box[1], v.type.shape[ax + 1], 1)]
-
         for n in reversed(stage):
             box = need[id(n.outputs[0])]
             for v in n.inputs:
@@ -301,15 +301,15 @@ def patch_at(graph, c, tiles, cols=1):
                                                             for o, e in zip(old, got))
         have = {id(x): (x, (0, 0))}      # value -> (this tile's version of it, its first row and column)
 
-        def box_of(v, spans, n):
+        def box_of(v, box, n):
             src, first = have[id(v)]
             shape = list(src.type.shape)
-            if all((lo - f, hi - f) == (0, shape[a]) for (lo, hi), f, a in zip(spans, first, axes)):
+            if all((lo - f, hi - f) == (0, shape[a]) for (lo, hi), f, a in zip(box, first, axes)):
                 return src
             begin = [0] * 4
-            for (lo, hi), f, a in zip(spans, first, axes):
+            for (lo, hi), f, a in zip(box, first, axes):
                 begin[a], shape[a] = lo - f, hi - lo
-            (r0, r1), (c0, c1) = spans
+            (r0, r1), (c0, c1) = box
             where = f"rows{r0}_{r1}" if cols == 1 else f"rows{r0}_{r1}_cols{c0}_{c1}"
             out = Value(f"{v.name}@{where}@patch{tag}", TensorType(shape, src.type.dtype))
             nodes.append(Node("Slice", f"{n.name}@patch{tag}/rows", [src],

@@ -42,7 +42,8 @@ from ..tir.intrin.requant import find_requant
 from .arm_q15 import Q15Quads, widened_weights
 from ..tir.schedule import ScheduleError, tensorize
 from ..tir.simplify import const_value, simplify
-from ..tir.stmt import Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs, own_exprs, walk_stmts
+from ..tir.stmt import (Allocate, Buffer, Evaluate, For, IfThenElse, Seq, Store, map_exprs, own_exprs, uses_buffer,
+                        walk_stmts)
 from .arm_fold import OffsetFold, fold_offset
 from .arm_pairs import pair_outputs
 from .requant_table import requant_table
@@ -399,12 +400,6 @@ def _widened_rows(src, stride, KH, R, scratch, p, off, tail):
     return parts
 
 
-def _reads_or_writes(stmt, buf):
-    return any((isinstance(st, Store) and st.buffer is buf) or
-               any(isinstance(e, Load) and e.buffer is buf for x in own_exprs(st) for e in walk(x))
-               for st in walk_stmts(stmt))
-
-
 def _gathered_copy(red, x, w, at, sub, scratch, p, off, K, win, tail):
     """Pixel p's window (rows shorter than whole 4-byte groups: a first layer's) widened into its
     slot of pw_s8's scratch (_widened_rows): a whole window (no tap clipped: every loop over its
@@ -517,7 +512,7 @@ def scratch_pairs(func, nest, gathered=False):
         else:
             body = Allocate(rows, Seq(copies + [Evaluate(call)] + [epilogue(p, sb) for p, sb in enumerate(subs)]))
         for buf in (tail, win) if gathered else ():      # (the ones the copies use: a whole window needs no win)
-            if _reads_or_writes(body, buf):
+            if uses_buffer(body, buf):
                 body = Allocate(buf, body)
         return body
     s = _over_pairs(loops, pixel_pair)

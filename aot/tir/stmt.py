@@ -420,15 +420,11 @@ def walk_stmts(s: Stmt):
 
 
 def uses_buffer(s: Stmt, buf) -> bool:
-    """Whether a statement tree stores into or loads from buffer `buf` (a pointer to it passed
-    to a call is a Load of it too)."""
-    for st in walk_stmts(s):
-        if isinstance(st, Store) and st.buffer is buf:
-            return True
-        for x in own_exprs(st):
-            if any(isinstance(e, Load) and e.buffer is buf for e in walk(x)):
-                return True
-    return False
+    """Whether a statement tree stores into, loads from or passes on buffer `buf` (a pointer to
+    it as a call's argument: a Load of it, or its data pointer to an external call)."""
+    if any(isinstance(st, Store) and st.buffer is buf for st in walk_stmts(s)):
+        return True
+    return any(isinstance(e, (Load, BufferData)) and e.buffer is buf for x in stmt_exprs(s) for e in walk(x))
 
 
 def stmt_exprs(s: Stmt):

@@ -197,25 +197,12 @@ def drop_unused_allocations(func):
     """func without the allocations its body no longer touches: a pass that replaced a stage by
     an external call (the template drops TOPI's pad stage) leaves that stage's buffer behind,
     and C would declare it unused."""
-    from ..tir.expr import Load, walk
-    from ..tir.op import ExternCall
-    from ..tir.stmt import BufferData, StmtMutator, Store, stmt_exprs, walk_stmts
-
-    def used(s, buf):
-        if any(isinstance(x, Store) and x.buffer is buf for x in walk_stmts(s)):
-            return True
-        for e in stmt_exprs(s):
-            for x in walk(e):
-                if isinstance(x, Load) and x.buffer is buf:
-                    return True
-                if isinstance(x, ExternCall) and any(isinstance(a, BufferData) and a.buffer is buf for a in x.args):
-                    return True
-        return False
+    from ..tir.stmt import StmtMutator, uses_buffer
 
     class Drop(StmtMutator):
         def visit_Allocate(self, s):
             body = self.visit(s.body)
-            if not used(body, s.buffer):
+            if not uses_buffer(body, s.buffer):
                 return body
             return s if body is s.body else type(s)(s.buffer, body)
     body = Drop().visit(func.body)

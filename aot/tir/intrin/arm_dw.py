@@ -94,6 +94,24 @@ _FOUR = ("k", "k + 1", "k + 2", "k + 3")
 _WINDOWS = ((3, 3), (3, 2), (2, 3), (2, 2))
 
 
+def _straight_windows(p, cond, end, b_step, decls, tap, acc4, requant4):
+    """C lines: the DSP body's windows of _WINDOWS in straight code, each an `if` of the chain
+    (cond: what each also needs), channels k < end four a step, the input pointer 4 bytes a step
+    and the weights' b_step; tap(pad, pa, pb, p) a tap's lines over the declared decls, a
+    compiler fence after each so that its loads are not all hoisted (and spilled)."""
+    return [x for n, (kr, kc) in enumerate(_WINDOWS) for x in (
+        f"{'} else ' if n else ''}if ({cond}kh == {kr} && kw == {kc}) {{",
+        "  const int8_t* pa = a;",                  # channel k's input and weights
+        "  const int8_t* pb = b;",
+        f"  for (k = 0; k < {end}; k += 4, pa += 4, pb += {b_step}) {{",
+        "  " + acc4,
+        *["    " + d for d in decls],
+        *[y for r in range(kr) for t in range(kc) for y in tap(
+            "    ", _at("a", r, t, "pa"), _at("b", r, t, "pb"), p) + [f"    {p.upper()}_FENCE();"]],
+        *requant4,
+        "  }")]
+
+
 def flat_fn(name, ssat_macro=None):
     """C lines: static inline int32_t name(v, m, sh, zp, lo, hi): TFLite's requantisation without
     a branch (gemmlowp's flat form), the zero point added, clamped: int8's whole range one SSAT
@@ -356,20 +374,9 @@ class DwS8(TensorIntrin):
         dsp = ["int32_t k, r, s;",
                "int32_t whole = c - c % 4;",                      # channels in whole words
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
-               # a whole 3x3 window (every pixel off the border): nine taps in straight code, a
-               # compiler fence after each so that its loads are not all hoisted (and spilled)
-               *[x for n, (kr, kc) in enumerate(_WINDOWS) for x in (
-                   f"{'} else ' if n else ''}if (a_k != 0 && kh == {kr} && kw == {kc}) {{",
-                   "  const int8_t* pa = a;",                  # channel k's input and weights
-                   "  const int8_t* pb = b;",
-                   "  for (k = 0; k < whole; k += 4, pa += 4, pb += 4) {",
-                   "  " + acc4,
-                   "    uint32_t xa, xb;",
-                   "    int32_t ea, oa, eb, ob;",
-                   *[y for r in range(kr) for t in range(kc) for y in _tap4(
-                       "    ", _at("a", r, t, "pa"), _at("b", r, t, "pb"), p) + [f"    {p.upper()}_FENCE();"]],
-                   *requant4,
-                   "  }")],
+               # a whole 3x3 window (every pixel off the border) and its clips: straight code
+               *_straight_windows(p, "a_k != 0 && ", "whole", 4, ["uint32_t xa, xb;", "int32_t ea, oa, eb, ob;"],
+                                  _tap4, acc4, requant4),
                "} else if (a_k != 0) {",
                "  for (k = 0; k < whole; k += 4) {",
                "  " + acc4,
@@ -630,18 +637,7 @@ class DwS8W(DwS8F):
                *self.table_head(),
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
                "(void)a_k;",
-               *[x for n, (kr, kc) in enumerate(_WINDOWS) for x in (
-                   f"{'} else ' if n else ''}if (kh == {kr} && kw == {kc}) {{",
-                   "  const int8_t* pa = a;",
-                   "  const int8_t* pb = b;",
-                   "  for (k = 0; k < c; k += 4, pa += 4, pb += 8) {",
-                   "  " + acc4,
-                   "    uint32_t xa;",
-                   "    int32_t ea, oa, w0, w1;",
-                   *[y for r in range(kr) for t in range(kc) for y in _tap4w(
-                       "    ", _at("a", r, t, "pa"), _at("b", r, t, "pb"), p) + [f"    {p.upper()}_FENCE();"]],
-                   *requant4,
-                   "  }")],
+               *_straight_windows(p, "", "c", 8, ["uint32_t xa;", "int32_t ea, oa, w0, w1;"], _tap4w, acc4, requant4),
                "} else {",
                "  for (k = 0; k < c; k += 4) {",
                "  " + acc4,
