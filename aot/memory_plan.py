@@ -126,11 +126,21 @@ def plan(bufs, align=16, search_iters=200, seed=0):
     idx = list(enumerate(bufs))
     conflicts = {i: [(j, c) for j, c in idx if j != i and _overlaps(b, c)] for i, b in idx}
     cl = clusters(bufs)
+    life, span, lo_hi = {}, {}, {}
+    for i, (root, rel) in cl.items():
+        b = bufs[i]
+        s0, e0, lo, hi = lo_hi.get(root, (b.start, b.end, rel, rel + b.size))
+        lo_hi[root] = (min(s0, b.start), max(e0, b.end), min(lo, rel), max(hi, rel + b.size))
+    for root, (s0, e0, lo, hi) in lo_hi.items():
+        life[root], span[root] = e0 - s0, hi - lo
     heuristics = [
         lambda e: (-e[1].size, e[1].start, e[0]),                                  # by size (TFLM)
         lambda e: (-(e[1].size * (e[1].end - e[1].start + 1)), e[0]),                # by size x lifetime
         lambda e: (-sum(c.size for _, c in conflicts[e[0]]), -e[1].size, e[0]),      # by conflicts (TVM)
         lambda e: (e[1].start, -e[1].size, e[0]),                                   # by first use
+        # longest-lived clusters first: a patched stage's whole input and its cut, pinned runs of
+        # bytes that live across every strip, packed before the strips' short-lived tiles
+        lambda e: (-(life[cl[e[0]][0]]), -span[cl[e[0]][0]], e[1].start, e[0]),
     ]
     best_order, best = None, None
     for h in heuristics:

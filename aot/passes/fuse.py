@@ -3,8 +3,8 @@
 The rules follow TVM's pattern kinds: a group has at most one anchor (conv/dense/pool:
 OUT_ELEMWISE_FUSABLE, or a reduction: COMM_REDUCE) plus the elementwise/broadcast ops that
 consume its result at the same shape; elementwise/broadcast/injective chains fuse together
-and into a following reduction. A lone Transpose also folds into the anchor it feeds (the
-anchor reads through the permuted index, and the transposed copy's bytes are saved). A value
+and into a following reduction. A lone Transpose or Slice also folds into the anchor it feeds
+(the anchor reads through the permuted or offset index, and the copy's bytes are saved). A value
 read by more than one node is never fused away, so every group has a single exit and can run
 at its last node's position.
 
@@ -56,17 +56,20 @@ def _can_fuse(pg: Group, node, v):
     if pat in (Pattern.INJECTIVE, Pattern.COMM_REDUCE):
         return pg.kind <= Pattern.INJECTIVE
     if pat == Pattern.OUT_ELEMWISE_FUSABLE:
-        return _is_layout_transpose(pg)
+        return _is_view(pg)
     return False
 
 
-def _is_layout_transpose(pg: Group):
-    """A group that only permutes its input's axes (an ONNX model's NHWC -> NCHW input Transpose):
-    it folds into the anchor reading it, which then reads the untransposed tensor through the
-    permuted index, so the transposed copy never exists (issue 16: VWW's 110,592-byte input copy
-    lived beside the first conv). Anything more (a reshape, arithmetic) stays a kernel of its own:
-    inlined, it would be recomputed for every reduction step."""
-    return [n.op for n in pg.nodes] == ["Transpose"]
+def _is_view(pg: Group):
+    """A group that only re-indexes its input: a Transpose (an ONNX model's NHWC -> NCHW input)
+    or a Slice (a patched tile's box of rows and columns, aot/passes/patch.py). It folds into the
+    anchor reading it, which then reads the source tensor through the permuted or offset index,
+    so the copy never exists: VWW's 110,592-byte transposed input lived beside the first conv
+    (issue 16), and a tile's box of columns, which the planner cannot lay over its source as it
+    does a band of whole rows, took 2 to 5 KB beside the whole input at a patched stage's peak.
+    Anything more (a reshape, arithmetic) stays a kernel of its own: inlined, it would be
+    recomputed for every reduction step."""
+    return [n.op for n in pg.nodes] in (["Transpose"], ["Slice"])
 
 
 def _inline_cost(node):

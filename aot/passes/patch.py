@@ -11,9 +11,9 @@ The rewrite is exact: a tile's windows keep their padding only where the full te
 its edges), so every output element sees the same taps in the same order.
 It works on the graph IR, before fusion, so every strip's layers are ordinary kernels to the
 target's schedules (micro-kernels included), the in-bounds verifier and the memory planner:
-a strip's input is a Slice of rows, which the planner lays over the rows it copies where the
-source is in the workspace (a tile's box of columns is copied), and the concat's inputs are
-placed in their slices of the cut.
+a tile's input is a Slice of its box, which fusion folds into the first layer reading it (that
+layer reads the box where it lies in the source, aot/passes/fuse.py), and the concat's inputs
+are placed in their slices of the cut.
 
 stage_cuts(graph) lists where a stage may end; patch(graph, cut, tiles, cols) rewrites it.
 """

@@ -345,6 +345,30 @@ def test_input_transpose_folds_into_the_first_conv():
     assert res.plan.workspace_size == 8 * 6 * 5 * 4
 
 
+def test_input_box_slice_folds_into_the_conv_reading_it():
+    """A box of rows and columns of the input (a patched tile's, aot/passes/patch.py) read by a
+    conv: the conv indexes the input where the box lies, so no copy of the box takes workspace,
+    on the host under ASan/UBSan and with the input planned into the workspace."""
+    from onnx import helper
+    import aot
+    from conftest import check_model, init, make_model, ort_run, vi
+    rng = np.random.default_rng(5)
+    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax"], ["box"], name="box"),
+             helper.make_node("Conv", ["box", "w"], ["t"], pads=[0, 1, 1, 0], strides=[2, 2], name="stem"),
+             helper.make_node("Relu", ["t"], ["y"], name="relu")]
+    m = make_model(nodes, [vi("x", [1, 3, 14, 12])], [vi("y", [1, 8, 4, 3])],
+                   [init("w", (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)),
+                    init("st", np.array([2, 3], np.int64)), init("en", np.array([11, 10], np.int64)),
+                    init("ax", np.array([2, 3], np.int64))])
+    feeds = {"x": rng.standard_normal((1, 3, 14, 12)).astype(np.float32)}
+    res, _ = check_model(m, feeds)
+    assert len(res.plan.calls) == 1
+    assert res.plan.workspace_size == 0     # the conv writes the caller's output; no box copy
+    res = aot.compile(m.SerializeToString(), use_workspace_io=True)
+    np.testing.assert_allclose(aot.run(res, feeds, sanitize=True)["y"], ort_run(m, feeds)["y"], rtol=1e-5, atol=1e-6)
+    assert res.plan.workspace_size == (3 * 14 * 12 + 8 * 4 * 3) * 4
+
+
 def test_planner_pins():
     """Buffers pinned into one another (Buf.pin) are placed at their pinned offsets, may overlap
     their host only at the one step they share, and verify() catches a broken pin or overlap."""
