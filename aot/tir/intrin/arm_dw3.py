@@ -188,17 +188,20 @@ def _asm_widen():
     """C lines: the column pairs (s, s + 1) from s to hi2 (at least one), both columns inside
     the row, widened into the four planes at d in Thumb-2 assembly: the words of planes 0 and 1
     (the even and odd channels' first columns' halves) by PKHBT, 2 and 3 by PKHTB, where GCC's
-    C takes two instructions a half and spills the strides."""
-    body = ['".p2align 2\\n"', '"1:\\n"',
-            '"ldr %[x0], [%[ar]]\\n"', '"ldr %[x1], [%[ar], %[ac]]\\n"',
-            '"add %[ar], %[ar], %[ac], lsl #1\\n"',
-            '"sxtab16 %[e0], %[off2], %[x0]\\n"', '"sxtab16 %[e1], %[off2], %[x1]\\n"',
-            '"sxtab16 %[x0], %[off2], %[x0], ror #8\\n"', '"sxtab16 %[x1], %[off2], %[x1], ror #8\\n"',
-            '"pkhbt %[t], %[e0], %[e1], lsl #16\\n"', '"pkhtb %[e1], %[e1], %[e0], asr #16\\n"',
-            '"pkhbt %[e0], %[x0], %[x1], lsl #16\\n"', '"pkhtb %[x1], %[x1], %[x0], asr #16\\n"',
-            '"str %[t], [%[d]]\\n"', '"str %[e0], [%[d], %[pl]]\\n"',
-            '"str %[e1], [%[d2]]\\n"', '"str %[x1], [%[d2], %[pl]]\\n"',
-            '"add %[d], %[d], #12\\n"', '"add %[d2], %[d2], #12\\n"',
+    C takes two instructions a half and spills the strides. Two pairs a loop (an odd count
+    enters at the second), the plane pointers stepped by the stores' post-increments: two
+    instructions of loop a pair of pairs rather than four a pair (VWW on the M4 -26 K)."""
+    one = ['"ldr %[x0], [%[ar]]\\n"', '"ldr %[x1], [%[ar], %[ac]]\\n"',
+           '"add %[ar], %[ar], %[ac], lsl #1\\n"',
+           '"sxtab16 %[e0], %[off2], %[x0]\\n"', '"sxtab16 %[e1], %[off2], %[x1]\\n"',
+           '"sxtab16 %[x0], %[off2], %[x0], ror #8\\n"', '"sxtab16 %[x1], %[off2], %[x1], ror #8\\n"',
+           '"pkhbt %[t], %[e0], %[e1], lsl #16\\n"', '"pkhtb %[e1], %[e1], %[e0], asr #16\\n"',
+           '"pkhbt %[e0], %[x0], %[x1], lsl #16\\n"', '"pkhtb %[x1], %[x1], %[x0], asr #16\\n"',
+           '"str %[e0], [%[d], %[pl]]\\n"', '"str %[t], [%[d]], #12\\n"',
+           '"str %[x1], [%[d2], %[pl]]\\n"', '"str %[e1], [%[d2]], #12\\n"']
+    # an odd count of pairs: their bytes 12 n, bit 2 set
+    body = ['"sub %[t], %[de], %[d]\\n"', '"tst %[t], #4\\n"', '"bne 2f\\n"',
+            '".p2align 2\\n"', '"1:\\n"', *one, '"2:\\n"', *one,
             '"cmp %[d], %[de]\\n"', '"bne 1b\\n"']
     return ["{",
             "  const int8_t* pa = ar + (s - pl) * a_col;",
@@ -403,11 +406,9 @@ class Dw3S8R(TensorIntrin):
             "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
             "for (; rows4 && next <= top + 2; ++next) {",
             "  unsigned char* d0 = ring + 4 * (next % 3);",
-            "  int32_t s, z;",
-            "  for (z = 0; z < 4; ++z, d0 += plane) {",
-            "    for (s = 0; s < ncp; ++s) {",
-            "      memset(d0 + 12 * s, 0, 4);",
-            "    }",
+            "  unsigned char* de = d0 + 4 * plane;",       # the four planes one after another
+            "  for (; d0 != de; d0 += 12) {",
+            "    memset(d0, 0, 4);",
             "  }",
             "}",
             "#endif",
@@ -475,6 +476,10 @@ class Dw3S8R(TensorIntrin):
                *["  " + x for x in widen],
                "  if (top >= 0 && top + 3 <= h) {",
                "    wk = ws + 24 * (top % 3);",
+               "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
+               "  } else if (rows4) {",                            # the four channels' assembly reads no wk
+               "    wk = wq;",
+               "#endif",
                "  } else {",                                        # a clipped window: its missing rows weigh 0
                "    int32_t sl;",
                "    for (sl = 0; sl < 3; ++sl) {",
