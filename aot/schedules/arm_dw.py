@@ -41,11 +41,15 @@ DW = "dw_s8"
 DW_F = "dw_s8f"     # the DSP cores': the requantisation from the table (requant_table.py)
 DW_W = "dw_s8w"     # dw_s8f over weights widened at compile time (DwWide)
 DW3 = "dw3_s8r"     # the DSP cores' 3x3 convs: four channels, every row, a call
+DW3_2 = "dw3_s8r2"  # its stride-2 calls' (the same kernel under its own name)
 # dw3_s8r pays where its rows are long: a channel's setup on each row costs about two pixel pairs,
 # and a row's widening is shared by three output rows only at stride 1. Measured on M4 (est.
 # cycles, dw3_s8r / dw_s8f): 48 wide 0.59, 25 wide (KWS, by columns) 0.73, 24 wide 0.78, 12
-# wide 0.96, 6 wide 1.4; stride 2 over 48 wide 1.14
+# wide 0.96, 6 wide 1.4. At stride 2 (dw3_s8r2, its rows in fours in assembly) against dw_s8w:
+# 48 wide in (24 out) 0.90 (VWW 350 -> 315 K), 24 wide in 1.08 (a row's widening serves one or
+# two output rows, not three)
 MIN_RING_ROW = 12
+MIN_RING_ROW_S2 = 24       # output rows, at stride 2
 
 
 def _compute_nests(body):
@@ -311,7 +315,9 @@ def _window_of(loops, call, shape_in, shape_out):
 
 def depthwise_rows(func, target):
     """The DSP cores' rule for a 3x3 depthwise conv of stride 1 over whole groups of four
-    channels, its rows at least MIN_RING_ROW long (the MobileNet and DS-CNN layers): dw3_s8r (aot/tir/intrin/arm_dw3.py) four channels
+    channels, its rows at least MIN_RING_ROW long (the MobileNet and DS-CNN layers), or of
+    stride 2, its output rows at least MIN_RING_ROW_S2: dw3_s8r (dw3_s8r2 at stride 2;
+    aot/tir/intrin/arm_dw3.py) four channels
     a call, every row, through a ring of widened input rows in a scratch; before
     tensorize_depthwise, whose calls it is made from (their pointers and clipped windows,
     evaluated at every pixel, must be the 3x3 window's). The table is dw_s8f's. Not staged: a
@@ -354,7 +360,7 @@ def depthwise_rows(func, target):
     shape = [H, W, OH, OW, stride, pt, pl, W * C, C, OW * C, C, 3 * C, C]
     if H > W:
         shape = [W, H, OW, OH, stride, pl, pt, C, W * C, C, OW * C, C, 3 * C]
-    if stride != 1 or shape[3] < MIN_RING_ROW or shape[5] + stride > 3:
+    if shape[3] < (MIN_RING_ROW if stride == 1 else MIN_RING_ROW_S2) or shape[5] + stride > 3:
         return None      # dw_s8f's per-pixel calls are the faster there (or the ring could be overtaken)
     words = ring_words(shape[3], stride)
     if 4 * words * MAX_SCRATCH_SHARE > out.size:
@@ -366,6 +372,7 @@ def depthwise_rows(func, target):
     args = [Load(out, (four,)), Load(ins[0], (four,)), Load(b_buf, (four,)), Load(table, (g * _i32(8),)),
             Load(mult, (four,)), Load(shift, (four,)), Load(scratch, (_i32(0),)),
             *(_i32(v) for v in shape[:7]), *call.args[14:18], *(_i32(v) for v in shape[7:])]
-    body = For(g, _i32(0), _i32(C // 4), Evaluate(Call(DW3, args, "int32")))
-    return packed.with_body(body, params + [scratch], attrs=dict(packed.attrs, schedule=f"{DW3} (dsp)",
+    fn = DW3 if stride == 1 else DW3_2
+    body = For(g, _i32(0), _i32(C // 4), Evaluate(Call(fn, args, "int32")))
+    return packed.with_body(body, params + [scratch], attrs=dict(packed.attrs, schedule=f"{fn} (dsp)",
                                                                   layouts=layouts, scratch=scratch.size * 4))

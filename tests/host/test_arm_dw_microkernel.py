@@ -271,13 +271,16 @@ def test_dw_kernels_compile_warning_free(cc, flags, tmp_path):
 
 # --- staged in place (issue 16): a block of channels at a time, so that the call has a run of them
 
-def dw_chain(H, W, C, layers="ddd", seed=3):
+def dw_chain(H, W, C, layers="ddd", seed=3, strides=None):
     """SAME 3x3 depthwise convs (d) and 1x1 pointwise convs C -> C (p) in a row, all of one
     size: each but the first (it reads the model's input) and the last (it writes the output)
-    has an input that dies there, as large as its output, so it is staged to write over it."""
+    has an input that dies there, as large as its output, so it is staged to write over it.
+    strides: each layer's (a depthwise conv of stride 2 halves the map, its input larger than
+    its output)."""
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     t = x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=-3)
+    shape0 = (1, H, W, C)
     for k, kind in enumerate(layers):
         shape = [1, 3, 3, C] if kind == "d" else [C, 1, 1, C]
         ws = (10.0 ** rng.uniform(-3, 0.5 if kind == "d" else -0.5, C)).astype(np.float32)
@@ -285,15 +288,17 @@ def dw_chain(H, W, C, layers="ddd", seed=3):
                       scale=ws, zero_point=[0] * C, quantized_dimension=3 if kind == "d" else 0)
         b = mb.tensor(f"b{k}", [C], "int32", data=rng.integers(-3000, 3000, C).astype(np.int32), scale=0.05 * ws,
                       zero_point=[0] * C)
+        st = strides[k] if strides else 1
+        H, W = -(-H // st), -(-W // st)
         y = mb.tensor(f"y{k}", [1, H, W, C], "int8", scale=0.05, zero_point=-3 + k)
         act = "RELU6" if k == 1 else "NONE"
         if kind == "d":
-            mb.op("DEPTHWISE_CONV_2D", [t, w, b], [y], padding="SAME", stride_h=1, stride_w=1, depth_multiplier=1,
+            mb.op("DEPTHWISE_CONV_2D", [t, w, b], [y], padding="SAME", stride_h=st, stride_w=st, depth_multiplier=1,
                   fused_activation_function=act)
         else:
             mb.op("CONV_2D", [t, w, b], [y], padding="SAME", stride_h=1, stride_w=1, fused_activation_function=act)
         t = y
-    return mb.finish(inputs=[x], outputs=[t]), (1, H, W, C)
+    return mb.finish(inputs=[x], outputs=[t]), shape0
 
 
 def _dw_func(model):

@@ -20,6 +20,7 @@ from tflm_oracle import tflm_available
 
 tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel is not installed")
 ROWS = "dw3_s8r (dsp)"
+ROWS2 = "dw3_s8r2 (dsp)"    # its stride-2 calls'
 RIGHT = dict(decades=(-3, 0.5))     # every shift to the right: each channel's folded form
 
 # name -> (H, W, C, padding, dw_model keywords)
@@ -36,10 +37,22 @@ CASES = {
     "14x14x16_valid_rows_in_fours": (14, 14, 16, "VALID", dict(x_zp=-128, **RIGHT)),
     "28x5x64_same_by_columns_in_fours": (28, 5, 64, "SAME", dict(x_zp=5, **RIGHT)),
 }
-# the rule leaves these to dw_s8f: stride 2, rows shorter than MIN_RING_ROW, a ring larger than a
-# quarter of the output, channels not in fours, a 5x5 window, dilation
+# stride 2 where its output rows are at least MIN_RING_ROW_S2 long: whole fours of outputs (the
+# four channels' assembly, a zero ring row below the input), VALID, an odd width (the channels'
+# own pairs and the last pixel alone), folded and exact channels, by columns
+CASES2 = {
+    "48x48x16_same_stride2": (48, 48, 16, "SAME", dict(x_zp=-128, **RIGHT)),
+    "49x49x16_valid_stride2": (49, 49, 16, "VALID", dict(x_zp=127, **RIGHT)),
+    "50x50x16_same_stride2_odd_width": (50, 50, 16, "SAME", dict(x_zp=-3, **RIGHT)),
+    "48x48x16_same_stride2_left_shifts": (48, 48, 16, "SAME", dict(x_zp=0)),
+    "52x9x64_same_stride2_by_columns": (52, 9, 64, "SAME", dict(x_zp=9, **RIGHT)),
+}
+# the rule leaves these to dw_s8f: stride 2 on rows shorter than MIN_RING_ROW_S2, rows shorter
+# than MIN_RING_ROW, a ring larger than a quarter of the output, channels not in fours, a 5x5
+# window, dilation
 REFUSED = {
     "stride2": lambda: dw_model(16, 16, 16, 3, 2, "SAME", **RIGHT),
+    "stride2_24_wide": lambda: dw_model(24, 24, 32, 3, 2, "SAME", **RIGHT),
     "short_rows": lambda: dw_model(8, 8, 32, 3, 1, "SAME", **RIGHT),
     "tall_narrow_few_channels": lambda: dw_model(20, 6, 8, 3, 1, "SAME", **RIGHT),
     "c18": lambda: dw_model(12, 16, 18, 3, 1, "SAME", **RIGHT),
@@ -49,12 +62,20 @@ REFUSED = {
 
 
 def case(name):
+    if name in CASES2:
+        H, W, C, pad, kw = CASES2[name]
+        return dw_model(H, W, C, 3, 2, pad, **kw)
     H, W, C, pad, kw = CASES[name]
     return dw_model(H, W, C, 3, 1, pad, **kw)
 
 
 def _calls(res, schedule=ROWS):
     return [c for c in res.plan.calls if c.func.attrs.get("schedule") == schedule]
+
+
+def rows_of(name):
+    """The schedule the rule gives case(name)."""
+    return ROWS2 if name in CASES2 else ROWS
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -69,12 +90,24 @@ def test_the_rule_takes_the_conv(name):
     assert call.scratch_bytes == 4 * ring_words(max(Ho, Wo) if H > W else Wo, 1)
 
 
+@pytest.mark.parametrize("name", sorted(CASES2))
+def test_the_rule_takes_the_stride_2_conv(name):
+    import aot
+    from aot.tir.intrin.arm_dw3 import ring_words
+    H, W, C, pad, _ = CASES2[name]
+    model, _ = case(name)
+    res = aot.compile(model, target="c -mcpu=cortex-m4", in_place=False)
+    (call,) = _calls(res, ROWS2)
+    Ho, Wo = ((H + 1) // 2, (W + 1) // 2) if pad == "SAME" else ((H - 3) // 2 + 1, (W - 3) // 2 + 1)
+    assert call.scratch_bytes == 4 * ring_words(Ho if H > W else Wo, 2)
+
+
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_the_rule_leaves_other_convs_to_dw_s8f(name):
     import aot
     model, _ = REFUSED[name]()
     res = aot.compile(model, target="c -mcpu=cortex-m4", in_place=False)
-    assert ROWS not in _schedules(res)
+    assert not {ROWS, ROWS2} & _schedules(res)
 
 
 @pytest.mark.parametrize("mcpu", ["cortex-m55", "cortex-m0", "cortex-m3"])
@@ -85,12 +118,12 @@ def test_cores_without_the_dsp_extension_keep_their_kernels(mcpu):
 
 
 @tflm
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(CASES2))
 def test_the_plain_body_on_the_host_is_bit_exact(name):
     import aot
     model, shape = case(name)
     res = aot.compile(model, target="c -mcpu=cortex-m4", in_place=False)
-    assert _calls(res)
+    assert _calls(res, rows_of(name))
     _check(res, _feeds(shape), model, sanitize=True)
 
 
@@ -108,6 +141,19 @@ def test_written_over_its_input_without_staging():
     assert [c.func.attrs.get("schedule") for c in over] == [ROWS]
     assert over[0].scratch_bytes == 4 * ring_words(16, 1)
     assert res.plan.workspace_lower_bound == 12 * 16 * 16 + 4 * ring_words(16, 1)
+
+
+@tflm
+def test_written_over_its_input_at_stride_2_is_exact():
+    """A stride-2 conv whose input dies there (VWW's first depthwise conv): dw3_s8r2 proven to
+    write its output over the first rows of its input (the ring reads two input rows an
+    output row), the plain body exact under the sanitizers."""
+    import aot
+    model, shape = dw_chain(48, 48, 16, strides=(1, 2, 1))
+    res = aot.compile(model, target="c -mcpu=cortex-m4")
+    over = [c for c in res.plan.calls if c.in_place is not None]
+    assert [c.func.attrs.get("schedule") for c in over] == [ROWS2]
+    _check(res, _feeds(shape, 2), model, sanitize=True)
 
 
 @tflm
@@ -198,5 +244,7 @@ def test_the_verifier_checks_the_ring_and_the_last_pixel():
 
 @pytest.mark.parametrize("cc,flags", STRICT_COMPILES + [("gcc", ["-O0"])])
 def test_the_kernel_compiles_warning_free(cc, flags, tmp_path):
-    """Both bodies, strict C99 with -Werror (-O0 too: the assembly is left out there)."""
-    compile_strict(cc, flags, tmp_path, [(case("9x17x16_same_odd_width")[0], "aot_dw3_s8r(&")])
+    """Both bodies of both strides' kernels, strict C99 with -Werror (-O0 too: the assembly is
+    left out there)."""
+    compile_strict(cc, flags, tmp_path, [(case("9x17x16_same_odd_width")[0], "aot_dw3_s8r(&"),
+                                         (case("50x50x16_same_stride2_odd_width")[0], "aot_dw3_s8r2(&")])

@@ -13,8 +13,8 @@ its includes; base.EXTENSIONS orders the variants and names their macros.
 
 Families: arm.py (dot_s8, dot_s8_rows, dot_s8x2, dot_s8x4q(t)), arm_quads.py (dot_s8xq(t): a
 pixel's quads requantised and stored, Helium), arm_dw.py (dw_s8: a depthwise pixel,
-requantised, written through its output pointer), arm_dw3.py (dw3_s8r: a 3x3 depthwise conv's four
-channels, all rows, through a ring of widened rows), arm_q15.py (pw_s8(t): a pointwise conv's
+requantised, written through its output pointer), arm_dw3.py (dw3_s8r, dw3_s8r2 at stride 2: a
+3x3 depthwise conv's four channels, all rows, through a ring of widened rows), arm_q15.py (pw_s8(t): a pointwise conv's
 pixels through an int16 scratch, requantised, written the same way), arm_add.py (add_s8q: a run
 of TFLite int8 ADD, written through its output pointer), arm_copy.py (copy_s8: rows of a byte
 run, a staged kernel's copy back or a gathered window row), arm_gather.py (a first layer's

@@ -29,7 +29,10 @@ neighbours are computed at a time in assembly (three words a slot shared by four
 weights and bias doubled so that SMMLAR takes the sum as it is); where every one of the four
 channels folds and a row is whole fours, one piece of assembly takes the four channels' rows
 (one of three, by the ring slot of the window's top row), its weights one table a call: a
-window row below the input is then a zero row of the ring rather than a zero weight.
+window row below the input is then a zero row of the ring rather than a zero weight. The
+stride-2 convs call the same kernel as dw3_s8r2, whose four channels' assembly is stride 2's:
+four outputs read five words a slot (output j the word of columns 2j, 2j + 1 and the first
+column of the next), each input row widened once for the one or two output rows that read it.
 
 Rows are widened just before the first output row that reads them, so at output row y the
 input rows read are those below y*stride - pt + 3 and the rows overwritten (in place) those of
@@ -129,7 +132,7 @@ def _asm_pairs(stride):
             "  : \"cc\", \"memory\");"]
 
 
-def _asm_quads(row=False, rot=0):
+def _asm_quads(row=False, rot=0, stride=1):
     """C lines: a stride-1 whole-window row's outputs four at a time in Thumb-2 assembly. Four
     neighbours read three words of each slot (columns 0-1, 2-3, 4-5), against two for each of two
     pairs; their sums start from the bias in one register (the first MACs accumulate onto it, no
@@ -141,8 +144,28 @@ def _asm_quads(row=False, rot=0):
     (plane bytes less the row's, 1 less the row's output bytes) and the end of the entries: no
     C between the channels. rot: the ring slot of the window's top row (the row's words at
     4 * ((rot + r) % 3) for window row r, rq's weights in window-row order: one table a call,
-    not one rotated a row)."""
+    not one rotated a row). stride 2 (row only): the four read five words of each slot (columns
+    0-1 .. 8-9), output j the words j (w01) and j + 1's first column (w2): a third sum starts
+    from the bias loaded twice, the first three from the first copy before its MACs."""
+    def slot2(k):
+        at = 4 * ((rot + k) % 3)
+        lines = [f'"ldr %[t0], [%[p], #{at}]\\n"', f'"ldr %[t1], [%[p], #{at + 12}]\\n"',
+                 f'"ldr %[t2], [%[p], #{at + 24}]\\n"',
+                 f'"ldr %[w0], [%[rq], #{16 + 8 * k}]\\n"', f'"ldr %[w1], [%[rq], #{20 + 8 * k}]\\n"']
+        if k == 0:
+            lines[:0] = ['"ldr %[a0], [%[rq]]\\n"', '"ldr %[a3], [%[rq]]\\n"']
+            first = ['"smlad %[a1], %[t1], %[w0], %[a0]\\n"', '"smlad %[a2], %[t2], %[w0], %[a0]\\n"',
+                     '"smlad %[a0], %[t0], %[w0], %[a0]\\n"', '"smlabt %[a0], %[t1], %[w1], %[a0]\\n"']
+        else:
+            first = ['"smlad %[a0], %[t0], %[w0], %[a0]\\n"', '"smlabt %[a0], %[t1], %[w1], %[a0]\\n"',
+                     '"smlad %[a1], %[t1], %[w0], %[a1]\\n"', '"smlad %[a2], %[t2], %[w0], %[a2]\\n"']
+        return lines + first + [f'"ldr %[t0], [%[p], #{at + 36}]\\n"', f'"ldr %[t1], [%[p], #{at + 48}]\\n"',
+                                '"smlabt %[a1], %[t2], %[w1], %[a1]\\n"', '"smlabt %[a2], %[t0], %[w1], %[a2]\\n"',
+                                '"smlad %[a3], %[t0], %[w0], %[a3]\\n"', '"smlabt %[a3], %[t1], %[w1], %[a3]\\n"']
+
     def slot(k):
+        if stride == 2:
+            return slot2(k)
         at = 4 * ((rot + k) % 3)
         lines = [f'"ldr %[t0], [%[p], #{at}]\\n"', f'"ldr %[t1], [%[p], #{at + 12}]\\n"',
                  f'"ldr %[t2], [%[p], #{at + 24}]\\n"',
@@ -159,7 +182,7 @@ def _asm_quads(row=False, rot=0):
     acc = ("a0", "a1", "a2", "a3")
     folded = [mbqm_folded2_asm(a, "w0", "t0", "t1", "t2") for a in acc]
     body = ['".p2align 2\\n"', '"1:\\n"', *slot(0), *slot(1), *slot(2),
-            '"add %[p], %[p], #24\\n"',
+            f'"add %[p], %[p], #{24 * stride}\\n"',
             # the requantisation's constants and the output's end side by side (loads pipeline)
             '"ldr %[t0], [%[rq], #4]\\n"', '"ldr %[t1], [%[rq], #8]\\n"', '"ldr %[t2], [%[rq], #12]\\n"',
             '"ldr %[w1], [%[rq], #40]\\n"',
@@ -286,6 +309,7 @@ def _row_dsp(stride):
 @register_intrin
 class Dw3S8R(TensorIntrin):
     name = "dw3_s8r"
+    ring_stride = 1         # the stride its four channels' assembly takes (rows4)
     headers = {"dsp": ("arm_acle.h", "string.h")}
     pointer_args = (0, 1, 2, 3, 4, 5, 6)
     written_args = (0, 6)
@@ -342,7 +366,9 @@ class Dw3S8R(TensorIntrin):
                    f"static inline int32_t {P}_h(const unsigned char* p) {{",
                    "  int16_t v;", "  memcpy(&v, p, 2);", "  return v;", "}",
                    "#endif"]
-        return "\n".join(["#include <string.h>", *helpers]) + "\n" + super().c_source()
+        # once for both (a model may call dw3_s8r and dw3_s8r2 from one file)
+        guard = ["#ifndef AOT_DW3_S8R_HELPERS", "#define AOT_DW3_S8R_HELPERS", *helpers, "#endif"]
+        return "\n".join(["#include <string.h>", *guard]) + "\n" + super().c_source()
 
     def _head(self):
         return ["int32_t np = (ow + 1) / 2;",                      # output pairs, the last maybe half
@@ -437,14 +463,14 @@ class Dw3S8R(TensorIntrin):
                "int32_t asm4 = asm_ok && bt[1] != 0 && bt[3] != 0 && bt[5] != 0 && bt[7] != 0;",
                # (an odd width's last pixels take the channels' own path anyway: its setup a
                # channel would then be paid twice)
-               "int32_t rows4 = asm4 && stride == 1 && full >= 2 && (ow & 3) == 0;",
+               f"int32_t rows4 = asm4 && stride == {self.ring_stride} && full >= 2 && (ow & 3) == 0;",
                "for (q = 0; q < 4; ++q) {",
                "  rqs[8 * q] = bt[2 * q]; rqs[8 * q + 1] = mult[q]; rqs[8 * q + 2] = bt[2 * q + 1];",
                "  rqs[8 * q + 3] = shift[q];",
                # the quads' doubled bias (unsigned: a channel of the exact form may not fit, unused)
                "  rqq[16 * q] = (int32_t)((uint32_t)bt[2 * q] << 1); rqq[16 * q + 1] = mult[q];",
                "  rqq[16 * q + 2] = bt[2 * q + 1]; rqq[16 * q + 3] = shift[q];",
-               "  rqq[16 * q + 11] = plane - 24 * (full / 2);",
+               f"  rqq[16 * q + 11] = plane - {24 * self.ring_stride} * (full / 2);",
                "  rqq[16 * q + 12] = 1 - 4 * (full / 2) * o_col;",
                "  rqq[16 * q + 13] = (int32_t)(intptr_t)(rqq + 64);",
                # the doubled weights in window-row order (a window's rows outside the input are
@@ -502,11 +528,11 @@ class Dw3S8R(TensorIntrin):
                "    rot += rot < 0 ? 3 : 0;",
                *[f"    rqq[{16 * q + 10}] = (int32_t)(intptr_t)(out + {q} + 4 * (full / 2) * o_col);" for q in range(4)],
                "    if (rot == 0) {",
-               *["      " + x for x in _asm_quads(row=True, rot=0)],
+               *["      " + x for x in _asm_quads(row=True, rot=0, stride=self.ring_stride)],
                "    } else if (rot == 1) {",
-               *["      " + x for x in _asm_quads(row=True, rot=1)],
+               *["      " + x for x in _asm_quads(row=True, rot=1, stride=self.ring_stride)],
                "    } else {",
-               *["      " + x for x in _asm_quads(row=True, rot=2)],
+               *["      " + x for x in _asm_quads(row=True, rot=2, stride=self.ring_stride)],
                "    }",
                "    (void)acc0; (void)acc1; (void)acc2; (void)acc3; (void)t0; (void)t1; (void)t2; (void)w0; (void)w1;",
                "    (void)rq; (void)pp; (void)o;",
@@ -557,6 +583,20 @@ class Dw3S8R(TensorIntrin):
                  "}",
                  "return 0;"]
         return {"dsp": dsp, "plain": plain}
+
+
+@register_intrin
+class Dw3S8R2(Dw3S8R):
+    """dw3_s8r for the stride-2 convs under its own name, the four channels' assembly of its
+    stride (dw3_s8r's is stride 1's; either takes the other stride by its C): GCC clones a
+    kernel for the constants its calls share, which one function for both strides would no
+    longer have (VWW's stride-1 layers measured 1-2% slower where its stride-2 layers called it
+    too; one function testing the stride for two inlined bodies, KWS's 1.6% slower)."""
+    name = "dw3_s8r2"
+    ring_stride = 2
+
+    def signature(self):
+        return super().signature().replace(f" {P}(", f" {P}2(", 1)
 
 
 def _const(e):
