@@ -522,6 +522,199 @@ def scratch_pairs(func, nest, gathered=False):
     return s, params, layouts, scratch
 
 
+RING = "ring_q15x3"
+RING_MAC = "gconv_ring"
+WIDEN_W = "widen_q15w"
+MAX_RING_BYTES = 8192       # ring_pairs' scratch: pw_s8's two windows and the ring's three rows (VWW's 1,864)
+RING_KH, RING_R = 3, 9      # ring_q15x3's windows: three rows of nine taps (VWW's 3x3 over RGB)
+
+
+@dataclass(frozen=True)
+class RingQuads:
+    """OHWI int8 weights of a window of three rows of nine taps as pw_s8x2 reads them over
+    ring_q15x3's scratch: seven groups, Q15Quads(cout, 28, 28) over each channel's taps in the
+    order the groups' words hold them (group values 0 and 2 the low word's halves, 1 and 3 the
+    high word's): row r's taps 4i, 4i + 2, 4i + 1, 4i + 3 for its two groups i, then the taps 8
+    of rows 0, 2, 1 and a zero (the half of row 2's word that is the next column's)."""
+    cout: int
+
+    @property
+    def block_bytes(self):
+        return 8 * 28
+
+    def order(self):
+        R = RING_R
+        head = [r * R + 4 * i + j for r in range(RING_KH) for i in range(2) for j in (0, 2, 1, 3)]
+        return head + [8, 2 * R + 8, R + 8, None]
+
+    def shape(self, shape):
+        return Q15Quads(self.cout, 28, 28).shape(shape)
+
+    def apply(self, w: np.ndarray) -> np.ndarray:
+        rows = w.reshape(self.cout, -1)
+        out = np.zeros((self.cout, 28), rows.dtype)
+        for k, t in enumerate(self.order()):
+            if t is not None:
+                out[:, k] = rows[:, t]
+        return Q15Quads(self.cout, 28, 28).apply(out)
+
+
+def _clips_at_end(r, var, extent, K, N, S):
+    """Whether window loop r (over K taps) runs from 0 over min(K, N - S * v) taps for each value v
+    of the pixel loop var (extent values): a window clipped at the far border only, the taps past
+    the input's N rows (columns) the padding."""
+    for v in range(extent):
+        at = {id(var): Const(v, var.dtype)}
+        lo, n = (const_value(simplify(substitute(e, at))) for e in (r.min, r.extent))
+        if lo != 0 or n != min(K, N - S * v):
+            return False
+    return True
+
+
+def ring_pairs(func, nest):
+    """(nest as pw_s8x2 calls over a ring of widened input rows, func's params with the table and
+    the scratch, the layouts, the scratch) for a first layer of 3x3 windows of nine taps a row
+    (VWW's 3x3 over RGB), stride 1 or more down, an even number of taps across (word-aligned
+    windows), padded at the bottom and right only, per-channel requantised, int8's range, stored
+    channel after channel; None otherwise. Each input row is widened once (widen_q15w: int16
+    with the input offset added, natural order) into a ring of three rows of the scratch (a row
+    past the input all zeros: the padding contributes nothing, x + off being 0 there; so do the
+    columns past it, the rows' zeroed ends), then two pixels at a time ring_q15x3 copies their
+    windows' words into pw_s8's scratch layout (no widening per pixel: a window's column that
+    the pair shares, and each window's rows, are words already) and pw_s8x2 runs over them."""
+    got = _window_conv(func, nest)
+    if got is None or len(got[0]) < 3:
+        return None
+    loops, red, acc, x, off, w, store = got
+    O, KH, KW, CI = w.buffer.shape
+    outer, (oh, pw, oc) = loops[:-3], loops[-3:]
+    if any(const_value(lp.min) != 0 or const_value(lp.extent) != 1 for lp in outer):
+        return None             # (a batch loop of one image: kept around the rows)
+    if (KH, KW * CI) != (RING_KH, RING_R) or const_value(oh.min) != 0 or const_value(pw.min) != 0:
+        return None
+    EH, E = const_value(oh.extent), const_value(pw.extent)
+    if EH is None or E is None or E < 2:
+        return None
+    by_dim = {}
+    for r in red:
+        dims = [d for d in (1, 2, 3) if w.indices[d] is r.var]
+        if len(dims) != 1 or dims[0] in by_dim:
+            return None
+        by_dim[dims[0]] = r
+    if sorted(by_dim) != [1, 2, 3] or any(_uses(w.indices[d], v) for d in (1, 2, 3) for v in (oh.var, pw.var)):
+        return None
+    rh, rw, rc = by_dim[1], by_dim[2], by_dim[3]
+    flat = flat_index(x)
+    RS = step(flat, rh.var)                     # the input's row: W * CI elements
+    S, SR = step(flat, pw.var), step(flat, oh.var)
+    if RS is None or S is None or SR is None or step(flat, rw.var) != CI or step(flat, rc.var) != 1 \
+            or RS % CI or S % CI or SR % RS or S % 2 or RS % 2:
+        return None
+    W, SW, SH = RS // CI, S // CI, SR // RS
+    size = int(np.prod(x.buffer.shape))
+    if size % RS:
+        return None
+    H = size // RS
+    vs = (oh.var, pw.var, rh.var, rw.var, rc.var)
+    linear = substitute(flat, {id(lp.var): Const(0, lp.var.dtype) for lp in outer}) - \
+        (oh.var * SR + pw.var * S + rh.var * RS + rw.var * CI + rc.var)
+    if const_value(simplify(linear)) != 0 or not 1 <= SH <= KH:
+        return None
+    if const_value(rc.min) != 0 or const_value(rc.extent) != CI or \
+            any(_uses(e, v) for e in (rh.min, rh.extent) for v in vs if v is not oh.var) or \
+            any(_uses(e, v) for e in (rw.min, rw.extent) for v in vs if v is not pw.var):
+        return None
+    if not (_clips_at_end(rh, oh.var, EH, KH, H, SH) and _clips_at_end(rw, pw.var, E, KW, W, SW)):
+        return None
+    if SH * (EH - 1) >= H or SW * (E - 1) >= W:
+        return None                             # (a window wholly in the padding: not TFLite's SAME)
+    rq = find_requant(store.value, acc, oc.var)
+    if rq is None or not rq.per_channel or step(store.index, oc.var) != 1 or rq.node.key() != store.value.key():
+        return None
+    bias, mult, shift, zp, lo, hi = rq.parts()
+    if not -128 <= lo <= hi <= 127:
+        return None
+    row_k, K = KH * RING_R, 28
+    first = {id(oc.var): Const(0, oc.var.dtype)}
+
+    def base(ld):
+        return Load(ld.buffer, tuple(simplify(substitute(i, first)) for i in ld.indices))
+    zero = Const(0, "int32")
+    got = requant_table(func, bias, mult, shift, Load(w.buffer, (oc.var, zero, zero, zero)), base, oc.var, O,
+                        row_k, row_k, off, zp, fold_each=True)
+    if got is None:
+        return None
+    table, kb, layouts = got
+    widened = widened_weights(func, w.buffer, RingQuads(O))
+    if widened is None:
+        return None
+    kw, quads, wq = widened
+    layouts = {**layouts, kw: quads}
+    P = buf_words(K)
+    # a ring row: the input row's RS values, then zeros up to the last pixel's window (its half
+    # after the taps included), two values a word
+    RW = max(RS, S * (E - 1) + 2 * (RING_R // 2 + 1)) // 2
+    scratch = Buffer(f"{store.buffer.name}_q15", "int32", (P + KH * RW,))
+    if 4 * scratch.size > MAX_RING_BYTES:
+        return None
+
+    def slot(h):
+        return simplify(Bin("floormod", h, Const(KH, "int32")) * RW + P)
+
+    def widen(h):
+        """Input row h into its ring slot, or (a row past the input: h a constant) the slot zeroed."""
+        at = slot(h)
+        row = Evaluate(Call(WIDEN_W, [Load(scratch, (at,)), Load(x.buffer, (simplify(h * RS),)), Const(RS, "int32"),
+                                      Const(off, "int32")], "int32"))
+        j = Var("k_ring", "int32")
+        clear = For(j, 0, RW, Store(scratch, simplify(at + j), zero))
+        return row if const_value(h) is None or const_value(h) < H else clear
+
+    def pixel_pair(p0, p1, direct):
+        same = p1 is p0
+        rows = [Load(scratch, (simplify(slot(oh.var * SH + k) + p0 * (S // 2)),)) for k in range(KH)]
+        copy = Evaluate(Call(RING, [Load(scratch, (zero,)), *rows, Const(0 if same else S // 2, "int32")], "int32"))
+        subs = [{id(pw.var): q} for q in (p0, p1)]
+        outs = [Load(store.buffer, (simplify(substitute(substitute(store.index, first), sb)),)) for sb in subs]
+        call = Call(PAIR, [outs[0], outs[1], Load(scratch, (zero,)), Load(wq, (zero,)), Load(table, (zero,)),
+                           base(mult), base(shift), Const(K, "int32"), Const(O, "int32"), Const(quads.block_bytes, "int32"),
+                           Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "int32")
+        if same or not direct:
+            return Seq([copy, Evaluate(call)])
+        # the MACs over the ring in place, no copy (the table's flag tested inside)
+        return Evaluate(Call(RING_MAC, [outs[0], outs[1], *rows, Load(wq, (zero,)), Load(table, (zero,)), base(mult),
+                                        base(shift), Const(O, "int32"), Const(zp, "int32"), Const(lo, "int32"),
+                                        Const(hi, "int32")], "int32"))
+    def pairs(direct):
+        v = Var(pw.var.name + "_pair", pw.var.dtype)
+        body = [For(v, 0, E // 2, pixel_pair(v * 2, v * 2 + 1, direct))]
+        if E % 2:
+            last = Const(E - 1, pw.var.dtype)
+            body.append(pixel_pair(last, last, direct))
+        return body
+    direct = O % 4 == 0 and (lo, hi) == (-128, 127) and S == 6
+    # each oh: the rows its window has that the last one's had not (the first's others before);
+    # the last rows' oh, whose windows reach past the input, each on its own (its rows constants:
+    # no test in the loop, every access a proven one) through the copy (gconv_ring's one call
+    # site: gcc inlines it there)
+    inside = min(EH, max(0, (H - KH) // SH + 1))
+
+    def row(at):
+        sub = {id(oh.var): at}
+        return Seq([widen(simplify(at * SH + k)) for k in range(KH - SH, KH)] +
+                   [map_exprs(b, lambda e: simplify(substitute(e, sub))) for b in pairs(direct and at is oh.var)])
+    j = Var("k_end", "int32")
+    ends = [For(j, RS // 2, RW - RS // 2, Store(scratch, simplify(P + t * RW + j), zero))
+            for t in range(KH)] if RW > RS // 2 else []
+    rows = [For(oh.var, 0, inside, row(oh.var))] if inside else []
+    s = Seq(rows + [row(Const(v, oh.var.dtype)) for v in range(inside, EH)])
+    for lp in reversed(outer):
+        s = lp.with_body(s)
+    s = Seq(ends + [widen(Const(k, "int32")) for k in range(KH - SH)] + [s])
+    params = [table if k == kb else wq if k == kw else b for k, b in enumerate(func.params)] + [scratch]
+    return s, params, layouts, scratch
+
+
 def gather_scratch(func, target):
     """The DSP cores' rule for convs with a window over whole 4-byte channel groups (scratch_pairs:
     CMSIS-NN's im2col of two columns, with pw_s8's kernel over them)."""
@@ -633,10 +826,12 @@ def gather_windows(func, target):
     if nest is None:
         return None
     if variant == "dsp" and get_intrin(PAIR).variant_for(target.mcpu) == "dsp":
-        got = _short_rows(func, nest) and scratch_pairs(func, nest, gathered=True)
+        short = _short_rows(func, nest)
+        ring = short and ring_pairs(func, nest)
+        got = ring or (short and scratch_pairs(func, nest, gathered=True))
         if got:
             s, params, layouts, scratch = got
-            attrs = dict(func.attrs, schedule=f"{PAIR} gather (dsp)", scratch=scratch.size * 4,
+            attrs = dict(func.attrs, schedule=f"{RING_MAC if ring else PAIR} gather (dsp)", scratch=scratch.size * 4,
                          layouts={**func.attrs.get("layouts", {}), **layouts})
             return func.with_body(Seq([put_back(s)]), params, attrs=attrs)
     got, params, folds = gather_nest(func, nest, variant)

@@ -54,8 +54,8 @@ def _bounds(e, ranges, memo):
             return (max(a[0], b[0]), max(a[1], b[1]))
         if e.op == "floordiv" and b[0] == b[1] and b[0] > 0:
             return (a[0] // b[0], a[1] // b[0])
-        if e.op == "floormod" and b[0] == b[1] and b[0] > 0:
-            if a[0] >= 0 and a[1] < b[0]:
+        if e.op in ("floormod", "%") and b[0] == b[1] and b[0] > 0 and (e.op == "floormod" or a[0] >= 0):
+            if a[0] >= 0 and a[1] < b[0]:       # (C's % of a non-negative value: the same)
                 return a
             return (0, b[0] - 1)
     if isinstance(e, Select):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
 from ..expr import Const
 from .base import TensorIntrin, register_intrin
-from .arm_q15 import TABLE_HEAD, quad_folded_asm, folded_fn
+from .arm_q15 import TABLE_HEAD, _plain_requant, quad_folded_asm, quad_folded_regs, folded_fn
 from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 SUFFIX = "_g"
@@ -301,3 +301,224 @@ class GConvS8(TensorIntrin):
                  "}",
                  "return 0;"]
         return {"mve": mve, "plain": plain}
+
+
+def _pack(lo, hi):
+    """C: the int32 word of two int16 lanes, lo's low half then hi's low half (PKHBT)."""
+    return f"(int32_t)(((uint32_t){lo} & 0xFFFFu) | ((uint32_t){hi} << 16))"
+
+
+@register_intrin
+class WidenQ15w(TensorIntrin):
+    """One input row widened into a ring row of the workspace (aot/schedules/arm_gather.py's
+    ring_pairs): widen_q15w(dst, src, n, off), n even, stores the int16 values src[k] + off in
+    their natural order, two a word (dst[k / 2]'s low half the even k). The DSP body widens
+    sixteen bytes a step (the loop's test and steps once per eight words stored): per word of
+    src, SXTAB16 adds the offset to bytes 0 and 2 and (rotated) to 1 and 3, PKHBT and PKHTB put
+    them back in order."""
+    name = "widen_q15w"
+    headers = {"dsp": ("arm_acle.h", "string.h")}
+    pointer_args = (0, 1)
+    written_args = (0,)
+
+    def last_offsets(self, args):
+        n = int(args[2].value)
+        return [(0, Const(n // 2 - 1, "int32")), (1, Const(n - 1, "int32"))]
+
+    def match(self, loop, acc=None):
+        return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
+
+    def signature(self):
+        return "int32_t aot_widen_q15w(int32_t* dst, const int8_t* src, int32_t n, int32_t off)"
+
+    def bodies(self):
+        tail = ["for (; n > 0; n -= 2, src += 2, ++dst) {",
+                f"  *dst = {_pack('((int32_t)src[0] + off)', '((int32_t)src[1] + off)')};",
+                "}", "return 0;"]
+
+        def word(at):
+            return [f"memcpy(&x, src + {4 * at}, 4);",
+                    "e = __sxtab16(off2, (int32_t)x);",                                     # bytes 0, 2
+                    '__asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(o) : "r"(off2), "r"(x));',  # bytes 1, 3
+                    '__asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(lo) : "r"(e), "r"(o));',     # (0, 1)
+                    '__asm__("pkhtb %0, %1, %2, asr #16" : "=r"(hi) : "r"(o), "r"(e));',     # (2, 3)
+                    f"dst[{2 * at}] = lo;", f"dst[{2 * at + 1}] = hi;"]
+        dsp = ["int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
+               "uint32_t x;",
+               "int32_t e, o, lo, hi;",
+               "for (; n >= 16; n -= 16, src += 16, dst += 8) {", *["  " + y for k in range(4) for y in word(k)], "}",
+               "for (; n >= 4; n -= 4, src += 4, dst += 2) {", *["  " + y for y in word(0)], "}",
+               *tail]
+        return {"dsp": dsp, "plain": tail}
+
+
+@register_intrin
+class RingQ15x3(TensorIntrin):
+    """Two pixels' windows of three rows of nine taps into pw_s8's scratch, from the ring of
+    widened input rows (widen_q15w's: int16 in natural order, two a word): ring_q15x3(buf, r0,
+    r1, r2, d), r0..r2 each row's first word for pixel 0 (its taps 0 to 8 at halves 0 to 8, the
+    half after them the next column's), pixel 1's d words on. pw_s8x2's groups of the pixels'
+    words: rows 0..2's taps 0-3 and 4-7 as two groups each (the ring's words as they are: the
+    weights are laid out to the scratch's pairs, RingQuads), then one group of the taps 8: row
+    0's and row 1's packed into one word (PKHBT), row 2's word as it is (its other half times a
+    zero weight). Plain word copies on every core: no widening per pixel."""
+    name = "ring_q15x3"
+    headers = {}
+    pointer_args = (0, 1, 2, 3)
+    written_args = (0,)
+
+    def last_offsets(self, args):
+        d = args[4]
+        return [(0, Const(27, "int32"))] + [(k, d + Const(4, "int32")) for k in (1, 2, 3)]
+
+    def match(self, loop, acc=None):
+        return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "plain"
+
+    def signature(self):
+        return ("int32_t aot_ring_q15x3(int32_t* buf, const int32_t* r0, const int32_t* r1, const int32_t* r2, "
+                "int32_t d)")
+
+    def bodies(self):
+        body = ["int32_t a, b, c, e;"]
+        for r in range(3):
+            for i in range(2):
+                g = 4 * (2 * r + i)
+                body += [f"a = r{r}[{2 * i}];", f"b = r{r}[{2 * i + 1}];", f"c = r{r}[d + {2 * i}];",
+                         f"e = r{r}[d + {2 * i + 1}];",
+                         f"buf[{g}] = a;", f"buf[{g + 1}] = b;", f"buf[{g + 2}] = c;", f"buf[{g + 3}] = e;"]
+        body += ["a = r0[4];", "b = r1[4];", "c = r0[d + 4];", "e = r1[d + 4];",
+                 f"buf[24] = {_pack('a', 'b')};", "buf[25] = r2[4];",
+                 f"buf[26] = {_pack('c', 'e')};", "buf[27] = r2[d + 4];",
+                 "return 0;"]
+        return {"plain": body}
+
+
+RING_BLOCK = 224        # gconv_ring's weights: 14 words of four channels a block (RingQuads)
+
+
+def _ring_mac():
+    """gconv_ring's MAC of one block of four channels over both pixels as Thumb-2 assembly lines
+    (operands by name): per row (its pointer from memory, rp: rows 0 to 2 of the ring, then the
+    packed taps 8) each word of pixel 0 and the same of pixel 1 three words on, the four
+    channels' weight words in two pairs, eight SMLADs a word; the weights advanced a block."""
+    g = []
+    for r, words in enumerate((4, 4, 4, 2)):
+        g.append(f"ldr %[q], %[rp{r}]")
+        for k in range(words):
+            at = 16 * (4 * r + k)
+            g += [f"ldr %[x0], [%[q], #{4 * k}]", f"ldr %[x1], [%[q], #{12 + 4 * k}]"]
+            for pair in range(2):
+                j0, j1 = 2 * pair, 2 * pair + 1
+                g += [f"ldr %[wa], [%[w0], #{at + 8 * pair}]", f"ldr %[wb], [%[w0], #{at + 8 * pair + 4}]",
+                      f"smlad %[s{j0}0], %[x0], %[wa], %[s{j0}0]", f"smlad %[s{j0}1], %[x1], %[wa], %[s{j0}1]",
+                      f"smlad %[s{j1}0], %[x0], %[wb], %[s{j1}0]", f"smlad %[s{j1}1], %[x1], %[wb], %[s{j1}1]"]
+    return g + [f"add %[w0], %[w0], #{RING_BLOCK}"]
+
+
+@register_intrin
+class GConvRing(TensorIntrin):
+    """Two pixels' 3x3 windows of three channels (each row nine taps) straight from the ring of
+    widened input rows (aot/schedules/arm_gather.py's ring_pairs), every channel requantised:
+    gconv_ring(out, o1, r0, r1, r2, w, bias, mult, shift, cout, zp, lo, hi), r0..r2 pixel 0's
+    first word in each ring row (widen_q15w's int16 pairs, the input offset added), pixel 1's
+    three words on (stride 2 over three channels). The window as fourteen words a pixel: each
+    row's words 0 to 3 (taps 0 to 7) where they lie, then (packed once a call, PKHBT) rows 0's
+    and 1's taps 8 and row 2's word 4 (its high half the next column's, times a zero weight):
+    the words ring_q15x3 copies into pw_s8's scratch, in its order, so that the weights are
+    RingQuads (w: 224 bytes a block of four channels, word k's four channels' words at 16k);
+    bias, mult and shift pw_s8x2's flagged table and shifts (requant_table.py). Under gcc's
+    optimisation for speed, where the table says every channel is folded, at int8's whole range
+    and with whole blocks of four channels, each block's MAC is Thumb-2 assembly (the rows'
+    pointers memory operands: 14 registers, eight SMLADs to six loads) and its requantisation
+    pw_s8's register form (arm_q15.quad_folded_regs); otherwise (at -Os too: inlined into the
+    conv, gcc has not the requantisation's 13 registers there) C over the same words, each
+    channel as the table says (arm_q15's plain requantisation)."""
+    name = "gconv_ring"
+    headers = {"dsp": ("arm_acle.h", "string.h"), "plain": ("string.h",)}
+    # (inlined into its one call site on the DSP cores: its constants fold, the rows' pointers
+    # stay the caller's; gcc's limits otherwise keep the C fallback's size out of line)
+    forced_inline = ("defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",)
+    pointer_args = (0, 1, 2, 3, 4, 5, 6, 7, 8)
+    written_args = (0, 1)
+
+    def last_offsets(self, args):
+        c = args[9]
+        one = Const(1, "int32")
+        blocks = (int(c.value) + 3) // 4
+        return [(0, c - one), (1, c - one)] + [(k, Const(7, "int32")) for k in (2, 3, 4)] + \
+            [(5, Const(RING_BLOCK * blocks - 1, "int32")), (6, c + c + one), (7, c - one), (8, c - one)]
+
+    def match(self, loop, acc=None):
+        return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
+
+    def signature(self):
+        return ("int32_t aot_gconv_ring(int8_t* out, int8_t* o1, const int32_t* r0, const int32_t* r1, "
+                "const int32_t* r2, const int8_t* w, const int32_t* bias, const int32_t* mult, "
+                "const int32_t* shift, int32_t cout, int32_t zp, int32_t lo, int32_t hi)")
+
+    def bodies(self):
+        head = ["const int32_t* bt = bias;",
+                "const int32_t* rp[4];",
+                "int32_t tail[5];",
+                "int32_t c;",
+                f"tail[0] = {_pack('r0[4]', 'r1[4]')};",
+                "tail[1] = r2[4];",
+                "tail[2] = 0;",
+                f"tail[3] = {_pack('r0[7]', 'r1[7]')};",
+                "tail[4] = r2[7];",
+                "rp[0] = r0;", "rp[1] = r1;", "rp[2] = r2;", "rp[3] = tail;"]
+        sums = []
+        for p in range(2):
+            sums += [f"s = bt[2 * c];",
+                     "for (k = 0; k < 14; ++k) {",
+                     f"  uint32_t x = (uint32_t)rp[k >> 2][{3 * p} + (k & 3)];",
+                     "  int16_t wl, wh;",
+                     "  memcpy(&wl, wc + 16 * k, 2);",
+                     "  memcpy(&wh, wc + 16 * k + 2, 2);",
+                     "  s += (int32_t)(int16_t)(uint16_t)(x & 0xFFFFu) * wl"
+                     " + (int32_t)(int16_t)(uint16_t)(x >> 16) * wh;",
+                     "}",
+                     *_plain_requant("s", "mult[{}]", "shift[{}]", "shift[{}]", ("out", "o1")[p])]
+        plain = ["for (c = 0; c < cout; ++c) {",
+                 "  const int8_t* wc = w + (c >> 2) * %d + 4 * (c & 3);" % RING_BLOCK,
+                 "  int32_t k, s, r, m, sh, left, e, mask, thr;",
+                 *["  " + y for y in sums],
+                 "}",
+                 "return 0;"]
+        regs = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
+        asm = ["if (__builtin_expect(bt[2 * cout + 1] != 0 && lo == -128 && hi == 127 && (cout & 3) == 0, 1)) {",
+               "  const int32_t* rm = mult;",
+               "  const int32_t* re = shift;",
+               "  const int32_t* rt = bt + 1;",
+               "  int8_t* ro = out;",
+               "  int8_t* ro1 = o1;",
+               "  const int8_t* w0 = w;",
+               "  for (c = 0; c < cout; c += 4) {",
+               *[f"    int32_t s{j}0 = rt[{2 * j - 1}], s{j}1 = s{j}0;" for j in range(4)],
+               "    int32_t x0, x1, wa, wb;",
+               "    const int32_t* q;",
+               '    __asm__(',
+               *[f'        "{x}\\n\\t"' for x in _ring_mac()],
+               f'        : {regs},',
+               '          [q] "=&r"(q), [w0] "+r"(w0), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb)',
+               '        : ' + ", ".join(f'[rp{r}] "m"(rp[{r}])' for r in range(4)),
+               '        : "memory");',
+               "    (void)q; (void)x0; (void)x1; (void)wa; (void)wb;",
+               "    {",
+               *["      " + y for y in quad_folded_regs()],
+               "    }",
+               "  }",
+               "  return 0;",
+               "}"]
+        dsp = head + ["#if defined(__OPTIMIZE__) && !defined(__clang__) && !defined(__OPTIMIZE_SIZE__)", *asm, "#endif",
+                      *plain]
+        return {"dsp": dsp, "plain": head + plain}
