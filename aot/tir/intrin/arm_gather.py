@@ -18,7 +18,7 @@ from __future__ import annotations
 from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
 from ..expr import Const
 from .base import TensorIntrin, register_intrin
-from .arm_q15 import TABLE_HEAD, _plain_requant, quad_folded_asm, quad_folded_regs, folded_fn
+from .arm_q15 import TABLE_HEAD, _plain_requant, _regs_requant, quad_folded_asm, folded_fn
 from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 SUFFIX = "_g"
@@ -421,6 +421,58 @@ def _ring_mac():
     return g + [f"add %[w0], %[w0], #{RING_BLOCK}"]
 
 
+
+# _ring_blocks_asm's state words (memory operands): the rows' pointers, the walking pointers of
+# the multipliers, shifts, the table's c values, both outputs and the weights, the outputs' end;
+# then the two words channel 3's sums are parked in
+_RING_FRAME = ("rp0", "rp1", "rp2", "rp3", "rm", "re", "rt", "ro", "ro1", "w", "roend")
+
+
+def _ring_blocks_asm():
+    """C lines: every block of four output channels of both pixels as one Thumb-2 assembly
+    statement (every channel folded, int8's whole range, whole blocks, at least one): each
+    block's biases from the table, _ring_mac, pw_s8's register requantisation (arm_q15's
+    _regs_requant, its pointers in the MAC's registers), the loop over the blocks. Its state is
+    locals passed as memory operands and every register operand an early-clobber output with
+    no input, as arm_q15._blocks_asm's (the form that builds at -O1 and -Os too); between the
+    phases the 14 registers are the statement's own (gcc's block loop around two statements
+    reloaded and stored the walking pointers and re-copied the sums, about 20 cycles a block)."""
+    ptr = {"%[rm]": "%[q]", "%[re]": "%[w0]", "%[rt]": "%[x0]", "%[ro]": "%[x1]", "%[ro1]": "%[wa]"}
+    park = {f"%[park{k}]": f"%[f_park{k}]" for k in range(2)}
+    rq = []
+    for x in _regs_requant("wb"):
+        for a, b in {**park, **ptr}.items():
+            x = x.replace(a, b)
+        rq.append(x)
+    mac = [x.replace("%[rp", "%[f_rp") for x in _ring_mac()]
+    walk = ("rm", "re", "rt", "ro", "ro1")
+    g = [".p2align 2", "3:",
+         "ldr %[x0], %[f_rt]",        # (the table's c of the block's first channel: its bias a word before)
+         *[f"ldr %[s{j}0], [%[x0], #{8 * j - 4}]" for j in range(4)],
+         *[f"mov %[s{j}1], %[s{j}0]" for j in range(4)],
+         "ldr %[w0], %[f_w]",
+         *mac,
+         "str %[w0], %[f_w]",
+         *[f"ldr {ptr['%[' + n + ']']}, %[f_{n}]" for n in walk],
+         *rq,
+         *[f"str {ptr['%[' + n + ']']}, %[f_{n}]" for n in walk],
+         "ldr %[wb], %[f_roend]", "cmp %[x1], %[wb]", "bne 3b"]
+    outs = ", ".join(f'[s{j}{p}] "=&r"(s{j}{p})' for j in range(4) for p in range(2))
+    ins = {"rp0": "r0", "rp1": "r1", "rp2": "r2", "rp3": "tail", "rm": "mult", "re": "shift", "rt": "bt + 1",
+           "ro": "out", "ro1": "o1", "w": "w", "roend": "out + cout"}
+    names = _RING_FRAME + ("park0", "park1")
+    return ["int32_t " + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + ", q, w0, x0, x1, wa, wb;",
+            f"uintptr_t fr[{len(names)}];",
+            *[f"fr[{k}] = (uintptr_t)({ins[n]});" for k, n in enumerate(_RING_FRAME)],
+            '__asm__ volatile(', *[f'    "{x}\\n\\t"' for x in g],
+            f'    : {outs},',
+            '      [q] "=&r"(q), [w0] "=&r"(w0), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb),',
+            f'      [fr] "+m"(*(uintptr_t(*)[{len(names)}])fr)',
+            "    : " + ", ".join(f'[f_{n}] "m"(fr[{k}])' for k, n in enumerate(names)),
+            '    : "cc", "memory");',
+            "(void)s00; (void)s01; (void)s10; (void)s11; (void)s20; (void)s21; (void)s30; (void)s31;",
+            "(void)q; (void)w0; (void)x0; (void)x1; (void)wa; (void)wb;"]
+
 @register_intrin
 class GConvRing(TensorIntrin):
     """Two pixels' 3x3 windows of three channels (each row nine taps) straight from the ring of
@@ -494,31 +546,10 @@ class GConvRing(TensorIntrin):
                  *["  " + y for y in sums],
                  "}",
                  "return 0;"]
-        regs = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
-        asm = ["if (__builtin_expect(bt[2 * cout + 1] != 0 && lo == -128 && hi == 127 && (cout & 3) == 0, 1)) {",
-               "  const int32_t* rm = mult;",
-               "  const int32_t* re = shift;",
-               "  const int32_t* rt = bt + 1;",
-               "  int8_t* ro = out;",
-               "  int8_t* ro1 = o1;",
-               "  const int8_t* w0 = w;",
-               "  for (c = 0; c < cout; c += 4) {",
-               *[f"    int32_t s{j}0 = rt[{2 * j - 1}], s{j}1 = s{j}0;" for j in range(4)],
-               "    int32_t x0, x1, wa, wb;",
-               "    const int32_t* q;",
-               '    __asm__(',
-               *[f'        "{x}\\n\\t"' for x in _ring_mac()],
-               f'        : {regs},',
-               '          [q] "=&r"(q), [w0] "+r"(w0), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb)',
-               '        : ' + ", ".join(f'[rp{r}] "m"(rp[{r}])' for r in range(4)),
-               '        : "memory");',
-               "    (void)q; (void)x0; (void)x1; (void)wa; (void)wb;",
-               "    {",
-               *["      " + y for y in quad_folded_regs()],
-               "    }",
-               "  }",
+        asm = ["if (__builtin_expect(bt[2 * cout + 1] != 0 && lo == -128 && hi == 127 && (cout & 3) == 0 && cout > 0,"
+               " 1)) {",
+               *["  " + y for y in _ring_blocks_asm()],
                "  return 0;",
                "}"]
-        dsp = head + ["#if defined(__OPTIMIZE__) && !defined(__clang__) && !defined(__OPTIMIZE_SIZE__)", *asm, "#endif",
-                      *plain]
+        dsp = head + ["#if defined(__OPTIMIZE__) && !defined(__clang__)", *asm, "#endif", *plain]
         return {"dsp": dsp, "plain": head + plain}
