@@ -7,7 +7,13 @@ vectors and words the dot micro-kernels read, so dot_s8_rows would make one shor
 holds it as one), the taps in the padding set to what contributes nothing, so that every window
 is whole and the weights are read as one run per channel:
 
-- DSP (cortex-m4/m7/m33), per-channel requantisation, int8's range: two pixels a pw_s8x2 call
+- DSP (cortex-m4/m7/m33), 3x3 windows over three channels (nine-tap rows, VWW's) at a stride
+  with word-aligned windows, padded at the bottom and right only, per-channel requantisation,
+  int8's range: a ring of three input rows widened once each (ring_pairs: widen_q15w), then a
+  row's pixel pairs one gconv_ring call over the ring in place (stride 2, whole blocks of four
+  channels, int8's whole range) or two pixels a time ring_q15x3's copy of the windows' words
+  into pw_s8's scratch and pw_s8x2 (the RingQuads weights);
+- DSP otherwise, per-channel requantisation, int8's range: two pixels a pw_s8x2 call
   (scratch_pairs, gathered): each pixel's window widened into pw_s8's scratch with the input
   offset added (widen_q15x, a call a 4-byte group: straight code), each window row's whole
   groups read where they lie in the input when no tap is clipped, the rows' leftover taps
@@ -25,7 +31,8 @@ is whole and the weights are read as one run per channel:
   aot/schedules/arm_pairs.py) under kernels of their own, the offset folded on Helium.
 
 The arrays are C locals of at most MAX_WINDOW elements (the same storage the accumulators use),
-so the workspace does not grow. Recorded as func.attrs["schedule"] = "<kernel> gather (<variant>)".
+so the workspace does not grow; pw_s8x2's scratch and the ring are workspace the executor plans.
+Recorded as func.attrs["schedule"] = "<kernel> gather (<variant>)".
 """
 from __future__ import annotations
 
@@ -572,16 +579,19 @@ def _clips_at_end(r, var, extent, K, N, S):
 
 
 def ring_pairs(func, nest):
-    """(nest as pw_s8x2 calls over a ring of widened input rows, func's params with the table and
-    the scratch, the layouts, the scratch) for a first layer of 3x3 windows of nine taps a row
-    (VWW's 3x3 over RGB), stride 1 or more down, an even number of taps across (word-aligned
-    windows), padded at the bottom and right only, per-channel requantised, int8's range, stored
-    channel after channel; None otherwise. Each input row is widened once (widen_q15w: int16
-    with the input offset added, natural order) into a ring of three rows of the scratch (a row
-    past the input all zeros: the padding contributes nothing, x + off being 0 there; so do the
-    columns past it, the rows' zeroed ends), then two pixels at a time ring_q15x3 copies their
-    windows' words into pw_s8's scratch layout (no widening per pixel: a window's column that
-    the pair shares, and each window's rows, are words already) and pw_s8x2 runs over them."""
+    """(nest over a ring of widened input rows, func's params with the table and the scratch, the
+    layouts, the scratch) for a first layer of 3x3 windows of nine taps a row (VWW's 3x3 over
+    RGB), stride 1 or more down, an even number of taps across (word-aligned windows), padded at
+    the bottom and right only, per-channel requantised, int8's range, stored channel after
+    channel; None otherwise. Each input row is widened once (widen_q15w: int16 with the input
+    offset added, natural order) into a ring of three rows of the scratch (a row past the input
+    all zeros: the padding contributes nothing, x + off being 0 there; so do the columns past
+    it, the rows' zeroed ends); then, at stride 2 over three channels with whole blocks of four
+    output channels and int8's whole range, a row's pixel pairs are one gconv_ring call over the
+    ring in place (no widening or copy per pixel: a window's rows, and the column a pair shares,
+    are words already); otherwise (and for an odd last pixel) two pixels at a time ring_q15x3
+    copies the windows' words into pw_s8's scratch layout and pw_s8x2 runs over them. Both read
+    the weights as RingQuads."""
     got = _window_conv(func, nest)
     if got is None or len(got[0]) < 3:
         return None
@@ -670,39 +680,43 @@ def ring_pairs(func, nest):
         clear = For(j, 0, RW, Store(scratch, simplify(at + j), zero))
         return row if const_value(h) is None or const_value(h) < H else clear
 
-    def pixel_pair(p0, p1, direct):
+    def pixel_pair(p0, p1):
         same = p1 is p0
         rows = [Load(scratch, (simplify(slot(oh.var * SH + k) + p0 * (S // 2)),)) for k in range(KH)]
         copy = Evaluate(Call(RING, [Load(scratch, (zero,)), *rows, Const(0 if same else S // 2, "int32")], "int32"))
         subs = [{id(pw.var): q} for q in (p0, p1)]
         outs = [Load(store.buffer, (simplify(substitute(substitute(store.index, first), sb)),)) for sb in subs]
         call = Call(PAIR, [outs[0], outs[1], Load(scratch, (zero,)), Load(wq, (zero,)), Load(table, (zero,)),
-                           base(mult), base(shift), Const(K, "int32"), Const(O, "int32"), Const(quads.block_bytes, "int32"),
-                           Const(zp, "int32"), Const(lo, "int32"), Const(hi, "int32")], "int32")
-        if same or not direct:
-            return Seq([copy, Evaluate(call)])
-        # the MACs over the ring in place, no copy (the table's flag tested inside)
-        return Evaluate(Call(RING_MAC, [outs[0], outs[1], *rows, Load(wq, (zero,)), Load(table, (zero,)), base(mult),
-                                        base(shift), Const(O, "int32"), Const(zp, "int32"), Const(lo, "int32"),
-                                        Const(hi, "int32")], "int32"))
+                           base(mult), base(shift), Const(K, "int32"), Const(O, "int32"),
+                           Const(quads.block_bytes, "int32"), Const(zp, "int32"), Const(lo, "int32"),
+                           Const(hi, "int32")], "int32")
+        return Seq([copy, Evaluate(call)])
+
     def pairs(direct):
         v = Var(pw.var.name + "_pair", pw.var.dtype)
-        body = [For(v, 0, E // 2, pixel_pair(v * 2, v * 2 + 1, direct))]
+        if direct:          # the row's pairs one call over the ring in place (the table's flag tested inside)
+            p0 = Const(0, pw.var.dtype)
+            out = Load(store.buffer, (simplify(substitute(substitute(store.index, first), {id(pw.var): p0})),))
+            rows = [Load(scratch, (slot(oh.var * SH + k),)) for k in range(KH)]
+            body = [Evaluate(Call(RING_MAC, [out, *rows, Load(wq, (zero,)), Load(table, (zero,)), base(mult),
+                                             base(shift), Const(O, "int32"), Const(E // 2, "int32"), Const(zp, "int32"),
+                                             Const(lo, "int32"), Const(hi, "int32")], "int32"))]
+        else:
+            body = [For(v, 0, E // 2, pixel_pair(v * 2, v * 2 + 1))]
         if E % 2:
             last = Const(E - 1, pw.var.dtype)
-            body.append(pixel_pair(last, last, direct))
+            body.append(pixel_pair(last, last))
         return body
-    direct = O % 4 == 0 and (lo, hi) == (-128, 127) and S == 6
+    direct = O % 4 == 0 and (lo, hi) == (-128, 127) and S == 6 and step(store.index, pw.var) == O
     # each oh: the rows its window has that the last one's had not (the first's others before);
     # the last rows' oh, whose windows reach past the input, each on its own (its rows constants:
-    # no test in the loop, every access a proven one) through the copy (gconv_ring's one call
-    # site: gcc inlines it there)
+    # no test in the loop, every access a proven one)
     inside = min(EH, max(0, (H - KH) // SH + 1))
 
     def row(at):
         sub = {id(oh.var): at}
         return Seq([widen(simplify(at * SH + k)) for k in range(KH - SH, KH)] +
-                   [map_exprs(b, lambda e: simplify(substitute(e, sub))) for b in pairs(direct and at is oh.var)])
+                   [map_exprs(b, lambda e: simplify(substitute(e, sub))) for b in pairs(direct)])
     j = Var("k_end", "int32")
     ends = [For(j, RS // 2, RW - RS // 2, Store(scratch, simplify(P + t * RW + j), zero))
             for t in range(KH)] if RW > RS // 2 else []

@@ -1,8 +1,9 @@
 """A first layer's 3x3 windows over three channels at stride 2 (VWW's) on DSP Cortex-M cores through
 the ring of widened input rows (aot/schedules/arm_gather.py ring_pairs): each input row widened once
-(widen_q15w), then two pixels a call, gconv_ring over the ring in place where the table says every
-channel is folded (int8's whole range, output channels a multiple of 4), else ring_q15x3's copy
-into pw_s8's scratch and pw_s8x2.
+(widen_q15w), then a row's pixel pairs one gconv_ring call over the ring in place (int8's whole
+range, output channels a multiple of 4; its assembly where the table says every channel is
+folded, its C otherwise), else (and for an odd last pixel) two pixels a time ring_q15x3's copy into
+pw_s8's scratch and pw_s8x2.
 
 The cases reach: the bottom and right padding (a row past the input zeroed, the columns past it
 the ring rows' zeroed ends), VALID padding, an odd output width (the last pixel in both slots of
@@ -63,8 +64,9 @@ def test_other_windows_keep_the_scratch_gather():
 
 
 def test_the_calls_each_case_takes():
-    """The in-place kernel where it applies (the table's flag tested at run time), the copy for an
-    odd last pixel, and no in-place kernel where the channels or the clamp rule it out."""
+    """The in-place kernel (a row a call, the table's flag tested inside) where it applies, the
+    copy for an odd last pixel only, and no in-place kernel where the channels or the clamp rule
+    it out."""
     import io
     import tarfile
     import aot
@@ -74,7 +76,7 @@ def test_the_calls_each_case_takes():
         with tarfile.open(fileobj=io.BytesIO(tar)) as t:
             member = next(m for m in t.getmembers() if m.name.endswith("codegen/host/src/default_lib1.c"))
             return t.extractfile(member).read().decode()
-    for name, ring, copy in (("o8_same", True, True), ("o16_same_zp127", True, True), ("o6_same", False, True),
+    for name, ring, copy in (("o8_same", True, False), ("o16_same_zp127", True, True), ("o6_same", False, True),
                              ("o8_relu6", False, True)):
         text = c_text(name)
         assert ("aot_gconv_ring(&" in text) == ring, name

@@ -3,6 +3,10 @@ pixels, each pixel's window copied into a local array.
 
 - gconv_q15 (DSP): two pixels, every channel requantised, from int16 windows and int16 weights;
   widen_q15 gathers a window row into int16 with the input offset added;
+- widen_q15w, gconv_ring, ring_q15x3 (DSP): a ring of widened input rows (widen_q15w a row),
+  a row's pixel pairs of 3x3 windows over three channels straight from it (gconv_ring: assembly
+  for two pixels by four channels a block and pw_s8's requantisation), or two pixels' windows
+  copied from it into pw_s8's scratch for pw_s8x2 (ring_q15x3);
 - gconv_s8 (Helium): two pixels, every channel requantised, from int8 windows; copy_s8 gathers a
   window row;
 - dot_s8_g, dot_s8x2_g, dot_s8x4q_g, dot_s8x4qt_g: the bodies of dot_s8, dot_s8x2 and
@@ -422,21 +426,26 @@ def _ring_mac():
 
 
 
-# _ring_blocks_asm's state words (memory operands): the rows' pointers, the walking pointers of
-# the multipliers, shifts, the table's c values, both outputs and the weights, the outputs' end;
-# then the two words channel 3's sums are parked in
-_RING_FRAME = ("rp0", "rp1", "rp2", "rp3", "rm", "re", "rt", "ro", "ro1", "w", "roend")
+# _ring_asm's state words (memory operands): the rows' pointers (walking a pair at a time), the
+# packed taps' words, the walking pointers of the multipliers, shifts, the table's c values,
+# both outputs and the weights (each pair's blocks walk them from their starts, the pair's end
+# back), the pair's outputs' end, row 2's end; then the two words channel 3's sums are parked
+# in (GCC's limit of 30 operands: 14 registers, the frame in and out, 14 of its words)
+_RING_FRAME = ("rp0", "rp1", "rp2", "rp3", "rm", "re", "rt", "ro", "ro1", "w", "roend", "end")
 
 
-def _ring_blocks_asm():
-    """C lines: every block of four output channels of both pixels as one Thumb-2 assembly
-    statement (every channel folded, int8's whole range, whole blocks, at least one): each
-    block's biases from the table, _ring_mac, pw_s8's register requantisation (arm_q15's
-    _regs_requant, its pointers in the MAC's registers), the loop over the blocks. Its state is
-    locals passed as memory operands and every register operand an early-clobber output with
-    no input, as arm_q15._blocks_asm's (the form that builds at -O1 and -Os too); between the
-    phases the 14 registers are the statement's own (gcc's block loop around two statements
-    reloaded and stored the walking pointers and re-copied the sums, about 20 cycles a block)."""
+def _ring_asm():
+    """C lines: every pixel pair of the call and every block of four output channels of each as
+    one Thumb-2 assembly statement (every channel folded, int8's whole range, whole blocks, at
+    least one block and one pair): per pair the taps 8 packed (PKHBT) into `tail`; per block its
+    biases from the table, _ring_mac, pw_s8's register requantisation (arm_q15's _regs_requant,
+    its pointers in the MAC's registers), the loop over the blocks; the outputs and rows a pair
+    on, the blocks' pointers back to their starts, the loop over the pairs. Its state is locals
+    passed as memory operands and every register operand an early-clobber output with no
+    input, as arm_q15._blocks_asm's (the form that builds at -O1 and -Os too): between the
+    phases the 14 registers are the statement's own (gcc's loops around the MAC's and the
+    requantisation's statements reloaded and stored their pointers and re-copied the sums,
+    about 20 cycles a block and 30 a pair on the M4)."""
     ptr = {"%[rm]": "%[q]", "%[re]": "%[w0]", "%[rt]": "%[x0]", "%[ro]": "%[x1]", "%[ro1]": "%[wa]"}
     park = {f"%[park{k}]": f"%[f_park{k}]" for k in range(2)}
     rq = []
@@ -446,7 +455,16 @@ def _ring_blocks_asm():
         rq.append(x)
     mac = [x.replace("%[rp", "%[f_rp") for x in _ring_mac()]
     walk = ("rm", "re", "rt", "ro", "ro1")
-    g = [".p2align 2", "3:",
+    g = [".p2align 2", "4:",
+         # the taps 8 of both pixels: rows 0's and 1's packed, row 2's word (pixel 1's three on);
+         # the loads in one run, the free sums' registers their values (no load's value used by
+         # the next instruction: the M7 stalls there)
+         "ldr %[q], %[f_rp0]", "ldr %[w0], %[f_rp1]", "ldr %[x1], %[f_rp2]", "ldr %[wa], %[f_rp3]",
+         "ldr %[s00], [%[q], #16]", "ldr %[s01], [%[w0], #16]", "ldr %[s10], [%[q], #28]",
+         "ldr %[s11], [%[w0], #28]", "ldr %[s20], [%[x1], #16]", "ldr %[s21], [%[x1], #28]",
+         "pkhbt %[s00], %[s00], %[s01], lsl #16", "pkhbt %[s10], %[s10], %[s11], lsl #16",
+         "str %[s00], [%[wa]]", "str %[s20], [%[wa], #4]", "str %[s10], [%[wa], #12]", "str %[s21], [%[wa], #16]",
+         ".p2align 2", "3:",
          "ldr %[x0], %[f_rt]",        # (the table's c of the block's first channel: its bias a word before)
          *[f"ldr %[s{j}0], [%[x0], #{8 * j - 4}]" for j in range(4)],
          *[f"mov %[s{j}1], %[s{j}0]" for j in range(4)],
@@ -456,10 +474,25 @@ def _ring_blocks_asm():
          *[f"ldr {ptr['%[' + n + ']']}, %[f_{n}]" for n in walk],
          *rq,
          *[f"str {ptr['%[' + n + ']']}, %[f_{n}]" for n in walk],
-         "ldr %[wb], %[f_roend]", "cmp %[x1], %[wb]", "bne 3b"]
+         "ldr %[wb], %[f_roend]", "cmp %[x1], %[wb]", "bne 3b",
+         # the next pair: its pixel 0's outputs where pixel 1's ended, pixel 1's (and pixel 0's
+         # end) a row of channels on (the channels: the pixels' outputs' distance, wb); the
+         # constants' and weights' pointers back a pair's blocks (4, 4, 8 and 56 bytes a
+         # channel), the rows a pair on (the free sums' registers, the loads in one run)
+         "sub %[wb], %[wa], %[x1]", "add %[x1], %[wa], %[wb]",
+         "str %[wa], %[f_ro]", "str %[x1], %[f_ro1]", "str %[x1], %[f_roend]",
+         "ldr %[s00], %[f_rm]", "ldr %[s01], %[f_re]", "ldr %[s10], %[f_rt]", "ldr %[s11], %[f_w]",
+         "ldr %[s20], %[f_rp0]", "ldr %[s21], %[f_rp1]", "ldr %[q], %[f_rp2]", "ldr %[s30], %[f_end]",
+         "sub %[s00], %[s00], %[wb], lsl #2", "sub %[s01], %[s01], %[wb], lsl #2",
+         "sub %[s10], %[s10], %[wb], lsl #3", "sub %[s11], %[s11], %[wb], lsl #6",
+         "add %[s11], %[s11], %[wb], lsl #3",
+         "add %[s20], %[s20], #24", "add %[s21], %[s21], #24", "add %[q], %[q], #24",
+         "str %[s00], %[f_rm]", "str %[s01], %[f_re]", "str %[s10], %[f_rt]", "str %[s11], %[f_w]",
+         "str %[s20], %[f_rp0]", "str %[s21], %[f_rp1]", "str %[q], %[f_rp2]",
+         "cmp %[q], %[s30]", "bne 4b"]
     outs = ", ".join(f'[s{j}{p}] "=&r"(s{j}{p})' for j in range(4) for p in range(2))
     ins = {"rp0": "r0", "rp1": "r1", "rp2": "r2", "rp3": "tail", "rm": "mult", "re": "shift", "rt": "bt + 1",
-           "ro": "out", "ro1": "o1", "w": "w", "roend": "out + cout"}
+           "ro": "out", "ro1": "out + cout", "w": "w", "roend": "out + cout", "end": "r2 + 6 * npairs"}
     names = _RING_FRAME + ("park0", "park1")
     return ["int32_t " + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + ", q, w0, x0, x1, wa, wb;",
             f"uintptr_t fr[{len(names)}];",
@@ -473,38 +506,35 @@ def _ring_blocks_asm():
             "(void)s00; (void)s01; (void)s10; (void)s11; (void)s20; (void)s21; (void)s30; (void)s31;",
             "(void)q; (void)w0; (void)x0; (void)x1; (void)wa; (void)wb;"]
 
+
 @register_intrin
 class GConvRing(TensorIntrin):
-    """Two pixels' 3x3 windows of three channels (each row nine taps) straight from the ring of
-    widened input rows (aot/schedules/arm_gather.py's ring_pairs), every channel requantised:
-    gconv_ring(out, o1, r0, r1, r2, w, bias, mult, shift, cout, zp, lo, hi), r0..r2 pixel 0's
-    first word in each ring row (widen_q15w's int16 pairs, the input offset added), pixel 1's
-    three words on (stride 2 over three channels). The window as fourteen words a pixel: each
-    row's words 0 to 3 (taps 0 to 7) where they lie, then (packed once a call, PKHBT) rows 0's
-    and 1's taps 8 and row 2's word 4 (its high half the next column's, times a zero weight):
-    the words ring_q15x3 copies into pw_s8's scratch, in its order, so that the weights are
-    RingQuads (w: 224 bytes a block of four channels, word k's four channels' words at 16k);
-    bias, mult and shift pw_s8x2's flagged table and shifts (requant_table.py). Under gcc's
-    optimisation for speed, where the table says every channel is folded, at int8's whole range
-    and with whole blocks of four channels, each block's MAC is Thumb-2 assembly (the rows'
-    pointers memory operands: 14 registers, eight SMLADs to six loads) and its requantisation
-    pw_s8's register form (arm_q15.quad_folded_regs); otherwise (at -Os too: inlined into the
-    conv, gcc has not the requantisation's 13 registers there) C over the same words, each
-    channel as the table says (arm_q15's plain requantisation)."""
+    """A row's pixel pairs of 3x3 windows over three channels (each window row nine taps) straight
+    from the ring of widened input rows (aot/schedules/arm_gather.py's ring_pairs), every channel
+    requantised: gconv_ring(out, r0, r1, r2, w, bias, mult, shift, cout, npairs, zp, lo, hi)
+    writes pixel p's cout outputs at out + p * cout for p < 2 npairs; r0..r2 pixel 0's first word
+    in each ring row (widen_q15w's int16 pairs, the input offset added), pixel p's 3p words on
+    (stride 2 over three channels). A window as fourteen words: each row's words 0 to 3 (taps 0
+    to 7) where they lie, then (packed once a pair, PKHBT) rows 0's and 1's taps 8 and row 2's
+    word 4 (its high half the next column's, times a zero weight): the words ring_q15x3 copies
+    into pw_s8's scratch, in its order, so that the weights are RingQuads (w: 224 bytes a block
+    of four channels, word k's four channels' words at 16k); bias, mult and shift pw_s8x2's
+    flagged table and shifts (requant_table.py). Under gcc's optimisation, where the table says
+    every channel is folded, at int8's whole range and with whole blocks of four channels, the
+    call is one Thumb-2 assembly statement (_ring_asm: two pixels by four channels a block,
+    eight SMLADs to six loads, and pw_s8's register requantisation); otherwise C over the same
+    words, each channel as the table says (arm_q15's plain requantisation)."""
     name = "gconv_ring"
     headers = {"dsp": ("arm_acle.h", "string.h"), "plain": ("string.h",)}
-    # (inlined into its one call site on the DSP cores: its constants fold, the rows' pointers
-    # stay the caller's; gcc's limits otherwise keep the C fallback's size out of line)
-    forced_inline = ("defined(__ARM_FEATURE_DSP) && !defined(__ARM_FEATURE_MVE)",)
-    pointer_args = (0, 1, 2, 3, 4, 5, 6, 7, 8)
-    written_args = (0, 1)
+    pointer_args = (0, 1, 2, 3, 4, 5, 6, 7)
+    written_args = (0,)
 
     def last_offsets(self, args):
-        c = args[9]
-        one = Const(1, "int32")
-        blocks = (int(c.value) + 3) // 4
-        return [(0, c - one), (1, c - one)] + [(k, Const(7, "int32")) for k in (2, 3, 4)] + \
-            [(5, Const(RING_BLOCK * blocks - 1, "int32")), (6, c + c + one), (7, c - one), (8, c - one)]
+        c, n = int(args[8].value), int(args[9].value)
+        blocks = (c + 3) // 4
+        return [(0, Const(2 * n * c - 1, "int32"))] + [(k, Const(6 * (n - 1) + 7, "int32")) for k in (1, 2, 3)] + \
+            [(4, Const(RING_BLOCK * blocks - 1, "int32")), (5, Const(2 * c + 1, "int32")),
+             (6, Const(c - 1, "int32")), (7, Const(c - 1, "int32"))]
 
     def match(self, loop, acc=None):
         return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
@@ -513,24 +543,18 @@ class GConvRing(TensorIntrin):
         return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
 
     def signature(self):
-        return ("int32_t aot_gconv_ring(int8_t* out, int8_t* o1, const int32_t* r0, const int32_t* r1, "
-                "const int32_t* r2, const int8_t* w, const int32_t* bias, const int32_t* mult, "
-                "const int32_t* shift, int32_t cout, int32_t zp, int32_t lo, int32_t hi)")
+        return ("int32_t aot_gconv_ring(int8_t* out, const int32_t* r0, const int32_t* r1, const int32_t* r2, "
+                "const int8_t* w, const int32_t* bias, const int32_t* mult, const int32_t* shift, int32_t cout, "
+                "int32_t npairs, int32_t zp, int32_t lo, int32_t hi)")
 
     def bodies(self):
         head = ["const int32_t* bt = bias;",
-                "const int32_t* rp[4];",
                 "int32_t tail[5];",
-                "int32_t c;",
-                f"tail[0] = {_pack('r0[4]', 'r1[4]')};",
-                "tail[1] = r2[4];",
-                "tail[2] = 0;",
-                f"tail[3] = {_pack('r0[7]', 'r1[7]')};",
-                "tail[4] = r2[7];",
-                "rp[0] = r0;", "rp[1] = r1;", "rp[2] = r2;", "rp[3] = tail;"]
+                "int32_t c, i;",
+                "tail[2] = 0;"]
         sums = []
         for p in range(2):
-            sums += [f"s = bt[2 * c];",
+            sums += ["s = bt[2 * c];",
                      "for (k = 0; k < 14; ++k) {",
                      f"  uint32_t x = (uint32_t)rp[k >> 2][{3 * p} + (k & 3)];",
                      "  int16_t wl, wh;",
@@ -540,15 +564,24 @@ class GConvRing(TensorIntrin):
                      " + (int32_t)(int16_t)(uint16_t)(x >> 16) * wh;",
                      "}",
                      *_plain_requant("s", "mult[{}]", "shift[{}]", "shift[{}]", ("out", "o1")[p])]
-        plain = ["for (c = 0; c < cout; ++c) {",
-                 "  const int8_t* wc = w + (c >> 2) * %d + 4 * (c & 3);" % RING_BLOCK,
-                 "  int32_t k, s, r, m, sh, left, e, mask, thr;",
-                 *["  " + y for y in sums],
+        plain = ["for (i = 0; i < npairs; ++i, r0 += 6, r1 += 6, r2 += 6, out += 2 * cout) {",
+                 "  const int32_t* rp[4];",
+                 "  int8_t* o1 = out + cout;",
+                 f"  tail[0] = {_pack('r0[4]', 'r1[4]')};",
+                 "  tail[1] = r2[4];",
+                 f"  tail[3] = {_pack('r0[7]', 'r1[7]')};",
+                 "  tail[4] = r2[7];",
+                 "  rp[0] = r0;", "  rp[1] = r1;", "  rp[2] = r2;", "  rp[3] = tail;",
+                 "  for (c = 0; c < cout; ++c) {",
+                 "    const int8_t* wc = w + (c >> 2) * %d + 4 * (c & 3);" % RING_BLOCK,
+                 "    int32_t k, s, r, m, sh, left, e, mask, thr;",
+                 *["    " + y for y in sums],
+                 "  }",
                  "}",
                  "return 0;"]
-        asm = ["if (__builtin_expect(bt[2 * cout + 1] != 0 && lo == -128 && hi == 127 && (cout & 3) == 0 && cout > 0,"
-               " 1)) {",
-               *["  " + y for y in _ring_blocks_asm()],
+        asm = ["if (__builtin_expect(bt[2 * cout + 1] != 0 && lo == -128 && hi == 127 && (cout & 3) == 0 && cout > 0"
+               " && npairs > 0, 1)) {",
+               *["  " + y for y in _ring_asm()],
                "  return 0;",
                "}"]
         dsp = head + ["#if defined(__OPTIMIZE__) && !defined(__clang__)", *asm, "#endif", *plain]
