@@ -93,10 +93,11 @@ CASES = {
 }
 # the cases whose window rows (taps x channels) are shorter than the row kernels want: each
 # pixel's window gathered (aot/schedules/arm_gather.py), with the kernel named per variant: on
-# the DSP two pixels' windows gathered as int8, widened into pw_s8's scratch, a pw_s8x2 call; on Helium rows of 8+ bytes two pixels a gconv_s8 call,
-# shorter ones one pixel a dot_s8x4q call
-_Q, _S8, _DOT = "pw_s8x2", "gconv_s8", "dot_s8"
-GATHER = {"conv3x3_c3_same_s2": {"dsp": _Q, "mve": _S8}, "conv3x3_c3_same_s1": {"dsp": _Q, "mve": _S8},
+# the DSP two pixels' windows gathered as int8, widened into pw_s8's scratch, a pw_s8x2 call (VWW's
+# 3x3 stride 2 over RGB padded at the bottom and right: a ring of widened rows, gconv_ring); on
+# Helium rows of 8+ bytes two pixels a gconv_s8 call, shorter ones one pixel a dot_s8x4q call
+_Q, _S8, _DOT, _RING = "pw_s8x2", "gconv_s8", "dot_s8", "gconv_ring"
+GATHER = {"conv3x3_c3_same_s2": {"dsp": _RING, "mve": _S8}, "conv3x3_c3_same_s1": {"dsp": _Q, "mve": _S8},
           "conv3x3_c1_same_s1": {"dsp": _Q, "mve": _DOT}, "conv5x5_c1_same_s2": {"dsp": _Q, "mve": _DOT},
           "gather_c1_o6_same_s1": {"dsp": _Q, "mve": _DOT}, "gather_c3_o11_same_s2": {"dsp": _Q, "mve": _S8},
           "gather_c1_k5_o11_valid_s2": {"dsp": _Q, "mve": _DOT}, "gather_c3_k2_o6_same_s2": {"dsp": _Q, "mve": _DOT},

@@ -406,11 +406,12 @@ class RingQ15x3(TensorIntrin):
 RING_BLOCK = 224        # gconv_ring's weights: 14 words of four channels a block (RingQuads)
 
 
-def _ring_mac():
+def _ring_mac(first=False):
     """gconv_ring's MAC of one block of four channels over both pixels as Thumb-2 assembly lines
     (operands by name): per row (its pointer from memory, rp: rows 0 to 2 of the ring, then the
     packed taps 8) each word of pixel 0 and the same of pixel 1 three words on, the four
-    channels' weight words in two pairs, eight SMLADs a word; the weights advanced a block."""
+    channels' weight words in two pairs, eight SMLADs a word; the weights advanced a block.
+    first: pixel 0's sums hold the biases and pixel 1's are set by the first word's SMLADs."""
     g = []
     for r, words in enumerate((4, 4, 4, 2)):
         g.append(f"ldr %[q], %[rp{r}]")
@@ -419,9 +420,12 @@ def _ring_mac():
             g += [f"ldr %[x0], [%[q], #{4 * k}]", f"ldr %[x1], [%[q], #{12 + 4 * k}]"]
             for pair in range(2):
                 j0, j1 = 2 * pair, 2 * pair + 1
-                g += [f"ldr %[wa], [%[w0], #{at + 8 * pair}]", f"ldr %[wb], [%[w0], #{at + 8 * pair + 4}]",
-                      f"smlad %[s{j0}0], %[x0], %[wa], %[s{j0}0]", f"smlad %[s{j0}1], %[x1], %[wa], %[s{j0}1]",
-                      f"smlad %[s{j1}0], %[x0], %[wb], %[s{j1}0]", f"smlad %[s{j1}1], %[x1], %[wb], %[s{j1}1]"]
+                g += [f"ldr %[wa], [%[w0], #{at + 8 * pair}]", f"ldr %[wb], [%[w0], #{at + 8 * pair + 4}]"]
+                for j, wr in ((j0, "wa"), (j1, "wb")):
+                    if first and (r, k) == (0, 0):      # pixel 1's sum from pixel 0's bias, before it moves
+                        g += [f"smlad %[s{j}1], %[x1], %[{wr}], %[s{j}0]", f"smlad %[s{j}0], %[x0], %[{wr}], %[s{j}0]"]
+                    else:
+                        g += [f"smlad %[s{j}0], %[x0], %[{wr}], %[s{j}0]", f"smlad %[s{j}1], %[x1], %[{wr}], %[s{j}1]"]
     return g + [f"add %[w0], %[w0], #{RING_BLOCK}"]
 
 
@@ -453,7 +457,7 @@ def _ring_asm():
         for a, b in {**park, **ptr}.items():
             x = x.replace(a, b)
         rq.append(x)
-    mac = [x.replace("%[rp", "%[f_rp") for x in _ring_mac()]
+    mac = [x.replace("%[rp", "%[f_rp") for x in _ring_mac(first=True)]
     walk = ("rm", "re", "rt", "ro", "ro1")
     g = [".p2align 2", "4:",
          # the taps 8 of both pixels: rows 0's and 1's packed, row 2's word (pixel 1's three on);
@@ -467,7 +471,6 @@ def _ring_asm():
          ".p2align 2", "3:",
          "ldr %[x0], %[f_rt]",        # (the table's c of the block's first channel: its bias a word before)
          *[f"ldr %[s{j}0], [%[x0], #{8 * j - 4}]" for j in range(4)],
-         *[f"mov %[s{j}1], %[s{j}0]" for j in range(4)],
          "ldr %[w0], %[f_w]",
          *mac,
          "str %[w0], %[f_w]",
