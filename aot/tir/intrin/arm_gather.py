@@ -429,7 +429,6 @@ def _ring_mac(first=False):
     return g + [f"add %[w0], %[w0], #{RING_BLOCK}"]
 
 
-
 # _ring_asm's state words (memory operands): the rows' pointers (walking a pair at a time), the
 # packed taps' words, the walking pointers of the multipliers, shifts, the table's c values,
 # both outputs and the weights (each pair's blocks walk them from their starts, the pair's end
