@@ -29,7 +29,7 @@ from ..tir.expr import Bin, Call, Const, Load, Var, transform, walk
 from ..targets.cortex_m import core
 from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import int8_operand, step, flat_index
-from ..tir.intrin.arm_dw3 import ring_words
+from ..tir.intrin.arm_dw3 import WEIGHT_BYTES, ring_words
 from ..tir.schedule import PackLayout, ScheduleError, pack_layout, tensorize
 from ..tir.simplify import const_value, linear_form, simplify
 from ..tir.stmt import Buffer, Evaluate, For, Seq, Store, map_exprs, own_exprs, walk_stmts
@@ -183,6 +183,36 @@ class DwWide:
     def apply(self, w):
         flat = (w if self.pack is None else self.pack.apply(w)).reshape(-1, self.row // 4, 4)
         return (2 * np.ascontiguousarray(flat[..., [0, 2, 1, 3]]).astype(np.int64)).astype("<i2").view(np.int8).reshape(-1)
+
+
+@dataclass(frozen=True)
+class Dw3Wide:
+    """3x3 depthwise weights as dw3_s8r reads them (aot/tir/intrin/arm_dw3.py): the constant in
+    `pack` (the tap-major PackLayout, or None where its channels are innermost already), read as
+    [3, 3, C] (transposed where the ring's rows are the map's columns), then each group of four
+    channels' 96 bytes: for channel q and window row r, the little-endian int16 pairs (w0, w1)
+    and (w1, w2), doubled. The four channels' assembly reads them as they are (its sums the
+    folded form's doubled ones, which it takes only where the form holds: |sum| < 2^30, so the
+    doubled sum fits); every other path halves them (SHADD16, exact). |2w| <= 256: an int16."""
+    pack: PackLayout = None
+    by_columns: bool = False
+
+    def shape(self, shape):
+        return (int(np.prod(shape)) // 9 * (WEIGHT_BYTES // 4),)
+
+    def apply(self, w):
+        w = np.asarray(w if self.pack is None else self.pack.apply(w)).astype(np.int64).reshape(3, 3, -1)
+        if self.by_columns:
+            w = w.transpose(1, 0, 2)
+        C = w.shape[2]
+        out = np.empty((C // 4, 4, 3, 2, 2), np.int64)
+        for q in range(4):
+            for r in range(3):
+                for k in range(2):
+                    out[:, q, r, k, 0] = 2 * w[r, k, q::4]
+                    out[:, q, r, k, 1] = 2 * w[r, k + 1, q::4]
+        assert np.abs(out).max(initial=0) <= 256
+        return out.astype("<i2").view(np.int8).reshape(-1)
 
 
 def _widen(func, body, params, layouts):
@@ -357,19 +387,26 @@ def depthwise_rows(func, target):
     _, OH, OW, _ = out.shape
     # the ring runs along the longer side: its rows are what a channel's setup is spread over
     # (KWS's 25 x 5 maps go by columns)
-    shape = [H, W, OH, OW, stride, pt, pl, W * C, C, OW * C, C, 3 * C, C]
+    shape = [H, W, OH, OW, stride, pt, pl, W * C, C, OW * C, C]
     if H > W:
-        shape = [W, H, OW, OH, stride, pl, pt, C, W * C, C, OW * C, C, 3 * C]
+        shape = [W, H, OW, OH, stride, pl, pt, C, W * C, C, OW * C]
     if shape[3] < (MIN_RING_ROW if stride == 1 else MIN_RING_ROW_S2) or shape[5] + stride > 3:
         return None      # dw_s8f's per-pixel calls are the faster there (or the ring could be overtaken)
     words = ring_words(shape[3], stride)
     if 4 * words * MAX_SCRATCH_SHARE > out.size:
         return None      # the ring would cost more RAM than staging dw_s8f saves (a tall, narrow map)
+    kb = next((k for k, b in enumerate(params) if b is b_buf), None)
+    pack = layouts.get(kb)
+    if kb is None or kb not in packed.attrs.get("constants", ()) or not (pack is None or isinstance(pack, PackLayout)):
+        return None
+    wide = Buffer(b_buf.name, "int8", (C // 4 * WEIGHT_BYTES,), b_buf.scope)
+    params = [wide if k == kb else b for k, b in enumerate(params)]
+    layouts = {**layouts, kb: Dw3Wide(pack, H > W)}
     scratch = Buffer(f"{out.name}_ring", "int32", (words,))
     g = Var("g", "int32")
     table, mult, shift = (call.args[k].buffer for k in (3, 4, 5))
     four = g * _i32(4)
-    args = [Load(out, (four,)), Load(ins[0], (four,)), Load(b_buf, (four,)), Load(table, (g * _i32(8),)),
+    args = [Load(out, (four,)), Load(ins[0], (four,)), Load(wide, (g * _i32(WEIGHT_BYTES),)), Load(table, (g * _i32(8),)),
             Load(mult, (four,)), Load(shift, (four,)), Load(scratch, (_i32(0),)),
             *(_i32(v) for v in shape[:7]), *call.args[14:18], *(_i32(v) for v in shape[7:])]
     fn = DW3 if stride == 1 else DW3_2

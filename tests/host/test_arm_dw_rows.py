@@ -215,20 +215,21 @@ def _retarget(body, old, new):
 # --- the access verifier
 
 def test_the_verifier_checks_the_ring_and_the_last_pixel():
-    """A scratch one word short of the ring, or an input one element short of the last pixel's
-    fourth channel, is refused."""
+    """A scratch one word short of the ring, an input one element short of the last pixel's
+    fourth channel, or weights a byte short of the call's (Dw3Wide's 96 bytes), is refused."""
     from aot.tir.expr import Call, Const, Load
-    from aot.tir.intrin.arm_dw3 import ring_words
+    from aot.tir.intrin.arm_dw3 import WEIGHT_BYTES, ring_words
     from aot.tir.stmt import Buffer, Evaluate, PrimFunc
     from aot.tir.verify import AccessError, verify_accesses
     H, W, C = 6, 12, 4
-    w, b, m, s = Buffer("w", "int8", (9 * C,)), Buffer("b", "int32", (2 * C,)), Buffer("m", "int32", (C,)), \
+    b, m, s = Buffer("b", "int32", (2 * C,)), Buffer("m", "int32", (C,)), \
         Buffer("s", "int32", (C,))
 
-    def func(x_size, ring):
+    def func(x_size, ring, w_size=C // 4 * WEIGHT_BYTES):
+        w = Buffer("w", "int8", (w_size,))
         x, o = Buffer("x", "int8", (x_size,)), Buffer("o", "int8", (H * W * C,))
         r = Buffer("r", "int32", (ring,))
-        i = [Const(v, "int32") for v in (H, W, H, W, 1, 1, 1, 3, 5, -128, 127, W * C, C, W * C, C, 3 * C, C)]
+        i = [Const(v, "int32") for v in (H, W, H, W, 1, 1, 1, 3, 5, -128, 127, W * C, C, W * C, C)]
         call = Call("dw3_s8r", [Load(o, 0), Load(x, 0), Load(w, 0), Load(b, 0), Load(m, 0), Load(s, 0), Load(r, 0),
                                 *i], "int32")
         return PrimFunc("f", [x, w, b, m, s, o, r], Evaluate(call), 5)
@@ -238,6 +239,8 @@ def test_the_verifier_checks_the_ring_and_the_last_pixel():
         verify_accesses(func(H * W * C, n - 1))
     with pytest.raises(AccessError):
         verify_accesses(func(H * W * C - 1, n))
+    with pytest.raises(AccessError):
+        verify_accesses(func(H * W * C, n, C // 4 * WEIGHT_BYTES - 1))
 
 
 # --- the C

@@ -2,14 +2,17 @@
 through a ring of widened input rows (the DSP cores'):
 
   dw3_s8r(out, a, b, bias, mult, shift, scratch, h, w, oh, ow, stride, pt, pl, off, zp, lo, hi,
-          a_row, a_col, o_row, o_col, b_row, b_col)
+          a_row, a_col, o_row, o_col)
   out[y*o_row + x*o_col + q] = requant(bias[2q] + sum over r, t < 3 of
-                                       (a[i*a_row + j*a_col + q] + off) * b[r*b_row + t*b_col + q])
+                                       (a[i*a_row + j*a_col + q] + off) * W[q][r][t])
       for q < 4, y < oh, x < ow, i = y*stride - pt + r < h, j = x*stride - pl + t < w (both >= 0)
 
 The "rows" are the ring's: the input's rows (a_row = W*C, a_col = C), or its columns on a map
-taller than wide (a_row = C, a_col = W*C, the weights' strides swapped too), so that a row is
-the longer side. out, a and b point at the call's channel group; the requantisation comes from
+taller than wide (a_row = C, a_col = W*C, the weights transposed too), so that a row is the
+longer side. out, a and b point at the call's channel group, b at its weights laid out at
+compile time (Dw3Wide, aot/schedules/arm_dw.py: each channel's rows as the int16 pairs (w0, w1)
+and (w1, w2), doubled, 96 bytes a group), so that a call builds no weight words: the four
+channels' assembly copies them as they are, the other paths halve them; the requantisation comes from
 the table (requant_table.py, per channel: a channel whose folded form does not hold, c = 0,
 takes the exact one).
 
@@ -17,7 +20,7 @@ dw_s8f (arm_dw.py) runs a pixel's channels a call and widens every input word at
 nine taps that read it. This kernel widens each input row once: its four channels become four
 planes of int16 (the offset added, the padding columns 0) in ring slot i % 3 of the scratch, so
 that an output row reads its three input rows from the ring. In a plane two neighbouring columns
-are one word, and a weight row's taps (w0, w1) and (w1, w2) two more (packed once a call), so
+are one word, and a weight row's taps (w0, w1) and (w1, w2) two more (packed at compile time), so
 two output pixels take four DSP MACs a row:
   stride 1: y0 = smlad(c01, w01) + c2 * w2,     y1 = c1 * w0 + smlad(c23, w12)
   stride 2: y0 = smlad(c01, w01) + c2 * w2,     y1 = smlad(c23, w01) + c4 * w2
@@ -52,6 +55,11 @@ from .base import TensorIntrin, register_intrin
 
 def _i32(v):
     return Const(int(v), "int32")
+
+
+# a call's weights (Dw3Wide, aot/schedules/arm_dw.py): four channels' three rows, (w0, w1) and
+# (w1, w2) each, doubled int16 pairs
+WEIGHT_BYTES = 96
 
 
 def ring_words(ow: int, stride: int) -> int:
@@ -197,10 +205,10 @@ def _asm_quads(row=False, rot=0, stride=1):
         body += ['"ldr %[t0], [%[rq], #44]\\n"', '"ldr %[t1], [%[rq], #48]\\n"', '"ldr %[t2], [%[rq], #52]\\n"',
                  '"add %[p], %[p], %[t0]\\n"', '"add %[o], %[o], %[t1]\\n"', '"add %[rq], %[rq], #64\\n"',
                  '"cmp %[rq], %[t2]\\n"', '"bne 1b\\n"']
-    rq_out, rq_in = (', [rq] \"+r\"(rq)', "") if row else ("", ', [rq] \"r\"(rq)')
+    rq_out, rq_in = (', [rq] \"+l\"(rq)', "") if row else ("", ', [rq] \"r\"(rq)')
     return ["__asm__ volatile(",
             *["  " + x for x in body],
-            "  : [p] \"+r\"(pp), [o] \"+r\"(o), [a0] \"=&r\"(acc0), [a1] \"=&r\"(acc1), [a2] \"=&r\"(acc2), "
+            "  : [p] \"+l\"(pp), [o] \"+r\"(o), [a0] \"=&r\"(acc0), [a1] \"=&r\"(acc1), [a2] \"=&r\"(acc2), "
             "[a3] \"=&r\"(acc3), [t0] \"=&r\"(t0), [t1] \"=&r\"(t1), [t2] \"=&r\"(t2), [w0] \"=&r\"(w0), "
             f"[w1] \"=&r\"(w1){rq_out}",
             f"  : [c] \"r\"(o_col){rq_in}",
@@ -321,7 +329,7 @@ class Dw3S8R(TensorIntrin):
         return ("int32_t aot_dw3_s8r(int8_t* out, const int8_t* a, const int8_t* b, const int32_t* bias, "
                 "const int32_t* mult, const int32_t* shift, int32_t* scratch, int32_t h, int32_t w, int32_t oh, "
                 "int32_t ow, int32_t stride, int32_t pt, int32_t pl, int32_t off, int32_t zp, int32_t lo, int32_t hi, "
-                "int32_t a_row, int32_t a_col, int32_t o_row, int32_t o_col, int32_t b_row, int32_t b_col)")
+                "int32_t a_row, int32_t a_col, int32_t o_row, int32_t o_col)")
 
     def match(self, loop, acc=None):
         return None, "dw3_s8r is made by the depthwise rows rule (aot/schedules/arm_dw.py), not matched"
@@ -330,11 +338,11 @@ class Dw3S8R(TensorIntrin):
         """The input's and output's last pixel's fourth channel, the nine taps', the table's
         eight words, the scratch's ring."""
         h, w, oh, ow, stride = args[7:12]
-        a_row, a_col, o_row, o_col, b_row, b_col = args[18:24]
-        one, two, three = _i32(1), _i32(2), _i32(3)
+        a_row, a_col, o_row, o_col = args[18:22]
+        one, three = _i32(1), _i32(3)
         ring = _i32(ring_words(_const(ow), _const(stride)) - 1)
         return [(0, (oh - one) * o_row + (ow - one) * o_col + three), (1, (h - one) * a_row + (w - one) * a_col + three),
-                (2, two * b_row + two * b_col + three), (3, _i32(7)), (4, three), (5, three), (6, ring)]
+                (2, _i32(WEIGHT_BYTES - 1)), (3, _i32(7)), (4, three), (5, three), (6, ring)]
 
     def ordered_accesses(self, args):
         """(steps, accesses) for aot/tir/inplace.py: step y is output row y. It reads input rows
@@ -344,13 +352,13 @@ class Dw3S8R(TensorIntrin):
         row whose window reaches it, which is no later than step i // stride when pt + stride
         <= 3 (the rule's condition): every read comes no later than said."""
         h, w, oh, ow, stride = args[7:12]
-        a_row, a_col, o_row, o_col, b_row, b_col = args[18:24]
+        a_row, a_col, o_row, o_col = args[18:22]
         one, three, four, zero = _i32(1), _i32(3), _i32(4), _i32(0)
         rest = _i32(max(_const(h) - _const(oh) * _const(stride), 0))
         cols = ((w, a_col), (four, one))
         return oh, [("read", 1, ((stride, a_row), *cols), stride * a_row),
                     ("read", 1, ((rest, a_row), *cols), zero, oh * stride * a_row),
-                    ("read", 2, ((three, b_row), (three, b_col), (four, one)), zero),
+                    ("read", 2, ((_i32(WEIGHT_BYTES), one),), zero),
                     ("read", 3, ((_i32(8), one),), zero), ("read", 4, ((four, one),), zero),
                     ("read", 5, ((four, one),), zero),
                     ("write", 0, ((ow, o_col), (four, one)), o_row)]
@@ -482,17 +490,10 @@ class Dw3S8R(TensorIntrin):
                "int32_t lo2 = pl + (pl & 1), hi2 = (w + pl) & ~1;",  # the column pairs inside a row
                "int32_t done;",                                     # a row's pairs the four channels' assembly did
                "int32_t off2 = (int32_t)(((uint32_t)off & 0xFFFFu) * 0x10001u);",
-               # each channel's weight rows as (w0, w1) and (w1, w2) int16 pairs (wq), and as the
-               # ring's slots hold them when the top row lies in slot t: ws[24 t + 6 q + 2 sl]
+               # each channel's weight rows as (w0, w1) and (w1, w2) int16 pairs (wq: b's words
+               # halved), and as the ring's slots hold them when the top row lies in slot t:
+               # ws[24 t + 6 q + 2 sl]
                "int32_t wq[24], ws[72], wz[24];",
-               "for (q = 0; q < 4; ++q) {",
-               "  for (r = 0; r < 3; ++r) {",
-               "    uint32_t t0 = (uint16_t)b[r * b_row + q], t1 = (uint16_t)b[r * b_row + b_col + q];",
-               "    uint32_t t2 = (uint16_t)b[r * b_row + 2 * b_col + q];",
-               "    wq[6 * q + 2 * r] = (int32_t)(t0 | (t1 << 16));",
-               "    wq[6 * q + 2 * r + 1] = (int32_t)(t1 | (t2 << 16));",
-               "  }",
-               "}",
                # the folded form into int8's whole range: the assembly's; its constants a channel
                "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
                "int32_t asm_ok = lo == -128 && hi == 127;",
@@ -511,19 +512,24 @@ class Dw3S8R(TensorIntrin):
                f"  rqq[16 * q + 11] = plane - {24 * self.ring_stride} * (full / 2);",
                "  rqq[16 * q + 12] = 1 - 4 * (full / 2) * o_col;",
                "  rqq[16 * q + 13] = (int32_t)(intptr_t)(rqq + 64);",
-               # the doubled weights in window-row order (a window's rows outside the input are
-               # zero rows of the ring, so that a clipped window needs no weights of its own)
-               "  for (r = 0; rows4 && r < 6; ++r) {",
-               "    rqq[16 * q + 4 + r] = __sadd16(wq[6 * q + r], wq[6 * q + r]);",
+               # the doubled weights in window-row order, b's own (a window's rows outside the
+               # input are zero rows of the ring, so that a clipped window needs no weights of its own)
+               "  if (rows4) {",
+               "    memcpy(rqq + 16 * q + 4, b + 24 * q, 24);",
                "  }",
                "}",
                "#endif",
-               # the rotated table only for the channels' own path (not run where the four
-               # channels' assembly takes whole rows)
+               # the halved weights and the rotated table only for the channels' own path (not
+               # run where the four channels' assembly takes whole rows)
                "#if defined(__GNUC__) && defined(__OPTIMIZE__)",
                "if (!rows4)",
                "#endif",
                "{",
+               "  for (k = 0; k < 24; ++k) {",
+               "    int32_t v;",
+               "    memcpy(&v, b + 4 * k, 4);",
+               "    wq[k] = __shadd16(v, 0);",                     # exact: the words' halves are even
+               "  }",
                "  for (k = 0; k < 3; ++k) {",
                "    for (q = 0; q < 4; ++q) {",
                "      for (r = 0; r < 3; ++r) {",                   # slot r holds window row (r - k) mod 3
@@ -612,7 +618,7 @@ class Dw3S8R(TensorIntrin):
                  "        for (t = 0; t < 3; ++t) {",
                  "          int32_t col = p * stride + t;",
                  f"          v += {P}_h(ring + q * plane + 12 * (col / 2) + 4 * ((top + r) % 3) + 2 * (col % 2))"
-                 " * (int32_t)b[r * b_row + t * b_col + q];",
+                 f" * ({P}_h((const unsigned char*)b + 24 * q + 8 * r + 2 * (t + (t == 2))) / 2);",
                  "        }",
                  "      }",
                  f"      out[p * o_col + q] = {_requant('v')};",
