@@ -6,7 +6,7 @@ inner loop, where dot_s8x4q (arm_pairs.py) widens the same input word again for 
 
 One call covers the innermost pixel loop, and the loops around it while the input and the output
 move by a whole run of pixels along them (all of a stride-1 conv's pixels: one call). The scratch
-(two pixels' inputs, arm_q15.buf_words) is the function's last parameter, recorded in
+(two pixels' inputs, arm_q15.pw_buf_words: a block's for 8 -> 16 channels) is the function's last parameter, recorded in
 func.attrs["scratch"] (bytes) for the executor to plan in the workspace. A conv staged to write
 over its input (inplace_conv.py: pixel by pixel through a stage buffer, which aot/tir/inplace.py
 proved) takes the call in place of its staging, and the scratch in place of the stage buffer:
@@ -29,7 +29,7 @@ import numpy as np
 from ..tir.expr import Call, Const, Load, substitute
 from ..tir.intrin import get_intrin
 from ..tir.intrin.arm import int8_operand, step, flat_index
-from ..tir.intrin.arm_q15 import buf_words
+from ..tir.intrin.arm_q15 import cols8, pw_buf_words
 from ..tir.intrin.requant import match_requant
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Buffer, Evaluate, For, Seq, Store
@@ -149,7 +149,10 @@ def pointwise_call(func):
     if npix < 2:
         return None if stage is not None else _row_call(func, around, base, out, xa, xb, oc, bias, mult, shift, cin,
                                                          cout, sw, oa, zp, lo, hi)
-    got = requant_table(func, bias, mult, shift, xb, base, oc.var, cout, cin, sw, oa, zp, fold_each=True)
+    # (8 -> 16 channels per channel: pw_s8's channel-major blocks read each channel's constants
+    # from the table's tail: aot_pw_s8_cols8)
+    got = requant_table(func, bias, mult, shift, xb, base, oc.var, cout, cin, sw, oa, zp, fold_each=True,
+                        cols8=cols8(cin, cout, not isinstance(mult, int)))
     if got is None:
         return None
     table, kb, new_layouts = got
@@ -159,7 +162,7 @@ def pointwise_call(func):
         return None
     kw, quads, wq = widened
     per_channel = not isinstance(mult, int)
-    scratch = Buffer(f"{store.buffer.name}_q15", "int32", (buf_words(cin),))
+    scratch = Buffer(f"{store.buffer.name}_q15", "int32", (pw_buf_words(cin, cout, per_channel),))
     if per_channel:
         fn, scale = PW, [base(mult), base(shift)]
     else:

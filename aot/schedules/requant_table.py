@@ -45,6 +45,15 @@ class _Fold:
                                   # kernel reads it), the whole requantisation behind one pointer (dw_s8f)
     doubled: bool = False         # the wide table's biases doubled (wrapping) where it is fast: for a
                                   # kernel whose weights are doubled (dw_s8w); as they are elsewhere
+    cols8: bool = False           # (cin 8) after the flag pair, eight words a channel: its four weight
+                                  # words (int16 pairs of its values 0 and 2, 1 and 3, 4 and 6, 5 and 7,
+                                  # doubled), its bias doubled, multiplier, c, e (pw_s8's aot_pw_s8_cols8);
+                                  # zeros unless every channel is folded (the only case that reads them)
+
+    def row_sums_rows(self, weights):
+        """Each channel's weight row (cout x cin, int64)."""
+        w = weights.reshape(-1).astype(np.int64)
+        return w[self.wbase + self.sw * np.arange(self.cout)[:, None] + np.arange(self.cin)[None, :]]
 
     def row_sums(self, weights, absolute=False):
         """Each channel's sum of its weight row (of their magnitudes)."""
@@ -82,7 +91,7 @@ class FoldedBias(_Fold):
     a call over a block of channels reads its own); per_channel: c where it holds for the
     channel, 0 elsewhere."""
     def shape(self, shape):
-        return ((4 if self.wide else 2) * shape[0] + 2 * self.flagged,)
+        return ((4 if self.wide else 2) * shape[0] + 2 * self.flagged + 8 * self.cout * self.cols8,)
 
     def apply(self, bias, *arrays):
         _, c, e = self.folded("bias", bias, arrays)
@@ -102,7 +111,27 @@ class FoldedBias(_Fold):
         out[0:2 * self.cout:2], out[1:2 * self.cout:2] = b, c
         if self.flagged:
             out[-1] = int(bool(np.all(c != 0)))
+        if self.cols8:
+            out = np.concatenate([out, self._cols8(b, c, e, arrays)])
         return (out & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+    def _cols8(self, b, c, e, arrays):
+        """cols8's words. Doubling holds where every channel folds: |bias| + its bound < 2^30 (so
+        every partial sum of the doubled products fits int32, and |2w| <= 256 an int16 lane),
+        or the channel's multiplier is 0 (any sum gives c), or its weights are 0 and fixed_c's
+        e >= 2 gives its value whatever sign the wrapped doubled bias has."""
+        n = self.cout
+        ext = np.zeros((n, 8), np.int64)
+        if not np.all(c != 0):
+            return ext.reshape(-1)
+        got = dict(zip(self.roles, arrays))
+        m = got["mult"].reshape(-1)[:n] if "mult" in got else np.full(n, self.mult)
+        w = self.row_sums_rows(got["weights"])
+        lo = w[:, [0, 1, 4, 5]] & 0xFFFF
+        hi = w[:, [2, 3, 6, 7]] & 0xFFFF
+        ext[:, 0:4] = (2 * lo & 0xFFFF) | ((2 * hi & 0xFFFF) << 16)
+        ext[:, 4], ext[:, 5], ext[:, 6], ext[:, 7] = 2 * b, m, c, e
+        return ext.reshape(-1)
 
 
 @dataclass(frozen=True)
@@ -126,19 +155,23 @@ def fold_layouts(bias, kb, km, ks, kw, **fold):
     out = {kb: FoldedBias(*reading(("mult", km), ("shift", ks), ("weights", kw)), **fold)}
     if ks is not None:
         out[ks] = FoldedShift(*reading(("bias", kb), ("mult", km), ("weights", kw)), **fold)
-    words = (4 if fold.get("wide", False) else 2) * fold["cout"] + 2 * fold.get("flagged", False)
+    words = (4 if fold.get("wide", False) else 2) * fold["cout"] + 2 * fold.get("flagged", False) + \
+        8 * fold["cout"] * fold.get("cols8", False)
     return Buffer(bias.name, "int32", (words,), bias.scope), out
 
 
-def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, fold_offset=False, fold_each=False):
+def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, fold_offset=False, fold_each=False,
+                  cols8=False):
     """(the table's buffer, the bias parameter it replaces, {parameter: layout}) for a call whose
     requantisation reads bias, mult and shift (Loads; mult and shift ints when per tensor) along
-    output channel var oc and whose channel c's cin weights start at w's element c * sw (w a
-    Load, or None: no bound from the weights; base the call's first element of a Load): the
-    fold_layouts; fold_offset: the input offset folded into the table's biases (the call then
-    sums the inputs without it); fold_each: each channel folded where it holds (_Fold.per_channel:
-    for a kernel that tests each channel's c), the table flagged (_Fold.flagged). None unless they are constants no other layout holds, read from
-    channel 0 on, one element a channel (and with fold_offset, the weights a constant too)."""
+    output channel var oc and whose channel c's cin weights start at w's element c * sw (w a Load,
+    or None: no bound from the weights; base the call's first element of a Load): the fold_layouts;
+    fold_offset: the input offset folded into the table's biases (the call then sums the inputs
+    without it); fold_each: each channel folded where it holds (_Fold.per_channel: for a kernel that
+    tests each channel's c), the table flagged (_Fold.flagged); cols8: _Fold.cols8's words after the
+    flag (the weights must be a constant). None unless they are constants no other layout holds,
+    read from channel 0 on, one element a channel (and with fold_offset, the weights a constant
+    too)."""
     index, consts, layouts = ({id(b): k for k, b in enumerate(func.params)}, func.attrs.get("constants", ()),
                               func.attrs.get("layouts", {}))
 
@@ -153,9 +186,9 @@ def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, 
         return None
     kw, wbase = (index.get(id(w.buffer)), const_value(simplify(flat_index(base(w))))) if w is not None else (None, None)
     kw = kw if kw in consts and kw not in layouts and wbase is not None else None
-    if fold_offset and kw is None:
+    if (fold_offset or cols8) and kw is None:
         return None
     table, out = fold_layouts(bias.buffer, kb, km, ks, kw, cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=off, zp=zp,
-                              fold_offset=fold_offset, per_channel=fold_each, flagged=fold_each,
+                              fold_offset=fold_offset, per_channel=fold_each, flagged=fold_each, cols8=cols8,
                               **({} if per_channel else {"mult": mult, "shift": shift}))
     return table, kb, out

@@ -129,8 +129,13 @@ CASES = {
     # the one-pixel path of 8 input channels sixteen output channels a step (32), four (12)
     "c8_o32_px5": lambda: pw_model(5, 1, 8, 32, act="NONE", y_zp=3, x_zp=-128, seed=4),
     "c8_o12_px3": lambda: pw_model(1, 3, 8, 12, act="NONE", y_zp=-128, seed=5),
+    # 8 to 16 channels, output stride 16: blocks of PIX8_BLOCK (32) pixels channel by channel
+    # (aot_pw_s8_cols8), the pixels left the one-pixel path; pruned channels with biases beyond
+    # 2^30 (their doubled sums wrap)
+    "c8_o16_px71": lambda: pw_model(71, 1, 8, 16, act="NONE", y_zp=-128, x_zp=127, seed=9),
+    "c8_o16_pruned": lambda: pw_model(6, 6, 8, 16, act="NONE", y_zp=-128, zero_rows=3, seed=10),
 }
-PRUNED = {"c12_o14_pruned": 3, "c16_o8_pruned_relu": 2}     # every k-th channel's weights 0
+PRUNED = {"c12_o14_pruned": 3, "c16_o8_pruned_relu": 2, "c8_o16_pruned": 3}     # every k-th channel's weights 0
 CHAINS = {"chain_c33", "chain_c11_px9", "chain_c8_px9"}        # their inner convs are staged in place (checked)
 
 
@@ -141,10 +146,10 @@ def _pw_kernels(res):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_dsp_cores_take_pw_s8_and_helium_does_not(name):
     """Every conv of the cases is pw_s8 on cortex-m4/m7/m33 (per tensor: pw_s8t), its scratch a
-    workspace argument of buf_words(C) words; the M55 compile has no pw_s8 (Helium keeps its
-    kernels) and neither has target "c"."""
+    workspace argument of pw_buf_words words (buf_words(C), more for 8 -> 16 channels per
+    channel); the M55 compile has no pw_s8 (Helium keeps its kernels) and neither has target "c"."""
     import aot
-    from aot.tir.intrin.arm_q15 import buf_words
+    from aot.tir.intrin.arm_q15 import pw_buf_words
     model, _ = CASES[name]()
     for mcpu in ("cortex-m4", "cortex-m7", "cortex-m33"):
         res = aot.compile(model, target=f"c -mcpu={mcpu}")
@@ -152,7 +157,9 @@ def test_dsp_cores_take_pw_s8_and_helium_does_not(name):
         assert kinds == {"pw_s8t (dsp)" if "per_tensor" in name else "pw_s8 (dsp)"}, kinds
         for c in res.plan.calls:
             cin = c.func.params[0].shape[-1]
-            assert c.scratch_bytes == 4 * buf_words(cin) and c.args[-1].kind == "workspace"
+            cout = int(_calls(c.func)[0].args[9].value)
+            assert c.scratch_bytes == 4 * pw_buf_words(cin, cout, "per_tensor" not in name)
+            assert c.args[-1].kind == "workspace"
     for target in ("c -mcpu=cortex-m55", "c"):
         assert not _pw_kernels(aot.compile(model, target=target))
 
@@ -165,6 +172,7 @@ def test_the_requantisation_table_takes_the_folded_form_where_it_holds(name):
     point); the exact form, the shift as it was, on the channels that shift left or not at all (the plain
     and board tests run both)."""
     import aot
+    from aot.tir.intrin.arm_q15 import cols8
     model, _ = CASES[name]()
     res = aot.compile(model, target="c -mcpu=cortex-m4")
     consts = res.plan.constants
@@ -173,9 +181,10 @@ def test_the_requantisation_table_takes_the_folded_form_where_it_holds(name):
             continue
         c = _calls(call.func)[0]         # (a stride-2 conv: one call per output row, the same table)
         table = consts[call.args[2].index][1].astype(np.int64)       # (input, weights, bias, mult, shift, ...)
-        cout, zp = int(c.args[9].value), int(c.args[14].value)
-        assert table.shape == (2 * cout + 2,)
-        table, flag = table[:2 * cout], table[2 * cout:]
+        cin, cout, zp = int(c.args[8].value), int(c.args[9].value), int(c.args[14].value)
+        tail = cols8(cin, cout, "per_tensor" not in name)
+        assert table.shape == (2 * cout + 2 + 8 * cout * tail,)
+        table, flag, tail = table[:2 * cout], table[2 * cout:2 * cout + 2], table[2 * cout + 2:].reshape(-1, 8)
         if "per_tensor" in name:
             shifts = np.full(cout, int(c.args[5].value))
         else:
@@ -185,6 +194,14 @@ def test_the_requantisation_table_takes_the_folded_form_where_it_holds(name):
         assert (e[fast] >= 1).all()
         # the pair after the channels: whether every channel is folded
         assert list(flag) == [0, int(fast.all())]
+        if len(tail):
+            # aot_pw_s8_cols8's words a channel where every channel is folded (else zeros):
+            # doubled weight pairs and bias, the multiplier, c and e
+            mult = consts[call.args[3].index][1].astype(np.int64)
+            want = [mult, table[1::2], e] if fast.all() else [0 * mult] * 3
+            for k, v in zip((5, 6, 7), want):
+                np.testing.assert_array_equal(tail[:, k], v)
+            assert fast.all() == (tail[:, 0:5] != 0).any()
         if name in PRUNED:
             assert fast[::PRUNED[name]].all()      # each pruned channel's c gives its value
             continue

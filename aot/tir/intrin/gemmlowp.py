@@ -213,7 +213,7 @@ def folded_requant(bias, mult, shift, zp, bound, per_channel=False, dead=False, 
     is 0 (its value is zp whatever its sum: SMMLAR gives c itself) takes e = 1 and holds, for a
     table whose shifts are laid out per channel. fixed: (mask, values) for such a table, the
     channels whose sum is their bias whatever the input (all weights 0) and their requantised
-    values (clamped to int8's range): each holds with e = 1 or 2 and the c that gives its
+    values (clamped to int8's range): each holds with e = 2 or 3 and the c that gives its
     value from the form's own arithmetic on that sum (fixed_c)."""
     import numpy as np
     b, m, sh = (np.asarray(v, dtype=np.int64).reshape(-1) for v in (bias, mult, shift))
@@ -237,15 +237,17 @@ def folded_requant(bias, mult, shift, zp, bound, per_channel=False, dead=False, 
 
 
 def fixed_c(x, m, v):
-    """(c, e) with e in 1..2 for which the folded form (mbqm_folded_lines: SMMLAR of x doubled in
+    """(c, e) with e in 2..3 for which the folded form (mbqm_folded_lines: SMMLAR of x doubled in
     uint32, the sign of x, the shift by e) gives v from the sum x and the multiplier m, worked out
     from the same operations on the host: SMMLAR's high word is c plus k = floor((2x m + 2^31) /
     2^32) (2x wrapped to int32, as the kernels' shift does), so c = v 2^e + 2^(e-1) - k + [x < 0]
-    (e = 2 where e = 1 would give the c 0 that means the exact form); None where c leaves
-    int32 or m < 0."""
+    (e = 3 where e = 2 would give the c 0 that means the exact form: then c = 4v + 2, never 0).
+    With e >= 2 the value is v whichever sign is added, so a kernel that doubles the sum itself
+    (its weights and bias doubled: the sign then that of the wrapped 2x) gets it too; None where
+    c leaves int32 or m < 0."""
     t = ((2 * x + (1 << 31)) % (1 << 32)) - (1 << 31)
     k = (t * m + (1 << 31)) >> 32
-    for e in (1, 2):
+    for e in (2, 3):
         c = (v << e) + (1 << (e - 1)) - k + (1 if x < 0 else 0)
         if c != 0 and m >= 0 and abs(c) < (1 << 31) - (1 << 8):
             return c, e
