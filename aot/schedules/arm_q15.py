@@ -34,7 +34,7 @@ from ..tir.intrin.requant import match_requant
 from ..tir.simplify import const_value, simplify
 from ..tir.stmt import Buffer, Evaluate, For, Seq, Store
 from .nests import accumulation, nests
-from .requant_table import requant_table
+from .requant_table import FoldedBias, requant_table
 
 PW = "pw_s8"
 PW_T = "pw_s8t"      # one multiplier and shift for every channel
@@ -151,17 +151,21 @@ def pointwise_call(func):
                                                          cout, sw, oa, zp, lo, hi)
     # (8 -> 16 channels per channel: pw_s8's channel-major blocks read each channel's constants
     # from the table's tail: aot_pw_s8_cols8)
+    # per channel the weights and the table's biases doubled where doubling_holds (pw_s8's
+    # assembly then has no shift before each SMMLAR)
+    per_channel = not isinstance(mult, int)
     got = requant_table(func, bias, mult, shift, xb, base, oc.var, cout, cin, sw, oa, zp, fold_each=True,
-                        cols8=cols8(cin, cout, not isinstance(mult, int)))
+                        cols8=cols8(cin, cout, per_channel), doubles=per_channel)
     if got is None:
         return None
     table, kb, new_layouts = got
     wbase = const_value(simplify(flat_index(base(xb))))
-    widened = widened_weights(func, xb.buffer, Q15Quads(cout, cin, sw, wbase)) if wbase is not None else None
+    fold = new_layouts[kb] if per_channel else None
+    quads = Q15Quads(cout, cin, sw, wbase, fold=fold, reads=(kb, *fold.reads) if per_channel else ())
+    widened = widened_weights(func, xb.buffer, quads) if wbase is not None else None
     if widened is None:
         return None
     kw, quads, wq = widened
-    per_channel = not isinstance(mult, int)
     scratch = Buffer(f"{store.buffer.name}_q15", "int32", (pw_buf_words(cin, cout, per_channel),))
     if per_channel:
         fn, scale = PW, [base(mult), base(shift)]
@@ -205,11 +209,14 @@ class Q15Quads:
     block_bytes (8 * cin) each; in a block, for each 4-byte group of the input channels, the four
     channels' words of its values 0 and 2 (the pairs the input's scratch has in its low word),
     then the four of its values 1 and 3; then the cin % 4 leftovers, the four channels' int16
-    a value."""
+    a value. With fold (pw_s8's table layout) each weight doubled where fold.doubling_holds
+    (|2w| <= 256), as that table doubles its biases."""
     cout: int
     cin: int
     sw: int
     wbase: int = 0
+    fold: FoldedBias = None       # (doubles) each weight doubled where fold.doubling_holds, as that table
+    reads: tuple = ()             # doubles its biases: reads the bias, then fold's reads (its roles)
 
     @property
     def block_bytes(self):
@@ -218,9 +225,11 @@ class Q15Quads:
     def shape(self, shape):
         return (self.block_bytes * ((self.cout + 3) // 4),)
 
-    def apply(self, w):
+    def apply(self, w, *arrays):
         flat = w.reshape(-1).astype(np.int64)
         rows = flat[self.wbase + self.sw * np.arange(self.cout)[:, None] + np.arange(self.cin)[None, :]]
+        if self.fold is not None and self.fold.doubling_holds(dict(zip(self.fold.roles, arrays[1:]), bias=arrays[0])):
+            rows = 2 * rows
         nb, groups = (self.cout + 3) // 4, self.cin // 4
         full = np.zeros((4 * nb, self.cin), np.int64)
         full[:self.cout] = rows

@@ -4,7 +4,9 @@ on the shifts, each a layout the executor applies to the constant it links (a co
 gemmlowp.folded_requant proves per channel, from the bias, multiplier, shift, zero point and the
 weights' sums, that the four-operation folded form (SMMLAR of the doubled sum with c = 2^(e-1) +
 zp 2^e, the sign, one shift) is TFLite's requantisation exactly; where one channel does not hold,
-the table says so and the kernels take the exact form.
+the table says so and the kernels take the exact form. A kernel may also take its weights and
+biases doubled (pw_s8: _Fold.doubling_holds proves the doubled sums fit), so that SMMLAR takes the
+sum with no shift before it.
 """
 from __future__ import annotations
 
@@ -45,10 +47,33 @@ class _Fold:
                                   # kernel reads it), the whole requantisation behind one pointer (dw_s8f)
     doubled: bool = False         # the wide table's biases doubled (wrapping) where it is fast: for a
                                   # kernel whose weights are doubled (dw_s8w); as they are elsewhere
+    doubles: bool = False         # (flagged) the biases doubled where doubling_holds, the flag pair's first
+                                  # word then 1: for a kernel whose weights are doubled with them
+                                  # (pw_s8's Q15Quads doubles), so that SMMLAR takes its sum unshifted
     cols8: bool = False           # (cin 8) after the flag pair, eight words a channel: its four weight
                                   # words (int16 pairs of its values 0 and 2, 1 and 3, 4 and 6, 5 and 7,
                                   # doubled), its bias doubled, multiplier, c, e (pw_s8's aot_pw_s8_cols8);
                                   # zeros unless every channel is folded (the only case that reads them)
+
+    def doubling_holds(self, got):
+        """Whether a kernel may double its weights and biases (its sums then 2v, which SMMLAR
+        takes with no shift before it: gemmlowp.mbqm_folded2_asm), from the arrays by role (bias,
+        weights, and mult and shift where they are arrays): every channel with a nonzero weight
+        has 2 (|bias| + max|x + off| sum |w|) < 2^31, so that each partial sum of the doubled
+        products fits int32 (|2w| <= 256 an int16 lane) and halving it gives v exactly; a channel
+        whose weights are all 0 sums its bias doubled as the table holds it (wrapped), which
+        holds where it is folded with e >= 2 (fixed_c: its value whatever the sign of the
+        wrapped sum) or its multiplier is 0 (SMMLAR gives c for any sum). The weights' layout
+        (Q15Quads doubles) and the table's (FoldedBias doubles) decide by it on the same arrays."""
+        n = self.cout
+        bias = got["bias"].reshape(-1)[:n].astype(np.int64)
+        absw = self.row_sums(got["weights"], absolute=True)
+        amax = max(abs(-128 + self.off), abs(127 + self.off))
+        fits = 2 * (np.abs(bias) + amax * absw) < (1 << 31)
+        _, c, e = self.folded("bias", got["bias"], [got[r] for r in self.roles])
+        m = got["mult"].reshape(-1)[:n] if "mult" in got else np.full(n, self.mult)
+        zero = (absw == 0) & (c != 0) & ((e >= 2) | (m == 0))
+        return bool(np.all(fits | zero))
 
     def row_sums_rows(self, weights):
         """Each channel's weight row (cout x cin, int64)."""
@@ -111,6 +136,9 @@ class FoldedBias(_Fold):
         out[0:2 * self.cout:2], out[1:2 * self.cout:2] = b, c
         if self.flagged:
             out[-1] = int(bool(np.all(c != 0)))
+        if self.doubles and self.doubling_holds(dict(zip(self.roles, arrays), bias=bias)):
+            assert self.flagged and not self.fold_offset, "the flag pair says so"
+            out[0:2 * self.cout:2], out[-2] = 2 * b, 1
         if self.cols8:
             out = np.concatenate([out, self._cols8(b, c, e, arrays)])
         return (out & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
@@ -161,7 +189,7 @@ def fold_layouts(bias, kb, km, ks, kw, **fold):
 
 
 def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, fold_offset=False, fold_each=False,
-                  cols8=False):
+                  cols8=False, doubles=False):
     """(the table's buffer, the bias parameter it replaces, {parameter: layout}) for a call whose
     requantisation reads bias, mult and shift (Loads; mult and shift ints when per tensor) along
     output channel var oc and whose channel c's cin weights start at w's element c * sw (w a Load,
@@ -169,9 +197,9 @@ def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, 
     fold_offset: the input offset folded into the table's biases (the call then sums the inputs
     without it); fold_each: each channel folded where it holds (_Fold.per_channel: for a kernel that
     tests each channel's c), the table flagged (_Fold.flagged); cols8: _Fold.cols8's words after the
-    flag (the weights must be a constant). None unless they are constants no other layout holds,
-    read from channel 0 on, one element a channel (and with fold_offset, the weights a constant
-    too)."""
+    flag (the weights must be a constant); doubles: _Fold.doubles. None unless they are constants no
+    other layout holds, read from channel 0 on, one element a channel (and with fold_offset, the
+    weights a constant too)."""
     index, consts, layouts = ({id(b): k for k, b in enumerate(func.params)}, func.attrs.get("constants", ()),
                               func.attrs.get("layouts", {}))
 
@@ -186,9 +214,10 @@ def requant_table(func, bias, mult, shift, w, base, oc, cout, cin, sw, off, zp, 
         return None
     kw, wbase = (index.get(id(w.buffer)), const_value(simplify(flat_index(base(w))))) if w is not None else (None, None)
     kw = kw if kw in consts and kw not in layouts and wbase is not None else None
-    if (fold_offset or cols8) and kw is None:
+    if (fold_offset or cols8 or doubles) and kw is None:
         return None
     table, out = fold_layouts(bias.buffer, kb, km, ks, kw, cout=cout, cin=cin, sw=sw, wbase=wbase or 0, off=off, zp=zp,
                               fold_offset=fold_offset, per_channel=fold_each, flagged=fold_each, cols8=cols8,
+                              doubles=doubles,
                               **({} if per_channel else {"mult": mult, "shift": shift}))
     return table, kb, out

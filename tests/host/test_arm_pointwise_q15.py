@@ -31,12 +31,13 @@ tflm = pytest.mark.skipif(not tflm_available(), reason="the tflite-micro wheel i
 
 
 def pw_model(H, W, C, O, per_channel=True, act="RELU", x_zp=-3, y_zp=2, y_scale=None, stride=1, seed=0,
-             faint=(), zero_rows=0):
+             faint=(), zero_rows=0, big=0):
     """faint: (every k-th channel's weight scale times f, ...) pairs (k, f): channels whose
     requantisation shifts right by far more than the zero point leaves room for in c, or whose
     multiplier TFLite rounds to 0 (below 2^-31 of the output scale). zero_rows: every k-th
     channel's weights 0 and its bias anywhere in int32's range (a pruned channel: its value
-    the requantised bias, positive or negative, to beyond int8's range)."""
+    the requantised bias, positive or negative, to beyond int8's range). big: every k-th
+    channel's bias beyond 2^30 with its weights as they are (the exact form; no doubling)."""
     rng = np.random.default_rng(seed)
     mb = ModelBuilder()
     x = mb.tensor("x", [1, H, W, C], "int8", scale=0.05, zero_point=x_zp)
@@ -50,6 +51,8 @@ def pw_model(H, W, C, O, per_channel=True, act="RELU", x_zp=-3, y_zp=2, y_scale=
             wdata[::zero_rows] = 0
             bias[::zero_rows] = rng.integers(-(1 << 31), (1 << 31) - 1, len(bias[::zero_rows]), dtype=np.int64)
             bias[0], bias[zero_rows] = 1 << 30, -(1 << 30)
+        if big:
+            bias[::big] = [(1 << 30) + 4321 if k % 2 else -(1 << 30) - 77 for k in range(len(bias[::big]))]
         w = mb.tensor("w", [O, 1, 1, C], "int8", data=wdata, scale=ws, zero_point=[0] * O, quantized_dimension=0)
         b = mb.tensor("b", [O], "int32", data=bias, scale=0.05 * ws, zero_point=[0] * O)
     else:
@@ -134,6 +137,9 @@ CASES = {
     # 2^30 (their doubled sums wrap)
     "c8_o16_px71": lambda: pw_model(71, 1, 8, 16, act="NONE", y_zp=-128, x_zp=127, seed=9),
     "c8_o16_pruned": lambda: pw_model(6, 6, 8, 16, act="NONE", y_zp=-128, zero_rows=3, seed=10),
+    # biases beyond 2^30 on channels with weights: no doubling (the flag 0), the pairs' C paths
+    "c16_o8_big": lambda: pw_model(3, 3, 16, 8, act="NONE", y_zp=-128, big=3, seed=11),
+    "c8_o16_big": lambda: pw_model(5, 8, 8, 16, act="NONE", y_zp=-128, big=5, seed=12),
 }
 PRUNED = {"c12_o14_pruned": 3, "c16_o8_pruned_relu": 2, "c8_o16_pruned": 3}     # every k-th channel's weights 0
 CHAINS = {"chain_c33", "chain_c11_px9", "chain_c8_px9"}        # their inner convs are staged in place (checked)
@@ -192,8 +198,11 @@ def test_the_requantisation_table_takes_the_folded_form_where_it_holds(name):
         fast = table[1::2] != 0
         e = shifts if "per_tensor" not in name else -shifts
         assert (e[fast] >= 1).all()
-        # the pair after the channels: whether every channel is folded
-        assert list(flag) == [0, int(fast.all())]
+        # the pair after the channels: whether the weights and biases are doubled (per channel,
+        # where every sum of the doubled products fits: all of these but the pruned channels'
+        # biases beyond 2^30 where they are not folded), whether every channel is folded
+        dbl = int("per_tensor" not in name and "big" not in name)
+        assert list(flag) == [dbl, int(fast.all())]
         if len(tail):
             # aot_pw_s8_cols8's words a channel where every channel is folded (else zeros):
             # doubled weight pairs and bias, the multiplier, c and e
@@ -212,6 +221,10 @@ def test_the_requantisation_table_takes_the_folded_form_where_it_holds(name):
             mult = consts[call.args[3].index][1].astype(np.int64)
             assert (e[mult == 0] == 1).all() and fast[mult == 0].all() and (~fast).any()
             assert (mult == 0).any() or name != "c20_o13_faint"
+            continue
+        if "big" in name:
+            # the channels whose bias leaves no room for the folded form's bounds keep the exact one
+            assert not fast.all()
             continue
         if "left" in name:
             # each channel on its own: those not shifting right keep the exact form and their shift as it was

@@ -14,7 +14,12 @@ four channels' words of its values 0 and 2, then of its values 1 and 3, and the 
 leftovers the four channels' int16 a value. `bias` is the requantisation's table that the
 schedule lays out at compile time (aot/schedules/requant_table.py): each channel's B[c] and
 c[c] = 2^(e-1) + zp * 2^e where the folded form holds for the channel (fast), else B[c] and 0;
-`shift` holds e = -S[c] where fast (FoldedShift), else S[c]. pw_s8t is the same with one
+`shift` holds e = -S[c] where fast (FoldedShift), else S[c]. In pw_s8 (per channel) the weights
+and the table's biases are doubled where the layouts prove every doubled sum fits (FoldedBias
+doubles, the table's word 2 * cout then 1: dbl): the sums are then 2v, which SMMLAR takes with no
+shift before it (gemmlowp.mbqm_folded2_asm: one operation fewer a value), so the assembly's
+requantisations take that case only (dbl 0: the C paths); the C paths shift by 1 - dbl before
+SMMLAR and halve the sum back for the exact form (it is even). pw_s8t is the same with one
 multiplier and shift (int32 values) for every channel (e = -shift there). `buf` is int32
 scratch of buf_words(cin) elements that the executor plans in the workspace: two pixels'
 inputs, interleaved a 4-byte group at a time (pixel 0's bytes 0 and 2, its bytes 1 and 3, then
@@ -191,10 +196,12 @@ def quad_folded_walk(per_channel):
             '    : "memory");']
 
 
-def _regs_requant(t=None):
+def _regs_requant(t=None, dbl=False):
     """quad_folded_regs' instructions (operands by name, unquoted). t: a 14th register free for a
     temporary (_blocks_asm's own): channel 3's sums alone parked (%[park0], %[park1]), channel 0's
-    multiplier and c in their registers, its shift in t once its first SMMLAR is done."""
+    multiplier and c in their registers, its shift in t once its first SMMLAR is done. dbl: the
+    sums are doubled (the weights and bias doubled: mbqm_folded2_asm, no shift first)."""
+    folded = mbqm_folded2_asm if dbl else mbqm_folded_asm
     if t is not None:
         g = ['str %[s30], %[park0]', 'str %[s31], %[park1]']
         v0, v1, m, cc = "s00", "s01", "s30", "s31"
@@ -204,10 +211,10 @@ def _regs_requant(t=None):
         v0, v1, m, cc, t = "s00", "s01", "s30", "s31", "s21"
         free = ["s30", "s31", "s21", "s00", "s01"]
     fourteen = t not in ("s21",)
-    fold = [x[1:-3] for x in mbqm_folded_asm(v0, t, m, cc, t)]
-    g += [f'ldr %[{m}], [%[rm]], #4', f'ldr %[{cc}], [%[rt]], #8', *fold[:3],
-          f'ldr %[{t}], [%[re]], #4', fold[3], f'ssat %[{v0}], #8, %[{v0}]', f'strb %[{v0}], [%[ro]], #1',
-          *[x[1:-3] for x in mbqm_folded_asm(v1, v0, m, cc, t)], f'ssat %[{v1}], #8, %[{v1}]',
+    fold = [x[1:-3] for x in folded(v0, t, m, cc, t)]
+    g += [f'ldr %[{m}], [%[rm]], #4', f'ldr %[{cc}], [%[rt]], #8', *fold[:-1],
+          f'ldr %[{t}], [%[re]], #4', fold[-1], f'ssat %[{v0}], #8, %[{v0}]', f'strb %[{v0}], [%[ro]], #1',
+          *[x[1:-3] for x in folded(v1, v0, m, cc, t)], f'ssat %[{v1}], #8, %[{v1}]',
           f'strb %[{v1}], [%[ro1]], #1']
     for j in (1, 2, 3):
         m, cc, e, tmp = free[:4]
@@ -223,7 +230,7 @@ def _regs_requant(t=None):
             loads = [f'ldr %[{v0}], %[{p0}]', f'ldr %[{v1}], %[{p1}]']
         g += [*loads, f'ldr %[{m}], [%[rm]], #4', f'ldr %[{cc}], [%[rt]], #8', f'ldr %[{e}], [%[re]], #4']
         for v, dst in ((v0, "ro"), (v1, "ro1")):
-            g += [*[x[1:-3] for x in mbqm_folded_asm(v, tmp, m, cc, e)], f'ssat %[{v}], #8, %[{v}]',
+            g += [*[x[1:-3] for x in folded(v, tmp, m, cc, e)], f'ssat %[{v}], #8, %[{v}]',
                   f'strb %[{v}], [%[{dst}]], #1']
         free += [v0, v1] if j < 3 else []
         if j == 2 and not fourteen:
@@ -231,7 +238,7 @@ def _regs_requant(t=None):
     return g
 
 
-def quad_folded_regs():
+def quad_folded_regs(dbl=False):
     """C lines: the four-channel block's eight sums, still in their registers s00 to s31 (channel
     j's pixels at sj0, sj1), requantised by the folded form and stored with SSAT, as Thumb-2
     assembly over the walking pointers of quad_folded_walk (rm, re, rt, ro, ro1, post-indexed).
@@ -241,7 +248,7 @@ def quad_folded_regs():
     and s31 are parked in three stack words first, their registers then channel 0's multiplier,
     c and a temporary (its shift loaded into the temporary once its first value's SMMLAR is
     done), and each channel's freed sums serve the next ones' constants and reloads."""
-    g = [f'"{x}\\n"' for x in _regs_requant()]
+    g = [f'"{x}\\n"' for x in _regs_requant(dbl=dbl)]
     sums = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
     return ["int32_t park[3];",
             "__asm__ volatile(", *["    " + x for x in g],
@@ -252,7 +259,7 @@ def quad_folded_regs():
 
 
 def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None, tab="bt[2 * ({}) + 1]", outs=("out", "o1"),
-                 advance=(), asm_if="defined(__OPTIMIZE__)"):
+                 advance=(), asm_if="defined(__OPTIMIZE__)", dbl=False):
     """C lines: each (channel, pixel 0's sum, pixel 1's sum or None) requantised and stored channel
     by channel (each channel's constants loaded once for its values, no value kept past its
     store): where the table's flag says every channel is folded, all by the folded form with no
@@ -260,7 +267,9 @@ def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None, tab="bt[2 * ({}
     adding c, its shift e = fast_shift), else mbqm_halving_lines; int8's whole range one __ssat
     a value (full: one test for the call's channels), else clamped to [lo, hi]. tab: a channel's
     c in the table; outs: the two pixels' outputs; advance: C lines after every path but the
-    assembly's (fast_full, which advances its walking pointers itself)."""
+    assembly's (fast_full, which advances its walking pointers itself). dbl: the sums are
+    doubled where the kernel's dbl is 1 (the folded form then shifts by 1 - dbl, the exact one
+    takes the sum halved back: exact, it is even)."""
     def channels(full, each):
         out = []
         for ch, a, b in chans:
@@ -270,12 +279,14 @@ def _dsp_requant(chans, mult, shift, fast_shift, fast_full=None, tab="bt[2 * ({}
                          + ", ".join(r for r, _, _ in vals) + ";",
                     "  if (cc != 0) {" if each else "  {", f"    int32_t e = {fast_shift.format(ch)};"]
             for r, v, _ in vals:
-                out += ["    {", *["      " + y for y in mbqm_folded_lines(v, "m", "cc", "e", "q")],
+                out += ["    {", *["      " + y for y in mbqm_folded_lines(v, "m", "cc", "e", "q",
+                                                                  lsl="(1 - dbl)" if dbl else "1")],
                         f"      {r} = q;", "    }"]
             if each:
                 out += ["  } else {", f"    int32_t sh = {shift.format(ch)};"]
                 for r, v, _ in vals:
-                    out += ["    {", *["      " + y for y in mbqm_halving_lines(v, "m", "sh", "q", INT32_LITERALS)],
+                    half = f"({v} >> dbl)" if dbl else v
+                    out += ["    {", *["      " + y for y in mbqm_halving_lines(half, "m", "sh", "q", INT32_LITERALS)],
                             f"      {r} = q + zp;", "    }"]
             out.append("  }")
             out += [f"  {dst}[{ch}] = (int8_t)({f'__ssat({r}, 8)' if full else clamp(r)});" for r, _, dst in vals]
@@ -313,7 +324,7 @@ def _quad_mac(groups):
 _FRAME = ("rm", "re", "rt", "ro", "ro1", "w", "buf", "end", "has4", "roend")
 
 
-def _blocks_asm():
+def _blocks_asm(dbl=False):
     """C lines: every whole block of four output channels of both pixels in the scratch as one
     Thumb-2 assembly statement, for the common case (per channel, every channel folded, int8's
     whole range, cin a multiple of 16, blocks of 8 * cin bytes, at least one block): the bias
@@ -331,7 +342,7 @@ def _blocks_asm():
     park = {f"%[park{k}]": f"%[f_park{k}]" for k in range(2)}
     ptr = {"%[rm]": "%[q]", "%[re]": "%[w0]", "%[rt]": "%[x0]", "%[ro]": "%[x1]", "%[ro1]": "%[wa]"}
     rq = []
-    for x in _regs_requant("wb"):
+    for x in _regs_requant("wb", dbl):
         for a, b in {**park, **ptr}.items():
             x = x.replace(a, b)
         rq.append(x)
@@ -391,14 +402,16 @@ def _quad_asm(groups, loop=True):
              '        : "cc", "memory");'])
 
 
-def _pix8_asm(n=16):
+def _pix8_asm(n=16, dbl=False):
     """C lines: pw_s8's one-pixel loop body for cin 8 (two 4-byte groups) as Thumb-2 assembly over
     the output channels, n a step (op != end on entry): the pixel's four widened words in
     registers (x0 to x3: group 0's values 0 and 2, 1 and 3, then group 1's), per channel its
     bias and its four weight words of the Q15Quads block (wp: the block, channel j's words at
     4j, 16 + 4j, 32 + 4j and 48 + 4j) in one run of loads, four SMLADs, then its multiplier,
     shift and the table's c, gemmlowp.mbqm_folded_asm, SSAT and STRB. The sum never leaves its
-    register and every pointer is a register (14: x0-x3, wp, bp, mp, ep, op, w0-w3, s). Sixteen
+    register and every pointer is a register (14: x0-x3, wp, bp, mp, ep, op, w0-w3, s), every one
+    an early-clobber output loaded from a frame in memory first (register inputs beside them
+    left gcc 'impossible constraints' on the M7 once pw_s8's other paths grew). Sixteen
     channels (four blocks) a step: the five pointer steps and the end test, about ten cycles on
     the M4, once per sixteen channels (VWW's 8 -> 16 layer 951,641 -> 884,825 cycles); one copy
     only (a second one, for four a step, left gcc 13 registers for either on the M33)."""
@@ -410,15 +423,22 @@ def _pix8_asm(n=16):
               "smlad %[s], %[x0], %[w0], %[s]", "smlad %[s], %[x1], %[w1], %[s]",
               "smlad %[s], %[x2], %[w2], %[s]", "smlad %[s], %[x3], %[w3], %[s]",
               f"ldr %[w0], [%[mp], #{4 * j}]", f"ldr %[w1], [%[ep], #{4 * j}]", f"ldr %[w2], [%[bp], #{8 * j + 4}]",
-              *[x[1:-3] for x in mbqm_folded_asm("s", "w3", "w0", "w2", "w1")],
+              *[x[1:-3] for x in (mbqm_folded2_asm if dbl else mbqm_folded_asm)("s", "w3", "w0", "w2", "w1")],
               "ssat %[s], #8, %[s]", f"strb %[s], [%[op], #{j}]"]
     g += [f"add %[wp], %[wp], #{16 * n}", f"add %[bp], %[bp], #{8 * n}", f"add %[mp], %[mp], #{4 * n}",
-          f"add %[ep], %[ep], #{4 * n}", f"add %[op], %[op], #{n}", "ldr %[w0], %[end]", "cmp %[op], %[w0]", "bne 1b"]
-    return (['__asm__ volatile(".p2align 2\\n1:\\n\\t"'] + [f'        "{x}\\n\\t"' for x in g] +
-            ['        : [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [s] "=&r"(s),',
-             '          [wp] "+r"(wp), [bp] "+r"(bp), [mp] "+r"(mp), [ep] "+r"(ep), [op] "+r"(op)',
-             '        : [x0] "r"(x0), [x1] "r"(x1), [x2] "r"(x2), [x3] "r"(x3), [end] "m"(oend)',
-             '        : "cc", "memory");'])
+          f"add %[ep], %[ep], #{4 * n}", f"add %[op], %[op], #{n}", "ldr %[w0], %[f_end]", "cmp %[op], %[w0]", "bne 1b"]
+    regs = ("x0", "x1", "x2", "x3", "wp", "bp", "mp", "ep", "op", "w0", "w1", "w2", "w3", "s")
+    names = ("x0", "x1", "x2", "x3", "wp", "bp", "mp", "ep", "op", "end")
+    head = [f"ldr %[{r}], %[f_{r}]" for r in names[:-1]]
+    return ([f"int32_t {', '.join(regs)};", f"uintptr_t fr[{len(names)}];",
+             *[f"fr[{k}] = (uintptr_t)({v});" for k, v in
+               enumerate(("xw[0]", "xw[1]", "xw[2]", "xw[3]", "w", "bt", "mult", "shift", "out", "out + cout"))],
+             '__asm__ volatile('] + [f'        "{x}\\n\\t"' for x in head + [".p2align 2", "1:"] + g] +
+            ["        : " + ", ".join(f'[{r}] "=&r"({r})' for r in regs) + ",",
+             f'          [fr] "+m"(*(uintptr_t(*)[{len(names)}])fr)',
+             "        : " + ", ".join(f'[f_{r}] "m"(fr[{k}])' for k, r in enumerate(names)),
+             '        : "cc", "memory");',
+             *[f"(void){r};" for r in regs]])
 
 
 # pixels a block of aot_pw_s8_cols8 (their widened inputs in the scratch, 4 words each: pw_buf_words)
@@ -493,7 +513,7 @@ def cols8_fn(n=PIX8_BLOCK):
             "#endif"]
 
 
-def _pix8(indent):
+def _pix8(indent, dbl=False):
     """C lines: pw_s8 over 8 input channels, the case that takes it (output channels a multiple
     of 16, every channel folded, int8's whole range, under gcc's optimisation), one pixel at
     a time: its two words widened into registers (no scratch), then _pix8_asm over every output
@@ -509,24 +529,20 @@ def _pix8(indent):
         "    a += done * sa;",
         "    out += done * 16;",
         "  }",
+        # (the weights and bias doubled: the folded form's doubled sum; else the pairs' paths)
+        *(["  if (dbl)"] if dbl else []),
         "  for (p = 0; p < npix; ++p, a += sa, out += so) {",
         "    uint32_t u0, u1;",
-        "    int32_t x0, x1, x2, x3, w0, w1, w2, w3, s;",
-        "    const int8_t* wp = w;",
-        "    const int32_t* bp = bt;",
-        "    const int32_t* mp = mult;",
-        "    const int32_t* ep = shift;",
-        "    int8_t* op = out;",
-        "    const int8_t* oend = out + cout;",
+        "    int32_t xw[4];",
         "    memcpy(&u0, a, 4);",
         "    memcpy(&u1, a + 4, 4);",
-        "    x0 = __sxtab16(off2, (int32_t)u0);",
-        "    x2 = __sxtab16(off2, (int32_t)u1);",
-        '    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(x1) : "r"(off2), "r"(u0));',
-        '    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(x3) : "r"(off2), "r"(u1));',
-        *["    " + y for y in _pix8_asm(16)],
+        "    xw[0] = __sxtab16(off2, (int32_t)u0);",
+        "    xw[2] = __sxtab16(off2, (int32_t)u1);",
+        '    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(xw[1]) : "r"(off2), "r"(u0));',
+        '    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(xw[3]) : "r"(off2), "r"(u1));',
+        *["    " + y for y in _pix8_asm(16, dbl)],
         "  }",
-        "  return 0;",
+        *(["  if (dbl || npix == 0) {", "    return 0;", "  }"] if dbl else ["  return 0;"]),
         "}",
         "#endif"]]
 
@@ -551,7 +567,7 @@ def _quad_pass(h):
             "}"]
 
 
-def _dsp_quad(mult, shift, fast_shift):
+def _dsp_quad(mult, shift, fast_shift, dbl=False):
     """C lines: output channels c to c + 3 (one block of the widened weights, Q15Quads) for both
     pixels in the scratch: under gcc with optimisation on a single-issue core the groups as
     assembly (eight a step, then the four, two and one left straight), elsewhere two C passes of two channels; the
@@ -600,18 +616,21 @@ def _dsp_quad(mult, shift, fast_shift):
     # per channel under gcc's optimisation the common case takes the sums from their registers
     # (quad_folded_regs: the 14 registers gcc gives the block's assembly); elsewhere through acc
     regs = per_channel
+    # (dbl: the C paths take the doubled sums, clang's too: quad_folded_walk's assembly shifts)
     rq = acc + _dsp_requant([(str(j), f"acc[{2 * j}]", f"acc[{2 * j + 1}]") for j in range(4)],
-                            mult, shift, fast_shift, quad_folded_walk(per_channel),
+                            mult, shift, fast_shift, None if dbl else quad_folded_walk(per_channel),
                             tab="rt[2 * ({})]", outs=("ro", "ro1"), advance=advance,
-                            asm_if="defined(__OPTIMIZE__) && defined(__clang__)" if regs else "defined(__OPTIMIZE__)")
+                            asm_if="defined(__OPTIMIZE__) && defined(__clang__)" if regs else "defined(__OPTIMIZE__)",
+                            dbl=dbl)
     if not regs:
         return out + ["rw += sw;"] + rq
     return out + ["rw += sw;", "#if defined(__OPTIMIZE__) && !defined(__clang__)",
-                  "if (__builtin_expect(fast && full, 1)) {", *["  " + y for y in quad_folded_regs()], "} else",
+                  f"if (__builtin_expect(fast && full{' && dbl' if dbl else ''}, 1)) {{",
+                  *["  " + y for y in quad_folded_regs(dbl)], "} else",
                   "#endif", "{", *["  " + y for y in rq], "}"]
 
 
-def _dsp_single(mult, shift, fast_shift):
+def _dsp_single(mult, shift, fast_shift, dbl=False):
     """C lines: output channel c alone (j = c % 4 of the last, partial block) for both pixels: its
     low and high weight words of each group, two __smlad a pixel; the leftovers; requantised."""
     return ["const int8_t* blk = w + (c >> 2) * sw;",
@@ -634,10 +653,10 @@ def _dsp_single(mult, shift, fast_shift):
             "  s0 += q[0] * (int32_t)wr;",
             "  s1 += q[1] * (int32_t)wr;",
             "}",
-            *_dsp_requant([("c", "s0", "s1")], mult, shift, fast_shift)]
+            *_dsp_requant([("c", "s0", "s1")], mult, shift, fast_shift, dbl=dbl)]
 
 
-def _dsp_blocks(mult, shift, fast_shift, indent, asm_blocks=False):
+def _dsp_blocks(mult, shift, fast_shift, indent, asm_blocks=False, dbl=False):
     """C lines: every output channel of both pixels in the scratch, four a block, then the last
     partial block's one at a time; asm_blocks (per channel): the whole blocks of the common case
     one assembly statement (_blocks_asm) under gcc's optimisation."""
@@ -650,11 +669,12 @@ def _dsp_blocks(mult, shift, fast_shift, indent, asm_blocks=False):
             "const int32_t* rt = bt + 1;",
             "int8_t* ro = out;",
             "int8_t* ro1 = o1;"]
-    blocks = ["for (c = 0; c + 3 < cout; c += 4) {", *["  " + y for y in _dsp_quad(mult, shift, fast_shift)], "}"]
+    blocks = ["for (c = 0; c + 3 < cout; c += 4) {", *["  " + y for y in _dsp_quad(mult, shift, fast_shift, dbl)], "}"]
     if asm_blocks and per_channel:
         blocks = ["#if defined(__OPTIMIZE__) && !defined(__clang__)",
-                  "if (__builtin_expect(fast && full && (cin & 15) == 0 && sw == 8 * cin && cout >= 4, 1)) {",
-                  *["  " + y for y in _blocks_asm()],
+                  "if (__builtin_expect(fast && full && (cin & 15) == 0 && sw == 8 * cin && cout >= 4"
+                  f"{' && dbl' if dbl else ''}, 1)) {{",
+                  *["  " + y for y in _blocks_asm(dbl)],
                   "  c = cout & ~3;",
                   "} else",
                   "#endif",
@@ -662,7 +682,7 @@ def _dsp_blocks(mult, shift, fast_shift, indent, asm_blocks=False):
     return [pad + y for y in [*walk, *blocks,
                               # (at most three: a count gcc's loop analysis sees bounded)
                               "for (int32_t n1 = cout & 3; n1 > 0; --n1, ++c) {",
-                              *["  " + y for y in _dsp_single(mult, shift, fast_shift)],
+                              *["  " + y for y in _dsp_single(mult, shift, fast_shift, dbl)],
                               "}"]]
 
 
@@ -730,7 +750,9 @@ class PwS8(TensorIntrin):
                "int32_t p, c, k;",
                "const int32_t* end = buf + 4 * words;",
                *head,
-               *(_pix8(0) if pc else []),
+               # (per channel the weights and bias doubled where requant_table's proof holds)
+               *(["int32_t dbl = bt[2 * cout];"] if pc else []),
+               *(_pix8(0, dbl=True) if pc else []),
                "for (p = 0; p < npix; p += 2, a += 2 * sa, out += 2 * so) {",
                "  int8_t* o1 = npix - p > 1 ? out + so : out;",
                "  const int8_t* s1 = npix - p > 1 ? a + sa : a;",
@@ -753,13 +775,14 @@ class PwS8(TensorIntrin):
                "    d[0] = (int32_t)*s0++ + off;",
                "    d[1] = (int32_t)*s1++ + off;",
                "  }",
-               *_dsp_blocks(mult, shift, fast_shift, 2, asm_blocks=True),
+               *_dsp_blocks(mult, shift, fast_shift, 2, asm_blocks=True, dbl=pc),
                "}",
                "return 0;"]
         # one pixel at a time through the scratch (its inputs read whole before its outputs written)
         plain = ["int32_t words = cin >> 2, p, c, k;",
                  "int32_t r, m, sh, left, e, mask, thr;",
                  *TABLE_EACH_PLAIN,
+                 *(["int32_t dbl = bt[2 * cout];"] if pc else []),
                  "for (p = 0; p < npix; ++p, a += sa, out += so) {",
                  "  for (k = 0; k < cin; ++k) {",
                  "    buf[k] = (int32_t)a[k] + off;",
@@ -770,6 +793,7 @@ class PwS8(TensorIntrin):
                  *["      " + y for y in _plain_weight()],
                  "      s += buf[k] * (int32_t)wv;",
                  "    }",
+                 *(["    s >>= dbl;      /* (even where doubled: exact) */"] if pc else []),
                  *["    " + y for y in _plain_requant("s", mult, shift, fast_shift, "out")],
                  "  }",
                  "}",

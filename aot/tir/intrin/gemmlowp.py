@@ -168,17 +168,19 @@ def mbqm_halving_lines(x, mult, shift, q="q", limits=INT32_NAMES) -> list:
             *rdbpot_halving_lines(q, "r1", "keep")]
 
 
-def mbqm_folded_lines(x, mult, c, e, q="q", asm=True) -> list:
+def mbqm_folded_lines(x, mult, c, e, q="q", asm=True, lsl="1") -> list:
     """C lines: int32 `q` = MultiplyByQuantizedMultiplier(x, mult, -e) + zp (TFLite), the zero
     point folded into c = 2^(e-1) + zp * 2^e (folded_requant, which also proves the bounds this
     form needs: e in 1..31, mult >= 0, x in [-2^30, 2^30), |c| < 2^30 and c + srdhm in int32).
     srdhm(x, m) is the high word of 2 x m + 2^31 (Arm's SMMULR of the doubled value, exact there),
     and SMMLAR adds c to it in the same instruction; rdbpot(y, e) + zp is then floor((y - [y < 0]
     + c) / 2^e), where [x < 0] stands for [y < 0] (they differ only where y is 0, whose quotient is
-    0 either way for e >= 1). asm: SMMLAR itself (DSP cores), else its definition in int64."""
+    0 either way for e >= 1). asm: SMMLAR itself (DSP cores), else its definition in int64. lsl:
+    the doubling's shift (0 for a sum already doubled: its sign is x's, "1 - dbl" where a
+    kernel's flag tells)."""
     first = (f'__asm__("smmlar %0, %1, %2, %3" : "=r"({q}) : "r"({q}), "r"({mult}), "r"({c}));' if asm else
              f"{q} = (int32_t)(((int64_t){q} * {mult} + (int64_t){c} * 4294967296 + 2147483648) >> 32);")
-    return [f"int32_t {q} = (int32_t)((uint32_t){x} << 1);",
+    return [f"int32_t {q} = (int32_t)((uint32_t){x} << {lsl});",
             first,
             f"{q} += {x} >> 31;",
             f"{q} >>= {e};"]
