@@ -22,7 +22,7 @@ from __future__ import annotations
 from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
 from ..expr import Const
 from .base import TensorIntrin, register_intrin
-from .arm_q15 import TABLE_HEAD, _plain_requant, _regs_requant, quad_folded_asm, folded_fn
+from .arm_q15 import TABLE_HEAD, _plain_requant, _regs_requant, blocks_statement, quad_folded_asm, folded_fn
 from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 SUFFIX = "_g"
@@ -492,21 +492,9 @@ def _ring_asm():
          "str %[s00], %[f_rm]", "str %[s01], %[f_re]", "str %[s10], %[f_rt]", "str %[s11], %[f_w]",
          "str %[s20], %[f_rp0]", "str %[s21], %[f_rp1]", "str %[q], %[f_rp2]",
          "cmp %[q], %[s30]", "bne 4b"]
-    outs = ", ".join(f'[s{j}{p}] "=&r"(s{j}{p})' for j in range(4) for p in range(2))
     ins = {"rp0": "r0", "rp1": "r1", "rp2": "r2", "rp3": "tail", "rm": "mult", "re": "shift", "rt": "bt + 1",
            "ro": "out", "ro1": "out + cout", "w": "w", "roend": "out + cout", "end": "r2 + 6 * npairs"}
-    names = _RING_FRAME + ("park0", "park1")
-    return ["int32_t " + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + ", q, w0, x0, x1, wa, wb;",
-            f"uintptr_t fr[{len(names)}];",
-            *[f"fr[{k}] = (uintptr_t)({ins[n]});" for k, n in enumerate(_RING_FRAME)],
-            '__asm__ volatile(', *[f'    "{x}\\n\\t"' for x in g],
-            f'    : {outs},',
-            '      [q] "=&r"(q), [w0] "=&r"(w0), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb),',
-            f'      [fr] "+m"(*(uintptr_t(*)[{len(names)}])fr)',
-            "    : " + ", ".join(f'[f_{n}] "m"(fr[{k}])' for k, n in enumerate(names)),
-            '    : "cc", "memory");',
-            "(void)s00; (void)s01; (void)s10; (void)s11; (void)s20; (void)s21; (void)s30; (void)s31;",
-            "(void)q; (void)w0; (void)x0; (void)x1; (void)wa; (void)wb;"]
+    return blocks_statement(g, _RING_FRAME, ins, '__asm__ volatile(')
 
 
 @register_intrin

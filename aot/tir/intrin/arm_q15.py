@@ -365,14 +365,22 @@ def _blocks_asm(dbl=False):
          "b 8f",
          "7:", *_quad_mac(4), "ldr %[x0], %[f_end]", "cmp %[q], %[x0]", "beq 6b", "b 1b",
          "8:"]
-    outs = ", ".join(f'[s{j}{p}] "=&r"(s{j}{p})' for j in range(4) for p in range(2))
     ins = {"rm": "mult", "re": "shift", "rt": "bt + 1", "ro": "out", "ro1": "o1", "w": "w", "buf": "buf",
            "end": "buf + 4 * words", "has4": "words & 4", "roend": "out + (cout & ~3)"}
-    names = _FRAME + ("park0", "park1")
+    return blocks_statement(g, _FRAME, ins, '__asm__ volatile(".p2align 2\\n\\t"')
+
+
+def blocks_statement(g, frame, ins, head):
+    """C lines: the whole-block assembly g as one statement: its fourteen registers all
+    early-clobber outputs (eight sums, q, w0, x0, x1, wa, wb), its state the memory frame `frame`
+    (each name's value ins[name]) and two parking words (register inputs beside fourteen outputs
+    fail at -O1 and -Os). head: the statement's opening line."""
+    outs = ", ".join(f'[s{j}{p}] "=&r"(s{j}{p})' for j in range(4) for p in range(2))
+    names = frame + ("park0", "park1")
     return ["int32_t " + ", ".join(f"s{j}{p}" for j in range(4) for p in range(2)) + ", q, w0, x0, x1, wa, wb;",
             f"uintptr_t fr[{len(names)}];",
-            *[f"fr[{k}] = (uintptr_t)({ins[n]});" for k, n in enumerate(_FRAME)],
-            '__asm__ volatile(".p2align 2\\n\\t"', *[f'    "{x}\\n\\t"' for x in g],
+            *[f"fr[{k}] = (uintptr_t)({ins[n]});" for k, n in enumerate(frame)],
+            head, *[f'    "{x}\\n\\t"' for x in g],
             f'    : {outs},',
             '      [q] "=&r"(q), [w0] "=&r"(w0), [x0] "=&r"(x0), [x1] "=&r"(x1), [wa] "=&r"(wa), [wb] "=&r"(wb),',
             f'      [fr] "+m"(*(uintptr_t(*)[{len(names)}])fr)',
