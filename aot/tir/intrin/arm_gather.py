@@ -22,7 +22,7 @@ from __future__ import annotations
 from .arm import DotS8, DotS8x2, DotS8x4Requant, DotS8x4RequantT
 from ..expr import Const
 from .base import TensorIntrin, register_intrin
-from .arm_q15 import TABLE_HEAD, _plain_requant, _regs_requant, blocks_statement, quad_folded_asm, folded_fn
+from .arm_q15 import TABLE_HEAD, plain_requant, regs_requant, blocks_statement, quad_folded_asm, folded_fn
 from .gemmlowp import clamp, mve_clamp, mve_left, mve_rdbpot, mve_srdhm, requantise_lines
 
 SUFFIX = "_g"
@@ -441,7 +441,7 @@ def _ring_asm():
     """C lines: every pixel pair of the call and every block of four output channels of each as
     one Thumb-2 assembly statement (every channel folded, int8's whole range, whole blocks, at
     least one block and one pair): per pair the taps 8 packed (PKHBT) into `tail`; per block its
-    biases from the table, _ring_mac, pw_s8's register requantisation (arm_q15's _regs_requant,
+    biases from the table, _ring_mac, pw_s8's register requantisation (arm_q15's regs_requant,
     its pointers in the MAC's registers), the loop over the blocks; the outputs and rows a pair
     on, the blocks' pointers back to their starts, the loop over the pairs. Its state is locals
     passed as memory operands and every register operand an early-clobber output with no
@@ -452,7 +452,7 @@ def _ring_asm():
     ptr = {"%[rm]": "%[q]", "%[re]": "%[w0]", "%[rt]": "%[x0]", "%[ro]": "%[x1]", "%[ro1]": "%[wa]"}
     park = {f"%[park{k}]": f"%[f_park{k}]" for k in range(2)}
     rq = []
-    for x in _regs_requant("wb"):
+    for x in regs_requant("wb"):
         for a, b in {**park, **ptr}.items():
             x = x.replace(a, b)
         rq.append(x)
@@ -553,7 +553,7 @@ class GConvRing(TensorIntrin):
                      "  s += (int32_t)(int16_t)(uint16_t)(x & 0xFFFFu) * wl"
                      " + (int32_t)(int16_t)(uint16_t)(x >> 16) * wh;",
                      "}",
-                     *_plain_requant("s", "mult[{}]", "shift[{}]", "shift[{}]", ("out", "o1")[p])]
+                     *plain_requant("s", "mult[{}]", "shift[{}]", "shift[{}]", ("out", "o1")[p])]
         plain = ["for (i = 0; i < npairs; ++i, r0 += 6, r1 += 6, r2 += 6, out += 2 * cout) {",
                  "  const int32_t* rp[4];",
                  "  int8_t* o1 = out + cout;",

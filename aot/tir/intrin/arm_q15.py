@@ -127,7 +127,7 @@ def _channel_consts(mult, shift):
             "thr = mask >> 1;"]
 
 
-def _plain_requant(v, mult, shift, fast_shift, out):
+def plain_requant(v, mult, shift, fast_shift, out):
     """C lines: channel c's sum v (its bias included) requantised as the table says for it (the
     folded form in int64 where its c is not 0, else the exact one), clamped and stored to out[c];
     the plain bodies' (r, m, sh, left, e, mask, thr declared)."""
@@ -196,7 +196,7 @@ def quad_folded_walk(per_channel):
             '    : "memory");']
 
 
-def _regs_requant(t=None, dbl=False):
+def regs_requant(t=None, dbl=False):
     """quad_folded_regs' instructions (operands by name, unquoted). t: a 14th register free for a
     temporary (_blocks_asm's own): channel 3's sums alone parked (%[park0], %[park1]), channel 0's
     multiplier and c in their registers, its shift in t once its first SMMLAR is done. dbl: the
@@ -248,7 +248,7 @@ def quad_folded_regs(dbl=False):
     and s31 are parked in three stack words first, their registers then channel 0's multiplier,
     c and a temporary (its shift loaded into the temporary once its first value's SMMLAR is
     done), and each channel's freed sums serve the next ones' constants and reloads."""
-    g = [f'"{x}\\n"' for x in _regs_requant(dbl=dbl)]
+    g = [f'"{x}\\n"' for x in regs_requant(dbl=dbl)]
     sums = ", ".join(f'[s{j}{p}] "+r"(s{j}{p})' for j in range(4) for p in range(2))
     return ["int32_t park[3];",
             "__asm__ volatile(", *["    " + x for x in g],
@@ -342,7 +342,7 @@ def _blocks_asm(dbl=False):
     park = {f"%[park{k}]": f"%[f_park{k}]" for k in range(2)}
     ptr = {"%[rm]": "%[q]", "%[re]": "%[w0]", "%[rt]": "%[x0]", "%[ro]": "%[x1]", "%[ro1]": "%[wa]"}
     rq = []
-    for x in _regs_requant("wb", dbl):
+    for x in regs_requant("wb", dbl):
         for a, b in {**park, **ptr}.items():
             x = x.replace(a, b)
         rq.append(x)
@@ -802,7 +802,7 @@ class PwS8(TensorIntrin):
                  "      s += buf[k] * (int32_t)wv;",
                  "    }",
                  *(["    s >>= dbl;      /* (even where doubled: exact) */"] if pc else []),
-                 *["    " + y for y in _plain_requant("s", mult, shift, fast_shift, "out")],
+                 *["    " + y for y in plain_requant("s", mult, shift, fast_shift, "out")],
                  "  }",
                  "}",
                  "return 0;"]
@@ -875,7 +875,7 @@ class PwS8Pair(TensorIntrin):
                  *["      " + y for y in _plain_weight()],
                  "      s += x * (int32_t)wv;",
                  "    }",
-                 *["    " + y for y in _plain_requant("s", mult, shift, shift, "out")],
+                 *["    " + y for y in plain_requant("s", mult, shift, shift, "out")],
                  "  }",
                  "}",
                  "return 0;"]
@@ -1051,7 +1051,7 @@ class FcS8x4(TensorIntrin):
                  # row c's element k: block c / 4, group k / 4, row c % 4, byte k % 4
                  "    s += (int32_t)a[k] * (int32_t)w[((c >> 2) * (cin >> 2) + (k >> 2)) * 16 + (c & 3) * 4 + (k & 3)];",
                  "  }",
-                 *["  " + y for y in _plain_requant("s", mult, shift, fast_shift, "out")],
+                 *["  " + y for y in plain_requant("s", mult, shift, fast_shift, "out")],
                  "}",
                  "return 0;"]
         return {"dsp": dsp, "plain": plain}
