@@ -63,7 +63,19 @@ def _requant_fn(name):
 
 
 @register_intrin
-class GConvQ15(TensorIntrin):
+class _GatherBuilt(TensorIntrin):
+    """An intrinsic that only the gather rule (aot/schedules/arm_gather.py) calls, never matched
+    in a loop; its one DSP or Helium body where DotS8 takes that extension (FAST), else plain."""
+    FAST = "dsp"
+
+    def match(self, loop, acc=None):
+        return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
+
+    def variant_for(self, mcpu):
+        return self.FAST if self.FAST is not None and DotS8().variant_for(mcpu) == self.FAST else "plain"
+
+
+class GConvQ15(_GatherBuilt):
     """Two output pixels of a gathered conv, every channel requantised (the DSP extension's SIMD32):
     gconv_q15(a0, a1, w, n, channels, bias, mult, shift, zp, lo, hi, y0, y1). a0 and a1 are the
     pixels' windows as n int16 values with the input offset already added (n even: a pad value
@@ -89,11 +101,6 @@ class GConvQ15(TensorIntrin):
         return [(0, n - one), (1, n - one), (2, c * n * two - one), (5, c + c - one)] + \
             [(k, c - one) for k in (6, 7, 11, 12)]
 
-    def match(self, loop, acc=None):
-        return None, "gconv_q15 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
-
-    def variant_for(self, mcpu):
-        return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
 
     def signature(self):
         return ("int32_t aot_gconv_q15(const int16_t* a0, const int16_t* a1, const int8_t* w, int32_t n, "
@@ -177,7 +184,7 @@ class GConvQ15(TensorIntrin):
 
 
 @register_intrin
-class WidenQ15(TensorIntrin):
+class WidenQ15(_GatherBuilt):
     """One window row gathered for gconv_q15: widen_q15(dst, src, n, off) stores (int16)(src[k] +
     off) to dst[k] for k < n. The DSP body widens four bytes a step: sxtab16 adds the offset to
     bytes 0 and 2, and (rotated) 1 and 3, and two halfword packs put them back in order."""
@@ -187,11 +194,6 @@ class WidenQ15(TensorIntrin):
     written_args = (0,)
     extent_arg = 2
 
-    def match(self, loop, acc=None):
-        return None, "widen_q15 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
-
-    def variant_for(self, mcpu):
-        return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
 
     def signature(self):
         return "int32_t aot_widen_q15(int16_t* dst, const int8_t* src, int32_t n, int32_t off)"
@@ -214,7 +216,7 @@ class WidenQ15(TensorIntrin):
 
 
 @register_intrin
-class GConvS8(TensorIntrin):
+class GConvS8(_GatherBuilt):
     """Two output pixels of a gathered conv on Helium, every channel requantised:
     gconv_s8(a0, a1, w, n, channels, bias, mult, shift, zp, lo, hi, y0, y1). a0 and a1 are the
     pixels' int8 windows (n bytes, the padding holding the input's zero point), w the OHWI int8
@@ -225,6 +227,7 @@ class GConvS8(TensorIntrin):
     pixel are requantised as one vector (as dot_s8x4q does) and stored four bytes at once, a last
     block of fewer channels predicated (its missing weight rows read as the last real one)."""
     name = "gconv_s8"
+    FAST = "mve"
     headers = {"mve": ("arm_mve.h",)}
     pointer_args = (0, 1, 2, 5, 6, 7, 11, 12)
     written_args = (11, 12)
@@ -234,11 +237,6 @@ class GConvS8(TensorIntrin):
         one = Const(1, "int32")
         return [(0, n - one), (1, n - one), (2, c * n - one)] + [(k, c - one) for k in (5, 6, 7, 11, 12)]
 
-    def match(self, loop, acc=None):
-        return None, "gconv_s8 is built by the gather rule (aot/schedules/arm_gather.py), not matched"
-
-    def variant_for(self, mcpu):
-        return "mve" if DotS8().variant_for(mcpu) == "mve" else "plain"
 
     def signature(self):
         return ("int32_t aot_gconv_s8(const int8_t* a0, const int8_t* a1, const int8_t* w, int32_t n, "
@@ -313,7 +311,7 @@ def _pack(lo, hi):
 
 
 @register_intrin
-class WidenQ15w(TensorIntrin):
+class WidenQ15w(_GatherBuilt):
     """One input row widened into a ring row of the workspace (aot/schedules/arm_gather.py's
     ring_pairs): widen_q15w(dst, src, n, off), n even, stores the int16 values src[k] + off in
     their natural order, two a word (dst[k / 2]'s low half the even k). The DSP body widens
@@ -329,11 +327,6 @@ class WidenQ15w(TensorIntrin):
         n = int(args[2].value)
         return [(0, Const(n // 2 - 1, "int32")), (1, Const(n - 1, "int32"))]
 
-    def match(self, loop, acc=None):
-        return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
-
-    def variant_for(self, mcpu):
-        return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
 
     def signature(self):
         return "int32_t aot_widen_q15w(int32_t* dst, const int8_t* src, int32_t n, int32_t off)"
@@ -360,7 +353,7 @@ class WidenQ15w(TensorIntrin):
 
 
 @register_intrin
-class RingQ15x3(TensorIntrin):
+class RingQ15x3(_GatherBuilt):
     """Two pixels' windows of three rows of nine taps into pw_s8's scratch, from the ring of
     widened input rows (widen_q15w's: int16 in natural order, two a word): ring_q15x3(buf, r0,
     r1, r2, d), r0..r2 each row's first word for pixel 0 (its taps 0 to 8 at halves 0 to 8, the
@@ -370,6 +363,7 @@ class RingQ15x3(TensorIntrin):
     0's and row 1's packed into one word (PKHBT), row 2's word as it is (its other half times a
     zero weight). Plain word copies on every core: no widening per pixel."""
     name = "ring_q15x3"
+    FAST = None         # its copy has no DSP body
     headers = {}
     pointer_args = (0, 1, 2, 3)
     written_args = (0,)
@@ -378,11 +372,6 @@ class RingQ15x3(TensorIntrin):
         d = args[4]
         return [(0, Const(27, "int32"))] + [(k, d + Const(4, "int32")) for k in (1, 2, 3)]
 
-    def match(self, loop, acc=None):
-        return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
-
-    def variant_for(self, mcpu):
-        return "plain"
 
     def signature(self):
         return ("int32_t aot_ring_q15x3(int32_t* buf, const int32_t* r0, const int32_t* r1, const int32_t* r2, "
@@ -498,7 +487,7 @@ def _ring_asm():
 
 
 @register_intrin
-class GConvRing(TensorIntrin):
+class GConvRing(_GatherBuilt):
     """A row's pixel pairs of 3x3 windows over three channels (each window row nine taps) straight
     from the ring of widened input rows (aot/schedules/arm_gather.py's ring_pairs), every channel
     requantised: gconv_ring(out, r0, r1, r2, w, bias, mult, shift, cout, npairs, zp, lo, hi)
@@ -526,11 +515,6 @@ class GConvRing(TensorIntrin):
             [(4, Const(RING_BLOCK * blocks - 1, "int32")), (5, Const(2 * c + 1, "int32")),
              (6, Const(c - 1, "int32")), (7, Const(c - 1, "int32"))]
 
-    def match(self, loop, acc=None):
-        return None, f"{self.name} is built by the gather rule (aot/schedules/arm_gather.py), not matched"
-
-    def variant_for(self, mcpu):
-        return "dsp" if DotS8().variant_for(mcpu) == "dsp" else "plain"
 
     def signature(self):
         return ("int32_t aot_gconv_ring(int8_t* out, const int32_t* r0, const int32_t* r1, const int32_t* r2, "
