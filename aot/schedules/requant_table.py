@@ -75,16 +75,15 @@ class _Fold:
         zero = (absw == 0) & (c != 0) & ((e >= 2) | (m == 0))
         return bool(np.all(fits | zero))
 
-    def row_sums_rows(self, weights):
+    def weight_rows(self, weights):
         """Each channel's weight row (cout x cin, int64)."""
         w = weights.reshape(-1).astype(np.int64)
         return w[self.wbase + self.sw * np.arange(self.cout)[:, None] + np.arange(self.cin)[None, :]]
 
     def row_sums(self, weights, absolute=False):
         """Each channel's sum of its weight row (of their magnitudes)."""
-        w = weights.reshape(-1).astype(np.int64)
-        rows = self.wbase + self.sw * np.arange(self.cout)[:, None] + np.arange(self.cin)[None, :]
-        return (np.abs(w) if absolute else w)[rows].sum(axis=1)
+        rows = self.weight_rows(weights)
+        return (np.abs(rows) if absolute else rows).sum(axis=1)
 
     def folded(self, role, own, arrays):
         got = dict(zip(self.roles, arrays), **{role: own})
@@ -154,7 +153,7 @@ class FoldedBias(_Fold):
             return ext.reshape(-1)
         got = dict(zip(self.roles, arrays))
         m = got["mult"].reshape(-1)[:n] if "mult" in got else np.full(n, self.mult)
-        w = self.row_sums_rows(got["weights"])
+        w = self.weight_rows(got["weights"])
         lo = w[:, [0, 1, 4, 5]] & 0xFFFF
         hi = w[:, [2, 3, 6, 7]] & 0xFFFF
         ext[:, 0:4] = (2 * lo & 0xFFFF) | ((2 * hi & 0xFFFF) << 16)
